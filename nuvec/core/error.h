@@ -23,11 +23,7 @@ class error : public std::invalid_argument {
 [[noreturn]] inline void throw_invalid(const std::string& message) {
   throw error(ErrorKind::invalid_argument, message);
 }
-[[noreturn]] inline void throw_unsupported(const std::string& message) {
-  throw error(ErrorKind::unsupported, message);
-}
-[[noreturn]] inline void throw_internal(const std::string& message) {
-  throw error(ErrorKind::internal, message);
-}
+[[noreturn]] inline void throw_unsupported(const std::string& message) { throw error(ErrorKind::unsupported, message); }
+[[noreturn]] inline void throw_internal(const std::string& message) { throw error(ErrorKind::internal, message); }
 
 }  // namespace nuvec

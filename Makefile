@@ -1,0 +1,40 @@
+# The two README commands. Each installs missing Debian packages first, then
+# configures and builds what it needs.
+
+PRESET ?= release
+JOBS ?= $(shell nproc)
+BUILD := build/$(PRESET)
+
+.PHONY: all deps configure build demo test bench install clean
+
+all: build
+
+deps:
+	@scripts/install-deps.sh
+
+configure: deps
+	@cmake --preset $(PRESET) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD) -j $(JOBS)
+
+## Runs nuvec's main job: the example program.
+demo: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target nuvec_demo
+	@$(BUILD)/examples/nuvec_demo
+
+## Builds everything and runs the whole test suite.
+test: build
+	@ctest --preset $(PRESET) -j $(JOBS)
+
+## Times nuvec against NumPy side by side.
+bench: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target nuvec_bench
+	@/usr/bin/python3 bench/run_core.py --build $(BUILD)
+
+PREFIX ?= /usr/local
+install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+clean:
+	@rm -rf build

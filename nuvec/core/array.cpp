@@ -1,0 +1,341 @@
+#include "nuvec/core/array.h"
+
+#include <mutex>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/core/eval.h"
+#include "nuvec/core/ops.h"
+
+namespace nuvec {
+
+namespace detail {
+
+/// A primitive applied to its inputs; shared by all of its outputs (siblings).
+/// Outputs are held weakly so siblings form no reference cycle.
+struct Node {
+  Primitive primitive;
+  Stream stream;
+  std::vector<array> inputs;
+  std::vector<std::weak_ptr<ArrayDesc>> outputs;
+};
+
+/// Owns an adopted or allocated buffer and frees it when the last view goes.
+struct Data {
+  allocator::Buffer buffer;
+  Deleter deleter;
+  Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
+  Data(const Data&) = delete;
+  Data& operator=(const Data&) = delete;
+  ~Data() {
+    if (deleter) {
+      deleter(buffer);
+    }
+  }
+};
+
+struct ArrayDesc {
+  Shape shape;
+  Strides strides;
+  size_t size;
+  Dtype dtype;
+
+  std::shared_ptr<Node> node;
+  uint32_t position = 0;
+
+  std::shared_ptr<Data> data;
+  void* data_ptr = nullptr;
+  size_t data_size = 0;
+  Flags flags;
+
+  std::atomic<Status> status{Status::unscheduled};
+  std::exception_ptr error;
+
+  ArrayDesc(Shape s, Dtype t)
+      : shape(std::move(s)), strides(row_major_strides(shape)), size(shape_size(shape)), dtype(t) {}
+  ArrayDesc(const ArrayDesc&) = delete;
+  ArrayDesc& operator=(const ArrayDesc&) = delete;
+
+  // Deep graphs (a long chain of lazy ops) would overflow the stack if freed
+  // recursively: unlink inputs that only this node holds and free them in a loop.
+  ~ArrayDesc() {
+    if (!node || node.use_count() > 1) {
+      return;
+    }
+    std::vector<array> pending = std::move(node->inputs);
+    node.reset();
+    while (!pending.empty()) {
+      array a = std::move(pending.back());
+      pending.pop_back();
+      auto& desc = a.desc_;
+      if (desc.use_count() == 1 && desc->node && desc->node.use_count() == 1) {
+        for (auto& input : desc->node->inputs) {
+          pending.push_back(std::move(input));
+        }
+        desc->node.reset();
+      }
+    }
+  }
+};
+
+namespace {
+
+template <class T, class V>
+T convert(V value) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value != V{};
+  } else if constexpr (std::is_same_v<T, complex64_t>) {
+    if constexpr (std::is_same_v<V, complex64_t>) {
+      return value;
+    } else {
+      return complex64_t(static_cast<float>(value), 0.0F);
+    }
+  } else if constexpr (std::is_same_v<V, complex64_t>) {
+    return convert<T>(value.real());
+  } else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+    return T(static_cast<double>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
+template <class V>
+void store(Dtype dtype, void* out, V value) {
+  dispatch(dtype, [&]<class T>(type_tag<T>) {
+    T converted = convert<T>(value);
+    std::memcpy(out, &converted, sizeof(T));
+  });
+}
+
+template <class R>
+R read(const array& a) {
+  return dispatch(a.dtype(), [&]<class T>(type_tag<T>) {
+    T value;
+    std::memcpy(&value, a.data<char>(), sizeof(T));
+    if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+      return convert<R>(static_cast<float>(value));
+    } else {
+      return convert<R>(value);
+    }
+  });
+}
+
+}  // namespace
+
+void store_value(Dtype dtype, void* out, double value) { store(dtype, out, value); }
+void store_value(Dtype dtype, void* out, int64_t value) { store(dtype, out, value); }
+void store_value(Dtype dtype, void* out, uint64_t value) { store(dtype, out, value); }
+void store_value(Dtype dtype, void* out, complex64_t value) { store(dtype, out, value); }
+
+double read_double(const array& a) { return read<double>(a); }
+int64_t read_int64(const array& a) { return read<int64_t>(a); }
+uint64_t read_uint64(const array& a) { return read<uint64_t>(a); }
+complex64_t read_complex(const array& a) { return read<complex64_t>(a); }
+
+}  // namespace detail
+
+array::array(Shape shape, Dtype dtype) : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {}
+
+array::array(const complex64_t& value, Dtype dtype) : array(Shape{}, dtype) { init_from(&value, 1); }
+
+array::array(allocator::Buffer data, Shape shape, Dtype dtype, Deleter deleter) : array(std::move(shape), dtype) {
+  set_data(data, std::move(deleter));
+}
+
+array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void*)>& deleter)
+    : array(std::move(shape), dtype) {
+  auto bytes = nbytes();
+  set_data(allocator::Buffer(data, bytes), [deleter](allocator::Buffer b) { deleter(b.raw_ptr()); });
+}
+
+array::array(Shape shape, Dtype dtype, Primitive primitive, std::vector<array> inputs, Stream stream)
+    : array(std::move(shape), dtype) {
+  desc_->node = std::make_shared<detail::Node>(
+      detail::Node{std::move(primitive), stream, std::move(inputs), {std::weak_ptr<detail::ArrayDesc>(desc_)}});
+}
+
+std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes, Primitive primitive,
+                                      std::vector<array> inputs, Stream stream) {
+  auto node = std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}});
+  std::vector<array> outputs;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    array out(std::move(shapes[i]), dtypes[i]);
+    out.desc_->node = node;
+    out.desc_->position = static_cast<uint32_t>(i);
+    node->outputs.emplace_back(out.desc_);
+    outputs.push_back(std::move(out));
+  }
+  return outputs;
+}
+
+void array::check_init_size(size_t n) const {
+  if (n != size()) {
+    throw_invalid("[array] Data size " + std::to_string(n) + " does not match the size " + std::to_string(size()) +
+                  " of shape " + shape_string(shape()) + ".");
+  }
+}
+
+void array::allocate_row_contiguous() { set_data(allocator::malloc(nbytes())); }
+
+size_t array::size() const { return desc_->size; }
+const Shape& array::shape() const { return desc_->shape; }
+int array::shape(int axis) const { return desc_->shape[normalize_axis(axis, ndim(), "shape")]; }
+const Strides& array::strides() const { return desc_->strides; }
+int64_t array::strides(int axis) const { return desc_->strides[normalize_axis(axis, ndim(), "strides")]; }
+Dtype array::dtype() const { return desc_->dtype; }
+
+void array::eval() { nuvec::eval({*this}); }
+
+void* array::checked_data() const {
+  switch (status()) {
+    case Status::available:
+      return desc_->data_ptr;
+    case Status::failed:
+      std::rethrow_exception(desc_->error);
+    case Status::unscheduled:
+    case Status::scheduled:
+      break;
+  }
+  throw_invalid("[data] The array has not been evaluated: call eval() first.");
+}
+
+array array::iterator::operator*() const {
+  if (arr_.ndim() == 0) {
+    throw_invalid("[array::iterator] Cannot iterate over a 0-d array.");
+  }
+  Shape start(arr_.ndim(), 0);
+  Shape stop = arr_.shape();
+  start[0] = index_;
+  stop[0] = index_ + 1;
+  return squeeze(slice(arr_, start, stop), 0);
+}
+
+Status array::status() const { return desc_->status.load(std::memory_order_acquire); }
+bool array::has_primitive() const { return desc_->node != nullptr; }
+uintptr_t array::node_id() const { return desc_->node ? reinterpret_cast<uintptr_t>(desc_->node.get()) : id(); }
+
+const Primitive& array::primitive() const {
+  if (!desc_->node) {
+    throw_internal("[array::primitive] The array has no primitive.");
+  }
+  return desc_->node->primitive;
+}
+
+Stream array::stream() const { return desc_->node ? desc_->node->stream : default_stream(default_device()); }
+
+const std::vector<array>& array::inputs() const {
+  static const std::vector<array> none;
+  return desc_->node ? desc_->node->inputs : none;
+}
+
+std::vector<array> array::outputs() const {
+  if (!desc_->node) {
+    return {*this};
+  }
+  std::vector<array> result;
+  for (auto& weak : desc_->node->outputs) {
+    array out(Shape{}, bool_);
+    out.desc_ = weak.lock();
+    if (!out.desc_) {
+      out = array(Shape{}, bool_);  // a dropped sibling: a placeholder the kernel may ignore
+    }
+    result.push_back(std::move(out));
+  }
+  return result;
+}
+
+std::vector<array> array::siblings() const {
+  std::vector<array> result;
+  if (!desc_->node) {
+    return result;
+  }
+  for (size_t i = 0; i < desc_->node->outputs.size(); ++i) {
+    if (i == desc_->position) {
+      continue;
+    }
+    if (auto desc = desc_->node->outputs[i].lock()) {
+      array s(Shape{}, bool_);
+      s.desc_ = std::move(desc);
+      result.push_back(std::move(s));
+    }
+  }
+  return result;
+}
+
+std::exception_ptr array::error() const { return status() == Status::failed ? desc_->error : nullptr; }
+
+void array::detach() {
+  if (!desc_->node) {
+    return;
+  }
+  auto node = std::move(desc_->node);
+  for (auto& weak : node->outputs) {
+    if (auto desc = weak.lock()) {
+      desc->node.reset();
+    }
+  }
+}
+
+const Flags& array::flags() const { return desc_->flags; }
+size_t array::data_size() const { return desc_->data_size; }
+void* array::raw_data() const { return desc_->data_ptr; }
+allocator::Buffer array::buffer() const { return desc_->data ? desc_->data->buffer : allocator::Buffer(); }
+long array::buffer_use_count() const { return desc_->data.use_count(); }
+
+void array::set_data(allocator::Buffer buffer, Deleter deleter) {
+  set_data(buffer, size(), row_major_strides(shape()), Flags{}, std::move(deleter));
+  desc_->flags.col_contiguous = ndim() <= 1 || size() <= 1;
+  if (!desc_->flags.col_contiguous) {
+    // A row-major buffer is also column-major when at most one axis has size > 1.
+    int non_trivial = 0;
+    for (auto dim : shape()) {
+      non_trivial += dim > 1 ? 1 : 0;
+    }
+    desc_->flags.col_contiguous = non_trivial <= 1;
+  }
+}
+
+void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags, Deleter deleter) {
+  desc_->data = std::make_shared<detail::Data>(buffer, std::move(deleter));
+  desc_->data_ptr = buffer.raw_ptr();
+  desc_->data_size = data_size;
+  desc_->strides = std::move(strides);
+  desc_->flags = flags;
+  desc_->status.store(Status::available, std::memory_order_release);
+}
+
+void array::copy_shared_buffer(const array& other, const Strides& strides, Flags flags, size_t data_size,
+                               int64_t offset) {
+  desc_->data = other.desc_->data;
+  desc_->data_ptr = static_cast<char*>(other.desc_->data_ptr) + offset * static_cast<int64_t>(other.itemsize());
+  desc_->data_size = data_size;
+  desc_->strides = strides;
+  desc_->flags = flags;
+  desc_->status.store(Status::available, std::memory_order_release);
+}
+
+void array::copy_shared_buffer(const array& other) {
+  copy_shared_buffer(other, other.strides(), other.flags(), other.data_size());
+}
+
+void array::move_shared_buffer(array other) {
+  desc_->data = std::move(other.desc_->data);
+  desc_->data_ptr = other.desc_->data_ptr;
+  desc_->data_size = other.desc_->data_size;
+  desc_->strides = other.desc_->strides;
+  desc_->flags = other.desc_->flags;
+  desc_->status.store(Status::available, std::memory_order_release);
+}
+
+void array::set_failed(std::exception_ptr err) {
+  desc_->error = std::move(err);
+  desc_->status.store(Status::failed, std::memory_order_release);
+}
+
+void array::set_status(Status s) { desc_->status.store(s, std::memory_order_release); }
+
+bool array::is_donatable() const {
+  // Only the consuming node holds this array and no view shares its buffer.
+  return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1;
+}
+
+}  // namespace nuvec

@@ -1,0 +1,530 @@
+#pragma once
+
+// The functional API, mirroring MLX's ops.h: same names, argument order,
+// overloads and defaults, each ending with a StreamOrDevice. Every op checks
+// its arguments when it is called and builds a lazy node.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nuvec/core/array.h"
+
+namespace nuvec {
+
+// ---------------------------------------------------------------- creation
+
+/// Values in [start, stop) spaced by step.
+array arange(double start, double stop, double step, Dtype dtype, StreamOrDevice s = {});
+array arange(double start, double stop, double step, StreamOrDevice s = {});
+array arange(double start, double stop, Dtype dtype, StreamOrDevice s = {});
+array arange(double start, double stop, StreamOrDevice s = {});
+array arange(double stop, Dtype dtype, StreamOrDevice s = {});
+array arange(double stop, StreamOrDevice s = {});
+array arange(int start, int stop, int step, StreamOrDevice s = {});
+array arange(int start, int stop, StreamOrDevice s = {});
+array arange(int stop, StreamOrDevice s = {});
+
+/// `num` evenly spaced values from start to stop inclusive.
+array linspace(double start, double stop, int num = 50, Dtype dtype = float32, StreamOrDevice s = {});
+
+/// An array of `shape` filled with `vals` (broadcast).
+array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s = {});
+array full(Shape shape, array vals, StreamOrDevice s = {});
+template <class T>
+array full(Shape shape, T val, Dtype dtype, StreamOrDevice s = {}) {
+  return full(std::move(shape), array(val, dtype), s);
+}
+template <class T>
+array full(Shape shape, T val, StreamOrDevice s = {}) {
+  return full(std::move(shape), array(val), s);
+}
+array full_like(const array& a, const array& vals, StreamOrDevice s = {});
+array zeros(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
+inline array zeros(const Shape& shape, StreamOrDevice s = {}) { return zeros(shape, float32, s); }
+array zeros_like(const array& a, StreamOrDevice s = {});
+array ones(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
+inline array ones(const Shape& shape, StreamOrDevice s = {}) { return ones(shape, float32, s); }
+array ones_like(const array& a, StreamOrDevice s = {});
+
+/// Ones on the k-th diagonal of an n x m matrix.
+array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s = {});
+inline array eye(int n, Dtype dtype, StreamOrDevice s = {}) { return eye(n, n, 0, dtype, s); }
+inline array eye(int n, int m, StreamOrDevice s = {}) { return eye(n, m, 0, float32, s); }
+inline array eye(int n, int m, int k, StreamOrDevice s = {}) { return eye(n, m, k, float32, s); }
+inline array eye(int n, StreamOrDevice s = {}) { return eye(n, n, 0, float32, s); }
+array identity(int n, Dtype dtype, StreamOrDevice s = {});
+inline array identity(int n, StreamOrDevice s = {}) { return identity(n, float32, s); }
+
+/// Ones at and below the k-th diagonal.
+array tri(int n, int m, int k, Dtype type, StreamOrDevice s = {});
+inline array tri(int n, Dtype type, StreamOrDevice s = {}) { return tri(n, n, 0, type, s); }
+array tril(array x, int k = 0, StreamOrDevice s = {});
+array triu(array x, int k = 0, StreamOrDevice s = {});
+
+std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse = false, const std::string& indexing = "xy",
+                            StreamOrDevice s = {});
+
+/// Window functions (numpy's definitions), float32.
+array bartlett(int M, StreamOrDevice s = {});
+array blackman(int M, StreamOrDevice s = {});
+array hamming(int M, StreamOrDevice s = {});
+array hanning(int M, StreamOrDevice s = {});
+
+// ---------------------------------------------------------------- conversion and copies
+
+array astype(array a, Dtype dtype, StreamOrDevice s = {});
+/// Reinterprets the bytes as another dtype; the last axis is rescaled.
+array view(const array& a, const Dtype& dtype, StreamOrDevice s = {});
+array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s = {});
+array copy(array a, StreamOrDevice s = {});
+/// `a` itself when already row-contiguous (or column-contiguous if allowed), else a copy.
+array contiguous(const array& a, bool allow_col_major = false, StreamOrDevice s = {});
+array stop_gradient(const array& a, StreamOrDevice s = {});
+
+// ---------------------------------------------------------------- shape and layout
+
+array reshape(const array& a, Shape shape, StreamOrDevice s = {});
+array flatten(const array& a, int start_axis, int end_axis = -1, StreamOrDevice s = {});
+array flatten(const array& a, StreamOrDevice s = {});
+array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s = {});
+array squeeze(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array squeeze(const array& a, int axis, StreamOrDevice s = {});
+array squeeze(const array& a, StreamOrDevice s = {});
+array expand_dims(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array expand_dims(const array& a, int axis, StreamOrDevice s = {});
+array transpose(const array& a, std::vector<int> axes, StreamOrDevice s = {});
+inline array transpose(const array& a, std::initializer_list<int> axes, StreamOrDevice s = {}) {
+  return transpose(a, std::vector<int>(axes), s);
+}
+array transpose(const array& a, StreamOrDevice s = {});
+array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s = {});
+array moveaxis(const array& a, int source, int destination, StreamOrDevice s = {});
+array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s = {});
+std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDevice s = {});
+array atleast_1d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s = {});
+array atleast_2d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_2d(const std::vector<array>& a, StreamOrDevice s = {});
+array atleast_3d(const array& a, StreamOrDevice s = {});
+std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s = {});
+
+/// a[start:stop:strides] per axis; out-of-range bounds are clipped as in numpy.
+array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s = {});
+array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});
+
+std::vector<array> split(const array& a, int num_splits, int axis, StreamOrDevice s = {});
+std::vector<array> split(const array& a, int num_splits, StreamOrDevice s = {});
+std::vector<array> split(const array& a, const Shape& indices, int axis, StreamOrDevice s = {});
+std::vector<array> split(const array& a, const Shape& indices, StreamOrDevice s = {});
+array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s = {});
+array concatenate(std::vector<array> arrays, StreamOrDevice s = {});
+array stack(const std::vector<array>& arrays, int axis, StreamOrDevice s = {});
+array stack(const std::vector<array>& arrays, StreamOrDevice s = {});
+std::vector<array> unstack(const array& a, int axis = 0, StreamOrDevice s = {});
+array repeat(const array& arr, int repeats, int axis, StreamOrDevice s = {});
+array repeat(const array& arr, int repeats, StreamOrDevice s = {});
+array tile(const array& arr, std::vector<int> reps, StreamOrDevice s = {});
+
+/// Pads with pad_value ("constant") or the edge values ("edge").
+array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size, const Shape& high_pad_size,
+          const array& pad_value = array(0), const std::string& mode = "constant", StreamOrDevice s = {});
+array pad(const array& a, const std::vector<std::pair<int, int>>& pad_width, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+array pad(const array& a, const std::pair<int, int>& pad_width, const array& pad_value = array(0),
+          const std::string& mode = "constant", StreamOrDevice s = {});
+array pad(const array& a, int pad_width, const array& pad_value = array(0), const std::string& mode = "constant",
+          StreamOrDevice s = {});
+
+array roll(const array& a, int shift, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, StreamOrDevice s = {});
+array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
+array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s = {});
+array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s = {});
+array flip(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
+array flip(const array& a, int axis, StreamOrDevice s = {});
+array flip(const array& a, StreamOrDevice s = {});
+
+array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1, StreamOrDevice s = {});
+/// The k-th diagonal of a matrix, or a matrix with a vector on its k-th diagonal.
+array diag(const array& a, int k = 0, StreamOrDevice s = {});
+array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s = {});
+array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s = {});
+array trace(const array& a, StreamOrDevice s = {});
+
+/// The product of the sizes of `axes` (or its inverse), as a scalar of `dtype`.
+array number_of_elements(const array& a, std::vector<int> axes, bool inverted, Dtype dtype = int32,
+                         StreamOrDevice s = {});
+/// `inputs`, made to depend on `dependencies` (they are evaluated first).
+std::vector<array> depends(const std::vector<array>& inputs, const std::vector<array>& dependencies);
+
+// ---------------------------------------------------------------- unary
+
+array abs(const array& a, StreamOrDevice s = {});
+array negative(const array& a, StreamOrDevice s = {});
+array positive(const array& a, StreamOrDevice s = {});
+array sign(const array& a, StreamOrDevice s = {});
+array floor(const array& a, StreamOrDevice s = {});
+array ceil(const array& a, StreamOrDevice s = {});
+array trunc(const array& a, StreamOrDevice s = {});
+array round(const array& a, int decimals, StreamOrDevice s = {});
+inline array round(const array& a, StreamOrDevice s = {}) { return round(a, 0, s); }
+array square(const array& a, StreamOrDevice s = {});
+array sqrt(const array& a, StreamOrDevice s = {});
+array rsqrt(const array& a, StreamOrDevice s = {});
+array reciprocal(const array& a, StreamOrDevice s = {});
+array exp(const array& a, StreamOrDevice s = {});
+array expm1(const array& a, StreamOrDevice s = {});
+array log(const array& a, StreamOrDevice s = {});
+array log2(const array& a, StreamOrDevice s = {});
+array log10(const array& a, StreamOrDevice s = {});
+array log1p(const array& a, StreamOrDevice s = {});
+array sin(const array& a, StreamOrDevice s = {});
+array cos(const array& a, StreamOrDevice s = {});
+array tan(const array& a, StreamOrDevice s = {});
+array arcsin(const array& a, StreamOrDevice s = {});
+array arccos(const array& a, StreamOrDevice s = {});
+array arctan(const array& a, StreamOrDevice s = {});
+array sinh(const array& a, StreamOrDevice s = {});
+array cosh(const array& a, StreamOrDevice s = {});
+array tanh(const array& a, StreamOrDevice s = {});
+array arcsinh(const array& a, StreamOrDevice s = {});
+array arccosh(const array& a, StreamOrDevice s = {});
+array arctanh(const array& a, StreamOrDevice s = {});
+array sigmoid(const array& a, StreamOrDevice s = {});
+array erf(const array& a, StreamOrDevice s = {});
+array erfinv(const array& a, StreamOrDevice s = {});
+array degrees(const array& a, StreamOrDevice s = {});
+array radians(const array& a, StreamOrDevice s = {});
+array conjugate(const array& a, StreamOrDevice s = {});
+array real(const array& a, StreamOrDevice s = {});
+array imag(const array& a, StreamOrDevice s = {});
+array isnan(const array& a, StreamOrDevice s = {});
+array isinf(const array& a, StreamOrDevice s = {});
+array isfinite(const array& a, StreamOrDevice s = {});
+array isposinf(const array& a, StreamOrDevice s = {});
+array isneginf(const array& a, StreamOrDevice s = {});
+array nan_to_num(const array& a, float nan = 0.0F, std::optional<float> posinf = std::nullopt,
+                 std::optional<float> neginf = std::nullopt, StreamOrDevice s = {});
+array logical_not(const array& a, StreamOrDevice s = {});
+array bitwise_invert(const array& a, StreamOrDevice s = {});
+array clip(const array& a, const std::optional<array>& a_min = std::nullopt,
+           const std::optional<array>& a_max = std::nullopt, StreamOrDevice s = {});
+
+// ---------------------------------------------------------------- binary
+
+array add(const array& a, const array& b, StreamOrDevice s = {});
+array subtract(const array& a, const array& b, StreamOrDevice s = {});
+array multiply(const array& a, const array& b, StreamOrDevice s = {});
+array divide(const array& a, const array& b, StreamOrDevice s = {});
+array floor_divide(const array& a, const array& b, StreamOrDevice s = {});
+array remainder(const array& a, const array& b, StreamOrDevice s = {});
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s = {});
+array power(const array& a, const array& b, StreamOrDevice s = {});
+array maximum(const array& a, const array& b, StreamOrDevice s = {});
+array minimum(const array& a, const array& b, StreamOrDevice s = {});
+array logaddexp(const array& a, const array& b, StreamOrDevice s = {});
+array arctan2(const array& a, const array& b, StreamOrDevice s = {});
+array equal(const array& a, const array& b, StreamOrDevice s = {});
+array not_equal(const array& a, const array& b, StreamOrDevice s = {});
+array greater(const array& a, const array& b, StreamOrDevice s = {});
+array greater_equal(const array& a, const array& b, StreamOrDevice s = {});
+array less(const array& a, const array& b, StreamOrDevice s = {});
+array less_equal(const array& a, const array& b, StreamOrDevice s = {});
+array isclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
+              StreamOrDevice s = {});
+array allclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
+               StreamOrDevice s = {});
+array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s = {});
+inline array array_equal(const array& a, const array& b, StreamOrDevice s = {}) { return array_equal(a, b, false, s); }
+array logical_and(const array& a, const array& b, StreamOrDevice s = {});
+array logical_or(const array& a, const array& b, StreamOrDevice s = {});
+array logical_xor(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_and(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
+array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});
+array left_shift(const array& a, const array& b, StreamOrDevice s = {});
+array right_shift(const array& a, const array& b, StreamOrDevice s = {});
+/// condition ? x : y, broadcast together.
+array where(const array& condition, const array& x, const array& y, StreamOrDevice s = {});
+
+// ---------------------------------------------------------------- reductions
+
+// Each reduction takes (a, keepdims), (a, axes, keepdims) or (a, axis, keepdims), as in MLX.
+/// Whether every element is true.
+array all(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array all(const array& a, StreamOrDevice s = {}) { return all(a, false, s); }
+array all(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array all(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// Whether any element is true.
+array any(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array any(const array& a, StreamOrDevice s = {}) { return any(a, false, s); }
+array any(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array any(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// Sum (bool and small integers give int32/uint32).
+array sum(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array sum(const array& a, StreamOrDevice s = {}) { return sum(a, false, s); }
+array sum(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array sum(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// Product (same dtype rule as sum).
+array prod(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array prod(const array& a, StreamOrDevice s = {}) { return prod(a, false, s); }
+array prod(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array prod(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// Maximum (NaN propagates).
+array max(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array max(const array& a, StreamOrDevice s = {}) { return max(a, false, s); }
+array max(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array max(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// Minimum (NaN propagates).
+array min(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array min(const array& a, StreamOrDevice s = {}) { return min(a, false, s); }
+array min(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array min(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// Arithmetic mean, at least float.
+array mean(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array mean(const array& a, StreamOrDevice s = {}) { return mean(a, false, s); }
+array mean(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array mean(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// log(sum(exp(a))), computed without overflow.
+array logsumexp(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array logsumexp(const array& a, StreamOrDevice s = {}) { return logsumexp(a, false, s); }
+array logsumexp(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array logsumexp(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+/// Number of non-zero elements (int32).
+array count_nonzero(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array count_nonzero(const array& a, StreamOrDevice s = {}) { return count_nonzero(a, false, s); }
+array count_nonzero(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array count_nonzero(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+
+array var(const array& a, bool keepdims, int ddof = 0, StreamOrDevice s = {});
+inline array var(const array& a, StreamOrDevice s = {}) { return var(a, false, 0, s); }
+array var(const array& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
+array var(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
+array std(const array& a, bool keepdims, int ddof = 0, StreamOrDevice s = {});
+inline array std(const array& a, StreamOrDevice s = {}) { return nuvec::std(a, false, 0, s); }
+array std(const array& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
+array std(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
+
+/// Index (uint32) of the first maximum / minimum.
+array argmax(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array argmax(const array& a, StreamOrDevice s = {}) { return argmax(a, false, s); }
+array argmax(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+array argmin(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array argmin(const array& a, StreamOrDevice s = {}) { return argmin(a, false, s); }
+array argmin(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+
+array softmax(const array& a, const std::vector<int>& axes, bool precise = false, StreamOrDevice s = {});
+array softmax(const array& a, bool precise = false, StreamOrDevice s = {});
+array softmax(const array& a, int axis, bool precise = false, StreamOrDevice s = {});
+
+// ---------------------------------------------------------------- products
+
+/// Matrix product with numpy's rules: 1-d operands are promoted and the batch axes broadcast.
+array matmul(const array& a, const array& b, StreamOrDevice s = {});
+/// alpha * (a @ b) + beta * c.
+array addmm(array c, array a, array b, const float& alpha = 1.F, const float& beta = 1.F, StreamOrDevice s = {});
+array inner(const array& a, const array& b, StreamOrDevice s = {});
+array outer(const array& a, const array& b, StreamOrDevice s = {});
+array tensordot(const array& a, const array& b, int axis = 2, StreamOrDevice s = {});
+array tensordot(const array& a, const array& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b,
+                StreamOrDevice s = {});
+
+// ---------------------------------------------------------------- utilities
+
+/// The dtype all `arrays` promote to.
+Dtype result_type(const std::vector<array>& arrays);
+template <class... Arrays>
+Dtype result_type(const Arrays&... arrays) {
+  return result_type(std::vector<array>{arrays...});
+}
+
+/// Limits of a floating dtype (numpy's finfo).
+struct finfo {
+  explicit finfo(Dtype dtype);
+  Dtype dtype;
+  double min;
+  double max;
+  double eps;
+};
+/// Limits of an integer dtype (numpy's iinfo).
+struct iinfo {
+  explicit iinfo(Dtype dtype);
+  Dtype dtype;
+  int64_t min;
+  uint64_t max;
+};
+
+// ---------------------------------------------------------------- operators
+
+array operator-(const array& a);
+array operator!(const array& a);
+array operator~(const array& a);
+
+// Each binary operator takes two arrays, or an array and a C++ scalar (whose dtype counts fully).
+array operator+(const array& a, const array& b);
+template <ScalarValue T>
+array operator+(const array& a, T b) {
+  return operator+(a, array(b));
+}
+template <ScalarValue T>
+array operator+(T a, const array& b) {
+  return operator+(array(a), b);
+}
+array operator-(const array& a, const array& b);
+template <ScalarValue T>
+array operator-(const array& a, T b) {
+  return operator-(a, array(b));
+}
+template <ScalarValue T>
+array operator-(T a, const array& b) {
+  return operator-(array(a), b);
+}
+array operator*(const array& a, const array& b);
+template <ScalarValue T>
+array operator*(const array& a, T b) {
+  return operator*(a, array(b));
+}
+template <ScalarValue T>
+array operator*(T a, const array& b) {
+  return operator*(array(a), b);
+}
+array operator/(const array& a, const array& b);
+template <ScalarValue T>
+array operator/(const array& a, T b) {
+  return operator/(a, array(b));
+}
+template <ScalarValue T>
+array operator/(T a, const array& b) {
+  return operator/(array(a), b);
+}
+array operator%(const array& a, const array& b);
+template <ScalarValue T>
+array operator%(const array& a, T b) {
+  return operator%(a, array(b));
+}
+template <ScalarValue T>
+array operator%(T a, const array& b) {
+  return operator%(array(a), b);
+}
+array operator==(const array& a, const array& b);
+template <ScalarValue T>
+array operator==(const array& a, T b) {
+  return operator==(a, array(b));
+}
+template <ScalarValue T>
+array operator==(T a, const array& b) {
+  return operator==(array(a), b);
+}
+array operator!=(const array& a, const array& b);
+template <ScalarValue T>
+array operator!=(const array& a, T b) {
+  return operator!=(a, array(b));
+}
+template <ScalarValue T>
+array operator!=(T a, const array& b) {
+  return operator!=(array(a), b);
+}
+array operator<(const array& a, const array& b);
+template <ScalarValue T>
+array operator<(const array& a, T b) {
+  return operator<(a, array(b));
+}
+template <ScalarValue T>
+array operator<(T a, const array& b) {
+  return operator<(array(a), b);
+}
+array operator<=(const array& a, const array& b);
+template <ScalarValue T>
+array operator<=(const array& a, T b) {
+  return operator<=(a, array(b));
+}
+template <ScalarValue T>
+array operator<=(T a, const array& b) {
+  return operator<=(array(a), b);
+}
+array operator>(const array& a, const array& b);
+template <ScalarValue T>
+array operator>(const array& a, T b) {
+  return operator>(a, array(b));
+}
+template <ScalarValue T>
+array operator>(T a, const array& b) {
+  return operator>(array(a), b);
+}
+array operator>=(const array& a, const array& b);
+template <ScalarValue T>
+array operator>=(const array& a, T b) {
+  return operator>=(a, array(b));
+}
+template <ScalarValue T>
+array operator>=(T a, const array& b) {
+  return operator>=(array(a), b);
+}
+array operator&&(const array& a, const array& b);
+template <ScalarValue T>
+array operator&&(const array& a, T b) {
+  return operator&&(a, array(b));
+}
+template <ScalarValue T>
+array operator&&(T a, const array& b) {
+  return operator&&(array(a), b);
+}
+array operator||(const array& a, const array& b);
+template <ScalarValue T>
+array operator||(const array& a, T b) {
+  return operator||(a, array(b));
+}
+template <ScalarValue T>
+array operator||(T a, const array& b) {
+  return operator||(array(a), b);
+}
+array operator&(const array& a, const array& b);
+template <ScalarValue T>
+array operator&(const array& a, T b) {
+  return operator&(a, array(b));
+}
+template <ScalarValue T>
+array operator&(T a, const array& b) {
+  return operator&(array(a), b);
+}
+array operator|(const array& a, const array& b);
+template <ScalarValue T>
+array operator|(const array& a, T b) {
+  return operator|(a, array(b));
+}
+template <ScalarValue T>
+array operator|(T a, const array& b) {
+  return operator|(array(a), b);
+}
+array operator^(const array& a, const array& b);
+template <ScalarValue T>
+array operator^(const array& a, T b) {
+  return operator^(a, array(b));
+}
+template <ScalarValue T>
+array operator^(T a, const array& b) {
+  return operator^(array(a), b);
+}
+array operator<<(const array& a, const array& b);
+template <ScalarValue T>
+array operator<<(const array& a, T b) {
+  return operator<<(a, array(b));
+}
+template <ScalarValue T>
+array operator<<(T a, const array& b) {
+  return operator<<(array(a), b);
+}
+array operator>>(const array& a, const array& b);
+template <ScalarValue T>
+array operator>>(const array& a, T b) {
+  return operator>>(a, array(b));
+}
+template <ScalarValue T>
+array operator>>(T a, const array& b) {
+  return operator>>(array(a), b);
+}
+
+}  // namespace nuvec

@@ -1,0 +1,382 @@
+// Unary, binary and selection ops: dtype rules and broadcasting. Primitives
+// always receive operands of equal shape and dtype.
+
+#include <cmath>
+#include <numbers>
+
+#include "nuvec/core/ops.h"
+
+namespace nuvec {
+
+namespace {
+
+std::string op_tag(const char* op) { return std::string("[") + op + "] "; }
+
+/// The dtype transcendental functions compute in: integers and bool become float32.
+Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
+
+array unary(Primitive p, const array& a, Dtype out_dtype, StreamOrDevice s) {
+  return array(a.shape(), out_dtype, std::move(p), {a}, to_stream(s));
+}
+
+/// Casts to at least float, then applies a same-dtype primitive.
+array float_unary(Primitive p, const array& a, StreamOrDevice s) {
+  auto x = astype(a, at_least_float(a.dtype()), s);
+  return unary(std::move(p), x, x.dtype(), s);
+}
+
+void reject_complex(const array& a, const char* op) {
+  if (is_complex(a.dtype())) {
+    throw_invalid(op_tag(op) + "Not supported for complex64 inputs.");
+  }
+}
+
+/// Promotes and broadcasts two operands to one dtype and shape.
+std::pair<array, array> prepare(const array& a, const array& b, Dtype dtype, StreamOrDevice s) {
+  auto shape = broadcast_shapes(a.shape(), b.shape());
+  return {broadcast_to(astype(a, dtype, s), shape, s), broadcast_to(astype(b, dtype, s), shape, s)};
+}
+
+array binary(Primitive p, const array& a, const array& b, Dtype compute, Dtype out, StreamOrDevice s) {
+  auto [x, y] = prepare(a, b, compute, s);
+  return array(x.shape(), out, std::move(p), {x, y}, to_stream(s));
+}
+
+array same_dtype_binary(Primitive p, const array& a, const array& b, StreamOrDevice s) {
+  auto dtype = promote_types(a.dtype(), b.dtype());
+  return binary(std::move(p), a, b, dtype, dtype, s);
+}
+
+array comparison(Primitive p, const array& a, const array& b, StreamOrDevice s) {
+  return binary(std::move(p), a, b, promote_types(a.dtype(), b.dtype()), bool_, s);
+}
+
+array bitwise(Primitive p, const array& a, const array& b, const char* op, bool allow_bool, StreamOrDevice s) {
+  auto dtype = promote_types(a.dtype(), b.dtype());
+  if (!is_integer(dtype) && !(allow_bool && dtype == bool_)) {
+    throw_invalid(op_tag(op) + "Only integer" + (allow_bool ? " and boolean" : "") + " inputs are supported; got " +
+                  std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())) + ".");
+  }
+  return binary(std::move(p), a, b, dtype, dtype, s);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- unary
+
+array abs(const array& a, StreamOrDevice s) {
+  if (is_unsigned(a.dtype()) || a.dtype() == bool_) {
+    return a;
+  }
+  return unary(Abs{}, a, is_complex(a.dtype()) ? float32 : a.dtype(), s);
+}
+
+array negative(const array& a, StreamOrDevice s) {
+  if (a.dtype() == bool_) {
+    throw_invalid("[negative] Not supported for bool, use logical_not instead.");
+  }
+  return unary(Negative{}, a, a.dtype(), s);
+}
+
+array positive(const array& a, StreamOrDevice) { return a; }
+
+array sign(const array& a, StreamOrDevice s) {
+  if (a.dtype() == bool_) {
+    return a;
+  }
+  return unary(Sign{}, a, a.dtype(), s);
+}
+
+array floor(const array& a, StreamOrDevice s) {
+  reject_complex(a, "floor");
+  return is_floating(a.dtype()) ? unary(Floor{}, a, a.dtype(), s) : a;
+}
+
+array ceil(const array& a, StreamOrDevice s) {
+  reject_complex(a, "ceil");
+  return is_floating(a.dtype()) ? unary(Ceil{}, a, a.dtype(), s) : a;
+}
+
+array trunc(const array& a, StreamOrDevice s) {
+  reject_complex(a, "trunc");
+  if (!is_floating(a.dtype())) {
+    return a;
+  }
+  return where(less(a, zeros_like(a, s), s), ceil(a, s), floor(a, s), s);
+}
+
+array round(const array& a, int decimals, StreamOrDevice s) {
+  reject_complex(a, "round");
+  if (!is_floating(a.dtype())) {
+    if (decimals >= 0) {
+      return a;
+    }
+    auto x = astype(a, float32, s);
+    auto scale = array(std::pow(10.0F, static_cast<float>(-decimals)));
+    return astype(multiply(unary(Round{}, divide(x, scale, s), float32, s), scale, s), a.dtype(), s);
+  }
+  if (decimals == 0) {
+    return unary(Round{}, a, a.dtype(), s);
+  }
+  auto scale = astype(array(std::pow(10.0, decimals)), a.dtype(), s);
+  return divide(unary(Round{}, multiply(a, scale, s), a.dtype(), s), scale, s);
+}
+
+array square(const array& a, StreamOrDevice s) { return unary(Square{}, a, a.dtype(), s); }
+array sqrt(const array& a, StreamOrDevice s) { return float_unary(Sqrt{}, a, s); }
+array rsqrt(const array& a, StreamOrDevice s) { return float_unary(Rsqrt{}, a, s); }
+array reciprocal(const array& a, StreamOrDevice s) { return float_unary(Reciprocal{}, a, s); }
+array exp(const array& a, StreamOrDevice s) { return float_unary(Exp{}, a, s); }
+array expm1(const array& a, StreamOrDevice s) { return float_unary(Expm1{}, a, s); }
+array log(const array& a, StreamOrDevice s) { return float_unary(Log{}, a, s); }
+array log2(const array& a, StreamOrDevice s) { return float_unary(Log2{}, a, s); }
+array log10(const array& a, StreamOrDevice s) { return float_unary(Log10{}, a, s); }
+array log1p(const array& a, StreamOrDevice s) { return float_unary(Log1p{}, a, s); }
+array sin(const array& a, StreamOrDevice s) { return float_unary(Sin{}, a, s); }
+array cos(const array& a, StreamOrDevice s) { return float_unary(Cos{}, a, s); }
+array tan(const array& a, StreamOrDevice s) { return float_unary(Tan{}, a, s); }
+array arcsin(const array& a, StreamOrDevice s) { return float_unary(ArcSin{}, a, s); }
+array arccos(const array& a, StreamOrDevice s) { return float_unary(ArcCos{}, a, s); }
+array arctan(const array& a, StreamOrDevice s) { return float_unary(ArcTan{}, a, s); }
+array sinh(const array& a, StreamOrDevice s) { return float_unary(Sinh{}, a, s); }
+array cosh(const array& a, StreamOrDevice s) { return float_unary(Cosh{}, a, s); }
+array tanh(const array& a, StreamOrDevice s) { return float_unary(Tanh{}, a, s); }
+array arcsinh(const array& a, StreamOrDevice s) { return float_unary(ArcSinh{}, a, s); }
+array arccosh(const array& a, StreamOrDevice s) { return float_unary(ArcCosh{}, a, s); }
+array arctanh(const array& a, StreamOrDevice s) { return float_unary(ArcTanh{}, a, s); }
+array sigmoid(const array& a, StreamOrDevice s) { return float_unary(Sigmoid{}, a, s); }
+
+array erf(const array& a, StreamOrDevice s) {
+  reject_complex(a, "erf");
+  return float_unary(Erf{}, a, s);
+}
+
+array erfinv(const array& a, StreamOrDevice s) {
+  reject_complex(a, "erfinv");
+  return float_unary(ErfInv{}, a, s);
+}
+
+array degrees(const array& a, StreamOrDevice s) {
+  auto x = astype(a, at_least_float(a.dtype()), s);
+  return multiply(x, array(180.0 / std::numbers::pi, x.dtype()), s);
+}
+
+array radians(const array& a, StreamOrDevice s) {
+  auto x = astype(a, at_least_float(a.dtype()), s);
+  return multiply(x, array(std::numbers::pi / 180.0, x.dtype()), s);
+}
+
+array conjugate(const array& a, StreamOrDevice s) {
+  return is_complex(a.dtype()) ? unary(Conjugate{}, a, a.dtype(), s) : a;
+}
+
+array real(const array& a, StreamOrDevice s) { return is_complex(a.dtype()) ? unary(Real{}, a, float32, s) : a; }
+
+array imag(const array& a, StreamOrDevice s) {
+  return is_complex(a.dtype()) ? unary(Imag{}, a, float32, s) : zeros_like(a, s);
+}
+
+array isnan(const array& a, StreamOrDevice s) {
+  return is_inexact(a.dtype()) ? unary(IsNaN{}, a, bool_, s) : full(a.shape(), false, s);
+}
+
+array isinf(const array& a, StreamOrDevice s) {
+  return is_inexact(a.dtype()) ? unary(IsInf{}, a, bool_, s) : full(a.shape(), false, s);
+}
+
+array isfinite(const array& a, StreamOrDevice s) { return logical_not(logical_or(isinf(a, s), isnan(a, s), s), s); }
+
+array isposinf(const array& a, StreamOrDevice s) {
+  reject_complex(a, "isposinf");
+  return logical_and(isinf(a, s), greater(a, zeros_like(a, s), s), s);
+}
+
+array isneginf(const array& a, StreamOrDevice s) {
+  reject_complex(a, "isneginf");
+  return logical_and(isinf(a, s), less(a, zeros_like(a, s), s), s);
+}
+
+array nan_to_num(const array& a, float nan, std::optional<float> posinf, std::optional<float> neginf,
+                 StreamOrDevice s) {
+  if (!is_floating(a.dtype())) {
+    return a;
+  }
+  auto dtype = a.dtype();
+  auto limits = finfo(dtype);
+  auto big = array(posinf ? static_cast<double>(*posinf) : limits.max, dtype);
+  auto small = array(neginf ? static_cast<double>(*neginf) : limits.min, dtype);
+  auto out = where(isnan(a, s), array(static_cast<double>(nan), dtype), a, s);
+  out = where(isposinf(a, s), big, out, s);
+  return where(isneginf(a, s), small, out, s);
+}
+
+array logical_not(const array& a, StreamOrDevice s) { return unary(LogicalNot{}, astype(a, bool_, s), bool_, s); }
+
+array bitwise_invert(const array& a, StreamOrDevice s) {
+  if (!is_integer(a.dtype()) && a.dtype() != bool_) {
+    throw_invalid("[bitwise_invert] Only integer and boolean inputs are supported; got " +
+                  std::string(dtype_name(a.dtype())) + ".");
+  }
+  return a.dtype() == bool_ ? logical_not(a, s) : unary(BitwiseInvert{}, a, a.dtype(), s);
+}
+
+array clip(const array& a, const std::optional<array>& a_min, const std::optional<array>& a_max, StreamOrDevice s) {
+  if (!a_min && !a_max) {
+    throw_invalid("[clip] At most one of a_min and a_max may be None.");
+  }
+  auto out = a;
+  if (a_min) {
+    out = maximum(out, *a_min, s);
+  }
+  if (a_max) {
+    out = minimum(out, *a_max, s);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- binary
+
+array add(const array& a, const array& b, StreamOrDevice s) { return same_dtype_binary(Add{}, a, b, s); }
+array subtract(const array& a, const array& b, StreamOrDevice s) { return same_dtype_binary(Subtract{}, a, b, s); }
+array multiply(const array& a, const array& b, StreamOrDevice s) { return same_dtype_binary(Multiply{}, a, b, s); }
+
+array divide(const array& a, const array& b, StreamOrDevice s) {
+  auto dtype = at_least_float(promote_types(a.dtype(), b.dtype()));
+  return binary(Divide{}, a, b, dtype, dtype, s);
+}
+
+array floor_divide(const array& a, const array& b, StreamOrDevice s) {
+  auto dtype = promote_types(a.dtype(), b.dtype());
+  if (is_inexact(dtype)) {
+    reject_complex(array(0.0F, dtype), "floor_divide");
+    return floor(divide(a, b, s), s);
+  }
+  return binary(Divide{}, a, b, dtype, dtype, s);
+}
+
+array remainder(const array& a, const array& b, StreamOrDevice s) {
+  auto dtype = promote_types(a.dtype(), b.dtype());
+  if (is_complex(dtype)) {
+    throw_invalid("[remainder] Not supported for complex64 inputs.");
+  }
+  return binary(Remainder{}, a, b, dtype, dtype, s);
+}
+
+std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
+  return {floor_divide(a, b, s), remainder(a, b, s)};
+}
+
+array power(const array& a, const array& b, StreamOrDevice s) { return same_dtype_binary(Power{}, a, b, s); }
+
+array maximum(const array& a, const array& b, StreamOrDevice s) { return same_dtype_binary(Maximum{}, a, b, s); }
+array minimum(const array& a, const array& b, StreamOrDevice s) { return same_dtype_binary(Minimum{}, a, b, s); }
+
+array logaddexp(const array& a, const array& b, StreamOrDevice s) {
+  auto dtype = at_least_float(promote_types(a.dtype(), b.dtype()));
+  return binary(LogAddExp{}, a, b, dtype, dtype, s);
+}
+
+array arctan2(const array& a, const array& b, StreamOrDevice s) {
+  auto dtype = at_least_float(promote_types(a.dtype(), b.dtype()));
+  if (is_complex(dtype)) {
+    throw_invalid("[arctan2] Not supported for complex64 inputs.");
+  }
+  return binary(ArcTan2{}, a, b, dtype, dtype, s);
+}
+
+array equal(const array& a, const array& b, StreamOrDevice s) { return comparison(Equal{}, a, b, s); }
+array not_equal(const array& a, const array& b, StreamOrDevice s) { return comparison(NotEqual{}, a, b, s); }
+array greater(const array& a, const array& b, StreamOrDevice s) { return comparison(Greater{}, a, b, s); }
+array greater_equal(const array& a, const array& b, StreamOrDevice s) { return comparison(GreaterEqual{}, a, b, s); }
+array less(const array& a, const array& b, StreamOrDevice s) { return comparison(Less{}, a, b, s); }
+array less_equal(const array& a, const array& b, StreamOrDevice s) { return comparison(LessEqual{}, a, b, s); }
+
+array isclose(const array& a, const array& b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
+  // |a - b| <= atol + rtol * |b|, with equal infinities close and NaNs close only when asked.
+  auto dtype = at_least_float(promote_types(a.dtype(), b.dtype()));
+  auto x = astype(a, dtype, s);
+  auto y = astype(b, dtype, s);
+  auto diff = abs(subtract(x, y, s), s);
+  auto tolerance = add(array(atol, float32), multiply(array(rtol, float32), abs(y, s), s), s);
+  // An infinite b makes the tolerance infinite: only equality counts there (numpy's rule).
+  auto close = logical_and(less_equal(diff, tolerance, s), isfinite(y, s), s);
+  close = logical_or(close, equal(x, y, s), s);
+  if (equal_nan) {
+    close = logical_or(close, logical_and(isnan(x, s), isnan(y, s), s), s);
+  }
+  return close;
+}
+
+array allclose(const array& a, const array& b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
+  return all(isclose(a, b, rtol, atol, equal_nan, s), s);
+}
+
+array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s) {
+  if (a.shape() != b.shape()) {
+    return array(false);
+  }
+  auto dtype = promote_types(a.dtype(), b.dtype());
+  auto eq = binary(Equal{equal_nan && is_inexact(dtype)}, a, b, dtype, bool_, s);
+  return all(eq, false, s);
+}
+
+array logical_and(const array& a, const array& b, StreamOrDevice s) {
+  return binary(LogicalAnd{}, a, b, bool_, bool_, s);
+}
+array logical_or(const array& a, const array& b, StreamOrDevice s) {
+  return binary(LogicalOr{}, a, b, bool_, bool_, s);
+}
+array logical_xor(const array& a, const array& b, StreamOrDevice s) {
+  return binary(NotEqual{}, a, b, bool_, bool_, s);
+}
+
+array bitwise_and(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise(BitwiseAnd{}, a, b, "bitwise_and", true, s);
+}
+array bitwise_or(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise(BitwiseOr{}, a, b, "bitwise_or", true, s);
+}
+array bitwise_xor(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise(BitwiseXor{}, a, b, "bitwise_xor", true, s);
+}
+array left_shift(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise(LeftShift{}, a, b, "left_shift", false, s);
+}
+array right_shift(const array& a, const array& b, StreamOrDevice s) {
+  return bitwise(RightShift{}, a, b, "right_shift", false, s);
+}
+
+array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
+  auto shape = broadcast_shapes(condition.shape(), broadcast_shapes(x.shape(), y.shape()));
+  auto dtype = promote_types(x.dtype(), y.dtype());
+  auto c = broadcast_to(astype(condition, bool_, s), shape, s);
+  auto a = broadcast_to(astype(x, dtype, s), shape, s);
+  auto b = broadcast_to(astype(y, dtype, s), shape, s);
+  return array(shape, dtype, Select{}, {c, a, b}, to_stream(s));
+}
+
+// ---------------------------------------------------------------- operators
+
+array operator-(const array& a) { return negative(a); }
+array operator!(const array& a) { return logical_not(a); }
+array operator~(const array& a) { return bitwise_invert(a); }
+array operator+(const array& a, const array& b) { return add(a, b); }
+array operator-(const array& a, const array& b) { return subtract(a, b); }
+array operator*(const array& a, const array& b) { return multiply(a, b); }
+array operator/(const array& a, const array& b) { return divide(a, b); }
+array operator%(const array& a, const array& b) { return remainder(a, b); }
+array operator==(const array& a, const array& b) { return equal(a, b); }
+array operator!=(const array& a, const array& b) { return not_equal(a, b); }
+array operator<(const array& a, const array& b) { return less(a, b); }
+array operator<=(const array& a, const array& b) { return less_equal(a, b); }
+array operator>(const array& a, const array& b) { return greater(a, b); }
+array operator>=(const array& a, const array& b) { return greater_equal(a, b); }
+array operator&&(const array& a, const array& b) { return logical_and(a, b); }
+array operator||(const array& a, const array& b) { return logical_or(a, b); }
+array operator&(const array& a, const array& b) { return bitwise_and(a, b); }
+array operator|(const array& a, const array& b) { return bitwise_or(a, b); }
+array operator^(const array& a, const array& b) { return bitwise_xor(a, b); }
+array operator<<(const array& a, const array& b) { return left_shift(a, b); }
+array operator>>(const array& a, const array& b) { return right_shift(a, b); }
+
+}  // namespace nuvec

@@ -1,0 +1,75 @@
+#include "nuvec/core/print.h"
+
+#include <iomanip>
+#include <sstream>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/core/ops.h"
+
+namespace nuvec {
+
+namespace {
+
+// Arrays larger than this print their first and last few entries per axis.
+constexpr size_t summarize_above = 1000;
+constexpr int edge_items = 3;
+
+template <class T>
+std::string format_value(T v) {
+  std::ostringstream os;
+  if constexpr (std::is_same_v<T, bool>) {
+    os << (v ? "true" : "false");
+  } else if constexpr (std::is_same_v<T, complex64_t>) {
+    os << std::setprecision(6) << v.real() << (v.imag() < 0 ? "-" : "+") << std::abs(v.imag()) << "j";
+  } else if constexpr (std::is_same_v<T, uint64_t>) {
+    os << v;
+  } else if constexpr (std::is_integral_v<T>) {
+    os << static_cast<int64_t>(v);
+  } else if constexpr (std::is_same_v<T, double>) {
+    os << std::setprecision(8) << v;
+  } else {
+    os << std::setprecision(6) << static_cast<float>(v);
+  }
+  return os.str();
+}
+
+template <class T>
+void print_axis(std::ostream& os, const T* data, const array& a, int axis, int64_t offset, int indent, bool summarize) {
+  if (axis == a.ndim()) {
+    os << format_value(data[offset]);
+    return;
+  }
+  os << '[';
+  int n = a.shape(axis);
+  for (int i = 0; i < n; ++i) {
+    if (summarize && n > 2 * edge_items && i == edge_items) {
+      os << "...";
+      i = n - edge_items - 1;
+      os << (axis + 1 == a.ndim() ? ", " : ",\n" + std::string(static_cast<size_t>(indent + 1), ' '));
+      continue;
+    }
+    print_axis(os, data, a, axis + 1, offset + i * a.strides(axis), indent + 1, summarize);
+    if (i + 1 < n) {
+      if (axis + 1 == a.ndim()) {
+        os << ", ";
+      } else {
+        os << ',' << std::string(static_cast<size_t>(a.ndim() - axis - 1), '\n')
+           << std::string(static_cast<size_t>(indent + 1), ' ');
+      }
+    }
+  }
+  os << ']';
+}
+
+}  // namespace
+
+std::ostream& operator<<(std::ostream& os, array a) {
+  a.eval();
+  os << "array(";
+  constexpr int prefix = 6;  // "array("
+  dispatch(a.dtype(),
+           [&]<class T>(type_tag<T>) { print_axis(os, a.data<T>(), a, 0, 0, prefix, a.size() > summarize_above); });
+  return os << ", dtype=" << a.dtype() << ')';
+}
+
+}  // namespace nuvec

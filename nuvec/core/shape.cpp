@@ -1,0 +1,81 @@
+#include "nuvec/core/shape.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "nuvec/core/error.h"
+
+namespace nuvec {
+
+std::string shape_string(const Shape& shape) {
+  std::ostringstream os;
+  os << shape;
+  return os.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) {
+  os << '(';
+  for (size_t i = 0; i < shape.size(); ++i) {
+    os << (i == 0 ? "" : ",") << shape[i];
+  }
+  return os << ')';
+}
+
+size_t shape_size(const Shape& shape) {
+  size_t size = 1;
+  for (auto dim : shape) {
+    size *= static_cast<size_t>(dim);
+  }
+  return size;
+}
+
+Strides row_major_strides(const Shape& shape) {
+  Strides strides(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) {
+    strides[i] = strides[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+  }
+  return strides;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  const auto& longer = a.size() >= b.size() ? a : b;
+  const auto& shorter = a.size() >= b.size() ? b : a;
+  Shape out = longer;
+  size_t diff = longer.size() - shorter.size();
+  for (size_t i = 0; i < shorter.size(); ++i) {
+    auto x = longer[diff + i];
+    auto y = shorter[i];
+    if (x == y || y == 1) {
+      out[diff + i] = x;
+    } else if (x == 1) {
+      out[diff + i] = y;
+    } else {
+      throw_invalid("[broadcast_shapes] Shapes " + shape_string(a) + " and " + shape_string(b) +
+                    " cannot be broadcast.");
+    }
+  }
+  return out;
+}
+
+int normalize_axis(int axis, int ndim, const char* op) {
+  if (axis < -ndim || axis >= ndim) {
+    throw_invalid(std::string("[") + op + "] Axis " + std::to_string(axis) + " is out of bounds for array with " +
+                  std::to_string(ndim) + " dimensions.");
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
+  std::vector<int> out;
+  out.reserve(axes.size());
+  for (int axis : axes) {
+    out.push_back(normalize_axis(axis, ndim, op));
+  }
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
+    throw_invalid(std::string("[") + op + "] Received duplicate axes.");
+  }
+  return out;
+}
+
+}  // namespace nuvec

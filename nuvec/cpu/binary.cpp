@@ -1,0 +1,393 @@
+// CPU kernels of the binary element-wise primitives: one kernel template
+// (`binary_kernel`) and one functor per primitive, as in unary.cpp. Both
+// inputs have the output's shape and one dtype (the op layer promotes and
+// broadcasts); a broadcast input arrives as a zero stride and is read once.
+
+#include <functional>
+#include <string>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/math.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+using math::Bool;
+using math::Complex;
+using math::Float;
+using math::Integer;
+using math::RealMath;
+using simd::select;
+
+template <class T>
+concept RealOrComplex = math::Real<T> || Complex<T>;
+/// Element types (never vectors): comparisons produce bool per element.
+template <class T>
+concept Scalar = !simd::is_vec<T>;
+
+/// numpy's ordering of complex numbers: by real part, then imaginary part, where
+/// a NaN imaginary part makes the real comparison fail. `Strict` compares the
+/// real parts, `Then` the imaginary parts of equal real parts.
+template <class Strict, class Then>
+bool lexicographic(complex64_t a, complex64_t b) {
+  return (Strict{}(a.real(), b.real()) && !std::isnan(a.imag()) && !std::isnan(b.imag())) ||
+         (a.real() == b.real() && Then{}(a.imag(), b.imag()));
+}
+
+// ---------------------------------------------------------------- functors
+
+struct AddFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a || b;
+  }
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return math::wrap_add(a, b);
+  }
+  template <RealOrComplex T>
+  T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+
+struct SubtractFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a != b;
+  }
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return math::wrap_sub(a, b);
+  }
+  template <RealOrComplex T>
+  T operator()(T a, T b) const {
+    return a - b;
+  }
+};
+
+struct MultiplyFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a && b;
+  }
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return math::wrap_mul(a, b);
+  }
+  template <RealOrComplex T>
+  T operator()(T a, T b) const {
+    return a * b;
+  }
+};
+
+/// True division for floats; numpy's floor division (`//`) for integers, as floor_divide builds it.
+struct DivideFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a && b;
+  }
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return math::floor_divide(a, b);
+  }
+  template <RealOrComplex T>
+  T operator()(T a, T b) const {
+    return a / b;
+  }
+};
+
+/// numpy's %, with the sign of the divisor.
+struct RemainderFn {
+  template <Bool T>
+  T operator()(T, T) const {
+    return false;
+  }
+  template <class T>
+  requires Integer<T> || Float<T> T operator()(T a, T b) const { return math::remainder(a, b); }
+};
+
+struct PowerFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a || !b;
+  }
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return math::power(a, b);
+  }
+  auto operator()(auto a, auto b) const -> decltype(math::pow(a, b)) { return math::pow(a, b); }
+};
+
+/// The larger value; a NaN on either side wins.
+struct MaximumFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a || b;
+  }
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return std::max(a, b);
+  }
+  template <math::Real T>
+  T operator()(T a, T b) const {
+    return select((a > b) | math::isnan(a), a, b);
+  }
+  template <Complex T>
+  T operator()(T a, T b) const {
+    return lexicographic<std::greater<>, std::greater_equal<>>(a, b) || math::isnan(a) ? a : b;
+  }
+};
+
+/// The smaller value; a NaN on either side wins.
+struct MinimumFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a && b;
+  }
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return std::min(a, b);
+  }
+  template <math::Real T>
+  T operator()(T a, T b) const {
+    return select((a < b) | math::isnan(a), a, b);
+  }
+  template <Complex T>
+  T operator()(T a, T b) const {
+    return lexicographic<std::less<>, std::less_equal<>>(a, b) || math::isnan(a) ? a : b;
+  }
+};
+
+/// log(e^a + e^b) = max + log1p(e^-|a - b|); equal infinities give themselves.
+struct LogAddExpFn {
+  template <RealMath T>
+  T operator()(T a, T b) const {
+    const T d = a - b;
+    const T r = select(d > T(0), a, b) + math::log1p(math::exp(-math::abs(d)));
+    return select(a == b, a + T(std::numbers::ln2_v<simd::lane_t<T>>), r);
+  }
+  template <Complex T>
+  T operator()(T a, T b) const {
+    const bool a_larger = a.real() > b.real();
+    const T big = a_larger ? a : b;
+    return big + std::log(1.0F + std::exp((a_larger ? b : a) - big));
+  }
+};
+
+struct ArcTan2Fn {
+  auto operator()(auto y, auto x) const -> decltype(math::atan2(y, x)) { return math::atan2(y, x); }
+};
+
+struct EqualFn {
+  bool equal_nan = false;
+  template <Scalar T>
+  bool operator()(T a, T b) const {
+    if constexpr (Float<T> || Complex<T>) {
+      return a == b || (equal_nan && math::isnan(a) && math::isnan(b));
+    } else {
+      return a == b;
+    }
+  }
+};
+struct NotEqualFn {
+  template <Scalar T>
+  bool operator()(T a, T b) const {
+    return a != b;
+  }
+};
+
+struct GreaterFn {
+  template <Scalar T>
+  bool operator()(T a, T b) const {
+    if constexpr (Complex<T>) {
+      return lexicographic<std::greater<>, std::greater<>>(a, b);
+    } else {
+      return a > b;
+    }
+  }
+};
+struct GreaterEqualFn {
+  template <Scalar T>
+  bool operator()(T a, T b) const {
+    if constexpr (Complex<T>) {
+      return lexicographic<std::greater<>, std::greater_equal<>>(a, b);
+    } else {
+      return a >= b;
+    }
+  }
+};
+struct LessFn {
+  template <Scalar T>
+  bool operator()(T a, T b) const {
+    if constexpr (Complex<T>) {
+      return lexicographic<std::less<>, std::less<>>(a, b);
+    } else {
+      return a < b;
+    }
+  }
+};
+struct LessEqualFn {
+  template <Scalar T>
+  bool operator()(T a, T b) const {
+    if constexpr (Complex<T>) {
+      return lexicographic<std::less<>, std::less_equal<>>(a, b);
+    } else {
+      return a <= b;
+    }
+  }
+};
+
+struct LogicalAndFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a && b;
+  }
+};
+struct LogicalOrFn {
+  template <Bool T>
+  T operator()(T a, T b) const {
+    return a || b;
+  }
+};
+
+template <class T>
+concept IntegerOrBool = Integer<T> || Bool<T>;
+
+struct BitwiseAndFn {
+  template <IntegerOrBool T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a & b);
+  }
+};
+struct BitwiseOrFn {
+  template <IntegerOrBool T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a | b);
+  }
+};
+struct BitwiseXorFn {
+  template <IntegerOrBool T>
+  T operator()(T a, T b) const {
+    return static_cast<T>(a ^ b);
+  }
+};
+struct LeftShiftFn {
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return math::shift_left(a, b);
+  }
+};
+struct RightShiftFn {
+  template <Integer T>
+  T operator()(T a, T b) const {
+    return math::shift_right(a, b);
+  }
+};
+
+// One overload per binary primitive: a primitive without one fails to compile in cpu::binary.
+AddFn functor(const Add&) { return {}; }
+SubtractFn functor(const Subtract&) { return {}; }
+MultiplyFn functor(const Multiply&) { return {}; }
+DivideFn functor(const Divide&) { return {}; }
+RemainderFn functor(const Remainder&) { return {}; }
+PowerFn functor(const Power&) { return {}; }
+MaximumFn functor(const Maximum&) { return {}; }
+MinimumFn functor(const Minimum&) { return {}; }
+LogAddExpFn functor(const LogAddExp&) { return {}; }
+ArcTan2Fn functor(const ArcTan2&) { return {}; }
+EqualFn functor(const Equal& p) { return {p.equal_nan}; }
+NotEqualFn functor(const NotEqual&) { return {}; }
+GreaterFn functor(const Greater&) { return {}; }
+GreaterEqualFn functor(const GreaterEqual&) { return {}; }
+LessFn functor(const Less&) { return {}; }
+LessEqualFn functor(const LessEqual&) { return {}; }
+LogicalAndFn functor(const LogicalAnd&) { return {}; }
+LogicalOrFn functor(const LogicalOr&) { return {}; }
+BitwiseAndFn functor(const BitwiseAnd&) { return {}; }
+BitwiseOrFn functor(const BitwiseOr&) { return {}; }
+BitwiseXorFn functor(const BitwiseXor&) { return {}; }
+LeftShiftFn functor(const LeftShift&) { return {}; }
+RightShiftFn functor(const RightShift&) { return {}; }
+
+// ---------------------------------------------------------------- the kernel
+
+/// out[0..n) = op(a, b) for one run of each input; T is the stored input type.
+template <class T, class Op, class S>
+void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b) {
+  using C = compute_t<T>;
+  using R = decltype(op(std::declval<C>(), std::declval<C>()));
+  const bool scalar_a = a.stride == 0;
+  const bool scalar_b = b.stride == 0;
+  if constexpr (std::same_as<T, C> && std::same_as<S, R>) {
+    if ((scalar_a || a.stride == 1) && (scalar_b || b.stride == 1)) {
+      apply_binary(op, out, a.ptr, scalar_a, b.ptr, scalar_b, n);  // in place, vectorized where possible
+      return;
+    }
+  }
+  // Convert (16-bit floats) or gather (other strides) blocks first; a broadcast
+  // value is staged once.
+  alignas(64) C staged_a[stage_block];
+  alignas(64) C staged_b[stage_block];
+  alignas(64) R results[stage_block];
+  if (scalar_a) {
+    load_block(staged_a, a, 1);
+  }
+  if (scalar_b) {
+    load_block(staged_b, b, 1);
+  }
+  for (int64_t i = 0; i < n; i += stage_block) {
+    const int64_t m = std::min(stage_block, n - i);
+    if (!scalar_a) {
+      load_block(staged_a, Strided<T>{a.ptr + i * a.stride, a.stride}, m);
+    }
+    if (!scalar_b) {
+      load_block(staged_b, Strided<T>{b.ptr + i * b.stride, b.stride}, m);
+    }
+    apply_binary(op, results, staged_a, scalar_a, staged_b, scalar_b, m);
+    store_block(out + i, results, m);
+  }
+}
+
+template <class Op>
+void binary_kernel(std::string_view name, const Op& op, const array& a, const array& b, array& out) {
+  if (a.dtype() != b.dtype()) {
+    internal_error(name, std::string("The inputs must have one dtype; got ") + std::string(dtype_name(a.dtype())) +
+                             " and " + std::string(dtype_name(b.dtype())) + ".");
+  }
+  dispatch(a.dtype(), [&]<class T>(type_tag<T>) {
+    using C = compute_t<T>;
+    if constexpr (requires(const Op& f, C x) { f(x, x); }) {
+      using S = store_t<T, decltype(op(std::declval<C>(), std::declval<C>()))>;
+      check_output_dtype<S>(name, out);
+      elementwise<S, T, T>(
+          out, [&](S* o, int64_t n, Strided<T> x, Strided<T> y) { binary_run(op, o, n, x, y); }, a, b);
+    } else {
+      unsupported_dtype(name, a.dtype());
+    }
+  });
+}
+
+template <class P>
+inline constexpr bool has_no_functor = false;
+
+}  // namespace
+
+void binary(const Primitive& p, const array& a, const array& b, array& out) {
+  std::visit(
+      [&]<class P>(const P& primitive) {
+        if constexpr (!BinaryPrimitive<P>) {
+          internal_error(P::name, "cpu::binary was given a primitive that is not binary.");
+        } else if constexpr (requires { functor(primitive); }) {
+          binary_kernel(P::name, functor(primitive), a, b, out);
+        } else {
+          static_assert(has_no_functor<P>, "cpu/binary.cpp: a binary primitive lacks its functor(const P&) overload");
+        }
+      },
+      p);
+}
+
+}  // namespace nuvec::cpu

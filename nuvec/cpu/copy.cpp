@@ -1,0 +1,254 @@
+#include "nuvec/cpu/copy.h"
+
+#include <bit>
+#include <cstring>
+#include <limits>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/strided.h"
+#include "nuvec/cpu/thread_pool.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+
+/// numpy's casting rules, with the undefined C++ cases (NaN or out-of-range float
+/// to integer) given x86's "integer indefinite" result as numpy does.
+template <class To, class From>
+To cast(From x) {
+  if constexpr (std::is_same_v<To, From>) {
+    return x;
+  } else if constexpr (std::is_same_v<From, complex64_t>) {
+    return cast<To>(x.real());
+  } else if constexpr (std::is_same_v<To, complex64_t>) {
+    return complex64_t(cast<float>(x), 0.0F);
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return static_cast<float>(x) != 0.0F || (std::is_integral_v<From> && x != From{});
+  } else if constexpr (is_half_v<From>) {
+    return cast<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, bfloat16_t> && std::is_same_v<From, float>) {
+    // Round to nearest even on the bits, branch-free so the loop vectorizes;
+    // NaNs stay quiet NaNs with their sign (as bfloat16_t's constructor does).
+    auto bits = std::bit_cast<uint32_t>(x);
+    uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16;
+    uint32_t nan = (bits >> 16) | 0x40U;
+    return bfloat16_t::from_bits(static_cast<uint16_t>((bits & 0x7FFFFFFFU) > 0x7F800000U ? nan : rounded));
+  } else if constexpr (is_half_v<To>) {
+    if constexpr (std::is_same_v<From, float>) {
+      return To(x);
+    } else {
+      return To(static_cast<double>(x));
+    }
+  } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+    if constexpr (std::is_same_v<To, uint64_t>) {
+      if (x >= 9223372036854775808.0 && x < 18446744073709551616.0) {
+        return static_cast<uint64_t>(x);
+      }
+    }
+    if (x >= -9223372036854775808.0 && x < 9223372036854775808.0) {
+      return static_cast<To>(static_cast<int64_t>(x));
+    }
+    return static_cast<To>(std::numeric_limits<int64_t>::min());
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
+template <class From, class To>
+void convert_run(const From* src, int64_t src_stride, To* dst, int64_t dst_stride, int64_t n) {
+  if (src_stride == 1 && dst_stride == 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      dst[i] = cast<To>(src[i]);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      dst[i * dst_stride] = cast<To>(src[i * src_stride]);
+    }
+  }
+}
+
+/// A transposing copy (the source is unit-stride along the destination's second
+/// last axis): walked in square tiles so both sides stay in cache. Returns false
+/// when the layout is not of that kind.
+template <class From, class To>
+bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
+  const size_t nd = layout.shape.size();
+  if (nd < 2) {
+    return false;
+  }
+  const auto& src = layout.strides[0];
+  const auto& out = layout.strides[1];
+  if (src[nd - 2] != 1 || out[nd - 1] != 1 || src[nd - 1] == 1) {
+    return false;
+  }
+  constexpr int64_t tile = 64;
+  const int64_t rows = layout.shape[nd - 2];
+  const int64_t cols = layout.shape[nd - 1];
+  const int64_t src_col = src[nd - 1];
+  const int64_t out_row = out[nd - 2];
+  const int64_t row_tiles = (rows + tile - 1) / tile;
+  size_t outer = 1;
+  for (size_t i = 0; i + 2 < nd; ++i) {
+    outer *= static_cast<size_t>(layout.shape[i]);
+  }
+  const size_t units = outer * static_cast<size_t>(row_tiles);
+  const size_t grain = std::max<size_t>(1, elementwise_grain / static_cast<size_t>(tile * std::max<int64_t>(cols, 1)));
+  parallel_for(units, grain, [&](size_t begin, size_t end) {
+    for (size_t unit = begin; unit < end; ++unit) {
+      // Offsets of this unit's outer index.
+      size_t rem = unit / static_cast<size_t>(row_tiles);
+      int64_t in_offset = 0;
+      int64_t out_offset = 0;
+      for (size_t i = nd - 2; i-- > 0;) {
+        auto index = static_cast<int64_t>(rem % static_cast<size_t>(layout.shape[i]));
+        rem /= static_cast<size_t>(layout.shape[i]);
+        in_offset += index * src[i];
+        out_offset += index * out[i];
+      }
+      const int64_t r0 = static_cast<int64_t>(unit % static_cast<size_t>(row_tiles)) * tile;
+      const int64_t r1 = std::min(r0 + tile, rows);
+      for (int64_t c0 = 0; c0 < cols; c0 += tile) {
+        const int64_t c1 = std::min(c0 + tile, cols);
+        for (int64_t r = r0; r < r1; ++r) {
+          const From* src_row = in + in_offset + r;
+          To* dst_row = dst + out_offset + r * out_row;
+          for (int64_t c = c0; c < c1; ++c) {
+            dst_row[c] = cast<To>(src_row[c * src_col]);
+          }
+        }
+      }
+    }
+  });
+  return true;
+}
+
+template <class From, class To>
+void copy_typed(const Shape& shape, const From* in, const Strides& src_strides, To* dst, const Strides& dst_strides) {
+  StridedLayout<2> layout(shape, {src_strides, dst_strides});
+  if (copy_tiled(layout, in, dst)) {
+    return;
+  }
+  const auto inner = layout.inner_size();
+  const auto in_stride = layout.inner_stride(0);
+  const auto out_stride = layout.inner_stride(1);
+  if constexpr (std::is_same_v<From, To>) {
+    if (in_stride == 1 && out_stride == 1 && layout.rows() == 1) {
+      // One dense run: split it between threads as plain memcpy.
+      parallel_for(static_cast<size_t>(inner), elementwise_grain,
+                   [&](size_t b, size_t e) { std::memcpy(dst + b, in + b, (e - b) * sizeof(To)); });
+      return;
+    }
+  }
+  const size_t rows = layout.rows();
+  const size_t grain = std::max<size_t>(1, elementwise_grain / static_cast<size_t>(std::max<int64_t>(inner, 1)));
+  parallel_for(rows, grain, [&](size_t b, size_t e) {
+    layout.for_each_row(b, e, [&](const std::array<int64_t, 2>& offsets) {
+      convert_run(in + offsets[0], in_stride, dst + offsets[1], out_stride, inner);
+    });
+  });
+}
+
+bool all_ones_or(const Shape& shape, const Strides& strides, const Strides& expected) {
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] > 1 && strides[i] != expected[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Layout layout_of(const Shape& shape, const Strides& strides) {
+  size_t size = shape_size(shape);
+  Flags flags;
+  flags.row_contiguous = all_ones_or(shape, strides, row_major_strides(shape));
+  Strides col(shape.size(), 1);
+  for (size_t i = 1; i < shape.size(); ++i) {
+    col[i] = col[i - 1] * std::max<int64_t>(shape[i - 1], 1);
+  }
+  flags.col_contiguous = all_ones_or(shape, strides, col);
+  // Dense but permuted (a transpose): the strides are a permutation of some
+  // row-major strides. The span then equals the size.
+  size_t span = 1;
+  bool has_zero_stride = false;
+  bool has_negative_stride = false;  // the data pointer is then not the start of the range
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) {
+      return {Flags{true, true, true}, 0};
+    }
+    if (shape[i] > 1) {
+      has_zero_stride = has_zero_stride || strides[i] == 0;
+      has_negative_stride = has_negative_stride || strides[i] < 0;
+      span += static_cast<size_t>(std::abs(strides[i])) * static_cast<size_t>(shape[i] - 1);
+    }
+  }
+  flags.contiguous = !has_zero_stride && !has_negative_stride && span == size;
+  return {flags, has_zero_stride ? span : std::max(span, size)};
+}
+
+void copy_strided(const Shape& shape, const void* src, Dtype src_dtype, const Strides& src_strides, void* dst,
+                  Dtype dst_dtype, const Strides& dst_strides) {
+  if (shape_size(shape) == 0) {
+    return;
+  }
+  dispatch(src_dtype, [&]<class From>(type_tag<From>) {
+    dispatch(dst_dtype, [&]<class To>(type_tag<To>) {
+      copy_typed(shape, static_cast<const From*>(src), src_strides, static_cast<To*>(dst), dst_strides);
+    });
+  });
+}
+
+void copy_strided(const array& src, void* dst_data, const Strides& dst_strides, Dtype dst_dtype) {
+  copy_strided(src.shape(), src.raw_data(), src.dtype(), src.strides(), dst_data, dst_dtype, dst_strides);
+}
+
+void copy_to_new(const array& src, array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  copy_strided(src, out.raw_data(), out.strides(), out.dtype());
+}
+
+void allocate_or_donate(array& out, const array& candidate) {
+  if (candidate.is_donatable() && candidate.flags().row_contiguous && candidate.dtype() == out.dtype() &&
+      candidate.size() == out.size() && candidate.data_size() == out.size()) {
+    out.move_shared_buffer(candidate);
+  } else {
+    out.set_data(allocator::malloc(out.nbytes()));
+  }
+}
+
+void run(const AsType&, const Inputs& in, Outputs& out) { copy_to_new(in[0], out[0]); }
+
+void run(const Copy&, const Inputs& in, Outputs& out) { copy_to_new(in[0], out[0]); }
+
+void run(const Concatenate& p, const Inputs& in, Outputs& out) {
+  auto& o = out[0];
+  o.set_data(allocator::malloc(o.nbytes()));
+  auto* base = static_cast<char*>(o.raw_data());
+  int64_t offset = 0;
+  for (const auto& part : in) {
+    copy_strided(part, base + offset * o.strides(p.axis) * static_cast<int64_t>(o.itemsize()), o.strides(), o.dtype());
+    offset += part.shape(p.axis);
+  }
+}
+
+void run(const Pad& p, const Inputs& in, Outputs& out) {
+  auto& o = out[0];
+  o.set_data(allocator::malloc(o.nbytes()));
+  // Fill with the pad value (a scalar read with zero strides), then copy the
+  // input into the interior.
+  const auto& value = in[1];
+  copy_strided(o.shape(), value.raw_data(), value.dtype(), Strides(o.ndim(), 0), o.raw_data(), o.dtype(), o.strides());
+  int64_t offset = 0;
+  for (size_t i = 0; i < p.axes.size(); ++i) {
+    offset += p.low[i] * o.strides(p.axes[i]);
+  }
+  copy_strided(in[0], static_cast<char*>(o.raw_data()) + offset * static_cast<int64_t>(o.itemsize()), o.strides(),
+               o.dtype());
+}
+
+}  // namespace nuvec::cpu

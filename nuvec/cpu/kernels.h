@@ -1,0 +1,49 @@
+#pragma once
+
+// The CPU kernel of every primitive. Element-wise families share one entry
+// point each (their per-op functors live beside it); every other primitive has
+// its own `run` overload, so a primitive without a CPU kernel fails to compile
+// in eval_cpu.cpp.
+
+#include <vector>
+
+#include "nuvec/core/array.h"
+
+namespace nuvec::cpu {
+
+using Inputs = std::vector<array>;
+using Outputs = std::vector<array>;
+
+/// `p` holds a UnaryPrimitive.
+void unary(const Primitive& p, const array& in, array& out);
+/// `p` holds a BinaryPrimitive; a and b have out's shape.
+void binary(const Primitive& p, const array& a, const array& b, array& out);
+
+void run(const Select& p, const Inputs& in, Outputs& out);
+void run(const AsType& p, const Inputs& in, Outputs& out);
+void run(const Arange& p, const Inputs& in, Outputs& out);
+void run(const RandomBits& p, const Inputs& in, Outputs& out);
+
+void run(const Broadcast& p, const Inputs& in, Outputs& out);
+void run(const Reshape& p, const Inputs& in, Outputs& out);
+void run(const Transpose& p, const Inputs& in, Outputs& out);
+void run(const Slice& p, const Inputs& in, Outputs& out);
+void run(const AsStrided& p, const Inputs& in, Outputs& out);
+void run(const Diagonal& p, const Inputs& in, Outputs& out);
+void run(const View& p, const Inputs& in, Outputs& out);
+void run(const StopGradient& p, const Inputs& in, Outputs& out);
+void run(const Depends& p, const Inputs& in, Outputs& out);
+
+void run(const Copy& p, const Inputs& in, Outputs& out);
+void run(const Concatenate& p, const Inputs& in, Outputs& out);
+void run(const Pad& p, const Inputs& in, Outputs& out);
+
+void run(const Reduce& p, const Inputs& in, Outputs& out);
+void run(const ArgReduce& p, const Inputs& in, Outputs& out);
+void run(const Softmax& p, const Inputs& in, Outputs& out);
+void run(const LogSumExp& p, const Inputs& in, Outputs& out);
+
+void run(const Matmul& p, const Inputs& in, Outputs& out);
+void run(const AddMM& p, const Inputs& in, Outputs& out);
+
+}  // namespace nuvec::cpu

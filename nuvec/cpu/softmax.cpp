@@ -1,0 +1,337 @@
+// Softmax and LogSumExp over the last axis, row by row, vectorized with Highway.
+//
+// A row is read from memory once: a NaN-propagating max pass, then exp(x - max) is written to the output while it is
+// summed, then the output is scaled by 1 / sum; rows of typical length stay in L1/L2 between the passes, so memory
+// sees one read of the input and one write of the output. LogSumExp is the max pass plus one summing pass. float16
+// and bfloat16 rows (and strided rows) are converted into a float32 scratch row first, so the arithmetic is always
+// float32 at least (the Softmax `precise` flag is therefore always honoured). Rows are split across threads.
+//
+// Non-finite inputs follow the plain formula as NumPy evaluates it: a row whose max is NaN, +inf or -inf (all -inf)
+// gives NaN everywhere for softmax; logsumexp gives NaN for NaN, and the max itself for +inf or an all -inf row.
+// A zero-length row has logsumexp -inf (log of an empty sum).
+
+#ifndef HWY_COMPILE_ONLY_STATIC
+#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
+#endif
+#include <hwy/cache_control.h>
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/strided.h"
+#include "nuvec/cpu/thread_pool.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr size_t kStreamingBytes = size_t{16} << 20;    // outputs this large go around the cache
+constexpr int64_t kMaxStreamingRow = int64_t{1} << 16;  // rows whose scratch copy stays in L2
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+/// The type a row is computed in.
+template <class T>
+using compute_t = std::conditional_t<is_half_v<T>, float, T>;
+
+/// Max of a contiguous row; NaN if any element is NaN.
+template <class A>
+A row_max(const A* x, int64_t n) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  A m = x[0];
+  int64_t i = 0;
+  if (n >= lanes) {
+    auto a0 = hn::LoadU(d, x);
+    auto a1 = a0;
+    auto nan = hn::IsNaN(a0);
+    for (; i + 2 * lanes <= n; i += 2 * lanes) {
+      const auto v0 = hn::LoadU(d, x + i);
+      const auto v1 = hn::LoadU(d, x + i + lanes);
+      a0 = hn::Max(a0, v0);
+      a1 = hn::Max(a1, v1);
+      nan = hn::Or(nan, hn::Or(hn::IsNaN(v0), hn::IsNaN(v1)));
+    }
+    for (; i + lanes <= n; i += lanes) {
+      const auto v = hn::LoadU(d, x + i);
+      a0 = hn::Max(a0, v);
+      nan = hn::Or(nan, hn::IsNaN(v));
+    }
+    if (!hn::AllFalse(d, nan)) {
+      return std::numeric_limits<A>::quiet_NaN();
+    }
+    m = hn::GetLane(hn::MaxOfLanes(d, hn::Max(a0, a1)));
+  }
+  for (; i < n; ++i) {
+    if (std::isnan(x[i])) {
+      return x[i];
+    }
+    m = std::max(m, x[i]);
+  }
+  return m;
+}
+
+/// exp(x - m) for the last n < lanes elements, through a padded vector (so every element uses the same exp).
+template <class D, class A>
+HWY_INLINE hn::Vec<D> tail_exp(D d, const A* x, int64_t n, hn::Vec<D> m, A* store) {
+  HWY_ALIGN A buf[HWY_MAX_BYTES / sizeof(A)];
+  std::fill(buf, buf + hn::Lanes(d), -std::numeric_limits<A>::infinity());
+  std::copy(x, x + n, buf);
+  const auto e = hn::Exp(d, hn::Sub(hn::Load(d, buf), m));
+  if (store != nullptr) {
+    hn::Store(e, d, buf);
+    std::copy(buf, buf + n, store);
+  }
+  return e;
+}
+
+/// y = exp(x - m) and its sum (x and y may alias).
+template <class A>
+A exp_store_sum(const A* x, A* y, int64_t n, A max) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto m = hn::Set(d, max);
+  auto s0 = hn::Zero(d);
+  auto s1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m));
+    const auto e1 = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i + lanes), m));
+    hn::StoreU(e0, d, y + i);
+    hn::StoreU(e1, d, y + i + lanes);
+    s0 = hn::Add(s0, e0);
+    s1 = hn::Add(s1, e1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m));
+    hn::StoreU(e, d, y + i);
+    s0 = hn::Add(s0, e);
+  }
+  if (i < n) {
+    s1 = hn::Add(s1, tail_exp(d, x + i, n - i, m, y + i));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+}
+
+/// sum(exp(x - m)) without storing.
+template <class A>
+A exp_sum(const A* x, int64_t n, A max) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto m = hn::Set(d, max);
+  auto s0 = hn::Zero(d);
+  auto s1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    s0 = hn::Add(s0, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m)));
+    s1 = hn::Add(s1, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i + lanes), m)));
+  }
+  for (; i + lanes <= n; i += lanes) {
+    s0 = hn::Add(s0, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m)));
+  }
+  if (i < n) {
+    s1 = hn::Add(s1, tail_exp(d, x + i, n - i, m, static_cast<A*>(nullptr)));
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+}
+
+/// y *= scale.
+template <class A>
+void scale_row(A* y, int64_t n, A scale) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto f = hn::Set(d, scale);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), f), d, y + i);
+  }
+  for (; i < n; ++i) {
+    y[i] *= scale;
+  }
+}
+
+/// y = x * scale with non-temporal stores where y is vector-aligned (the caller flushes them).
+template <class A>
+void scale_row_streaming(const A* x, A* y, int64_t n, A scale) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto f = hn::Set(d, scale);
+  int64_t i = 0;
+  const auto misaligned = reinterpret_cast<uintptr_t>(y) % (static_cast<uintptr_t>(lanes) * sizeof(A));
+  if (misaligned % sizeof(A) != 0) {
+    i = n;  // never for buffers from the allocator; kept for safety
+  } else if (misaligned != 0) {
+    i = std::min<int64_t>(n, lanes - static_cast<int64_t>(misaligned / sizeof(A)));
+  }
+  for (int64_t j = 0; j < i; ++j) {
+    y[j] = x[j] * scale;
+  }
+  for (; i + lanes <= n; i += lanes) {
+    hn::Stream(hn::Mul(hn::LoadU(d, x + i), f), d, y + i);
+  }
+  for (; i < n; ++i) {
+    y[i] = x[i] * scale;
+  }
+}
+
+/// Softmax of one contiguous row (x and y may alias). With `scratch`, the exponentials stay in that cache-resident
+/// buffer and y is written once with streaming stores, which saves memory the read-for-ownership of y.
+template <class A>
+void softmax_row(const A* x, A* y, int64_t n, A* scratch = nullptr) {
+  const A m = row_max(x, n);
+  if (!std::isfinite(m)) {
+    std::fill(y, y + n, std::numeric_limits<A>::quiet_NaN());
+    return;
+  }
+  if (scratch != nullptr) {
+    const A s = exp_store_sum(x, scratch, n, m);
+    scale_row_streaming(scratch, y, n, A{1} / s);
+    return;
+  }
+  const A s = exp_store_sum(x, y, n, m);
+  scale_row(y, n, A{1} / s);
+}
+
+template <class A>
+A logsumexp_row(const A* x, int64_t n) {
+  if (n == 0) {
+    return -std::numeric_limits<A>::infinity();
+  }
+  const A m = row_max(x, n);
+  if (!std::isfinite(m)) {
+    return m;  // NaN, +inf, or -inf for a row of -inf
+  }
+  return m + std::log(exp_sum(x, n, m));
+}
+
+/// Geometry shared by both kernels: rows of the last axis of `a`.
+struct Rows {
+  size_t count;
+  int64_t length;
+  int64_t stride;  // along the row
+  bool dense;      // row r starts at r * length
+  Shape lead_shape;
+  Strides lead_strides;
+
+  explicit Rows(const array& a)
+      : count(a.ndim() == 0 ? 1 : shape_size(Shape(a.shape().begin(), a.shape().end() - 1))),
+        length(a.ndim() == 0 ? 1 : a.shape(-1)),
+        stride(a.ndim() == 0 ? 1 : a.strides(-1)),
+        dense(a.flags().row_contiguous) {
+    if (a.ndim() > 0) {
+      lead_shape.assign(a.shape().begin(), a.shape().end() - 1);
+      lead_strides.assign(a.strides().begin(), a.strides().end() - 1);
+    }
+  }
+  [[nodiscard]] int64_t offset(size_t row) const {
+    return dense ? static_cast<int64_t>(row) * length : element_offset(row, lead_shape, lead_strides);
+  }
+  [[nodiscard]] size_t grain() const {
+    return std::max<size_t>(1, (1 << 14) / static_cast<size_t>(std::max<int64_t>(length, 1)));
+  }
+};
+
+/// A pointer to row `row` in compute type: the input itself when contiguous, else a converted copy in `scratch`.
+template <class T>
+const compute_t<T>* row_input(const T* x, const Rows& rows, size_t row, std::vector<compute_t<T>>& scratch) {
+  const T* p = x + rows.offset(row);
+  if constexpr (std::is_same_v<T, compute_t<T>>) {
+    if (rows.stride == 1) {
+      return p;
+    }
+  }
+  scratch.resize(static_cast<size_t>(rows.length));
+  for (int64_t i = 0; i < rows.length; ++i) {
+    scratch[static_cast<size_t>(i)] = static_cast<compute_t<T>>(p[i * rows.stride]);
+  }
+  return scratch.data();
+}
+
+template <class T>
+void softmax_kernel(const array& in, array& out) {
+  using A = compute_t<T>;
+  const Rows rows(in);
+  const T* x = in.data<T>();
+  // The output may take over the input's buffer: each element is read before it is written.
+  allocate_or_donate(out, in);
+  T* y = out.data<T>();
+  if (out.size() == 0) {
+    return;
+  }
+  // A large output that does not overwrite the input is written with streaming stores (it cannot stay in cache).
+  const bool streaming = std::is_same_v<T, A> && static_cast<const void*>(y) != static_cast<const void*>(x) &&
+                         out.nbytes() >= kStreamingBytes && rows.length <= kMaxStreamingRow;
+  parallel_for(rows.count, rows.grain(), [&](size_t b, size_t e) {
+    std::vector<A> scratch;
+    std::vector<A> result;
+    for (size_t r = b; r < e; ++r) {
+      const A* src = row_input(x, rows, r, scratch);
+      T* dst = y + static_cast<int64_t>(r) * rows.length;
+      if constexpr (std::is_same_v<T, A>) {
+        if (streaming) {
+          result.resize(static_cast<size_t>(rows.length));
+          softmax_row(src, dst, rows.length, result.data());
+        } else {
+          softmax_row(src, dst, rows.length);
+        }
+      } else {
+        result.resize(static_cast<size_t>(rows.length));
+        softmax_row(src, result.data(), rows.length);
+        std::copy(result.begin(), result.end(), dst);  // rounds to the half type
+      }
+    }
+    if (streaming) {
+      hwy::FlushStream();  // order the streaming stores before parallel_for reports this chunk done
+    }
+  });
+}
+
+template <class T>
+void logsumexp_kernel(const array& in, array& out) {
+  using A = compute_t<T>;
+  const Rows rows(in);
+  const T* x = in.data<T>();
+  out.set_data(allocator::malloc(out.nbytes()));
+  T* y = out.data<T>();
+  parallel_for(rows.count, rows.grain(), [&](size_t b, size_t e) {
+    std::vector<A> scratch;
+    for (size_t r = b; r < e; ++r) {
+      y[r] = static_cast<T>(logsumexp_row(row_input(x, rows, r, scratch), rows.length));
+    }
+  });
+}
+
+template <class Fn>
+void dispatch_float(const array& a, const char* name, Fn&& fn) {
+  dispatch(a.dtype(), [&]<class T>(type_tag<T>) {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      fn(type_tag<T>{});
+    } else {
+      throw_internal(std::string("[") + name + "] Expected a floating input, got " +
+                     std::string(dtype_name(a.dtype())) + ".");
+    }
+  });
+}
+
+}  // namespace
+
+void run(const Softmax&, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0], "Softmax", [&]<class T>(type_tag<T>) { softmax_kernel<T>(in[0], out[0]); });
+}
+
+void run(const LogSumExp&, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0], "LogSumExp", [&]<class T>(type_tag<T>) { logsumexp_kernel<T>(in[0], out[0]); });
+}
+
+}  // namespace nuvec::cpu

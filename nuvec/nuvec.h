@@ -1,0 +1,14 @@
+#pragma once
+
+// nuvec's public entry point: include this one header.
+
+#include "nuvec/core/allocator.h"
+#include "nuvec/core/array.h"
+#include "nuvec/core/device.h"
+#include "nuvec/core/dtype.h"
+#include "nuvec/core/error.h"
+#include "nuvec/core/eval.h"
+#include "nuvec/core/ops.h"
+#include "nuvec/core/print.h"
+#include "nuvec/core/random.h"
+#include "nuvec/core/shape.h"

@@ -1,0 +1,123 @@
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "nuvec/nuvec.h"
+
+namespace nuvec {
+namespace {
+
+TEST(Array, ConstructorsAndMembers) {
+  array a({1, 2, 3, 4, 5, 6}, {2, 3});
+  EXPECT_EQ(a.shape(), (Shape{2, 3}));
+  EXPECT_EQ(a.shape(-1), 3);
+  EXPECT_EQ(a.strides(), (Strides{3, 1}));
+  EXPECT_EQ(a.ndim(), 2);
+  EXPECT_EQ(a.size(), 6U);
+  EXPECT_EQ(a.nbytes(), 24U);
+  EXPECT_EQ(a.itemsize(), 4U);
+  EXPECT_EQ(a.dtype(), int32);
+  EXPECT_EQ(a.data<int32_t>()[4], 5);
+
+  array b({1, 2}, {2, 1});
+  EXPECT_EQ(b.shape(), (Shape{2, 1}));
+
+  std::vector<float> values{1.5F, 2.5F, 3.5F};
+  array c(values.begin(), {3});
+  EXPECT_EQ(c.dtype(), float32);
+  EXPECT_EQ(c.data<float>()[2], 3.5F);
+
+  array d(values.begin(), {3}, float16);
+  EXPECT_EQ(d.dtype(), float16);
+  EXPECT_EQ(static_cast<float>(d.data<float16_t>()[1]), 2.5F);
+}
+
+TEST(Array, ShapeOfNegativeAxisOutOfRangeThrows) {
+  array a({1, 2, 3});
+  EXPECT_THROW((void)a.shape(1), std::invalid_argument);
+  EXPECT_THROW((void)a.shape(-2), std::invalid_argument);
+}
+
+TEST(Array, WrongDataSizeIsRejected) {
+  try {
+    array a({1, 2, 3}, {2, 2});
+    FAIL() << "expected an error";
+  } catch (const nuvec::error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_STREQ(e.what(), "[array] Data size 3 does not match the size 4 of shape (2,2).");
+  }
+}
+
+TEST(Array, AdoptsForeignMemory) {
+  bool released = false;
+  {
+    auto* data = new float[4]{1, 2, 3, 4};
+    array a(data, {2, 2}, float32, [&](void* p) {
+      delete[] static_cast<float*>(p);
+      released = true;
+    });
+    EXPECT_EQ(a.data<float>(), data);
+    auto view = slice(a, {1, 0}, {2, 2});
+    view.eval();
+    a = array(0);
+    EXPECT_FALSE(released) << "a view keeps the adopted buffer alive";
+    EXPECT_EQ(view.data<float>()[1], 4.0F);
+  }
+  EXPECT_TRUE(released);
+}
+
+TEST(Array, ItemNeedsOneElement) {
+  EXPECT_THROW((void)array({1, 2}).item<int>(), std::invalid_argument);
+  EXPECT_EQ(array(7).item<int>(), 7);
+  EXPECT_FLOAT_EQ(array(2.5F).item<float>(), 2.5F);
+  EXPECT_EQ(array(true).item<bool>(), true);
+  EXPECT_EQ(array(complex64_t(1, -2)).item<complex64_t>(), complex64_t(1, -2));
+}
+
+TEST(Array, IteratesOverFirstAxis) {
+  array a({1, 2, 3, 4, 5, 6}, {3, 2});
+  int row = 0;
+  for (auto r : a) {
+    EXPECT_EQ(r.shape(), (Shape{2}));
+    r.eval();
+    EXPECT_EQ(r.data<int32_t>()[0], 2 * row + 1);
+    EXPECT_EQ(r.data<int32_t>()[1], 2 * row + 2);
+    ++row;
+  }
+  EXPECT_EQ(row, 3);
+}
+
+TEST(Array, ErrorMessagesNameTheOp) {
+  auto a = array({1, 2, 3, 4, 5, 6}, {2, 3});
+  try {
+    (void)reshape(a, {4, 2});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[reshape] Cannot reshape array of size 6 into shape (4,2).");
+  }
+  try {
+    (void)add(a, array({1, 2}));
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[broadcast_shapes] Shapes (2,3) and (2) cannot be broadcast.");
+  }
+  try {
+    (void)transpose(a, {0, 0});
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[transpose] Repeated axis 0 in (0,0).");
+  }
+  try {
+    (void)squeeze(a, 2);
+    FAIL();
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "[squeeze] Axis 2 is out of bounds for array with 2 dimensions.");
+  }
+  EXPECT_THROW((void)negative(array(true)), std::invalid_argument);
+  EXPECT_THROW((void)bitwise_and(array(1.0F), array(2.0F)), std::invalid_argument);
+  EXPECT_THROW((void)broadcast_to(a, {3, 3}), std::invalid_argument);
+  EXPECT_THROW((void)concatenate({a, array({1, 2})}, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace nuvec

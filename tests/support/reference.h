@@ -1,0 +1,40 @@
+#pragma once
+
+// Glue between nuvec arrays and the NumPy oracle: conversions, random inputs
+// and a comparison that reports the first mismatch.
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nuvec/nuvec.h"
+#include "tests/support/numpy_oracle.h"
+
+namespace nuvec::test {
+
+/// Evaluates `a` and copies it to a row-major host array.
+HostArray to_host(const array& a);
+/// An evaluated nuvec array holding the host data.
+array from_host(const HostArray& h);
+Dtype dtype_from_name(const std::string& name);
+
+/// Runs NumPy code on nuvec arrays (bound to a, b, c, ...) and returns its single result.
+HostArray numpy_ref(const std::string& code, const std::vector<array>& inputs);
+
+/// Random values suited to the dtype: small integers, floats in [low, high), random bools.
+array random_array(const Shape& shape, Dtype dtype, std::mt19937& rng, double low = -2.0, double high = 2.0);
+
+/// A random shape with `ndim` axes of sizes in [1, max_dim].
+Shape random_shape(int ndim, std::mt19937& rng, int max_dim = 5);
+
+/// Element-wise |actual - expected| <= atol + rtol * |expected| (NaNs equal, infinities equal),
+/// equal shapes, and equal dtypes when `check_dtype`.
+::testing::AssertionResult matches(const array& actual, const HostArray& expected, double rtol = 1e-6,
+                                   double atol = 1e-6, bool check_dtype = true);
+
+/// Tolerances that suit the precision of a dtype.
+double default_rtol(Dtype dtype);
+
+}  // namespace nuvec::test
