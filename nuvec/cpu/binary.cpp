@@ -371,9 +371,6 @@ void binary_kernel(std::string_view name, const Op& op, const array& a, const ar
   });
 }
 
-template <class P>
-inline constexpr bool has_no_functor = false;
-
 }  // namespace
 
 void binary(const Primitive& p, const array& a, const array& b, array& out) {
@@ -384,7 +381,7 @@ void binary(const Primitive& p, const array& a, const array& b, array& out) {
         } else if constexpr (requires { functor(primitive); }) {
           binary_kernel(P::name, functor(primitive), a, b, out);
         } else {
-          static_assert(has_no_functor<P>, "cpu/binary.cpp: a binary primitive lacks its functor(const P&) overload");
+          static_assert(sizeof(P) == 0, "cpu/binary.cpp: a binary primitive lacks its functor(const P&) overload");
         }
       },
       p);

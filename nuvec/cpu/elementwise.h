@@ -209,6 +209,9 @@ void apply_binary(const Op& op, R* out, const C* a, bool scalar_a, const C* b, b
 
 // ---------------------------------------------------------------- the walk
 
+/// One value broadcast to the whole shape (zero strides), read once per run.
+inline bool is_broadcast_value(const array& in) { return in.data_size() == 1 && !in.flags().row_contiguous; }
+
 /// Whether `in` may give its buffer to `out` (it is a temporary nothing else
 /// reads, laid out as out will be): the test allocate_or_donate makes.
 inline bool donatable_to(const array& in, const array& out) {
@@ -216,8 +219,8 @@ inline bool donatable_to(const array& in, const array& out) {
 }
 
 /// Gives `out` a row-contiguous buffer, reusing the first donatable input's.
-void allocate_output(array& out, const std::same_as<array> auto&... inputs) {
-  for (const array* in : {&inputs...}) {
+inline void allocate_row_major(array& out, std::initializer_list<const array*> inputs) {
+  for (const array* in : inputs) {
     if (donatable_to(*in, out)) {
       allocate_or_donate(out, *in);
       return;
@@ -226,18 +229,51 @@ void allocate_output(array& out, const std::same_as<array> auto&... inputs) {
   out.set_data(allocator::malloc(out.nbytes()));
 }
 
+/// The input whose layout `out` should copy, when every input that is not a broadcast
+/// value is dense in one permuted order with non-negative strides (a transpose, say):
+/// one flat run over memory then covers them all with unit strides. Null otherwise.
+inline const array* shared_permuted_layout(const array& out, std::initializer_list<const array*> inputs) {
+  const array* model = nullptr;
+  for (const array* in : inputs) {
+    if (is_broadcast_value(*in)) {
+      continue;
+    }
+    if (in->flags().row_contiguous || !in->flags().contiguous || in->data_size() != out.size()) {
+      return nullptr;
+    }
+    if (model == nullptr) {
+      if (std::any_of(in->strides().begin(), in->strides().end(), [](int64_t s) { return s < 0; })) {
+        return nullptr;
+      }
+      model = in;
+    } else if (in->strides() != model->strides()) {
+      return nullptr;
+    }
+  }
+  return model;
+}
+
+/// Gives `out` the layout of `model`, reusing a donatable input's buffer (which has it).
+inline void allocate_like(array& out, const array& model, std::initializer_list<const array*> inputs) {
+  for (const array* in : inputs) {
+    if (in->dtype() == out.dtype() && !is_broadcast_value(*in) && in->is_donatable()) {
+      out.move_shared_buffer(*in);
+      return;
+    }
+  }
+  out.set_data(allocator::malloc(out.nbytes()), model.data_size(), model.strides(), model.flags());
+}
+
 namespace detail {
 
 template <class Out, class... In, size_t... K, class Run>
-void walk(array& out, const Run& run, const std::tuple<const In*...>& base,
+void walk(array& out, bool flat, const Run& run, const std::tuple<const In*...>& base,
           const std::array<const array*, sizeof...(In)>& inputs, std::index_sequence<K...>) {
   constexpr size_t n_in = sizeof...(In);
   const size_t n = out.size();
   Out* o = out.data<Out>();
-  // Every input dense in row-major order, or one value: one flat run.
-  const bool flat = (... && (inputs[K]->flags().row_contiguous || inputs[K]->data_size() == 1));
   if (flat) {
-    const std::array<int64_t, n_in> strides{(inputs[K]->flags().row_contiguous ? 1 : 0)...};
+    const std::array<int64_t, n_in> strides{(is_broadcast_value(*inputs[K]) ? 0 : 1)...};
     parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {
       const auto b = static_cast<int64_t>(begin);
       run(o + b, static_cast<int64_t>(end - begin), Strided<In>{std::get<K>(base) + b * strides[K], strides[K]}...);
@@ -268,19 +304,28 @@ void walk(array& out, const Run& run, const std::tuple<const In*...>& base,
 
 /// The one walk every element-wise kernel uses: gives `out` a buffer (donated by
 /// an input when possible), then calls run(Out* o, int64_t n, Strided<In>... x)
-/// on runs that cover out in row-major order, split across threads. The output
-/// is always written with unit stride; the inputs may have any strides
-/// (transposes, negative strides, broadcasts), which the runs pass on.
+/// on runs that cover out, split across threads, with out written at unit stride.
+///   - inputs row-contiguous or broadcast values: out is row-contiguous, one flat run;
+///   - inputs dense in one shared permuted order (transposes): out takes that layout
+///     (as MLX does), one flat run over memory;
+///   - anything else (slices, negative strides, partial broadcasts, mixed layouts):
+///     out is row-contiguous and the inputs' strides are passed on per run.
 template <class Out, class... In, class Run>
 void elementwise(array& out, const Run& run, const std::same_as<array> auto&... inputs) {
   static_assert(sizeof...(In) == sizeof...(inputs));
   // Read the inputs' pointers before a donation moves a buffer into out.
   const std::tuple<const In*...> base{static_cast<const In*>(inputs.raw_data())...};
-  allocate_output(out, inputs...);
+  bool flat = (... && (inputs.flags().row_contiguous || is_broadcast_value(inputs)));
+  if (const array* model = flat ? nullptr : shared_permuted_layout(out, {&inputs...})) {
+    allocate_like(out, *model, {&inputs...});
+    flat = true;
+  } else {
+    allocate_row_major(out, {&inputs...});
+  }
   if (out.size() == 0) {
     return;
   }
-  detail::walk<Out, In...>(out, run, base, {&inputs...}, std::index_sequence_for<In...>{});
+  detail::walk<Out, In...>(out, flat, run, base, {&inputs...}, std::index_sequence_for<In...>{});
 }
 
 /// Throws "[primitive] message" as an internal error: a kernel reached with inputs

@@ -11,13 +11,15 @@
 // BLAS reads a matrix whose rows or columns have unit stride through its transpose flag and
 // leading dimension, so transposes and row slices cost no copy; any other layout (a column
 // slice of a transpose, negative strides) is first copied densely. oneDNN's fast matmul
-// kernels want dense matrices and dense or broadcast batches (other strides select a slow
-// reference implementation), so the bf16 path copies anything else.
+// kernels want dense matrices and dense or broadcast batches (other strides select its slow
+// reference implementation, and a leading dimension larger than the matrix a slower one), so
+// the oneDNN path copies anything else.
 //
 // Threads: OpenBLAS (pthreads) and oneDNN (OpenMP in Debian's build) run their own threads.
-// Both are kept at nuvec's thread count (cpu::num_threads(), NUVEC_NUM_THREADS), so that
-// limiting nuvec limits its products too; they run while nuvec's pool sleeps, so the two
-// never compete for the cores.
+// Both are kept at nuvec's thread count (cpu::num_threads(), NUVEC_NUM_THREADS), so limiting
+// nuvec limits its products too. A product runs on the evaluating thread while nuvec's pool
+// is idle (its workers sleep after 100 us), so the libraries' threads and nuvec's never
+// compete for the cores.
 
 #include "nuvec/cpu/gemm.h"
 
@@ -417,6 +419,7 @@ void scale(Dtype dtype, void* c, size_t count, float beta) {
 }  // namespace
 
 void set_sgemm_backend(Sgemm backend) { sgemm_backend.store(backend, std::memory_order_relaxed); }
+Sgemm get_sgemm_backend() { return sgemm_backend.load(std::memory_order_relaxed); }
 
 void gemm(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const MatrixBatch& a_in,
           const MatrixBatch& b_in, float beta, void* c) {

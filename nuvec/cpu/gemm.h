@@ -32,5 +32,6 @@ void gemm_integer(Dtype dtype, int64_t m, int64_t n, int64_t k, const MatrixBatc
 /// Which library computes float32 products (see gemm.cpp for the measurements behind the default).
 enum class Sgemm { onednn, openblas };
 void set_sgemm_backend(Sgemm backend);
+Sgemm get_sgemm_backend();
 
 }  // namespace nuvec::cpu

@@ -10,7 +10,7 @@
 //     accumulated at once (acc[j] op= x[j]), vectorized, over blocks of columns.
 // Reducers: `run` reduces one run (SIMD for float types, Highway; plain loops the compiler vectorizes for the rest),
 // `first`/`accumulate` fold a row into an accumulator row, `combine` joins partial results in index order, `finish`
-// converts to the output type. Float sums are pairwise (blocks of kPairwise), half floats accumulate in float32,
+// converts to the output type. Float sums are pairwise (blocks of pairwise_block), half floats accumulate in float32,
 // integer sums and products wrap in the unsigned type of the output (no signed overflow).
 
 #ifndef HWY_COMPILE_ONLY_STATIC
@@ -39,13 +39,13 @@ namespace hn = hwy::HWY_NAMESPACE;
 
 // ---------------------------------------------------------------- tuning
 
-constexpr int64_t kPairwise = 4096;      // float sums: longest run summed without splitting
-constexpr int64_t kChunk = 1 << 16;      // row driver: reduced elements per chunk when outputs are few
-constexpr size_t kFewOutputs = 16;       // below this many outputs, long reductions are chunked
-constexpr int64_t kColumnBlock = 1024;   // column driver: columns per work item (acc stays in L1)
-constexpr int64_t kColumnSubRows = 128;  // column driver: rows summed before folding into the total (float sums)
-constexpr size_t kFewItems = 16;         // column driver: below this many items, the reduced rows are split
-constexpr size_t kGrain = 1 << 15;       // elements of work per thread before splitting pays
+constexpr int64_t pairwise_block = 4096;  // float sums: longest run summed without splitting
+constexpr int64_t chunk_size = 1 << 16;   // row driver: reduced elements per chunk when outputs are few
+constexpr size_t few_outputs = 16;        // below this many outputs, long reductions are chunked
+constexpr int64_t column_block = 1024;    // column driver: columns per work item (acc stays in L1)
+constexpr int64_t column_sub_rows = 128;  // column driver: rows summed before folding into the total (float sums)
+constexpr size_t few_items = 16;          // column driver: below this many items, the reduced rows are split
+constexpr size_t grain_size = 1 << 15;    // elements of work per thread before splitting pays
 
 // ---------------------------------------------------------------- element types
 
@@ -129,13 +129,13 @@ A extreme(A a, A b) {
   }
 }
 
-/// Sum of a contiguous run in lane precision: four vector accumulators, split pairwise above kPairwise.
+/// Sum of a contiguous run in lane precision: four vector accumulators, split pairwise above pairwise_block.
 template <class T>
 lane_t<T> simd_sum(const T* x, int64_t n) {
   using A = lane_t<T>;
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  if (n > kPairwise) {
+  if (n > pairwise_block) {
     int64_t half = (n / 2) / (4 * lanes) * (4 * lanes);
     half = half == 0 ? n / 2 : half;
     return simd_sum(x, half) + simd_sum(x + half, n - half);
@@ -240,6 +240,29 @@ lane_t<T> simd_extreme(const T* x, int64_t n) {
     r = extreme<K>(r, static_cast<A>(x[i]));
   }
   return r;
+}
+
+/// Index of the first element equal to m (the first NaN when m is NaN); n when there is none.
+template <class T, class V>
+int64_t find_first(const T* x, int64_t n, V m) {
+  const bool nan = is_nan(m);
+  int64_t i = 0;
+  if constexpr (simd_float_v<T>) {
+    const hn::ScalableTag<lane_t<T>> d;
+    const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+    const auto target = hn::Set(d, static_cast<lane_t<T>>(m));
+    for (; i + lanes <= n; i += lanes) {
+      const auto v = load(d, x + i);
+      const auto hit = nan ? hn::IsNaN(v) : hn::Eq(v, target);
+      if (!hn::AllFalse(d, hit)) {
+        return i + static_cast<int64_t>(hn::FindFirstTrue(d, hit));
+      }
+    }
+  }
+  while (i < n && !(nan ? is_nan(static_cast<V>(x[i])) : static_cast<V>(x[i]) == m)) {
+    ++i;
+  }
+  return i;
 }
 
 /// acc[j] = acc[j] op x[j] over a contiguous row.
@@ -354,7 +377,7 @@ struct Reducer {
       return K == ReduceType::all;
     } else {
       if constexpr (blocked_sum) {
-        if (n > kPairwise) {
+        if (n > pairwise_block) {
           const int64_t half = n / 2;
           return run(x, half, s, 0) + run(x + half * s, n - half, s, 0);
         }
@@ -462,12 +485,7 @@ struct ArgReducer {
       if (s == 1) {
         // The extreme first (vectorized), then its first position.
         const V m = Reducer<kind, T, V, V>::run(x, n, 1, 0);
-        const bool nan = is_nan(m);
-        int64_t i = 0;
-        while (i < n && !(nan ? is_nan(static_cast<V>(x[i])) : static_cast<V>(x[i]) == m)) {
-          ++i;
-        }
-        return {m, start + std::min(i, n - 1)};
+        return {m, start + std::min(find_first(x, n, m), n - 1)};
       }
     }
     Acc best{static_cast<V>(x[0]), 0};
@@ -594,16 +612,16 @@ typename R::Acc combine_pairwise(const typename R::Acc* p, size_t n, size_t stri
 template <class R>
 void row_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan) {
   const auto n_red = static_cast<int64_t>(plan.n_red);
-  if (plan.n_out < kFewOutputs && n_red >= 4 * kChunk) {
+  if (plan.n_out < few_outputs && n_red >= 4 * chunk_size) {
     // Few long reductions: fixed-size chunks in parallel, then a pairwise combine.
-    const auto chunks = static_cast<size_t>((n_red + kChunk - 1) / kChunk);
+    const auto chunks = static_cast<size_t>((n_red + chunk_size - 1) / chunk_size);
     auto partial = std::make_unique<typename R::Acc[]>(plan.n_out * chunks);  // not vector: Acc may be bool
     parallel_for(plan.n_out * chunks, 1, [&](size_t b, size_t e) {
       for (size_t item = b; item < e; ++item) {
         const size_t o = item / chunks;
         const auto c = static_cast<int64_t>(item % chunks);
         const auto base = element_offset(o, plan.kept.shape, plan.kept.strides[0]);
-        partial[item] = reduce_range<R>(x + base, plan.reduced, c * kChunk, std::min(n_red, (c + 1) * kChunk));
+        partial[item] = reduce_range<R>(x + base, plan.reduced, c * chunk_size, std::min(n_red, (c + 1) * chunk_size));
       }
     });
     for (size_t o = 0; o < plan.n_out; ++o) {
@@ -611,7 +629,7 @@ void row_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan) {
     }
     return;
   }
-  const size_t grain = std::max<size_t>(1, kGrain / plan.n_red);
+  const size_t grain = std::max<size_t>(1, grain_size / plan.n_red);
   const int64_t ks = plan.kept.inner_stride(0);
   parallel_for(plan.n_out, grain, [&](size_t b, size_t e) {
     for_each_run(plan.kept, static_cast<int64_t>(b), static_cast<int64_t>(e),
@@ -623,7 +641,7 @@ void row_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan) {
   });
 }
 
-/// Folds rows of one column block into an accumulator row. Float sums are pairwise over blocks of kColumnSubRows
+/// Folds rows of one column block into an accumulator row. Float sums are pairwise over blocks of column_sub_rows
 /// rows (a binary counter of partial rows, O(log n) of them), so error grows with log(rows) instead of rows.
 template <class R>
 class ColumnAccumulator {
@@ -632,7 +650,7 @@ class ColumnAccumulator {
   explicit ColumnAccumulator(int64_t width) : width_(width) {}
 
   void add(const typename R::In* row, int64_t index) {
-    if (stack_.empty() || (R::blocked_sum && rows_in_top_ == kColumnSubRows)) {
+    if (stack_.empty() || (R::blocked_sum && rows_in_top_ == column_sub_rows)) {
       if (R::blocked_sum) {
         // Merge the finished block with equal-sized partial results below it.
         while (stack_.size() >= 2 && stack_.back().level == stack_[stack_.size() - 2].level) {
@@ -678,7 +696,7 @@ class ColumnAccumulator {
   };
   std::unique_ptr<Acc[]> take_row() {
     if (pool_.empty()) {
-      return std::make_unique<Acc[]>(static_cast<size_t>(kColumnBlock));
+      return std::make_unique<Acc[]>(static_cast<size_t>(column_block));
     }
     auto row = std::move(pool_.back());
     pool_.pop_back();
@@ -696,26 +714,26 @@ void column_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan
   const int64_t cols = plan.kept.inner_size();
   const auto n_red = static_cast<int64_t>(plan.n_red);
   const size_t kept_rows = plan.n_out / static_cast<size_t>(cols);
-  const auto blocks = static_cast<size_t>((cols + kColumnBlock - 1) / kColumnBlock);
+  const auto blocks = static_cast<size_t>((cols + column_block - 1) / column_block);
   const size_t base_items = kept_rows * blocks;
   // Too few items for the threads: split the reduced rows too, folding the partial rows afterwards.
   int64_t rows_per_chunk = n_red;
-  if (base_items < kFewItems && plan.n_red * static_cast<size_t>(cols) >= 8 * kGrain) {
-    const auto want = static_cast<int64_t>((kFewItems + base_items - 1) / base_items);
+  if (base_items < few_items && plan.n_red * static_cast<size_t>(cols) >= 8 * grain_size) {
+    const auto want = static_cast<int64_t>((few_items + base_items - 1) / base_items);
     rows_per_chunk = std::max<int64_t>(16, (n_red + want - 1) / want);
   }
   const auto chunks = static_cast<size_t>((n_red + rows_per_chunk - 1) / rows_per_chunk);
   auto partial = std::make_unique<Acc[]>(chunks > 1 ? chunks * plan.n_out : 0);  // not vector: Acc may be bool
   const int64_t rs = plan.reduced.inner_stride(0);
-  const size_t work = static_cast<size_t>(rows_per_chunk) * static_cast<size_t>(std::min(cols, kColumnBlock));
-  parallel_for(base_items * chunks, std::max<size_t>(1, kGrain / work), [&](size_t b, size_t e) {
-    ColumnAccumulator<R> acc(kColumnBlock);
+  const size_t work = static_cast<size_t>(rows_per_chunk) * static_cast<size_t>(std::min(cols, column_block));
+  parallel_for(base_items * chunks, std::max<size_t>(1, grain_size / work), [&](size_t b, size_t e) {
+    ColumnAccumulator<R> acc(column_block);
     for (size_t item = b; item < e; ++item) {
       const auto c = static_cast<int64_t>(item % chunks);
       const size_t kb = item / chunks;
       const size_t k = kb / blocks;
-      const int64_t j0 = static_cast<int64_t>(kb % blocks) * kColumnBlock;
-      const int64_t width = std::min(kColumnBlock, cols - j0);
+      const int64_t j0 = static_cast<int64_t>(kb % blocks) * column_block;
+      const int64_t width = std::min(column_block, cols - j0);
       const auto* x0 = x + element_offset(k * static_cast<size_t>(cols), plan.kept.shape, plan.kept.strides[0]) + j0;
       const int64_t r0 = c * rows_per_chunk;
       acc.reset(width);
@@ -737,7 +755,7 @@ void column_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan
     }
   });
   if (chunks > 1) {
-    parallel_for(plan.n_out, std::max<size_t>(1, kGrain / chunks), [&](size_t b, size_t e) {
+    parallel_for(plan.n_out, std::max<size_t>(1, grain_size / chunks), [&](size_t b, size_t e) {
       for (size_t o = b; o < e; ++o) {
         y[o] = R::finish(combine_pairwise<R>(partial.get() + o, chunks, plan.n_out));
       }

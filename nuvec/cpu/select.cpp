@@ -52,7 +52,9 @@ void select_run(U* out, int64_t n, Strided<uint8_t> c, Strided<U> x, Strided<U> 
 
 void run(const Select& p, const Inputs& in, Outputs& out) {
   auto& o = out[0];
-  const auto& [condition, x, y] = std::tie(in[0], in[1], in[2]);
+  const array& condition = in[0];
+  const array& x = in[1];
+  const array& y = in[2];
   if (condition.dtype() != bool_ || x.dtype() != o.dtype() || y.dtype() != o.dtype()) {
     internal_error(p.name, std::string("Expected a bool condition and two ") + std::string(dtype_name(o.dtype())) +
                                " values; got " + std::string(dtype_name(condition.dtype())) + ", " +

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -36,8 +37,8 @@ namespace {
 
 namespace hn = hwy::HWY_NAMESPACE;
 
-constexpr size_t kStreamingBytes = size_t{16} << 20;    // outputs this large go around the cache
-constexpr int64_t kMaxStreamingRow = int64_t{1} << 16;  // rows whose scratch copy stays in L2
+constexpr size_t streaming_bytes = size_t{16} << 20;     // outputs this large go around the cache
+constexpr int64_t max_streaming_row = int64_t{1} << 16;  // rows whose scratch copy stays in L2
 
 template <class T>
 constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
@@ -215,6 +216,109 @@ A logsumexp_row(const A* x, int64_t n) {
   return m + std::log(exp_sum(x, n, m));
 }
 
+// ---------------------------------------------------------------- rows stored side by side
+
+/// Softmax of `lanes` neighbouring rows at once: row r's element i is x[r + i * stride] (the layout of a transposed
+/// array), so each load takes one element of every row. The exponentials go to `scratch` (n vectors), the result to
+/// y (same layout as x), with streaming stores when y is aligned for them.
+template <class A>
+void softmax_columns(const A* x, A* y, int64_t n, int64_t stride, A* scratch, bool streaming) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto m = hn::Set(d, -std::numeric_limits<A>::infinity());
+  auto nan = hn::IsNaN(m);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto v = hn::LoadU(d, x + i * stride);
+    m = hn::Max(m, v);
+    nan = hn::Or(nan, hn::IsNaN(v));
+  }
+  m = hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<A>::quiet_NaN()), m);
+  const auto finite = hn::IsFinite(m);
+  const auto shift = hn::IfThenElseZero(finite, m);
+  auto s0 = hn::Zero(d);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i * stride), shift));
+    hn::Store(e, d, scratch + i * lanes);
+    s0 = hn::Add(s0, e);
+  }
+  // Rows whose max is not finite are NaN throughout (NumPy's formula gives NaN there).
+  const auto scale =
+      hn::IfThenElse(finite, hn::Div(hn::Set(d, A{1}), s0), hn::Set(d, std::numeric_limits<A>::quiet_NaN()));
+  const bool aligned = reinterpret_cast<uintptr_t>(y) % (static_cast<uintptr_t>(lanes) * sizeof(A)) == 0 &&
+                       (stride * static_cast<int64_t>(sizeof(A))) % (lanes * static_cast<int64_t>(sizeof(A))) == 0;
+  if (streaming && aligned) {
+    for (int64_t i = 0; i < n; ++i) {
+      hn::Stream(hn::Mul(hn::Load(d, scratch + i * lanes), scale), d, y + i * stride);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      hn::StoreU(hn::Mul(hn::Load(d, scratch + i * lanes), scale), d, y + i * stride);
+    }
+  }
+}
+
+/// logsumexp of `lanes` neighbouring rows laid out as in softmax_columns, written to y[0 .. lanes).
+template <class A>
+void logsumexp_columns(const A* x, A* y, int64_t n, int64_t stride) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto m = hn::Set(d, -std::numeric_limits<A>::infinity());
+  auto nan = hn::IsNaN(m);
+  for (int64_t i = 0; i < n; ++i) {
+    const auto v = hn::LoadU(d, x + i * stride);
+    m = hn::Max(m, v);
+    nan = hn::Or(nan, hn::IsNaN(v));
+  }
+  m = hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<A>::quiet_NaN()), m);
+  const auto finite = hn::IsFinite(m);
+  const auto shift = hn::IfThenElseZero(finite, m);
+  auto s0 = hn::Zero(d);
+  for (int64_t i = 0; i < n; ++i) {
+    s0 = hn::Add(s0, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i * stride), shift)));
+  }
+  HWY_ALIGN A sums[HWY_MAX_BYTES / sizeof(A)];
+  HWY_ALIGN A maxes[HWY_MAX_BYTES / sizeof(A)];
+  hn::Store(s0, d, sums);
+  hn::Store(m, d, maxes);
+  for (int64_t r = 0; r < lanes; ++r) {
+    y[r] = std::isfinite(maxes[r]) ? maxes[r] + std::log(sums[r]) : maxes[r];
+  }
+}
+
+/// Rows stored side by side (the last axis strided, the axis before it contiguous), in groups over the other axes.
+struct Interleaved {
+  size_t groups;
+  int64_t width;   // rows per group (size of the second-to-last axis)
+  int64_t length;  // elements per row
+  int64_t stride;  // between a row's elements
+  Shape outer_shape;
+  Strides outer_strides;
+
+  [[nodiscard]] int64_t base(size_t group) const { return element_offset(group, outer_shape, outer_strides); }
+};
+
+/// The interleaved geometry of `a`, when it is a dense (permuted) layout of that kind with at least `min_width` rows
+/// side by side; such an array's layout can be given to the output as is.
+std::optional<Interleaved> interleaved(const array& a, int64_t min_width) {
+  if (a.ndim() < 2 || a.strides(-2) != 1 || a.strides(-1) <= 1 || a.shape(-2) < min_width || a.shape(-1) == 0 ||
+      !a.flags().contiguous || a.data_size() != a.size()) {
+    return std::nullopt;
+  }
+  for (auto stride : a.strides()) {
+    if (stride < 0) {
+      return std::nullopt;
+    }
+  }
+  Interleaved l;
+  l.outer_shape.assign(a.shape().begin(), a.shape().end() - 2);
+  l.outer_strides.assign(a.strides().begin(), a.strides().end() - 2);
+  l.groups = shape_size(l.outer_shape);
+  l.width = a.shape(-2);
+  l.length = a.shape(-1);
+  l.stride = a.strides(-1);
+  return l;
+}
+
 /// Geometry shared by both kernels: rows of the last axis of `a`.
 struct Rows {
   size_t count;
@@ -258,9 +362,56 @@ const compute_t<T>* row_input(const T* x, const Rows& rows, size_t row, std::vec
   return scratch.data();
 }
 
+/// Softmax of interleaved rows (see softmax_columns); the output takes the input's layout.
+template <class A>
+void softmax_interleaved(const array& in, array& out, const Interleaved& l) {
+  const A* x = in.data<A>();
+  out.set_data(allocator::malloc(out.nbytes()), in.data_size(), in.strides(), in.flags());
+  A* y = out.data<A>();
+  const auto lanes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<A>()));
+  const auto blocks = static_cast<size_t>((l.width + lanes - 1) / lanes);
+  const bool streaming = out.nbytes() >= streaming_bytes;
+  const size_t work = static_cast<size_t>(lanes * l.length);
+  parallel_for(l.groups * blocks, std::max<size_t>(1, (size_t{1} << 14) / work), [&](size_t b, size_t e) {
+    std::vector<A> scratch(static_cast<size_t>(lanes * l.length) + HWY_MAX_BYTES / sizeof(A));
+    // Vector-aligned start for the exponentials.
+    auto* exps = scratch.data();
+    while (reinterpret_cast<uintptr_t>(exps) % HWY_MAX_BYTES != 0) {
+      ++exps;
+    }
+    std::vector<A> row(static_cast<size_t>(l.length));
+    for (size_t item = b; item < e; ++item) {
+      const int64_t base = l.base(item / blocks);
+      const int64_t r0 = static_cast<int64_t>(item % blocks) * lanes;
+      if (r0 + lanes <= l.width) {
+        softmax_columns(x + base + r0, y + base + r0, l.length, l.stride, exps, streaming);
+        continue;
+      }
+      for (int64_t r = r0; r < l.width; ++r) {  // the last few rows, one at a time
+        for (int64_t i = 0; i < l.length; ++i) {
+          row[static_cast<size_t>(i)] = x[base + r + i * l.stride];
+        }
+        softmax_row(row.data(), row.data(), l.length);
+        for (int64_t i = 0; i < l.length; ++i) {
+          y[base + r + i * l.stride] = row[static_cast<size_t>(i)];
+        }
+      }
+    }
+    if (streaming) {
+      hwy::FlushStream();  // order the streaming stores before parallel_for reports this chunk done
+    }
+  });
+}
+
 template <class T>
 void softmax_kernel(const array& in, array& out) {
   using A = compute_t<T>;
+  if constexpr (std::is_same_v<T, A>) {
+    if (auto l = interleaved(in, static_cast<int64_t>(hn::Lanes(hn::ScalableTag<A>())))) {
+      softmax_interleaved<A>(in, out, *l);
+      return;
+    }
+  }
   const Rows rows(in);
   const T* x = in.data<T>();
   // The output may take over the input's buffer: each element is read before it is written.
@@ -271,7 +422,7 @@ void softmax_kernel(const array& in, array& out) {
   }
   // A large output that does not overwrite the input is written with streaming stores (it cannot stay in cache).
   const bool streaming = std::is_same_v<T, A> && static_cast<const void*>(y) != static_cast<const void*>(x) &&
-                         out.nbytes() >= kStreamingBytes && rows.length <= kMaxStreamingRow;
+                         out.nbytes() >= streaming_bytes && rows.length <= max_streaming_row;
   parallel_for(rows.count, rows.grain(), [&](size_t b, size_t e) {
     std::vector<A> scratch;
     std::vector<A> result;
@@ -300,10 +451,38 @@ void softmax_kernel(const array& in, array& out) {
 template <class T>
 void logsumexp_kernel(const array& in, array& out) {
   using A = compute_t<T>;
-  const Rows rows(in);
   const T* x = in.data<T>();
   out.set_data(allocator::malloc(out.nbytes()));
   T* y = out.data<T>();
+  if constexpr (std::is_same_v<T, A>) {
+    const auto lanes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<A>()));
+    if (auto l = interleaved(in, lanes)) {
+      // Output row g * width + r; blocks of `lanes` rows at once, the last few rows one at a time.
+      const auto blocks = static_cast<size_t>((l->width + lanes - 1) / lanes);
+      const size_t work = static_cast<size_t>(lanes * l->length);
+      parallel_for(l->groups * blocks, std::max<size_t>(1, (size_t{1} << 14) / work), [&](size_t b, size_t e) {
+        std::vector<A> row(static_cast<size_t>(l->length));
+        for (size_t item = b; item < e; ++item) {
+          const size_t g = item / blocks;
+          const int64_t base = l->base(g);
+          const int64_t r0 = static_cast<int64_t>(item % blocks) * lanes;
+          A* dst = y + static_cast<int64_t>(g) * l->width + r0;
+          if (r0 + lanes <= l->width) {
+            logsumexp_columns(x + base + r0, dst, l->length, l->stride);
+            continue;
+          }
+          for (int64_t r = r0; r < l->width; ++r) {
+            for (int64_t i = 0; i < l->length; ++i) {
+              row[static_cast<size_t>(i)] = x[base + r + i * l->stride];
+            }
+            dst[r - r0] = logsumexp_row(row.data(), l->length);
+          }
+        }
+      });
+      return;
+    }
+  }
+  const Rows rows(in);
   parallel_for(rows.count, rows.grain(), [&](size_t b, size_t e) {
     std::vector<A> scratch;
     for (size_t r = b; r < e; ++r) {

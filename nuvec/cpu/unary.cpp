@@ -315,9 +315,6 @@ void unary_kernel(std::string_view name, const Op& op, const array& in, array& o
   });
 }
 
-template <class P>
-inline constexpr bool has_no_functor = false;
-
 }  // namespace
 
 void unary(const Primitive& p, const array& in, array& out) {
@@ -328,7 +325,7 @@ void unary(const Primitive& p, const array& in, array& out) {
         } else if constexpr (requires { functor(primitive); }) {
           unary_kernel(P::name, functor(primitive), in, out);
         } else {
-          static_assert(has_no_functor<P>, "cpu/unary.cpp: a unary primitive lacks its functor(const P&) overload");
+          static_assert(sizeof(P) == 0, "cpu/unary.cpp: a unary primitive lacks its functor(const P&) overload");
         }
       },
       p);

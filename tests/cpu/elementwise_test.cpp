@@ -919,6 +919,36 @@ TEST(ElementwiseDonation, TemporaryInputGivesItsBufferToTheOutput) {
   EXPECT_TRUE(agrees(result, widened("np.exp(np.sin(x))", float32), {y}));
 }
 
+TEST(ElementwiseLayout, TransposedInputsGiveATransposedOutput) {
+  // Inputs dense in one permuted order are walked in memory order and the output takes
+  // their layout (as MLX does); mixed layouts give a row-major output.
+  std::mt19937 rng(22);
+  auto a = transpose(sample({40, 30, 2}, float32, rng, -2, 2), {2, 0, 1});
+  auto b = transpose(sample({40, 30, 2}, float32, rng, -2, 2), {2, 0, 1});
+  auto sum = a + b;
+  auto e = exp(a);
+  auto mixed = a + contiguous(b);
+  eval({sum, e, mixed});
+  EXPECT_EQ(sum.strides(), a.strides());
+  EXPECT_EQ(e.strides(), a.strides());
+  EXPECT_EQ(mixed.strides(), (Strides{60, 2, 1}));
+  EXPECT_TRUE(agrees(sum, "a + b", {a, b}));
+  EXPECT_TRUE(agrees(e, widened("np.exp(x)", float32), {a}));
+  EXPECT_TRUE(agrees(mixed, "a + b", {a, b}));
+  EXPECT_TRUE(agrees(a * array(2.0F), "a * 2", {a}));
+  const void* input = nullptr;
+  array result(0.0F);
+  {
+    auto t = transpose(exp(sample({300, 200}, float32, rng, -1, 1)));
+    t.eval();
+    input = t.raw_data();
+    result = sin(t);
+  }
+  result.eval();
+  EXPECT_EQ(result.raw_data(), input) << "a transposed temporary also gives its buffer";
+  EXPECT_EQ(result.strides(), (Strides{1, 200}));
+}
+
 TEST(ElementwiseDonation, HeldInputsAreNeverOverwritten) {
   std::mt19937 rng(21);
   auto x = sample({1000}, float32, rng, -1, 1);

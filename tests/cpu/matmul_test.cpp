@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 
+#include "nuvec/cpu/gemm.h"
 #include "tests/support/reference.h"
 
 namespace nuvec::test {
@@ -75,6 +76,20 @@ TEST_F(MatmulTest, EveryDtype) {
       EXPECT_TRUE(matches_product(out, {a, b}));
     }
   }
+}
+
+TEST_F(MatmulTest, Float32ThroughEitherLibrary) {
+  // The float32 library is a choice made in gemm.cpp; both must give NumPy's result, batched too.
+  auto a = rand({3, 17, 33}, float32);
+  auto b = rand({33, 9}, float32);
+  auto bt = transpose(rand({3, 9, 33}, float32), {0, 2, 1});
+  const auto chosen = cpu::get_sgemm_backend();
+  for (auto backend : {cpu::Sgemm::openblas, cpu::Sgemm::onednn}) {
+    cpu::set_sgemm_backend(backend);
+    EXPECT_TRUE(matches_product(matmul(a, b), {a, b}));
+    EXPECT_TRUE(matches_product(matmul(a, bt), {a, bt}));
+  }
+  cpu::set_sgemm_backend(chosen);
 }
 
 TEST_F(MatmulTest, IntegersWrapLikeNumpy) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -410,8 +411,11 @@ TEST(ReduceLayout, LargeInputsTakeThreadedAndChunkedPaths) {
       {{20000, 37}, {1}},    {{40, 50, 61}, {0, 2}}, {{40, 50, 61}, {1}}, {{64, 2, 4096}, {0, 2}},
   };
   for (const auto& c : cases) {
-    for (auto dtype : {float32, float16, int16, float64}) {
-      auto x = random_array(c.shape, dtype, rng);
+    // One random draw per shape, converted to each dtype (int16 gets small integers, so ties are common).
+    // bfloat16 stands for the half types here: NumPy's float16 reductions are too slow at these sizes.
+    auto base = random_array(c.shape, float64, rng, -20, 20);
+    for (auto dtype : {float32, bfloat16, int16, float64}) {
+      auto x = astype(base, dtype);
       SCOPED_TRACE(std::string(dtype_name(dtype)) + shape_string(c.shape) + " axis=" + py_axes(&c.axes));
       // One oracle call per input: the transfer dominates at these sizes.
       std::vector<array> actual = {sum(x, c.axes), max(x, c.axes), min(x, c.axes),
@@ -429,8 +433,8 @@ TEST(ReduceLayout, LargeInputsTakeThreadedAndChunkedPaths) {
       ASSERT_EQ(expected.size(), actual.size());
       for (size_t i = 0; i < actual.size(); ++i) {
         SCOPED_TRACE("result " + std::to_string(i));
-        EXPECT_TRUE(
-            matches(actual[i], expected[i], rtol_of(actual[i].dtype()), sum_atol(actual[i].dtype(), x.size()), false));
+        EXPECT_TRUE(matches(actual[i], expected[i], rtol_of(actual[i].dtype()),
+                            10 * sum_atol(actual[i].dtype(), x.size()), false));
       }
     }
   }
@@ -440,12 +444,12 @@ TEST(ReduceLayout, LargeInputsTakeThreadedAndChunkedPaths) {
 }
 
 TEST(ReduceLayout, SumOfManyFloatsStaysAccurate) {
-  // 2^24 + 2^20 ones sum exactly (a naive float32 loop stops at 2^24); 1e7 values of 0.1 stay within 1e-6
+  // 2^24 + 2^20 ones sum exactly (a naive float32 loop stops at 2^24); 4e6 values of 0.1 stay within 1e-6
   // relative, along a row and down columns.
   auto ones_sum = sum(copy(broadcast_to(array(1.0F), {(1 << 12) + (1 << 8), 1 << 12})));
   EXPECT_EQ(ones_sum.item<float>(), static_cast<float>((1 << 24) + (1 << 20)));
-  auto tenths = copy(broadcast_to(array(0.1F), {10000000}));
-  EXPECT_NEAR(sum(tenths).item<double>(), 1e6, 1.0);
+  auto tenths = copy(broadcast_to(array(0.1F), {4000000}));
+  EXPECT_NEAR(sum(tenths).item<double>(), 4e5, 0.4);
   auto column = copy(broadcast_to(array(0.1F), {1000000, 8}));
   auto col_sums = sum(column, 0);
   col_sums.eval();
@@ -470,6 +474,49 @@ TEST(ReduceLayout, SoftmaxAndLogSumExpRows) {
           "out = (np.log(np.exp(x - m[:, None]).sum(-1)) + m).astype(" +
           np_type(dtype) + ")";
       EXPECT_TRUE(matches(logsumexp(x, -1), numpy_ref(lse, {x}), rtol_of(dtype), 1e-6, false));
+    }
+  }
+}
+
+TEST(ReduceLayout, SoftmaxAndLogSumExpOverOuterAxes) {
+  // Outer axes reach the kernels as rows stored side by side (a transposed layout), handled a vector of rows at a
+  // time; widths that are not a multiple of the vector width leave rows for the one-row path.
+  std::mt19937 rng(11);
+  struct Case {
+    Shape shape;
+    std::vector<int> axes;
+  };
+  const std::vector<Case> cases = {
+      {{37, 50}, {0}}, {{300, 64}, {0}}, {{3, 20, 33}, {1}}, {{5, 7, 40}, {0, 1}}, {{4, 9, 17, 3}, {1}},
+  };
+  for (auto dtype : {float32, float64}) {
+    for (const auto& c : cases) {
+      auto x = random_array(c.shape, dtype, rng, -30, 30);
+      if (c.shape[0] == 37) {
+        // Non-finite values in a few columns: NaN, +inf, and a column of -inf.
+        std::vector<double> v(static_cast<size_t>(37 * 50));
+        auto h = test::to_host(astype(x, float64));
+        std::memcpy(v.data(), h.bytes.data(), v.size() * sizeof(double));
+        v[5 * 50 + 3] = kNaN;
+        v[9 * 50 + 20] = kInf;
+        for (int i = 0; i < 37; ++i) {
+          v[static_cast<size_t>(i * 50 + 40)] = -kInf;
+        }
+        v[2 * 50 + 41] = -kInf;
+        x = floats(v, c.shape, dtype);
+      }
+      const auto ax = py_axes(&c.axes);
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + shape_string(c.shape) + " axis=" + ax);
+      auto sm = "x = a.astype(np.float64)\ne = np.exp(x - x.max(" + ax + ", keepdims=True))\n" + "out = (e / e.sum(" +
+                ax + ", keepdims=True)).astype(a.dtype)";
+      EXPECT_TRUE(matches(softmax(x, c.axes), numpy_ref(sm, {x}), rtol_of(dtype), 1e-7));
+      auto lse = "x = a.astype(np.float64)\nm = x.max(" + ax +
+                 ", keepdims=True)\nm = np.where(np.isfinite(m), m, 0)\n" + "out = (np.log(np.exp(x - m).sum(" + ax +
+                 ", keepdims=True)) + m).astype(a.dtype)";
+      for (bool keepdims : {false, true}) {
+        auto expected = numpy_ref(keepdims ? lse : lse + "\nout = np.squeeze(out, " + ax + ")", {x});
+        EXPECT_TRUE(matches(logsumexp(x, c.axes, keepdims), expected, rtol_of(dtype), 1e-6));
+      }
     }
   }
 }
