@@ -218,70 +218,111 @@ A logsumexp_row(const A* x, int64_t n) {
 
 // ---------------------------------------------------------------- rows stored side by side
 
-/// Softmax of `lanes` neighbouring rows at once: row r's element i is x[r + i * stride] (the layout of a transposed
-/// array), so each load takes one element of every row. The exponentials go to `scratch` (n vectors), the result to
-/// y (same layout as x), with streaming stores when y is aligned for them.
+/// Bytes of neighbouring rows handled together (two cache lines per element index), and the largest copy of them
+/// (rows * band) kept in cache.
+constexpr int64_t band_bytes = 128;
+constexpr int64_t max_tile_bytes = int64_t{2} << 20;
+
+/// Per-thread buffers for a band of neighbouring rows: a contiguous copy (the tile) and per-row maxima and sums.
 template <class A>
-void softmax_columns(const A* x, A* y, int64_t n, int64_t stride, A* scratch, bool streaming) {
+class Band {
+ public:
+  Band(int64_t length, int64_t band)
+      : storage_(static_cast<size_t>((length + 2) * band) + HWY_MAX_BYTES / sizeof(A)), band_(band) {
+    auto* p = storage_.data();
+    while (reinterpret_cast<uintptr_t>(p) % HWY_MAX_BYTES != 0) {
+      ++p;
+    }
+    max_ = p;
+    sum_ = p + band;
+    tile_ = p + 2 * band;
+  }
+  A* tile() { return tile_; }
+  A* max() { return max_; }
+  A* sum() { return sum_; }
+
+ private:
+  std::vector<A> storage_;
+  int64_t band_;
+  A* max_;
+  A* sum_;
+  A* tile_;
+};
+
+/// Rows r < width (a multiple of the vector length) side by side: row r's element i is x[r + i * stride] (the layout
+/// of a transposed array). Copies them to the tile (element i of every row contiguous, so later passes read cache,
+/// not strided memory), computes the NaN-propagating max of each row, then replaces the tile by exp(x - max) and
+/// the sums by the sums of those. A row whose max is not finite is shifted by 0 (its results become NaN or the max).
+template <class A>
+void band_exp(const A* x, int64_t n, int64_t stride, int64_t width, Band<A>& band) {
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto m = hn::Set(d, -std::numeric_limits<A>::infinity());
-  auto nan = hn::IsNaN(m);
-  for (int64_t i = 0; i < n; ++i) {
-    const auto v = hn::LoadU(d, x + i * stride);
-    m = hn::Max(m, v);
-    nan = hn::Or(nan, hn::IsNaN(v));
+  A* tile = band.tile();
+  A* m = band.max();
+  A* s = band.sum();
+  for (int64_t j = 0; j < width; j += lanes) {
+    hn::Store(hn::Set(d, -std::numeric_limits<A>::infinity()), d, m + j);
+    hn::Store(hn::Zero(d), d, s + j);
   }
-  m = hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<A>::quiet_NaN()), m);
-  const auto finite = hn::IsFinite(m);
-  const auto shift = hn::IfThenElseZero(finite, m);
-  auto s0 = hn::Zero(d);
   for (int64_t i = 0; i < n; ++i) {
-    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i * stride), shift));
-    hn::Store(e, d, scratch + i * lanes);
-    s0 = hn::Add(s0, e);
-  }
-  // Rows whose max is not finite are NaN throughout (NumPy's formula gives NaN there).
-  const auto scale =
-      hn::IfThenElse(finite, hn::Div(hn::Set(d, A{1}), s0), hn::Set(d, std::numeric_limits<A>::quiet_NaN()));
-  const bool aligned = reinterpret_cast<uintptr_t>(y) % (static_cast<uintptr_t>(lanes) * sizeof(A)) == 0 &&
-                       (stride * static_cast<int64_t>(sizeof(A))) % (lanes * static_cast<int64_t>(sizeof(A))) == 0;
-  if (streaming && aligned) {
-    for (int64_t i = 0; i < n; ++i) {
-      hn::Stream(hn::Mul(hn::Load(d, scratch + i * lanes), scale), d, y + i * stride);
+    const A* row = x + i * stride;
+    A* t = tile + i * width;
+    for (int64_t j = 0; j < width; j += lanes) {
+      const auto v = hn::LoadU(d, row + j);
+      const auto a = hn::Load(d, m + j);
+      hn::Store(v, d, t + j);
+      hn::Store(hn::IfThenElse(hn::Or(hn::Gt(v, a), hn::IsNaN(v)), v, a), d, m + j);
     }
-  } else {
-    for (int64_t i = 0; i < n; ++i) {
-      hn::StoreU(hn::Mul(hn::Load(d, scratch + i * lanes), scale), d, y + i * stride);
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    A* t = tile + i * width;
+    for (int64_t j = 0; j < width; j += lanes) {
+      const auto mj = hn::Load(d, m + j);
+      const auto e = hn::Exp(d, hn::Sub(hn::Load(d, t + j), hn::IfThenElseZero(hn::IsFinite(mj), mj)));
+      hn::Store(e, d, t + j);
+      hn::Store(hn::Add(hn::Load(d, s + j), e), d, s + j);
     }
   }
 }
 
-/// logsumexp of `lanes` neighbouring rows laid out as in softmax_columns, written to y[0 .. lanes).
+/// Softmax of a band (see band_exp); y has x's layout and is written with streaming stores when asked and aligned.
 template <class A>
-void logsumexp_columns(const A* x, A* y, int64_t n, int64_t stride) {
+void softmax_band(const A* x, A* y, int64_t n, int64_t stride, int64_t width, Band<A>& band, bool streaming) {
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto m = hn::Set(d, -std::numeric_limits<A>::infinity());
-  auto nan = hn::IsNaN(m);
-  for (int64_t i = 0; i < n; ++i) {
-    const auto v = hn::LoadU(d, x + i * stride);
-    m = hn::Max(m, v);
-    nan = hn::Or(nan, hn::IsNaN(v));
+  band_exp(x, n, stride, width, band);
+  const A* tile = band.tile();
+  A* scale = band.sum();
+  for (int64_t j = 0; j < width; j += lanes) {
+    // Rows whose max is not finite are NaN throughout (NumPy's formula gives NaN there).
+    const auto finite = hn::IsFinite(hn::Load(d, band.max() + j));
+    const auto inv = hn::Div(hn::Set(d, A{1}), hn::Load(d, scale + j));
+    hn::Store(hn::IfThenElse(finite, inv, hn::Set(d, std::numeric_limits<A>::quiet_NaN())), d, scale + j);
   }
-  m = hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<A>::quiet_NaN()), m);
-  const auto finite = hn::IsFinite(m);
-  const auto shift = hn::IfThenElseZero(finite, m);
-  auto s0 = hn::Zero(d);
+  const auto vector_bytes = static_cast<uintptr_t>(lanes) * sizeof(A);
+  const bool aligned = reinterpret_cast<uintptr_t>(y) % vector_bytes == 0 &&
+                       static_cast<uintptr_t>(stride) * sizeof(A) % vector_bytes == 0;
   for (int64_t i = 0; i < n; ++i) {
-    s0 = hn::Add(s0, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i * stride), shift)));
+    const A* t = tile + i * width;
+    A* out = y + i * stride;
+    for (int64_t j = 0; j < width; j += lanes) {
+      const auto r = hn::Mul(hn::Load(d, t + j), hn::Load(d, scale + j));
+      if (streaming && aligned) {
+        hn::Stream(r, d, out + j);
+      } else {
+        hn::StoreU(r, d, out + j);
+      }
+    }
   }
-  HWY_ALIGN A sums[HWY_MAX_BYTES / sizeof(A)];
-  HWY_ALIGN A maxes[HWY_MAX_BYTES / sizeof(A)];
-  hn::Store(s0, d, sums);
-  hn::Store(m, d, maxes);
-  for (int64_t r = 0; r < lanes; ++r) {
-    y[r] = std::isfinite(maxes[r]) ? maxes[r] + std::log(sums[r]) : maxes[r];
+}
+
+/// logsumexp of a band (see band_exp), written to y[0 .. width).
+template <class A>
+void logsumexp_band(const A* x, A* y, int64_t n, int64_t stride, int64_t width, Band<A>& band) {
+  band_exp(x, n, stride, width, band);
+  for (int64_t r = 0; r < width; ++r) {
+    const A m = band.max()[r];
+    y[r] = std::isfinite(m) ? m + std::log(band.sum()[r]) : m;  // NaN, +inf, or -inf for a row of -inf
   }
 }
 
@@ -301,7 +342,8 @@ struct Interleaved {
 /// side by side; such an array's layout can be given to the output as is.
 std::optional<Interleaved> interleaved(const array& a, int64_t min_width) {
   if (a.ndim() < 2 || a.strides(-2) != 1 || a.strides(-1) <= 1 || a.shape(-2) < min_width || a.shape(-1) == 0 ||
-      !a.flags().contiguous || a.data_size() != a.size()) {
+      static_cast<int64_t>(a.shape(-1)) * band_bytes > max_tile_bytes || !a.flags().contiguous ||
+      a.data_size() != a.size()) {
     return std::nullopt;
   }
   for (auto stride : a.strides()) {
@@ -362,32 +404,48 @@ const compute_t<T>* row_input(const T* x, const Rows& rows, size_t row, std::vec
   return scratch.data();
 }
 
-/// Softmax of interleaved rows (see softmax_columns); the output takes the input's layout.
+/// Calls fn(buffers, group, group's offset, first row, rows) for each band of interleaved rows (rows a multiple of the
+/// vector length), in parallel, and tail(group, offset, row) for the last rows of a group that do not fill a vector.
+template <class A, class Band, class Fn, class Tail>
+void for_each_band(const Interleaved& l, Fn&& fn, Tail&& tail) {
+  const auto lanes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<A>()));
+  const int64_t band = std::max<int64_t>(lanes, band_bytes / static_cast<int64_t>(sizeof(A)) / lanes * lanes);
+  const auto bands = static_cast<size_t>((l.width + band - 1) / band);
+  const size_t work = static_cast<size_t>(band * l.length);
+  parallel_for(l.groups * bands, std::max<size_t>(1, (size_t{1} << 15) / work), [&](size_t b, size_t e) {
+    Band buffers(l.length, band);
+    for (size_t item = b; item < e; ++item) {
+      const size_t group = item / bands;
+      const int64_t base = l.base(group);
+      const int64_t r0 = static_cast<int64_t>(item % bands) * band;
+      const int64_t width = std::min(band, (l.width - r0) / lanes * lanes);
+      if (width > 0) {
+        fn(buffers, group, base, r0, width);
+      }
+      for (int64_t r = r0 + width; r < std::min(l.width, r0 + band); ++r) {
+        tail(group, base, r);
+      }
+    }
+  });
+}
+
+/// Softmax of interleaved rows (see band_exp); the output takes the input's layout.
 template <class A>
 void softmax_interleaved(const array& in, array& out, const Interleaved& l) {
   const A* x = in.data<A>();
   out.set_data(allocator::malloc(out.nbytes()), in.data_size(), in.strides(), in.flags());
   A* y = out.data<A>();
-  const auto lanes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<A>()));
-  const auto blocks = static_cast<size_t>((l.width + lanes - 1) / lanes);
   const bool streaming = out.nbytes() >= streaming_bytes;
-  const size_t work = static_cast<size_t>(lanes * l.length);
-  parallel_for(l.groups * blocks, std::max<size_t>(1, (size_t{1} << 14) / work), [&](size_t b, size_t e) {
-    std::vector<A> scratch(static_cast<size_t>(lanes * l.length) + HWY_MAX_BYTES / sizeof(A));
-    // Vector-aligned start for the exponentials.
-    auto* exps = scratch.data();
-    while (reinterpret_cast<uintptr_t>(exps) % HWY_MAX_BYTES != 0) {
-      ++exps;
-    }
-    std::vector<A> row(static_cast<size_t>(l.length));
-    for (size_t item = b; item < e; ++item) {
-      const int64_t base = l.base(item / blocks);
-      const int64_t r0 = static_cast<int64_t>(item % blocks) * lanes;
-      if (r0 + lanes <= l.width) {
-        softmax_columns(x + base + r0, y + base + r0, l.length, l.stride, exps, streaming);
-        continue;
-      }
-      for (int64_t r = r0; r < l.width; ++r) {  // the last few rows, one at a time
+  for_each_band<A, Band<A>>(
+      l,
+      [&](Band<A>& band, size_t /*group*/, int64_t base, int64_t r0, int64_t width) {
+        softmax_band(x + base + r0, y + base + r0, l.length, l.stride, width, band, streaming);
+        if (streaming) {
+          hwy::FlushStream();  // order the streaming stores before parallel_for reports this work done
+        }
+      },
+      [&](size_t /*group*/, int64_t base, int64_t r) {
+        std::vector<A> row(static_cast<size_t>(l.length));
         for (int64_t i = 0; i < l.length; ++i) {
           row[static_cast<size_t>(i)] = x[base + r + i * l.stride];
         }
@@ -395,12 +453,7 @@ void softmax_interleaved(const array& in, array& out, const Interleaved& l) {
         for (int64_t i = 0; i < l.length; ++i) {
           y[base + r + i * l.stride] = row[static_cast<size_t>(i)];
         }
-      }
-    }
-    if (streaming) {
-      hwy::FlushStream();  // order the streaming stores before parallel_for reports this chunk done
-    }
-  });
+      });
 }
 
 template <class T>
@@ -455,30 +508,21 @@ void logsumexp_kernel(const array& in, array& out) {
   out.set_data(allocator::malloc(out.nbytes()));
   T* y = out.data<T>();
   if constexpr (std::is_same_v<T, A>) {
-    const auto lanes = static_cast<int64_t>(hn::Lanes(hn::ScalableTag<A>()));
-    if (auto l = interleaved(in, lanes)) {
-      // Output row g * width + r; blocks of `lanes` rows at once, the last few rows one at a time.
-      const auto blocks = static_cast<size_t>((l->width + lanes - 1) / lanes);
-      const size_t work = static_cast<size_t>(lanes * l->length);
-      parallel_for(l->groups * blocks, std::max<size_t>(1, (size_t{1} << 14) / work), [&](size_t b, size_t e) {
-        std::vector<A> row(static_cast<size_t>(l->length));
-        for (size_t item = b; item < e; ++item) {
-          const size_t g = item / blocks;
-          const int64_t base = l->base(g);
-          const int64_t r0 = static_cast<int64_t>(item % blocks) * lanes;
-          A* dst = y + static_cast<int64_t>(g) * l->width + r0;
-          if (r0 + lanes <= l->width) {
-            logsumexp_columns(x + base + r0, dst, l->length, l->stride);
-            continue;
-          }
-          for (int64_t r = r0; r < l->width; ++r) {
+    if (auto l = interleaved(in, static_cast<int64_t>(hn::Lanes(hn::ScalableTag<A>())))) {
+      // Output row g * width + r.
+      for_each_band<A, Band<A>>(
+          *l,
+          [&](Band<A>& band, size_t group, int64_t base, int64_t r0, int64_t width) {
+            A* dst = y + static_cast<int64_t>(group) * l->width + r0;
+            logsumexp_band(x + base + r0, dst, l->length, l->stride, width, band);
+          },
+          [&](size_t group, int64_t base, int64_t r) {
+            std::vector<A> row(static_cast<size_t>(l->length));
             for (int64_t i = 0; i < l->length; ++i) {
               row[static_cast<size_t>(i)] = x[base + r + i * l->stride];
             }
-            dst[r - r0] = logsumexp_row(row.data(), l->length);
-          }
-        }
-      });
+            y[static_cast<int64_t>(group) * l->width + r] = logsumexp_row(row.data(), l->length);
+          });
       return;
     }
   }
