@@ -1,10 +1,17 @@
-// Softmax and LogSumExp over the last axis, row by row, vectorized with Highway.
+// Softmax and LogSumExp over the last axis, vectorized with Highway, split across threads.
 //
-// A row is read from memory once: a NaN-propagating max pass, then exp(x - max) is written to the output while it is
-// summed, then the output is scaled by 1 / sum; rows of typical length stay in L1/L2 between the passes, so memory
-// sees one read of the input and one write of the output. LogSumExp is the max pass plus one summing pass. float16
-// and bfloat16 rows (and strided rows) are converted into a float32 scratch row first, so the arithmetic is always
-// float32 at least (the Softmax `precise` flag is therefore always honoured). Rows are split across threads.
+// Contiguous rows: a NaN-propagating max pass, then exp(x - max) is stored while it is summed, then scaled by
+// 1 / sum. Rows of typical length stay in L1/L2 between the passes, so memory sees one read of the input and one
+// write of the output; a large output is written with streaming stores from a cache-resident scratch row, which
+// also saves the read-for-ownership of the output. LogSumExp is the max pass plus one summing pass.
+//
+// Rows stored side by side (the last axis strided and the one before it contiguous: what softmax over an outer axis
+// becomes after the op moves that axis last) are done a band of neighbouring rows at a time: one vector load takes an
+// element of several rows, the band is copied to a contiguous tile on the first pass, and the output keeps the
+// input's layout, so the op's final transpose gives back a row-major array.
+//
+// float16 and bfloat16 rows (and other strided rows) are converted into a float32 scratch row first, so the
+// arithmetic is always float32 at least (the Softmax `precise` flag is therefore always honoured).
 //
 // Non-finite inputs follow the plain formula as NumPy evaluates it: a row whose max is NaN, +inf or -inf (all -inf)
 // gives NaN everywhere for softmax; logsumexp gives NaN for NaN, and the max itself for +inf or an all -inf row.
