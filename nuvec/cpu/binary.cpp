@@ -324,7 +324,8 @@ void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b) {
   const bool scalar_b = b.stride == 0;
   if constexpr (std::same_as<T, C> && std::same_as<S, R>) {
     if ((scalar_a || a.stride == 1) && (scalar_b || b.stride == 1)) {
-      apply_binary(op, out, a.ptr, scalar_a, b.ptr, scalar_b, n);  // in place, vectorized where possible
+      // Straight between the buffers, vectorized where possible.
+      apply_binary(op, out, a.ptr, scalar_a, b.ptr, scalar_b, n);
       return;
     }
   }

@@ -279,7 +279,7 @@ void unary_run(const Op& op, S* out, int64_t n, Strided<T> x) {
   using R = decltype(op(std::declval<C>()));
   if constexpr (std::same_as<T, C> && std::same_as<S, R>) {
     if (x.stride == 1) {
-      apply_unary(op, out, x.ptr, n);  // in place, vectorized where the functor allows
+      apply_unary(op, out, x.ptr, n);  // straight between the buffers, vectorized where possible
       return;
     }
   }
