@@ -439,7 +439,7 @@ class Oracle {
   void read_exact(void* data, std::size_t size, const std::string& context) {
     auto* dst = static_cast<char*>(data);
     const std::size_t buffered = std::min(size, end_ - begin_);
-    std::memcpy(dst, buffer_.data() + begin_, buffered);
+    if (buffered > 0) std::memcpy(dst, buffer_.data() + begin_, buffered);
     begin_ += buffered;
     for (std::size_t got = buffered; got < size;) {
       const std::size_t n = read_some(dst + got, size - got, context);  // large payloads skip the buffer
