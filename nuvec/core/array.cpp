@@ -17,6 +17,7 @@ struct Node {
   Stream stream;
   std::vector<array> inputs;
   std::vector<std::weak_ptr<ArrayDesc>> outputs;
+  int traversal_mark = -1;
 };
 
 /// Owns an adopted or allocated buffer and frees it when the last view goes.
@@ -131,6 +132,8 @@ int64_t read_int64(const array& a) { return read<int64_t>(a); }
 uint64_t read_uint64(const array& a) { return read<uint64_t>(a); }
 complex64_t read_complex(const array& a) { return read<complex64_t>(a); }
 
+int& traversal_mark(const array& a) { return a.desc_->node->traversal_mark; }
+
 }  // namespace detail
 
 array::array(Shape shape, Dtype dtype) : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {}
@@ -232,13 +235,11 @@ std::vector<array> array::outputs() const {
     return {*this};
   }
   std::vector<array> result;
+  result.reserve(desc_->node->outputs.size());
   for (auto& weak : desc_->node->outputs) {
-    array out(Shape{}, bool_);
-    out.desc_ = weak.lock();
-    if (!out.desc_) {
-      out = array(Shape{}, bool_);  // a dropped sibling: a placeholder the kernel may ignore
-    }
-    result.push_back(std::move(out));
+    auto desc = weak.lock();
+    // A dropped sibling becomes a placeholder the kernel may ignore.
+    result.push_back(desc ? array(std::move(desc)) : array(Shape{}, bool_));
   }
   return result;
 }
@@ -253,9 +254,7 @@ std::vector<array> array::siblings() const {
       continue;
     }
     if (auto desc = desc_->node->outputs[i].lock()) {
-      array s(Shape{}, bool_);
-      s.desc_ = std::move(desc);
-      result.push_back(std::move(s));
+      result.push_back(array(std::move(desc)));
     }
   }
   return result;

@@ -69,6 +69,11 @@ void store_as(Dtype dtype, void* out, const T& value) {
 struct Node;
 struct ArrayDesc;
 
+/// A scratch slot on an array's graph node for traversals that hold the
+/// evaluation lock (-1 when unmarked; a traversal restores it). The array
+/// must have a primitive.
+int& traversal_mark(const array& a);
+
 }  // namespace detail
 
 /// Evaluation state of an array.
@@ -248,8 +253,11 @@ class array {
   }
   void allocate_row_contiguous();
 
+  explicit array(std::shared_ptr<detail::ArrayDesc> desc) : desc_(std::move(desc)) {}
+
   std::shared_ptr<detail::ArrayDesc> desc_;
   friend struct detail::ArrayDesc;
+  friend int& detail::traversal_mark(const array& a);
 };
 
 namespace detail {

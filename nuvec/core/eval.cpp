@@ -5,9 +5,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
-#include <set>
 #include <thread>
-#include <unordered_map>
 
 #include "nuvec/core/backend.h"
 
@@ -32,65 +30,83 @@ bool needs_eval(const array& a) {
 
 struct Entry {
   std::optional<array> node;  // one output standing for the node; released once run
-  std::vector<int> consumers;
-  std::vector<int> producers;
   int pending_inputs = 0;
   int unfinished_consumers = 0;
   int depth = 0;
 };
 
-/// The unevaluated graph behind some outputs, in dependency order.
+/// The unevaluated graph behind some outputs, in dependency order. Edges are
+/// kept in flat arrays (compressed rows) and nodes are found through their
+/// traversal mark, so building costs no allocation per node beyond the vectors'
+/// growth.
 struct Graph {
-  std::vector<Entry> entries;  // topological: inputs before consumers
+  std::vector<Entry> entries;          // topological: inputs before consumers
+  std::vector<int> producers;          // producers of entry i: [producer_start[i], producer_start[i + 1])
+  std::vector<int> producer_start{0};
+  std::vector<int> consumers;          // consumers of entry i: [consumer_start[i], consumer_start[i + 1])
+  std::vector<int> consumer_start;
 
   explicit Graph(const std::vector<array>& outputs) {
-    std::unordered_map<uintptr_t, int> index;
+    constexpr int on_path = -2;  // mark of a node whose inputs are still being visited
     // Iterative post-order DFS: deep chains must not overflow the stack.
     struct Frame {
       array a;
       size_t next_input;
     };
     std::vector<Frame> stack;
-    std::unordered_map<uintptr_t, bool> on_path_or_done;
-    for (const auto& out : outputs) {
-      if (!needs_eval(out) || on_path_or_done.count(out.node_id()) != 0) {
-        continue;
+    auto unmark_all = [&] {
+      for (auto& frame : stack) {
+        detail::traversal_mark(frame.a) = -1;
       }
-      on_path_or_done[out.node_id()] = true;
-      stack.push_back({out, 0});
-      while (!stack.empty()) {
-        auto& frame = stack.back();
-        const auto& inputs = frame.a.inputs();
-        if (frame.next_input < inputs.size()) {
-          const array& in = inputs[frame.next_input++];
-          if (needs_eval(in) && on_path_or_done.count(in.node_id()) == 0) {
-            on_path_or_done[in.node_id()] = true;
-            stack.push_back({in, 0});
-          }
+      for (auto& entry : entries) {
+        detail::traversal_mark(*entry.node) = -1;
+      }
+    };
+    try {
+      for (const auto& out : outputs) {
+        if (!needs_eval(out) || detail::traversal_mark(out) != -1) {
           continue;
         }
-        int id = static_cast<int>(entries.size());
-        index[frame.a.node_id()] = id;
-        Entry entry;
-        for (const auto& in : inputs) {
-          auto it = needs_eval(in) ? index.find(in.node_id()) : index.end();
-          if (it != index.end()) {
-            entries[it->second].consumers.push_back(id);
-            entry.producers.push_back(it->second);
-            ++entry.pending_inputs;
+        detail::traversal_mark(out) = on_path;
+        stack.push_back({out, 0});
+        while (!stack.empty()) {
+          auto& frame = stack.back();
+          const auto& inputs = frame.a.inputs();
+          if (frame.next_input < inputs.size()) {
+            const array& in = inputs[frame.next_input++];
+            if (needs_eval(in) && detail::traversal_mark(in) == -1) {
+              detail::traversal_mark(in) = on_path;
+              stack.push_back({in, 0});
+            }
+            continue;
           }
+          const int id = static_cast<int>(entries.size());
+          for (const auto& in : inputs) {
+            if (needs_eval(in)) {
+              producers.push_back(detail::traversal_mark(in));
+            }
+          }
+          producer_start.push_back(static_cast<int>(producers.size()));
+          detail::traversal_mark(frame.a) = id;
+          Entry entry;
+          entry.pending_inputs = producer_start[id + 1] - producer_start[id];
+          entry.node = std::move(frame.a);
+          entries.push_back(std::move(entry));
+          stack.pop_back();
         }
-        entry.node = std::move(frame.a);
-        entries.push_back(std::move(entry));
-        stack.pop_back();
       }
+    } catch (...) {
+      unmark_all();
+      throw;
     }
+    unmark_all();
+    invert_edges();
     // Depth = longest path to an output; consumers come later in the order.
     for (int i = static_cast<int>(entries.size()) - 1; i >= 0; --i) {
-      for (int c : entries[i].consumers) {
-        entries[i].depth = std::max(entries[i].depth, entries[c].depth + 1);
+      for (int k = consumer_start[i]; k < consumer_start[i + 1]; ++k) {
+        entries[i].depth = std::max(entries[i].depth, entries[consumers[k]].depth + 1);
       }
-      entries[i].unfinished_consumers = static_cast<int>(entries[i].consumers.size());
+      entries[i].unfinished_consumers = consumer_start[i + 1] - consumer_start[i];
     }
   }
 
@@ -98,30 +114,70 @@ struct Graph {
   /// few intermediates are alive, shallowest (closest to consumers) beyond that.
   template <class Visit>
   void walk(Visit&& visit) {
-    std::set<std::pair<int, int>> ready;  // (depth, index)
+    // Every ready node sits in both heaps; the one not popped from is cleaned lazily.
+    using Ready = std::pair<int, int>;  // (depth, index)
+    std::vector<Ready> deepest;
+    std::vector<Ready> shallowest;
+    std::vector<bool> taken(entries.size(), false);
+    auto make_ready = [&](int i) {
+      deepest.emplace_back(entries[i].depth, i);
+      std::push_heap(deepest.begin(), deepest.end(), std::less<>{});
+      shallowest.emplace_back(entries[i].depth, i);
+      std::push_heap(shallowest.begin(), shallowest.end(), std::greater<>{});
+    };
+    auto pop = [&](std::vector<Ready>& heap, auto order) {
+      for (;;) {
+        std::pop_heap(heap.begin(), heap.end(), order);
+        const int i = heap.back().second;
+        heap.pop_back();
+        if (!taken[i]) {
+          taken[i] = true;
+          return i;
+        }
+      }
+    };
     for (int i = 0; i < static_cast<int>(entries.size()); ++i) {
       if (entries[i].pending_inputs == 0) {
-        ready.insert({entries[i].depth, i});
+        make_ready(i);
       }
     }
     int live = 0;
+    int ready = static_cast<int>(deepest.size());
     const int width = max_eval_width.load(std::memory_order_relaxed);
-    while (!ready.empty()) {
-      auto pick = live < width ? std::prev(ready.end()) : ready.begin();
-      int i = pick->second;
-      ready.erase(pick);
+    for (; ready > 0; --ready) {
+      const int i = live < width ? pop(deepest, std::less<>{}) : pop(shallowest, std::greater<>{});
       visit(i);
-      live += entries[i].consumers.empty() ? 0 : 1;
-      for (int c : entries[i].consumers) {
-        if (--entries[c].pending_inputs == 0) {
-          ready.insert({entries[c].depth, c});
+      live += consumer_start[i + 1] > consumer_start[i] ? 1 : 0;
+      for (int k = consumer_start[i]; k < consumer_start[i + 1]; ++k) {
+        if (--entries[consumers[k]].pending_inputs == 0) {
+          make_ready(consumers[k]);
+          ++ready;
         }
       }
       // A producer whose consumers have all run is no longer live.
-      for (int p : entries[i].producers) {
-        if (--entries[p].unfinished_consumers == 0) {
+      for (int k = producer_start[i]; k < producer_start[i + 1]; ++k) {
+        if (--entries[producers[k]].unfinished_consumers == 0) {
           --live;
         }
+      }
+    }
+  }
+
+ private:
+  /// Builds the consumer lists from the producer lists (a counting sort).
+  void invert_edges() {
+    consumer_start.assign(entries.size() + 1, 0);
+    for (int p : producers) {
+      ++consumer_start[p + 1];
+    }
+    for (size_t i = 0; i < entries.size(); ++i) {
+      consumer_start[i + 1] += consumer_start[i];
+    }
+    consumers.resize(producers.size());
+    std::vector<int> fill(consumer_start.begin(), consumer_start.end() - 1);
+    for (int c = 0; c < static_cast<int>(entries.size()); ++c) {
+      for (int k = producer_start[c]; k < producer_start[c + 1]; ++k) {
+        consumers[fill[producers[k]]++] = c;
       }
     }
   }

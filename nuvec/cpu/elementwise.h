@@ -209,8 +209,18 @@ void apply_binary(const Op& op, R* out, const C* a, bool scalar_a, const C* b, b
 
 // ---------------------------------------------------------------- the walk
 
-/// One value broadcast to the whole shape (zero strides), read once per run.
-inline bool is_broadcast_value(const array& in) { return in.data_size() == 1 && !in.flags().row_contiguous; }
+/// One value broadcast to the whole of `out`, read once per run: a broadcast
+/// (zero strides) or a scalar operand (a size-1 input of any rank, which
+/// element-wise primitives take without a Broadcast node).
+inline bool is_broadcast_value(const array& in, const array& out) {
+  return in.data_size() == 1 && (out.size() > 1 || !in.flags().row_contiguous);
+}
+
+/// The strides of `in` over the axes of `out`: a broadcast value's are all zero,
+/// as are a scalar operand's (which may have fewer axes than out).
+inline Strides strides_over(const array& in, const array& out) {
+  return in.ndim() != out.ndim() || is_broadcast_value(in, out) ? Strides(out.ndim(), 0) : in.strides();
+}
 
 /// Whether `in` may give its buffer to `out` (it is a temporary nothing else
 /// reads, laid out as out will be): the test allocate_or_donate makes.
@@ -235,7 +245,7 @@ inline void allocate_row_major(array& out, std::initializer_list<const array*> i
 inline const array* shared_permuted_layout(const array& out, std::initializer_list<const array*> inputs) {
   const array* model = nullptr;
   for (const array* in : inputs) {
-    if (is_broadcast_value(*in)) {
+    if (is_broadcast_value(*in, out)) {
       continue;
     }
     if (in->flags().row_contiguous || !in->flags().contiguous || in->data_size() != out.size()) {
@@ -256,7 +266,7 @@ inline const array* shared_permuted_layout(const array& out, std::initializer_li
 /// Gives `out` the layout of `model`, reusing a donatable input's buffer (which has it).
 inline void allocate_like(array& out, const array& model, std::initializer_list<const array*> inputs) {
   for (const array* in : inputs) {
-    if (in->dtype() == out.dtype() && !is_broadcast_value(*in) && in->is_donatable()) {
+    if (in->dtype() == out.dtype() && !is_broadcast_value(*in, out) && in->is_donatable()) {
       out.move_shared_buffer(*in);
       return;
     }
@@ -273,14 +283,14 @@ void walk(array& out, bool flat, const Run& run, const std::tuple<const In*...>&
   const size_t n = out.size();
   Out* o = out.data<Out>();
   if (flat) {
-    const std::array<int64_t, n_in> strides{(is_broadcast_value(*inputs[K]) ? 0 : 1)...};
+    const std::array<int64_t, n_in> strides{(is_broadcast_value(*inputs[K], out) ? 0 : 1)...};
     parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {
       const auto b = static_cast<int64_t>(begin);
       run(o + b, static_cast<int64_t>(end - begin), Strided<In>{std::get<K>(base) + b * strides[K], strides[K]}...);
     });
     return;
   }
-  StridedLayout<n_in + 1> layout(out.shape(), {inputs[K]->strides()..., out.strides()});
+  StridedLayout<n_in + 1> layout(out.shape(), {strides_over(*inputs[K], out)..., out.strides()});
   const int64_t inner = layout.inner_size();
   const size_t rows = layout.rows();
   if (rows == 1) {
@@ -315,7 +325,7 @@ void elementwise(array& out, const Run& run, const std::same_as<array> auto&... 
   static_assert(sizeof...(In) == sizeof...(inputs));
   // Read the inputs' pointers before a donation moves a buffer into out.
   const std::tuple<const In*...> base{static_cast<const In*>(inputs.raw_data())...};
-  bool flat = (... && (inputs.flags().row_contiguous || is_broadcast_value(inputs)));
+  bool flat = (... && (inputs.flags().row_contiguous || is_broadcast_value(inputs, out)));
   if (const array* model = flat ? nullptr : shared_permuted_layout(out, {&inputs...})) {
     allocate_like(out, *model, {&inputs...});
     flat = true;

@@ -765,6 +765,9 @@ std::vector<LayoutCase> layout_cases(Dtype dtype, std::mt19937& rng) {
       {"large strided 1-d with scalar (threads over one run)", slice(long_base, {0}, {3 * 70000}, {3}), r({})},
       {"large contiguous", r({1 << 17}), r({1 << 17})},
       {"large scalar broadcast", r({}), r({1 << 17})},
+      {"flipped with scalar", flip(r({4, 5}), 1), r({})},
+      {"(1,1) with flipped 3-d", r({1, 1}), flip(r({2, 3, 4}), 0)},
+      {"transposed with (1,1,1)", transpose(r({3, 4, 2})), r({1, 1, 1})},
   };
 }
 
@@ -795,6 +798,17 @@ TEST(ElementwiseLayout, UnaryOpsOverEveryLayout) {
       }
     }
   }
+}
+
+TEST(ElementwiseLayout, ScalarOperandsReachThePrimitiveWithoutABroadcast) {
+  auto x = ones({3, 4});
+  auto y = x * 2.0F;
+  ASSERT_EQ(y.inputs().size(), 2U);
+  EXPECT_EQ(y.inputs()[1].shape(), Shape{});
+  EXPECT_FALSE(y.inputs()[1].has_primitive());
+  auto row = x + ones({4});  // a non-scalar operand is still broadcast
+  EXPECT_EQ(row.inputs()[1].shape(), (Shape{3, 4}));
+  EXPECT_TRUE(agrees(where(array(true), transpose(x), array(0.0F)), "np.ones((4, 3), np.float32)", {}, 0, 0));
 }
 
 TEST(ElementwiseLayout, MixedDtypesPromoteBeforeTheKernel) {

@@ -1,5 +1,8 @@
 // Unary, binary and selection ops: dtype rules and broadcasting. Primitives
-// always receive operands of equal shape and dtype.
+// receive operands of one dtype whose shapes equal the output's, except that
+// a size-1 operand of no more axes than the output (a scalar, typically) is
+// passed as it is: kernels read it as a broadcast value, and the graph saves
+// a Broadcast node on every `x * 0.5`.
 
 #include <cmath>
 #include <numbers>
@@ -31,15 +34,21 @@ void reject_complex(const array& a, const char* op) {
   }
 }
 
-/// Promotes and broadcasts two operands to one dtype and shape.
-std::pair<array, array> prepare(const array& a, const array& b, Dtype dtype, StreamOrDevice s) {
-  auto shape = broadcast_shapes(a.shape(), b.shape());
-  return {broadcast_to(astype(a, dtype, s), shape, s), broadcast_to(astype(b, dtype, s), shape, s)};
+/// An operand converted to `dtype` and broadcast to `shape`; a scalar operand
+/// (see the top of this file) keeps its own shape.
+array operand(const array& a, const Shape& shape, Dtype dtype, StreamOrDevice s) {
+  auto x = astype(a, dtype, s);
+  if (x.size() == 1 && x.ndim() <= static_cast<int>(shape.size())) {
+    return x;
+  }
+  return broadcast_to(x, shape, s);
 }
 
 array binary(Primitive p, const array& a, const array& b, Dtype compute, Dtype out, StreamOrDevice s) {
-  auto [x, y] = prepare(a, b, compute, s);
-  return array(x.shape(), out, std::move(p), {x, y}, to_stream(s));
+  auto shape = broadcast_shapes(a.shape(), b.shape());
+  auto x = operand(a, shape, compute, s);
+  auto y = operand(b, shape, compute, s);
+  return array(std::move(shape), out, std::move(p), {x, y}, to_stream(s));
 }
 
 array same_dtype_binary(Primitive p, const array& a, const array& b, StreamOrDevice s) {
@@ -349,9 +358,9 @@ array right_shift(const array& a, const array& b, StreamOrDevice s) {
 array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
   auto shape = broadcast_shapes(condition.shape(), broadcast_shapes(x.shape(), y.shape()));
   auto dtype = promote_types(x.dtype(), y.dtype());
-  auto c = broadcast_to(astype(condition, bool_, s), shape, s);
-  auto a = broadcast_to(astype(x, dtype, s), shape, s);
-  auto b = broadcast_to(astype(y, dtype, s), shape, s);
+  auto c = operand(condition, shape, bool_, s);
+  auto a = operand(x, shape, dtype, s);
+  auto b = operand(y, shape, dtype, s);
   return array(shape, dtype, Select{}, {c, a, b}, to_stream(s));
 }
 
