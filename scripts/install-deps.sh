@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-torch
 )
 
 missing=()

@@ -16,7 +16,7 @@ using Outputs = std::vector<array>;
 
 /// `p` holds a UnaryPrimitive.
 void unary(const Primitive& p, const array& in, array& out);
-/// `p` holds a BinaryPrimitive; a and b have out's shape.
+/// `p` holds a BinaryPrimitive; a and b have out's shape or are scalar operands.
 void binary(const Primitive& p, const array& a, const array& b, array& out);
 
 void run(const Select& p, const Inputs& in, Outputs& out);
