@@ -1,0 +1,389 @@
+// Sort, ArgSort, Partition, ArgPartition and SearchSorted.
+//
+// Every real dtype is sorted through order-preserving unsigned keys of its own width: integers flip their sign bit,
+// floats (half types included) flip all bits when negative and the sign bit otherwise, and every NaN becomes the
+// largest key, so NaNs go last as in NumPy and comparisons are integer comparisons. Sort and Partition decode the
+// keys back (the encoding is lossless except for NaN payloads); the index ops pack a key of up to 32 bits with its
+// index into one uint64 (unique items, so any sort of them is stable), and use a (key, index) pair for 64-bit keys.
+// The index ops and SearchSorted map -0.0 to +0.0 first, so equal values tie; Sort keeps -0.0 before +0.0.
+//
+// Rows at least radix_min_row long are sorted with an LSD radix sort on bytes (passes whose byte is the same for the
+// whole row are skipped), shorter ones with std::sort. Partition uses std::nth_element on the keys. complex64 is
+// ordered as NumPy orders it (lexicographic, NaNs last) through a comparison function instead of keys.
+//
+// Rows along any axis: each row is gathered from the input's strides into a contiguous scratch row, and written to
+// the row-contiguous output with the output's stride along the axis. Rows are split across the thread pool.
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <type_traits>
+#include <vector>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/strided.h"
+#include "nuvec/cpu/thread_pool.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+constexpr int64_t radix_min_row = 1024;  // below this, std::sort beats the radix passes' fixed cost
+constexpr size_t grain_elements = size_t{1} << 15;
+
+// ---------------------------------------------------------------- keys
+
+template <class T>
+constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
+template <class T>
+constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
+template <class T>
+constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
+
+/// The unsigned key of T's width.
+template <class T>
+using key_t = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+
+/// Order-preserving key; with canonical_zero, -0.0 gets +0.0's key.
+template <class T, bool canonical_zero>
+key_t<T> encode(T x) {
+  using K = key_t<T>;
+  constexpr K sign = K{1} << (8 * sizeof(K) - 1);
+  const auto bits = std::bit_cast<K>(x);
+  if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
+    return bits;
+  } else if constexpr (std::is_integral_v<T>) {
+    return bits ^ sign;
+  } else {
+    constexpr K inf = std::bit_cast<K>(T(std::numeric_limits<float>::infinity()));
+    if ((bits & K(~sign)) > inf) {
+      return K(~K{0});
+    }
+    if constexpr (canonical_zero) {
+      if (bits == sign) {
+        return sign;
+      }
+    }
+    return K(bits ^ (K(K{0} - K(bits >> (8 * sizeof(K) - 1))) | sign));
+  }
+}
+
+template <class T>
+T decode(key_t<T> key) {
+  using K = key_t<T>;
+  constexpr K sign = K{1} << (8 * sizeof(K) - 1);
+  if constexpr (std::is_same_v<T, bool> || std::is_unsigned_v<T>) {
+    return std::bit_cast<T>(key);
+  } else if constexpr (std::is_integral_v<T>) {
+    return std::bit_cast<T>(K(key ^ sign));
+  } else {
+    return std::bit_cast<T>(K(key ^ (K(K(key >> (8 * sizeof(K) - 1)) - K{1}) | sign)));
+  }
+}
+
+/// NumPy's complex order: numbers without NaN parts first (lexicographic on real, imag), then a NaN imaginary part
+/// (by real), then a NaN real part (by imag), then both NaN.
+bool complex_less(complex64_t a, complex64_t b) {
+  auto nan_class = [](complex64_t z) { return (std::isnan(z.real()) ? 2 : 0) + (std::isnan(z.imag()) ? 1 : 0); };
+  const int ca = nan_class(a);
+  const int cb = nan_class(b);
+  if (ca != cb) {
+    return ca < cb;
+  }
+  if (ca == 0) {
+    return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+  }
+  return ca == 1 ? a.real() < b.real() : ca == 2 && a.imag() < b.imag();
+}
+
+// ---------------------------------------------------------------- index items
+
+/// A key of up to 32 bits and its index in one integer: ordering items orders keys, then indices.
+template <class K>
+struct PackedItems {
+  using Item = uint64_t;
+  static Item make(K key, uint32_t index) { return (uint64_t{key} << 32) | index; }
+  static uint32_t index(Item item) { return static_cast<uint32_t>(item); }
+  static constexpr int first_byte = 4;
+};
+
+struct WideItem {
+  uint64_t key;
+  uint32_t index;
+  friend bool operator<(const WideItem& a, const WideItem& b) {
+    return a.key < b.key || (a.key == b.key && a.index < b.index);
+  }
+};
+struct WideItems {
+  using Item = WideItem;
+  static Item make(uint64_t key, uint32_t index) { return {key, index}; }
+  static uint32_t index(Item item) { return item.index; }
+  static constexpr int first_byte = 0;
+};
+
+template <class K>
+using items_t = std::conditional_t<sizeof(K) <= 4, PackedItems<K>, WideItems>;
+
+template <class I>
+unsigned byte_of(I item, int b) {
+  if constexpr (std::is_same_v<I, WideItem>) {
+    return static_cast<unsigned>(item.key >> (8 * b)) & 0xFFU;
+  } else {
+    return static_cast<unsigned>(item >> (8 * b)) & 0xFFU;
+  }
+}
+
+/// Stable LSD radix sort of `data` on bytes [first_byte, first_byte + bytes); `scratch` holds n items.
+template <class I>
+void radix_sort(I* data, I* scratch, size_t n, int first_byte, int bytes) {
+  std::array<std::array<size_t, 256>, 8> counts{};
+  for (size_t i = 0; i < n; ++i) {
+    for (int b = 0; b < bytes; ++b) {
+      ++counts[b][byte_of(data[i], first_byte + b)];
+    }
+  }
+  I* src = data;
+  I* dst = scratch;
+  for (int b = 0; b < bytes; ++b) {
+    auto& count = counts[b];
+    const int byte = first_byte + b;
+    if (count[byte_of(src[0], byte)] == n) {
+      continue;  // every item has this byte: the pass would not move anything
+    }
+    size_t total = 0;
+    for (auto& c : count) {
+      total += std::exchange(c, total);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      dst[count[byte_of(src[i], byte)]++] = src[i];
+    }
+    std::swap(src, dst);
+  }
+  if (src != data) {
+    std::copy(src, src + n, data);
+  }
+}
+
+/// Sorts n items ascending, by radix when the row is long.
+template <class I>
+void sort_items(std::vector<I>& items, std::vector<I>& scratch, int first_byte, int bytes) {
+  const size_t n = items.size();
+  if (static_cast<int64_t>(n) < radix_min_row) {
+    std::sort(items.begin(), items.end());
+    return;
+  }
+  scratch.resize(n);
+  radix_sort(items.data(), scratch.data(), n, first_byte, bytes);
+}
+
+// ---------------------------------------------------------------- rows
+
+/// The rows of `a` along `axis`: where each starts in the input (strided) and in the row-contiguous output.
+struct Rows {
+  Rows(const array& a, int axis) : n(a.shape(axis)), in_stride(a.strides(axis)) {
+    for (int i = 0; i < a.ndim(); ++i) {
+      if (i != axis) {
+        outer_shape.push_back(a.shape(i));
+        outer_strides.push_back(a.strides(i));
+      }
+    }
+    for (int i = axis + 1; i < a.ndim(); ++i) {
+      out_stride *= a.shape(i);
+    }
+    count = n == 0 ? 0 : a.size() / static_cast<size_t>(n);
+  }
+  [[nodiscard]] int64_t in_offset(size_t r) const { return element_offset(r, outer_shape, outer_strides); }
+  [[nodiscard]] int64_t out_offset(size_t r) const {
+    const auto inner = static_cast<size_t>(out_stride);
+    return static_cast<int64_t>((r / inner) * static_cast<size_t>(n) * inner + r % inner);
+  }
+  /// Runs fn(first_row, last_row) over the rows, split across the pool.
+  template <class Fn>
+  void parallel(Fn&& fn) const {
+    parallel_for(count, std::max<size_t>(1, grain_elements / std::max<size_t>(1, static_cast<size_t>(n))), fn);
+  }
+
+  int64_t n;
+  int64_t in_stride;
+  int64_t out_stride = 1;
+  size_t count = 0;
+  Shape outer_shape;
+  Strides outer_strides;
+};
+
+/// Whether `kth` selection or a full sort arranges a row.
+enum class Arrange { sort, select };
+
+template <class T>
+void arrange_values(const array& a, array& out, int axis, Arrange how, int kth) {
+  const Rows rows(a, axis);
+  const T* x = a.data<T>();
+  T* y = out.data<T>();
+  const int64_t n = rows.n;
+  rows.parallel([&](size_t begin, size_t end) {
+    if constexpr (is_complex_v<T>) {
+      std::vector<T> row(static_cast<size_t>(n));
+      for (size_t r = begin; r < end; ++r) {
+        const T* src = x + rows.in_offset(r);
+        for (int64_t i = 0; i < n; ++i) {
+          row[i] = src[i * rows.in_stride];
+        }
+        if (how == Arrange::sort) {
+          std::sort(row.begin(), row.end(), complex_less);
+        } else {
+          std::nth_element(row.begin(), row.begin() + kth, row.end(), complex_less);
+        }
+        T* dst = y + rows.out_offset(r);
+        for (int64_t i = 0; i < n; ++i) {
+          dst[i * rows.out_stride] = row[i];
+        }
+      }
+    } else {
+      using K = key_t<T>;
+      std::vector<K> keys(static_cast<size_t>(n));
+      std::vector<K> scratch;
+      for (size_t r = begin; r < end; ++r) {
+        const T* src = x + rows.in_offset(r);
+        if (rows.in_stride == 1) {
+          std::transform(src, src + n, keys.begin(), encode<T, false>);
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            keys[i] = encode<T, false>(src[i * rows.in_stride]);
+          }
+        }
+        if (how == Arrange::sort) {
+          sort_items(keys, scratch, 0, sizeof(K));
+        } else {
+          std::nth_element(keys.begin(), keys.begin() + kth, keys.end());
+        }
+        T* dst = y + rows.out_offset(r);
+        if (rows.out_stride == 1) {
+          std::transform(keys.begin(), keys.end(), dst, decode<T>);
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            dst[i * rows.out_stride] = decode<T>(keys[i]);
+          }
+        }
+      }
+    }
+  });
+}
+
+template <class T>
+void arrange_indices(const array& a, array& out, int axis, Arrange how, int kth) {
+  const Rows rows(a, axis);
+  const T* x = a.data<T>();
+  auto* y = out.data<uint32_t>();
+  const int64_t n = rows.n;
+  rows.parallel([&](size_t begin, size_t end) {
+    if constexpr (is_complex_v<T>) {
+      std::vector<uint32_t> order(static_cast<size_t>(n));
+      for (size_t r = begin; r < end; ++r) {
+        const T* src = x + rows.in_offset(r);
+        auto less = [&](uint32_t i, uint32_t j) { return complex_less(src[i * rows.in_stride], src[j * rows.in_stride]); };
+        std::iota(order.begin(), order.end(), 0U);
+        if (how == Arrange::sort) {
+          std::stable_sort(order.begin(), order.end(), less);
+        } else {
+          std::nth_element(order.begin(), order.begin() + kth, order.end(), less);
+        }
+        uint32_t* dst = y + rows.out_offset(r);
+        for (int64_t i = 0; i < n; ++i) {
+          dst[i * rows.out_stride] = order[i];
+        }
+      }
+    } else {
+      using K = key_t<T>;
+      using Items = items_t<K>;
+      using Item = typename Items::Item;
+      std::vector<Item> items(static_cast<size_t>(n));
+      std::vector<Item> scratch;
+      for (size_t r = begin; r < end; ++r) {
+        const T* src = x + rows.in_offset(r);
+        for (int64_t i = 0; i < n; ++i) {
+          items[i] = Items::make(encode<T, true>(src[i * rows.in_stride]), static_cast<uint32_t>(i));
+        }
+        if (how == Arrange::sort) {
+          sort_items(items, scratch, Items::first_byte, sizeof(K));
+        } else {
+          std::nth_element(items.begin(), items.begin() + kth, items.end());
+        }
+        uint32_t* dst = y + rows.out_offset(r);
+        for (int64_t i = 0; i < n; ++i) {
+          dst[i * rows.out_stride] = Items::index(items[i]);
+        }
+      }
+    }
+  });
+}
+
+void allocate(array& out) { out.set_data(allocator::malloc(out.nbytes())); }
+
+}  // namespace
+
+void run(const Sort& p, const Inputs& in, Outputs& out) {
+  allocate(out[0]);
+  dispatch(in[0].dtype(), [&]<class T>(type_tag<T>) { arrange_values<T>(in[0], out[0], p.axis, Arrange::sort, 0); });
+}
+
+void run(const ArgSort& p, const Inputs& in, Outputs& out) {
+  allocate(out[0]);
+  dispatch(in[0].dtype(), [&]<class T>(type_tag<T>) { arrange_indices<T>(in[0], out[0], p.axis, Arrange::sort, 0); });
+}
+
+void run(const Partition& p, const Inputs& in, Outputs& out) {
+  allocate(out[0]);
+  dispatch(in[0].dtype(),
+           [&]<class T>(type_tag<T>) { arrange_values<T>(in[0], out[0], p.axis, Arrange::select, p.kth); });
+}
+
+void run(const ArgPartition& p, const Inputs& in, Outputs& out) {
+  allocate(out[0]);
+  dispatch(in[0].dtype(),
+           [&]<class T>(type_tag<T>) { arrange_indices<T>(in[0], out[0], p.axis, Arrange::select, p.kth); });
+}
+
+void run(const SearchSorted& p, const Inputs& in, Outputs& out) {
+  const auto& sorted = in[0];
+  const auto& values = in[1];
+  auto& o = out[0];
+  allocate(o);
+  auto* y = o.data<int64_t>();
+  dispatch(sorted.dtype(), [&]<class T>(type_tag<T>) {
+    const auto n = static_cast<size_t>(sorted.shape(0));
+    // Contiguous copies: the sorted array is read many times, the values once each.
+    auto a = std::make_unique<T[]>(n);  // not vector: T may be bool
+    copy_strided(sorted.shape(), sorted.raw_data(), sorted.dtype(), sorted.strides(), a.get(), sorted.dtype(), {1});
+    const size_t m = values.size();
+    auto v = std::make_unique<T[]>(m);
+    copy_strided(values.shape(), values.raw_data(), values.dtype(), values.strides(), v.get(), values.dtype(),
+                 row_major_strides(values.shape()));
+    auto search = [&](const auto* keys, auto&& key_of, auto&& less) {
+      parallel_for(m, grain_elements / 16, [&](size_t begin, size_t end) {
+        for (size_t i = begin; i < end; ++i) {
+          const auto key = key_of(v[i]);
+          const auto* at = p.right ? std::upper_bound(keys, keys + n, key, less) : std::lower_bound(keys, keys + n, key, less);
+          y[i] = at - keys;
+        }
+      });
+    };
+    if constexpr (is_complex_v<T>) {
+      search(a.get(), [](T x) { return x; }, complex_less);
+    } else {
+      std::vector<key_t<T>> keys(n);
+      std::transform(a.get(), a.get() + n, keys.begin(), encode<T, true>);
+      search(keys.data(), encode<T, true>, std::less<>{});
+    }
+  });
+}
+
+}  // namespace nuvec::cpu
