@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
   std::string wanted;
   for (int i = 1; i + 1 < argc; ++i) {
     if (std::string(argv[i]) == "--rows") {
-      wanted = "," + std::string(argv[i + 1]) + ",";
+      wanted = std::string(argv[i + 1]).append(",").insert(0, 1, ',');
     }
   }
   const auto vec = uniform_input({vec_n}, 1);
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
        [&](const array& o) { return is_topk(square, dense(o), side, top_k); }},
   };
   for (const auto& row : rows) {
-    if (wanted.empty() || wanted.find("," + row.name + ",") != std::string::npos) {
+    if (wanted.empty() || wanted.find(std::string(1, ',').append(row.name).append(",")) != std::string::npos) {
       time_row(row);
     }
   }

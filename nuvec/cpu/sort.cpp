@@ -8,7 +8,8 @@
 // The index ops and SearchSorted map -0.0 to +0.0 first, so equal values tie; Sort keeps -0.0 before +0.0.
 //
 // Rows at least radix_min_row long are sorted with an LSD radix sort on bytes (passes whose byte is the same for the
-// whole row are skipped), shorter ones with std::sort. Partition uses std::nth_element on the keys. complex64 is
+// whole row are skipped; the first pass encodes as it reads the input and the last decodes as it writes the output),
+// shorter ones with std::sort. Partition uses std::nth_element on the keys. complex64 is
 // ordered as NumPy orders it (lexicographic, NaNs last) through a comparison function instead of keys.
 //
 // Rows along any axis: each row is gathered from the input's strides into a contiguous scratch row, and written to
@@ -142,47 +143,62 @@ unsigned byte_of(I item, int b) {
   }
 }
 
-/// Stable LSD radix sort of `data` on bytes [first_byte, first_byte + bytes); `scratch` holds n items.
-template <class I>
-void radix_sort(I* data, I* scratch, size_t n, int first_byte, int bytes) {
+/// Stable LSD radix sort of the n items load(0), ..., load(n - 1) on bytes [first_byte, first_byte + bytes): calls
+/// store(position, item) once per item with its sorted position. The first pass reads through `load` and the last
+/// writes through `store`, so encoding and decoding cost no passes of their own; `a` and `b` are scratch.
+template <class I, class Load, class Store>
+void radix_sort(size_t n, int first_byte, int bytes, Load&& load, Store&& store, std::vector<I>& a,
+                std::vector<I>& b) {
   std::array<std::array<size_t, 256>, 8> counts{};
   for (size_t i = 0; i < n; ++i) {
-    for (int b = 0; b < bytes; ++b) {
-      ++counts[b][byte_of(data[i], first_byte + b)];
+    const I item = load(i);
+    for (int k = 0; k < bytes; ++k) {
+      ++counts[k][byte_of(item, first_byte + k)];
     }
   }
-  I* src = data;
-  I* dst = scratch;
-  for (int b = 0; b < bytes; ++b) {
-    auto& count = counts[b];
-    const int byte = first_byte + b;
-    if (count[byte_of(src[0], byte)] == n) {
-      continue;  // every item has this byte: the pass would not move anything
+  std::array<int, 8> passes{};
+  int active = 0;
+  const I first = load(0);
+  for (int k = 0; k < bytes; ++k) {
+    if (counts[k][byte_of(first, first_byte + k)] != n) {  // a byte shared by every item would move nothing
+      size_t total = 0;
+      for (auto& c : counts[k]) {
+        total += std::exchange(c, total);
+      }
+      passes[active++] = k;
     }
-    size_t total = 0;
-    for (auto& c : count) {
-      total += std::exchange(c, total);
-    }
+  }
+  if (active == 0) {
     for (size_t i = 0; i < n; ++i) {
-      dst[count[byte_of(src[i], byte)]++] = src[i];
+      store(i, load(i));
     }
-    std::swap(src, dst);
-  }
-  if (src != data) {
-    std::copy(src, src + n, data);
-  }
-}
-
-/// Sorts n items ascending, by radix when the row is long.
-template <class I>
-void sort_items(std::vector<I>& items, std::vector<I>& scratch, int first_byte, int bytes) {
-  const size_t n = items.size();
-  if (static_cast<int64_t>(n) < radix_min_row) {
-    std::sort(items.begin(), items.end());
     return;
   }
-  scratch.resize(n);
-  radix_sort(items.data(), scratch.data(), n, first_byte, bytes);
+  auto pass = [&](int k, auto&& get, auto&& put) {
+    auto& offset = counts[passes[k]];
+    const int byte = first_byte + passes[k];
+    for (size_t i = 0; i < n; ++i) {
+      const I item = get(i);
+      put(offset[byte_of(item, byte)]++, item);
+    }
+  };
+  if (active == 1) {
+    pass(0, load, store);
+    return;
+  }
+  a.resize(n);
+  b.resize(n);
+  I* src = b.data();
+  I* dst = a.data();
+  auto to_dst = [&](size_t pos, I item) { dst[pos] = item; };
+  auto from_src = [&](size_t i) { return src[i]; };
+  pass(0, load, to_dst);
+  for (int k = 1; k + 1 < active; ++k) {
+    std::swap(src, dst);
+    pass(k, from_src, to_dst);
+  }
+  std::swap(src, dst);
+  pass(active - 1, from_src, store);
 }
 
 // ---------------------------------------------------------------- rows
@@ -249,29 +265,30 @@ void arrange_values(const array& a, array& out, int axis, Arrange how, int kth) 
       }
     } else {
       using K = key_t<T>;
-      std::vector<K> keys(static_cast<size_t>(n));
+      std::vector<K> keys;
       std::vector<K> scratch;
       for (size_t r = begin; r < end; ++r) {
         const T* src = x + rows.in_offset(r);
-        if (rows.in_stride == 1) {
-          std::transform(src, src + n, keys.begin(), encode<T, false>);
-        } else {
-          for (int64_t i = 0; i < n; ++i) {
-            keys[i] = encode<T, false>(src[i * rows.in_stride]);
-          }
+        T* dst = y + rows.out_offset(r);
+        const int64_t is = rows.in_stride;
+        const int64_t os = rows.out_stride;
+        auto load = [&](size_t i) { return encode<T, false>(src[static_cast<int64_t>(i) * is]); };
+        auto store = [&](size_t i, K key) { dst[static_cast<int64_t>(i) * os] = decode<T>(key); };
+        if (how == Arrange::sort && n >= radix_min_row) {
+          radix_sort<K>(static_cast<size_t>(n), 0, sizeof(K), load, store, keys, scratch);
+          continue;
+        }
+        keys.resize(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          keys[i] = load(static_cast<size_t>(i));
         }
         if (how == Arrange::sort) {
-          sort_items(keys, scratch, 0, sizeof(K));
+          std::sort(keys.begin(), keys.end());
         } else {
           std::nth_element(keys.begin(), keys.begin() + kth, keys.end());
         }
-        T* dst = y + rows.out_offset(r);
-        if (rows.out_stride == 1) {
-          std::transform(keys.begin(), keys.end(), dst, decode<T>);
-        } else {
-          for (int64_t i = 0; i < n; ++i) {
-            dst[i * rows.out_stride] = decode<T>(keys[i]);
-          }
+        for (int64_t i = 0; i < n; ++i) {
+          store(static_cast<size_t>(i), keys[i]);
         }
       }
     }
@@ -305,21 +322,32 @@ void arrange_indices(const array& a, array& out, int axis, Arrange how, int kth)
       using K = key_t<T>;
       using Items = items_t<K>;
       using Item = typename Items::Item;
-      std::vector<Item> items(static_cast<size_t>(n));
+      std::vector<Item> items;
       std::vector<Item> scratch;
       for (size_t r = begin; r < end; ++r) {
         const T* src = x + rows.in_offset(r);
+        uint32_t* dst = y + rows.out_offset(r);
+        const int64_t is = rows.in_stride;
+        const int64_t os = rows.out_stride;
+        auto load = [&](size_t i) {
+          return Items::make(encode<T, true>(src[static_cast<int64_t>(i) * is]), static_cast<uint32_t>(i));
+        };
+        auto store = [&](size_t i, Item item) { dst[static_cast<int64_t>(i) * os] = Items::index(item); };
+        if (how == Arrange::sort && n >= radix_min_row) {
+          radix_sort<Item>(static_cast<size_t>(n), Items::first_byte, sizeof(K), load, store, items, scratch);
+          continue;
+        }
+        items.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
-          items[i] = Items::make(encode<T, true>(src[i * rows.in_stride]), static_cast<uint32_t>(i));
+          items[i] = load(static_cast<size_t>(i));
         }
         if (how == Arrange::sort) {
-          sort_items(items, scratch, Items::first_byte, sizeof(K));
+          std::sort(items.begin(), items.end());
         } else {
           std::nth_element(items.begin(), items.begin() + kth, items.end());
         }
-        uint32_t* dst = y + rows.out_offset(r);
         for (int64_t i = 0; i < n; ++i) {
-          dst[i * rows.out_stride] = Items::index(items[i]);
+          store(static_cast<size_t>(i), items[i]);
         }
       }
     }
