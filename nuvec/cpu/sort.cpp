@@ -7,9 +7,10 @@
 // index into one uint64 (unique items, so any sort of them is stable), and use a (key, index) pair for 64-bit keys.
 // The index ops and SearchSorted map -0.0 to +0.0 first, so equal values tie; Sort keeps -0.0 before +0.0.
 //
-// Rows at least radix_min_row long are sorted with an LSD radix sort on bytes (passes whose byte is the same for the
-// whole row are skipped; the first pass encodes as it reads the input and the last decodes as it writes the output),
-// shorter ones with std::sort. Partition uses std::nth_element on the keys. complex64 is
+// Full sorts of 16- to 64-bit keys and of packed (key, index) items use Highway's VQSort (vectorized quicksort; 3x
+// an LSD radix sort on 2^24 keys here). One-byte keys and (64-bit key, index) pairs in rows of radix_min_row or
+// more use an LSD radix sort on bytes (passes whose byte is the same for the whole row are skipped; the first pass
+// encodes as it reads the input and the last decodes as it writes the output), shorter ones std::sort. Partition uses std::nth_element on the keys. complex64 is
 // ordered as NumPy orders it (lexicographic, NaNs last) through a comparison function instead of keys.
 //
 // Rows along any axis: each row is gathered from the input's strides into a contiguous scratch row, and written to
@@ -25,6 +26,8 @@
 #include <numeric>
 #include <type_traits>
 #include <vector>
+
+#include <hwy/contrib/sort/vqsort.h>
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
@@ -265,6 +268,7 @@ void arrange_values(const array& a, array& out, int axis, Arrange how, int kth) 
       }
     } else {
       using K = key_t<T>;
+      hwy::Sorter sorter;  // one per thread: it keeps scratch space
       std::vector<K> keys;
       std::vector<K> scratch;
       for (size_t r = begin; r < end; ++r) {
@@ -274,18 +278,22 @@ void arrange_values(const array& a, array& out, int axis, Arrange how, int kth) 
         const int64_t os = rows.out_stride;
         auto load = [&](size_t i) { return encode<T, false>(src[static_cast<int64_t>(i) * is]); };
         auto store = [&](size_t i, K key) { dst[static_cast<int64_t>(i) * os] = decode<T>(key); };
-        if (how == Arrange::sort && n >= radix_min_row) {
-          radix_sort<K>(static_cast<size_t>(n), 0, sizeof(K), load, store, keys, scratch);
-          continue;
+        if constexpr (sizeof(K) == 1) {
+          if (how == Arrange::sort && n >= radix_min_row) {
+            radix_sort<K>(static_cast<size_t>(n), 0, 1, load, store, keys, scratch);
+            continue;
+          }
         }
         keys.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
           keys[i] = load(static_cast<size_t>(i));
         }
-        if (how == Arrange::sort) {
+        if (how == Arrange::select) {
+          std::nth_element(keys.begin(), keys.begin() + kth, keys.end());
+        } else if constexpr (sizeof(K) == 1) {
           std::sort(keys.begin(), keys.end());
         } else {
-          std::nth_element(keys.begin(), keys.begin() + kth, keys.end());
+          sorter(keys.data(), keys.size(), hwy::SortAscending());
         }
         for (int64_t i = 0; i < n; ++i) {
           store(static_cast<size_t>(i), keys[i]);
@@ -322,6 +330,8 @@ void arrange_indices(const array& a, array& out, int axis, Arrange how, int kth)
       using K = key_t<T>;
       using Items = items_t<K>;
       using Item = typename Items::Item;
+      constexpr bool packed = std::is_same_v<Item, uint64_t>;
+      hwy::Sorter sorter;  // one per thread: it keeps scratch space
       std::vector<Item> items;
       std::vector<Item> scratch;
       for (size_t r = begin; r < end; ++r) {
@@ -333,18 +343,23 @@ void arrange_indices(const array& a, array& out, int axis, Arrange how, int kth)
           return Items::make(encode<T, true>(src[static_cast<int64_t>(i) * is]), static_cast<uint32_t>(i));
         };
         auto store = [&](size_t i, Item item) { dst[static_cast<int64_t>(i) * os] = Items::index(item); };
-        if (how == Arrange::sort && n >= radix_min_row) {
-          radix_sort<Item>(static_cast<size_t>(n), Items::first_byte, sizeof(K), load, store, items, scratch);
-          continue;
+        // One-byte keys take a single counting pass; 64-bit keys with their indices are too wide for VQSort.
+        if constexpr (!packed || sizeof(K) == 1) {
+          if (how == Arrange::sort && n >= radix_min_row) {
+            radix_sort<Item>(static_cast<size_t>(n), Items::first_byte, sizeof(K), load, store, items, scratch);
+            continue;
+          }
         }
         items.resize(static_cast<size_t>(n));
         for (int64_t i = 0; i < n; ++i) {
           items[i] = load(static_cast<size_t>(i));
         }
-        if (how == Arrange::sort) {
-          std::sort(items.begin(), items.end());
-        } else {
+        if (how == Arrange::select) {
           std::nth_element(items.begin(), items.begin() + kth, items.end());
+        } else if constexpr (packed) {
+          sorter(items.data(), items.size(), hwy::SortAscending());
+        } else {
+          std::sort(items.begin(), items.end());
         }
         for (int64_t i = 0; i < n; ++i) {
           store(static_cast<size_t>(i), items[i]);
