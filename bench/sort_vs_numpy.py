@@ -103,6 +103,7 @@ def main():
         ms, check = nuvec.get(name, (float("nan"), "missing"))
         np_ms = numpy.get(name, float("nan"))
         print(f"{name:<14}{ROWS[name][0]:<34}{ms:>10.1f}{np_ms:>10.1f}{np_ms / ms:>12.2f}x  {check}")
+    print("NumPy side: " + "; ".join(f"{name}: {ROWS[name][1]}" for name in rows))
 
 
 if __name__ == "__main__":
