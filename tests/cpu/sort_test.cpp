@@ -1,7 +1,8 @@
 // Sorting, selection and scans against NumPy (expected values come from the NumPy oracle: np.sort and np.argsort with
 // kind='stable', np.partition's defining property, np.searchsorted, np.median, np.cumsum, np.cumprod,
 // np.maximum/minimum/logaddexp.accumulate, np.diff), over dtypes, axes (negative ones too), reverse and exclusive
-// scans, NaNs, ties, empty arrays, size-1 axes, non-contiguous inputs, rows long enough for the radix sort and the
+// scans, NaNs, ties, empty arrays, size-1 axes, non-contiguous inputs, rows long enough for the radix sort (one-byte
+// keys, 64-bit keys with indices), VQSort and the
 // threaded paths, and the error messages.
 
 #include <gtest/gtest.h>
@@ -129,7 +130,7 @@ TEST(Sort, NaNsLastTiesStableAndLayouts) {
   }
 }
 
-TEST(Sort, LongRowsTakeTheRadixPath) {
+TEST(Sort, LongRowsTakeTheVQSortAndRadixPaths) {
   std::mt19937 rng(3);
   for (auto dtype : {float32, int32, uint8, int64, float64, float16, uint16}) {
     auto x = is_inexact(dtype) ? with_specials({3, 5000}, dtype, rng) : random_array({3, 5000}, dtype, rng);
