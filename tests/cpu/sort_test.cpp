@@ -2,8 +2,7 @@
 // kind='stable', np.partition's defining property, np.searchsorted, np.median, np.cumsum, np.cumprod,
 // np.maximum/minimum/logaddexp.accumulate, np.diff), over dtypes, axes (negative ones too), reverse and exclusive
 // scans, NaNs, ties, empty arrays, size-1 axes, non-contiguous inputs, rows long enough for the radix sort (one-byte
-// keys, 64-bit keys with indices), VQSort and the
-// threaded paths, and the error messages.
+// keys, 64-bit keys with indices), VQSort and the threaded paths, and the error messages.
 
 #include <gtest/gtest.h>
 
