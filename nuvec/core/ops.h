@@ -320,6 +320,56 @@ array softmax(const array& a, const std::vector<int>& axes, bool precise = false
 array softmax(const array& a, bool precise = false, StreamOrDevice s = {});
 array softmax(const array& a, int axis, bool precise = false, StreamOrDevice s = {});
 
+// ---------------------------------------------------------------- sorting and selection
+
+// NaNs sort last (NumPy's order); index results are uint32, as MLX's. The overloads without an axis work on the
+// flattened array.
+/// Values sorted ascending along `axis`.
+array sort(const array& a, int axis, StreamOrDevice s = {});
+array sort(const array& a, StreamOrDevice s = {});
+/// Indices that sort `a` along `axis`; stable (equal values keep their order).
+array argsort(const array& a, int axis, StreamOrDevice s = {});
+array argsort(const array& a, StreamOrDevice s = {});
+/// `a` rearranged along `axis` so index kth (negative counts from the end) holds the value a sort would put there,
+/// smaller-or-equal values before it and greater-or-equal ones after it.
+array partition(const array& a, int kth, int axis, StreamOrDevice s = {});
+array partition(const array& a, int kth, StreamOrDevice s = {});
+/// The indices of partition's arrangement.
+array argpartition(const array& a, int kth, int axis, StreamOrDevice s = {});
+array argpartition(const array& a, int kth, StreamOrDevice s = {});
+/// The k largest values along `axis`, in no particular order (as MLX).
+array topk(const array& a, int k, int axis, StreamOrDevice s = {});
+array topk(const array& a, int k, StreamOrDevice s = {});
+/// Not in MLX; NumPy's np.searchsorted(a, v, side): where each value of `v` would be inserted into the sorted 1-d
+/// `a` to keep it sorted (the first such place, or the last when `right`), as int64 (NumPy's index type). Both are
+/// promoted to one dtype first.
+array searchsorted(const array& a, const array& v, bool right = false, StreamOrDevice s = {});
+/// The median (the mean of the two middle values for even counts; NaN if any value is NaN), at least float.
+array median(const array& a, bool keepdims, StreamOrDevice s = {});
+inline array median(const array& a, StreamOrDevice s = {}) { return median(a, false, s); }
+array median(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
+array median(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
+
+// ---------------------------------------------------------------- scans
+
+// Running reductions along `axis` (the flattened array without one); `reverse` scans from the end, and an exclusive
+// scan leaves out the current element (starting from the identity). cumsum and cumprod keep the dtype except bool,
+// which gives int32 (MLX's rule); logcumsumexp gives at least float.
+array cumsum(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array cumsum(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array cumprod(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array cumprod(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+/// Running maximum / minimum (NaN propagates).
+array cummax(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array cummax(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array cummin(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array cummin(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+/// Running log(sum(exp(a))), computed without overflow.
+array logcumsumexp(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+array logcumsumexp(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+/// Not in MLX; NumPy's np.diff: the n-th discrete difference a[1:] - a[:-1] along `axis` (not_equal for bool).
+array diff(const array& a, int n = 1, int axis = -1, StreamOrDevice s = {});
+
 // ---------------------------------------------------------------- products
 
 /// Matrix product with numpy's rules: 1-d operands are promoted and the batch axes broadcast.

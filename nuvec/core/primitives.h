@@ -270,6 +270,57 @@ struct LogSumExp {
   friend bool operator==(const LogSumExp&, const LogSumExp&) = default;
 };
 
+// Sorting, selection and scans: one axis of the input; outputs are row-contiguous with the input's shape.
+/// Values sorted ascending along `axis`, NaNs last (numpy's order).
+struct Sort {
+  static constexpr std::string_view name = "Sort";
+  static constexpr Family family = Family::other;
+  int axis;
+  friend bool operator==(const Sort&, const Sort&) = default;
+};
+/// Indices (uint32) that sort `axis` stably, NaNs last.
+struct ArgSort {
+  static constexpr std::string_view name = "ArgSort";
+  static constexpr Family family = Family::other;
+  int axis;
+  friend bool operator==(const ArgSort&, const ArgSort&) = default;
+};
+/// Each row along `axis` rearranged so index kth (in [0, n)) holds the value a full sort would put there, with no
+/// greater value before it and no smaller one after it.
+struct Partition {
+  static constexpr std::string_view name = "Partition";
+  static constexpr Family family = Family::other;
+  int kth;
+  int axis;
+  friend bool operator==(const Partition&, const Partition&) = default;
+};
+/// The indices (uint32) of Partition's arrangement.
+struct ArgPartition {
+  static constexpr std::string_view name = "ArgPartition";
+  static constexpr Family family = Family::other;
+  int kth;
+  int axis;
+  friend bool operator==(const ArgPartition&, const ArgPartition&) = default;
+};
+/// Insertion points (int64) of the second input's values into the first, a sorted 1-d array of the same dtype.
+struct SearchSorted {
+  static constexpr std::string_view name = "SearchSorted";
+  static constexpr Family family = Family::other;
+  bool right;
+  friend bool operator==(const SearchSorted&, const SearchSorted&) = default;
+};
+enum class ScanType { sum, prod, max, min, logaddexp };
+/// Running reduction along `axis`; exclusive scans start from the identity and leave out the current element.
+struct Scan {
+  static constexpr std::string_view name = "Scan";
+  static constexpr Family family = Family::other;
+  ScanType type;
+  int axis;
+  bool reverse;
+  bool inclusive;
+  friend bool operator==(const Scan&, const Scan&) = default;
+};
+
 /// Batched matrix product of (..., M, K) and (..., K, N) with equal batch shapes.
 struct Matmul {
   static constexpr std::string_view name = "Matmul";
@@ -301,6 +352,8 @@ using Primitive = std::variant<
     Copy, Concatenate, Pad,
     // reductions
     Reduce, ArgReduce, Softmax, LogSumExp,
+    // sorting, selection and scans
+    Sort, ArgSort, Partition, ArgPartition, SearchSorted, Scan,
     // products
     Matmul, AddMM>;
 

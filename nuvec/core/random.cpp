@@ -140,15 +140,9 @@ array categorical_impl(const array& logits, int axis, const Shape& noise_shape, 
   return argmax(add(noise, logits, s), axis, false, s);
 }
 
-/// argsort of random 32-bit values, as MLX's permutation; evaluated now because nuvec has no sort primitive yet.
-std::vector<uint32_t> permutation_indices(int n, const std::optional<array>& key, StreamOrDevice s) {
-  auto values = bits({n}, 4, key, s);
-  values.eval();
-  const auto* v = values.data<uint32_t>();
-  std::vector<uint32_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0U);
-  std::stable_sort(order.begin(), order.end(), [v](uint32_t a, uint32_t b) { return v[a] < v[b]; });
-  return order;
+/// The argsort of n random 32-bit values (uint32), as MLX's permutation; lazy.
+array permutation_order(int n, const std::optional<array>& key, StreamOrDevice s) {
+  return argsort(bits({n}, 4, key, s), 0, s);
 }
 
 }  // namespace
@@ -363,7 +357,10 @@ array permutation(const array& x, int axis, const std::optional<array>& key, Str
     throw_invalid("[permutation] Cannot permute a scalar array.");
   }
   int ax = normalize_axis(axis, x.ndim(), "permutation");
-  auto order = permutation_indices(x.shape(ax), key, s);
+  // The order is lazy; the gather below is done on the host until nuvec has a take primitive.
+  auto order_array = permutation_order(x.shape(ax), key, s);
+  order_array.eval();
+  const auto* order = order_array.data<uint32_t>();
   // take(x, order, axis) on the host: rows of `inner` contiguous elements move as blocks.
   auto src = contiguous(x, false, s);
   src.eval();
@@ -375,7 +372,7 @@ array permutation(const array& x, int axis, const std::optional<array>& key, Str
   for (int i = ax + 1; i < x.ndim(); ++i) {
     inner *= static_cast<size_t>(x.shape(i));
   }
-  size_t n = order.size();
+  const auto n = static_cast<size_t>(x.shape(ax));
   auto buffer = allocator::malloc(x.nbytes());
   const auto* in = static_cast<const char*>(src.raw_data());
   auto* out = static_cast<char*>(buffer.raw_ptr());
@@ -391,9 +388,7 @@ array permutation(int x, const std::optional<array>& key, StreamOrDevice s) {
   if (x < 0) {
     throw_invalid("[permutation] The number of elements must be non-negative; got " + std::to_string(x) + ".");
   }
-  auto order = permutation_indices(x, key, s);
-  std::vector<int32_t> values(order.begin(), order.end());
-  return array(values.begin(), Shape{x}, int32);
+  return astype(permutation_order(x, key, s), int32, s);
 }
 
 }  // namespace nuvec::random

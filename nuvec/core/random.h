@@ -130,10 +130,10 @@ inline array laplace(const Shape& shape, const std::optional<array>& key = std::
   return laplace(shape, float32, 0.0F, 1.0F, key, s);
 }
 
-/// `x` with its entries along `axis` in a random order (as MLX: the argsort of random bits). Until nuvec has sort
-/// and take primitives this evaluates the key and `x` when called and returns an evaluated array.
+/// `x` with its entries along `axis` in a random order (as MLX: the argsort of random bits). Until nuvec has a take
+/// primitive this evaluates the order and `x` when called and returns an evaluated array.
 array permutation(const array& x, int axis = 0, const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
-/// A random permutation of 0, 1, ..., x - 1 (int32); evaluated when called, as above.
+/// A random permutation of 0, 1, ..., x - 1 (int32): the argsort of random bits, lazy.
 array permutation(int x, const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
 
 }  // namespace nuvec::random

@@ -43,6 +43,13 @@ void run(const ArgReduce& p, const Inputs& in, Outputs& out);
 void run(const Softmax& p, const Inputs& in, Outputs& out);
 void run(const LogSumExp& p, const Inputs& in, Outputs& out);
 
+void run(const Sort& p, const Inputs& in, Outputs& out);
+void run(const ArgSort& p, const Inputs& in, Outputs& out);
+void run(const Partition& p, const Inputs& in, Outputs& out);
+void run(const ArgPartition& p, const Inputs& in, Outputs& out);
+void run(const SearchSorted& p, const Inputs& in, Outputs& out);
+void run(const Scan& p, const Inputs& in, Outputs& out);
+
 void run(const Matmul& p, const Inputs& in, Outputs& out);
 void run(const AddMM& p, const Inputs& in, Outputs& out);
 
