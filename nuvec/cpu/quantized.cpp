@@ -169,11 +169,14 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
   const array w = quant::dense(in[0]);
   const array scales = quant::dense(in[1]);
   const array biases = quant::dense(in[2]);
+  // The scales' dtype and the output's are dispatched apart: no kernel per pair of dtypes.
+  const quant::ToFloat load =
+      quant::dispatch_floating(scales.dtype(), []<class S>(type_tag<S>) -> quant::ToFloat { return &quant::to_float<S>; });
   quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
     const int64_t cols = o.shape(-1);
     const auto rows = static_cast<int64_t>(o.size()) / cols;
     quant::Matrix m{quant::data_of<uint32_t>(w), scales.raw_data(), biases.raw_data(), rows, cols, p.bits, p.group_size,
-                    &quant::to_float<T>};
+                    load};
     T* dst = quant::data_of<T>(o);
     // Whole rows per task, or groups of one row when rows are few and long.
     const int64_t chunk = std::min<int64_t>(cols, std::max<int64_t>(p.group_size, 4096 / p.group_size * p.group_size));

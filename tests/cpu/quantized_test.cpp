@@ -65,7 +65,12 @@ std::vector<HostArray> reference(const std::string& code, const std::vector<arra
   return numpy(prelude + code, hosts);
 }
 
-std::string py_dtype(Dtype d) { return "'" + std::string(dtype_name(d)) + "'"; }
+std::string py_dtype(Dtype d) {
+  std::string quoted(1, '\'');
+  quoted += dtype_name(d);
+  quoted += '\'';
+  return quoted;
+}
 
 std::string error_of(const std::function<void()>& fn) {
   try {
@@ -150,11 +155,6 @@ TEST_F(QuantizedTest, Dequantize) {
                                       ", np.float32), " + py_dtype(dtype) + ")",
                                   {q[0], q[1], q[2]});
         EXPECT_TRUE(matches(out, expected[0], default_rtol(dtype), 1e-6, false));
-        // The round trip is within half a step of the original.
-        auto step = abs(q[1]) * 0.5001F;
-        auto err = abs(astype(out, float32) - astype(w, float32));
-        auto bound = repeat(astype(step, float32), gs, -1) + 1e-2F * (dtype != float32);
-        EXPECT_TRUE(all(less_equal(err, bound)).item<bool>());
       }
     }
   }

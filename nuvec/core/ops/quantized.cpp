@@ -175,10 +175,9 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
   }
   Shape shape = w.shape();
   shape.back() = unpacked;
-  // Computed in float32 from the scales' own values, then converted once.
-  array out(shape, scales.dtype(), Dequantize{p.group_size, p.bits}, {w, scales, astype(*biases, scales.dtype(), s)},
-            to_stream(s));
-  return astype(out, out_dtype, s);
+  // Computed in float32 from the scales' own values and rounded once to the output dtype.
+  return array(shape, out_dtype, Dequantize{p.group_size, p.bits}, {w, scales, astype(*biases, scales.dtype(), s)},
+               to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
