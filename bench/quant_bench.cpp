@@ -119,8 +119,9 @@ int main(int argc, char** argv) {
     nuvec::eval(q);
     const double ms =
         time_ms(std::max(3, reps / 6), [&] { return nuvec::quantized_matmul(xp, q[0], q[1], q[2], true, 64, bits); });
-    std::printf("row prefill_%dbit_512x4096x4096 median_ms=%.2f f32_ms=%.2f ratio=%.2f\n", bits, ms, f32_ms,
-                ms / f32_ms);
+    const double deq_ms = time_ms(std::max(3, reps / 6), [&] { return nuvec::dequantize(q[0], q[1], q[2], 64, bits); });
+    std::printf("row prefill_%dbit_512x4096x4096 median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n", bits, ms,
+                f32_ms, ms / f32_ms, deq_ms);
   }
   return 0;
 }

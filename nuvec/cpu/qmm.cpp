@@ -34,7 +34,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 using quant::Matrix;
 
 constexpr int64_t gemm_rows = 32;       // from this many rows of x, dequantize tiles and call the sgemm
-constexpr int64_t tile_cols = 256;      // output columns per dequantized tile (a multiple of every group size)
+constexpr int64_t tile_cols = 512;      // output columns per dequantized tile (a multiple of every group size)
+constexpr int64_t plain_cols = 1024;    // w (K, N) decode: columns per task, so each packed row is read in long runs
 constexpr int64_t bytes_per_task = 1 << 16;  // packed weight bytes a thread reads before splitting pays
 
 /// Rows of x as dense float32, `k` apart.
@@ -219,6 +220,67 @@ struct SimdDecode {
       }
     });
   }
+
+  /// w (K, N): each task owns `width` columns and keeps their sums in the reordered layout of the codes (position
+  /// j * L + l of a block of L words is the column of lane l's j-th code), so that every unpacked vector of codes is
+  /// one FMA into contiguous sums; the sums are put back in column order at the end.
+  static void plain(const Rows& x, const Matrix& m, int64_t width, float* out) {
+    const int64_t n = m.cols;
+    const int64_t tasks = (n + width - 1) / width;
+    parallel_for(static_cast<size_t>(tasks), task_grain(x.k * width * Bits / 8), [&](size_t t0, size_t t1) {
+      const DF df;
+      const hn::RebindToUnsigned<DF> du;
+      const hn::RebindToSigned<DF> di;
+      const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+      const auto mask = hn::Set(du, (1U << Bits) - 1U);
+      const int64_t ng = width / GroupSize;
+      std::vector<float> acc(static_cast<size_t>(x.count * width));
+      std::vector<float> bias(static_cast<size_t>(x.count * ng));
+      std::vector<float> sb(static_cast<size_t>(2 * ng));
+      std::vector<float> coef(static_cast<size_t>(x.count));
+      for (auto t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
+        const int64_t c0 = t * width;
+        const int64_t cw = std::min(width, n - c0);
+        const int64_t groups = cw / GroupSize;
+        std::fill(acc.begin(), acc.end(), 0.F);
+        std::fill(bias.begin(), bias.end(), 0.F);
+        for (int64_t kk = 0; kk < x.k; ++kk) {
+          const uint32_t* row = m.row(kk) + c0 * Bits / 32;
+          m.load(m.scales, kk * m.groups() + c0 / GroupSize, groups, sb.data());
+          m.load(m.biases, kk * m.groups() + c0 / GroupSize, groups, sb.data() + groups);
+          for (int64_t g = 0; g < groups; ++g) {
+            for (int64_t r = 0; r < x.count; ++r) {
+              const float xv = x.x[r * x.k + kk];
+              coef[r] = xv * sb[g];
+              bias[r * ng + g] += xv * sb[groups + g];
+            }
+            for (int64_t word = 0; word < words_per_group; word += lanes) {
+              const auto packed = hn::LoadU(du, row + g * words_per_group + word);
+              float* a = acc.data() + g * GroupSize + word * values_per_word;
+              unroll<values_per_word>([&]<int J>() {
+                const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
+                for (int64_t r = 0; r < x.count; ++r) {
+                  float* p = a + r * width + J * lanes;
+                  hn::StoreU(hn::MulAdd(q, hn::Set(df, coef[r]), hn::LoadU(df, p)), df, p);
+                }
+              });
+            }
+          }
+        }
+        const int64_t block = lanes * values_per_word;
+        for (int64_t r = 0; r < x.count; ++r) {
+          for (int64_t b0 = 0; b0 < cw; b0 += block) {
+            for (int64_t l = 0; l < lanes; ++l) {
+              for (int64_t j = 0; j < values_per_word; ++j) {
+                out[r * n + c0 + b0 + l * values_per_word + j] =
+                    acc[r * width + b0 + j * lanes + l] + bias[r * ng + b0 / GroupSize];
+              }
+            }
+          }
+        }
+      }
+    });
+  }
 };
 
 // ---------------------------------------------------------------- decode, w (N, K): any width
@@ -266,48 +328,63 @@ void decode_transposed(const Rows& x, const Matrix& m, float* out) {
 
 // ---------------------------------------------------------------- decode, w (K, N)
 
-void decode_plain(const Rows& x, const Matrix& m, float* out) {
+template <int Bits>
+void decode_plain_generic(const Rows& x, const Matrix& m, int64_t width, float* out) {
   const int64_t n = m.cols;
   const int gs = m.group_size;
-  const int64_t width = std::min(n, tile_cols);  // columns per task, a multiple of the group size
   const int64_t tasks = (n + width - 1) / width;
-  quant::dispatch_bits(m.bits, [&](auto bits_c) {
-    constexpr int Bits = decltype(bits_c)::value;
-    parallel_for(static_cast<size_t>(tasks), task_grain(x.k * width * Bits / 8), [&](size_t t0, size_t t1) {
-      const int64_t ng = width / gs;
-      std::vector<float> acc(static_cast<size_t>(x.count * width));
-      std::vector<float> bias(static_cast<size_t>(x.count * ng));
-      std::vector<float> q(static_cast<size_t>(width));
-      std::vector<float> sb(static_cast<size_t>(2 * ng));
-      for (auto t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
-        const int64_t c0 = t * width;
-        const int64_t cw = std::min(width, n - c0);
-        const int64_t groups = cw / gs;
-        std::fill(acc.begin(), acc.end(), 0.F);
-        std::fill(bias.begin(), bias.end(), 0.F);
-        for (int64_t kk = 0; kk < x.k; ++kk) {
-          quant::unpack<Bits>(m.row(kk), c0, cw, q.data());
-          m.load(m.scales, kk * m.groups() + c0 / gs, groups, sb.data());
-          m.load(m.biases, kk * m.groups() + c0 / gs, groups, sb.data() + groups);
-          for (int64_t r = 0; r < x.count; ++r) {
-            const float xv = x.x[r * x.k + kk];
-            float* a = acc.data() + r * width;
-            for (int64_t g = 0; g < groups; ++g) {
-              const float coef = xv * sb[g];
-              for (int64_t i = g * gs; i < (g + 1) * gs; ++i) {
-                a[i] += coef * q[i];
-              }
-              bias[r * ng + g] += xv * sb[groups + g];
-            }
-          }
-        }
+  parallel_for(static_cast<size_t>(tasks), task_grain(x.k * width * Bits / 8), [&](size_t t0, size_t t1) {
+    const int64_t ng = width / gs;
+    std::vector<float> acc(static_cast<size_t>(x.count * width));
+    std::vector<float> bias(static_cast<size_t>(x.count * ng));
+    std::vector<float> q(static_cast<size_t>(width));
+    std::vector<float> sb(static_cast<size_t>(2 * ng));
+    for (auto t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
+      const int64_t c0 = t * width;
+      const int64_t cw = std::min(width, n - c0);
+      const int64_t groups = cw / gs;
+      std::fill(acc.begin(), acc.end(), 0.F);
+      std::fill(bias.begin(), bias.end(), 0.F);
+      for (int64_t kk = 0; kk < x.k; ++kk) {
+        quant::unpack<Bits>(m.row(kk), c0, cw, q.data());
+        m.load(m.scales, kk * m.groups() + c0 / gs, groups, sb.data());
+        m.load(m.biases, kk * m.groups() + c0 / gs, groups, sb.data() + groups);
         for (int64_t r = 0; r < x.count; ++r) {
-          for (int64_t i = 0; i < cw; ++i) {
-            out[r * n + c0 + i] = acc[r * width + i] + bias[r * ng + i / gs];
+          const float xv = x.x[r * x.k + kk];
+          float* a = acc.data() + r * width;
+          for (int64_t g = 0; g < groups; ++g) {
+            const float coef = xv * sb[g];
+            for (int64_t i = g * gs; i < (g + 1) * gs; ++i) {
+              a[i] += coef * q[i];
+            }
+            bias[r * ng + g] += xv * sb[groups + g];
           }
         }
       }
-    });
+      for (int64_t r = 0; r < x.count; ++r) {
+        for (int64_t i = 0; i < cw; ++i) {
+          out[r * n + c0 + i] = acc[r * width + i] + bias[r * ng + i / gs];
+        }
+      }
+    }
+  });
+}
+
+void decode_plain(const Rows& x, const Matrix& m, float* out) {
+  const int64_t width = std::min(m.cols, plain_cols);  // a multiple of the group size
+  quant::dispatch_bits(m.bits, [&](auto bits_c) {
+    constexpr int Bits = decltype(bits_c)::value;
+    if constexpr (32 % Bits == 0) {
+      switch (m.group_size) {
+        case 32:
+          return SimdDecode<Bits, 32>::plain(x, m, width, out);
+        case 64:
+          return SimdDecode<Bits, 64>::plain(x, m, width, out);
+        case 128:
+          return SimdDecode<Bits, 128>::plain(x, m, width, out);
+      }
+    }
+    decode_plain_generic<Bits>(x, m, width, out);
   });
 }
 
