@@ -6,7 +6,7 @@
 //     word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5- and 6-bit
 //     codes take a generic path (unpack a row to floats, then SIMD dot products).
 //   - few rows, w (K, N): each thread owns a range of columns, walks the K packed rows, unpacks its slice of each and
-//     accumulates x[k] * scale * q into a row of float32 sums (generic for every width).
+//     accumulates x[k] * scale * q into a row of float32 sums (SIMD for 2, 4 and 8 bits, generic for the others).
 //   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm.
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
 // and rounded once to x's dtype.

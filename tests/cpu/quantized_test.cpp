@@ -12,6 +12,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nuvec/nuvec.h"
@@ -239,6 +240,22 @@ TEST_F(QuantizedTest, QuantizedMatmulDtypesAndLayouts) {
         EXPECT_TRUE(matches(out, reference(product_code(64, 4, transpose), {x, q[0], q[1], q[2]})[0], tol.rtol,
                             tol.atol, false));
       }
+    }
+  }
+}
+
+TEST_F(QuantizedTest, QuantizedMatmulSplitAcrossTasks) {
+  // Shapes that split the decode paths into several column tasks, with a short last one.
+  for (auto [transpose, k, n] : {std::tuple{true, 512, 601}, std::tuple{false, 64, 1088}}) {
+    for (int bits : {4, 8, 6}) {
+      SCOPED_TRACE("transpose=" + std::to_string(transpose) + " bits=" + std::to_string(bits));
+      auto w = rand(transpose ? Shape{n, k} : Shape{k, n}, float32);
+      auto q = quantize(w, 64, bits);
+      auto x = rand({2, k}, float32);
+      auto out = quantized_matmul(x, q[0], q[1], q[2], transpose, 64, bits);
+      auto tol = product_tol(float32, k);
+      EXPECT_TRUE(matches(out, reference(product_code(64, bits, transpose), {x, q[0], q[1], q[2]})[0], tol.rtol,
+                          tol.atol));
     }
   }
 }
