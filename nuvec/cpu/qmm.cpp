@@ -7,7 +7,8 @@
 //     codes take a generic path (unpack a row to floats, then SIMD dot products).
 //   - few rows, w (K, N): each thread owns a range of columns, walks the K packed rows, unpacks its slice of each and
 //     accumulates x[k] * scale * q into a row of float32 sums (SIMD for 2, 4 and 8 bits, generic for the others).
-//   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm.
+//   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm (for
+//     w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K order of the decode path, x reordered to match).
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
 // and rounded once to x's dtype.
 
@@ -221,6 +222,36 @@ struct SimdDecode {
     });
   }
 
+  /// Rows r0..r1 of w (N, K) dequantized `ld` apart, K in the order of `reorder` (the sgemm's sum over K does not
+  /// depend on the order, so prefill multiplies them by the reordered x without putting them back).
+  static void dequantize_reordered(const Matrix& m, int64_t r0, int64_t r1, float* out, int64_t ld) {
+    const DF df;
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+    const auto mask = hn::Set(du, (1U << Bits) - 1U);
+    const int64_t groups = m.groups();
+    std::vector<float> sb(static_cast<size_t>(2 * groups));
+    for (int64_t r = r0; r < r1; ++r) {
+      m.load(m.scales, r * groups, groups, sb.data());
+      m.load(m.biases, r * groups, groups, sb.data() + groups);
+      const uint32_t* row = m.row(r);
+      float* o = out + (r - r0) * ld;
+      for (int64_t g = 0; g < groups; ++g) {
+        const V scale = hn::Set(df, sb[g]);
+        const V bias = hn::Set(df, sb[groups + g]);
+        for (int64_t word = 0; word < words_per_group; word += lanes) {
+          const auto packed = hn::LoadU(du, row + g * words_per_group + word);
+          float* p = o + g * GroupSize + word * values_per_word;
+          unroll<values_per_word>([&]<int J>() {
+            const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
+            hn::StoreU(hn::MulAdd(q, scale, bias), df, p + J * lanes);
+          });
+        }
+      }
+    }
+  }
+
   /// w (K, N): each task owns `width` columns and keeps their sums in the reordered layout of the codes (position
   /// j * L + l of a block of L words is the column of lane l's j-th code), so that every unpacked vector of codes is
   /// one FMA into contiguous sums; the sums are put back in column order at the end.
@@ -390,7 +421,14 @@ void decode_plain(const Rows& x, const Matrix& m, float* out) {
 
 // ---------------------------------------------------------------- many rows: dequantized tiles and the sgemm
 
-void prefill(const Rows& x, const Matrix& m, bool transpose, float* out) {
+/// Dequantizes whole rows r0..r1 of w (N, K), `ld` apart, in the K order of x's rows.
+using RowDequantizer = void (*)(const Matrix& m, int64_t r0, int64_t r1, float* out, int64_t ld);
+
+void dequantize_whole_rows(const Matrix& m, int64_t r0, int64_t r1, float* out, int64_t ld) {
+  quant::dequantize_rows(m, r0, r1, 0, m.cols, out, ld);
+}
+
+void prefill(const Rows& x, const Matrix& m, bool transpose, RowDequantizer rows_of_w, float* out) {
   const int64_t n = transpose ? m.rows : m.cols;
   const int64_t k = x.k;
   const int64_t tile = std::min(n, tile_cols);
@@ -401,8 +439,8 @@ void prefill(const Rows& x, const Matrix& m, bool transpose, float* out) {
     const int64_t count = std::min(tile, n - t0);
     if (transpose) {  // rows t0.. of w become columns of b
       parallel_for(static_cast<size_t>(count), 1, [&](size_t r0, size_t r1) {
-        quant::dequantize_rows(m, t0 + static_cast<int64_t>(r0), t0 + static_cast<int64_t>(r1), 0, k,
-                               deq.data() + static_cast<int64_t>(r0) * k, k);
+        rows_of_w(m, t0 + static_cast<int64_t>(r0), t0 + static_cast<int64_t>(r1),
+                  deq.data() + static_cast<int64_t>(r0) * k, k);
       });
     } else {
       parallel_for(static_cast<size_t>(k), 1, [&](size_t r0, size_t r1) {
@@ -429,8 +467,27 @@ void product(const Rows& x, const Matrix& m, bool transpose, float* out) {
   }
   if (x.k == 0) {
     std::fill_n(out, x.count * n, 0.F);
+  } else if (x.count >= gemm_rows && transpose && 32 % m.bits == 0) {
+    quant::dispatch_bits(m.bits, [&](auto bits_c) {
+      constexpr int Bits = decltype(bits_c)::value;
+      if constexpr (32 % Bits == 0) {
+        auto simd = [&]<int GroupSize>() {
+          using S = SimdDecode<Bits, GroupSize>;
+          const auto xp = S::reorder(x);
+          prefill(Rows{xp.data(), x.count, x.k}, m, true, &S::dequantize_reordered, out);
+        };
+        switch (m.group_size) {
+          case 32:
+            return simd.template operator()<32>();
+          case 64:
+            return simd.template operator()<64>();
+          case 128:
+            return simd.template operator()<128>();
+        }
+      }
+    });
   } else if (x.count >= gemm_rows) {
-    prefill(x, m, transpose, out);
+    prefill(x, m, transpose, &dequantize_whole_rows, out);
   } else if (transpose) {
     decode_transposed(x, m, out);
   } else {
