@@ -5,8 +5,9 @@
 //     and multiplied into float32 accumulators against x, which is reordered once so that the codes of one packed
 //     word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5- and 6-bit
 //     codes take a generic path (unpack a row to floats, then SIMD dot products).
-//   - few rows, w (K, N): each thread owns a range of columns, walks the K packed rows, unpacks its slice of each and
-//     accumulates x[k] * scale * q into a row of float32 sums (SIMD for 2, 4 and 8 bits, generic for the others).
+//   - few rows, w (K, N): 2, 4 and 8 bits stream blocks of whole packed rows, each block into its own partial sums of
+//     x[k] * scale * q over every column (SIMD), added at the end; the other widths give each thread a range of
+//     columns and walk the K rows unpacking its slice of each.
 //   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm (for
 //     w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K order of the decode path, x reordered to match).
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
@@ -36,7 +37,9 @@ using quant::Matrix;
 
 constexpr int64_t gemm_rows = 32;       // from this many rows of x, dequantize tiles and call the sgemm
 constexpr int64_t tile_cols = 512;      // output columns per dequantized tile (a multiple of every group size)
-constexpr int64_t plain_cols = 1024;    // w (K, N) decode: columns per task, so each packed row is read in long runs
+constexpr int64_t plain_cols = 1024;    // w (K, N) generic decode: columns per task, so packed rows are read in runs
+constexpr int64_t max_partials = 16;    // w (K, N) SIMD decode: blocks of K rows summed apart, then added
+constexpr int64_t min_k_block = 64;     // ... each of at least this many rows
 constexpr int64_t bytes_per_task = 1 << 16;  // packed weight bytes a thread reads before splitting pays
 
 /// Rows of x as dense float32, `k` apart.
@@ -252,65 +255,71 @@ struct SimdDecode {
     }
   }
 
-  /// w (K, N): each task owns `width` columns and keeps their sums in the reordered layout of the codes (position
-  /// j * L + l of a block of L words is the column of lane l's j-th code), so that every unpacked vector of codes is
-  /// one FMA into contiguous sums; the sums are put back in column order at the end.
-  static void plain(const Rows& x, const Matrix& m, int64_t width, float* out) {
+  /// w (K, N): the K rows are split into at most max_partials blocks; a task streams whole packed rows of its block
+  /// (contiguous memory) into partial sums of every column, kept in the reordered layout of the codes (position
+  /// j * L + l of a block of L words is the column of lane l's j-th code) so that every unpacked vector of codes is
+  /// one FMA into contiguous sums. The partial sums are then added in block order (the result does not depend on
+  /// the thread count) and put back in column order.
+  static void plain(const Rows& x, const Matrix& m, float* out) {
     const int64_t n = m.cols;
-    const int64_t tasks = (n + width - 1) / width;
-    parallel_for(static_cast<size_t>(tasks), task_grain(x.k * width * Bits / 8), [&](size_t t0, size_t t1) {
+    const int64_t groups = m.groups();
+    const int64_t k_block = std::max(min_k_block, (x.k + max_partials - 1) / max_partials);
+    const int64_t parts = (x.k + k_block - 1) / k_block;
+    std::vector<float> partial(static_cast<size_t>(parts * x.count * n), 0.F);
+    std::vector<float> bias(static_cast<size_t>(parts * x.count * groups), 0.F);
+    parallel_for(static_cast<size_t>(parts), 1, [&](size_t p0, size_t p1) {
       const DF df;
       const hn::RebindToUnsigned<DF> du;
       const hn::RebindToSigned<DF> di;
       const auto lanes = static_cast<int64_t>(hn::Lanes(df));
       const auto mask = hn::Set(du, (1U << Bits) - 1U);
-      const int64_t ng = width / GroupSize;
-      std::vector<float> acc(static_cast<size_t>(x.count * width));
-      std::vector<float> bias(static_cast<size_t>(x.count * ng));
-      std::vector<float> sb(static_cast<size_t>(2 * ng));
+      std::vector<float> sb(static_cast<size_t>(2 * groups));
       std::vector<float> coef(static_cast<size_t>(x.count));
-      for (auto t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
-        const int64_t c0 = t * width;
-        const int64_t cw = std::min(width, n - c0);
-        const int64_t groups = cw / GroupSize;
-        std::fill(acc.begin(), acc.end(), 0.F);
-        std::fill(bias.begin(), bias.end(), 0.F);
-        for (int64_t kk = 0; kk < x.k; ++kk) {
-          const uint32_t* row = m.row(kk) + c0 * Bits / 32;
-          m.load(m.scales, kk * m.groups() + c0 / GroupSize, groups, sb.data());
-          m.load(m.biases, kk * m.groups() + c0 / GroupSize, groups, sb.data() + groups);
+      for (auto part = static_cast<int64_t>(p0); part < static_cast<int64_t>(p1); ++part) {
+        float* acc = partial.data() + part * x.count * n;
+        float* part_bias = bias.data() + part * x.count * groups;
+        for (int64_t kk = part * k_block; kk < std::min(x.k, (part + 1) * k_block); ++kk) {
+          const uint32_t* row = m.row(kk);
+          m.load(m.scales, kk * groups, groups, sb.data());
+          m.load(m.biases, kk * groups, groups, sb.data() + groups);
           for (int64_t g = 0; g < groups; ++g) {
             for (int64_t r = 0; r < x.count; ++r) {
               const float xv = x.x[r * x.k + kk];
               coef[r] = xv * sb[g];
-              bias[r * ng + g] += xv * sb[groups + g];
+              part_bias[r * groups + g] += xv * sb[groups + g];
             }
             for (int64_t word = 0; word < words_per_group; word += lanes) {
               const auto packed = hn::LoadU(du, row + g * words_per_group + word);
-              float* a = acc.data() + g * GroupSize + word * values_per_word;
+              float* a = acc + g * GroupSize + word * values_per_word;
               unroll<values_per_word>([&]<int J>() {
                 const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
                 for (int64_t r = 0; r < x.count; ++r) {
-                  float* p = a + r * width + J * lanes;
+                  float* p = a + r * n + J * lanes;
                   hn::StoreU(hn::MulAdd(q, hn::Set(df, coef[r]), hn::LoadU(df, p)), df, p);
                 }
               });
             }
           }
         }
-        const int64_t block = lanes * values_per_word;
-        for (int64_t r = 0; r < x.count; ++r) {
-          for (int64_t b0 = 0; b0 < cw; b0 += block) {
-            for (int64_t l = 0; l < lanes; ++l) {
-              for (int64_t j = 0; j < values_per_word; ++j) {
-                out[r * n + c0 + b0 + l * values_per_word + j] =
-                    acc[r * width + b0 + j * lanes + l] + bias[r * ng + b0 / GroupSize];
-              }
+      }
+    });
+    const auto lanes = static_cast<int64_t>(hn::Lanes(DF()));
+    const int64_t block = lanes * values_per_word;
+    for (int64_t r = 0; r < x.count; ++r) {
+      for (int64_t b0 = 0; b0 < n; b0 += block) {
+        const int64_t g = b0 / GroupSize;
+        for (int64_t l = 0; l < lanes; ++l) {
+          for (int64_t j = 0; j < values_per_word; ++j) {
+            float sum = 0.F;
+            for (int64_t part = 0; part < parts; ++part) {
+              sum += partial[(part * x.count + r) * n + b0 + j * lanes + l] +
+                     bias[(part * x.count + r) * groups + g];
             }
+            out[r * n + b0 + l * values_per_word + j] = sum;
           }
         }
       }
-    });
+    }
   }
 };
 
@@ -408,11 +417,11 @@ void decode_plain(const Rows& x, const Matrix& m, float* out) {
     if constexpr (32 % Bits == 0) {
       switch (m.group_size) {
         case 32:
-          return SimdDecode<Bits, 32>::plain(x, m, width, out);
+          return SimdDecode<Bits, 32>::plain(x, m, out);
         case 64:
-          return SimdDecode<Bits, 64>::plain(x, m, width, out);
+          return SimdDecode<Bits, 64>::plain(x, m, out);
         case 128:
-          return SimdDecode<Bits, 128>::plain(x, m, width, out);
+          return SimdDecode<Bits, 128>::plain(x, m, out);
       }
     }
     decode_plain_generic<Bits>(x, m, width, out);

@@ -245,8 +245,8 @@ TEST_F(QuantizedTest, QuantizedMatmulDtypesAndLayouts) {
 }
 
 TEST_F(QuantizedTest, QuantizedMatmulSplitAcrossTasks) {
-  // Shapes that split the decode paths into several column tasks, with a short last one.
-  for (auto [transpose, k, n] : {std::tuple{true, 512, 601}, std::tuple{false, 64, 1088}}) {
+  // Shapes that split the decode paths into several tasks (of columns, or of K rows), with a short last one.
+  for (auto [transpose, k, n] : {std::tuple{true, 512, 601}, std::tuple{false, 64, 1088}, std::tuple{false, 300, 192}}) {
     for (int bits : {4, 8, 6}) {
       SCOPED_TRACE("transpose=" + std::to_string(transpose) + " bits=" + std::to_string(bits));
       auto w = rand(transpose ? Shape{n, k} : Shape{k, n}, float32);
