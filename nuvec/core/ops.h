@@ -382,6 +382,33 @@ array tensordot(const array& a, const array& b, int axis = 2, StreamOrDevice s =
 array tensordot(const array& a, const array& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b,
                 StreamOrDevice s = {});
 
+// ---------------------------------------------------------------- quantization
+
+/// Affine quantization of the last axis in groups (CONFORMANCE.md): {w_q (uint32), scales, biases}.
+/// Defaults: group_size 64, bits 4; only mode "affine" is supported.
+std::vector<array> quantize(const array& w, std::optional<int> group_size = std::nullopt,
+                            std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
+                            StreamOrDevice s = {});
+/// scale * q + bias, in `dtype` (default: the scales' dtype).
+array dequantize(const array& w, const array& scales, const std::optional<array>& biases = std::nullopt,
+                 std::optional<int> group_size = std::nullopt, std::optional<int> bits = std::nullopt,
+                 const std::string& mode = "affine", std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+/// x @ dequantize(w).T (transpose) or x @ dequantize(w), without materializing the dequantized weight.
+array quantized_matmul(array x, array w, array scales, std::optional<array> biases = std::nullopt,
+                       bool transpose = true, std::optional<int> group_size = std::nullopt,
+                       std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
+                       StreamOrDevice s = {});
+/// quantized_matmul with x and w picked from their batches by index (mixture-of-experts layers).
+array gather_qmm(const array& x, const array& w, const array& scales, const std::optional<array>& biases = std::nullopt,
+                 std::optional<array> lhs_indices = std::nullopt, std::optional<array> rhs_indices = std::nullopt,
+                 bool transpose = true, std::optional<int> group_size = std::nullopt,
+                 std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
+                 bool sorted_indices = false, StreamOrDevice s = {});
+/// Float to FP8 E4M3 codes (uint8), rounding to nearest even and saturating at +-448.
+array to_fp8(array x, StreamOrDevice s = {});
+/// FP8 E4M3 codes (uint8) to a floating dtype.
+array from_fp8(array x, Dtype dtype, StreamOrDevice s = {});
+
 // ---------------------------------------------------------------- utilities
 
 /// The dtype all `arrays` promote to.

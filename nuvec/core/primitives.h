@@ -336,6 +336,54 @@ struct AddMM {
   friend bool operator==(const AddMM&, const AddMM&) = default;
 };
 
+// Quantization (MLX's affine format, CONFORMANCE.md): the last axis of a weight in groups of group_size values,
+// each stored in `bits` bits of a little-endian bit stream of uint32 words, with a scale and a bias per group.
+
+/// w -> (w_q uint32, scales, biases), the last two in w's dtype.
+struct Quantize {
+  static constexpr std::string_view name = "Quantize";
+  static constexpr Family family = Family::other;
+  int group_size;
+  int bits;
+  friend bool operator==(const Quantize&, const Quantize&) = default;
+};
+/// (w_q, scales, biases) -> scale * q + bias in the scales' dtype.
+struct Dequantize {
+  static constexpr std::string_view name = "Dequantize";
+  static constexpr Family family = Family::other;
+  int group_size;
+  int bits;
+  friend bool operator==(const Dequantize&, const Dequantize&) = default;
+};
+/// (x, w_q, scales, biases): rows of x (..., K) times one quantized matrix, w (N, K) when transpose, else (K, N);
+/// x, scales, biases and the output share one floating dtype.
+struct QuantizedMatmul {
+  static constexpr std::string_view name = "QuantizedMatmul";
+  static constexpr Family family = Family::other;
+  int group_size;
+  int bits;
+  bool transpose;
+  friend bool operator==(const QuantizedMatmul&, const QuantizedMatmul&) = default;
+};
+/// (x, w_q, scales, biases, lhs_indices, rhs_indices): out[i] = x[lhs[i]] @ w[rhs[i]] over flattened batches of
+/// x (..., M, K) and w (E, N, K') (as QuantizedMatmul for each pair); the uint32 indices share the output's batch shape.
+struct GatherQMM {
+  static constexpr std::string_view name = "GatherQMM";
+  static constexpr Family family = Family::other;
+  int group_size;
+  int bits;
+  bool transpose;
+  bool sorted;  // the caller's hint that rhs_indices are sorted (MoE routing); results do not depend on it
+  friend bool operator==(const GatherQMM&, const GatherQMM&) = default;
+};
+/// Float <-> FP8 E4M3 (stored as uint8): encode rounds to nearest even and saturates at +-448, as MLX.
+struct Fp8Cast {
+  static constexpr std::string_view name = "Fp8Cast";
+  static constexpr Family family = Family::other;
+  bool encode;
+  friend bool operator==(const Fp8Cast&, const Fp8Cast&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -355,7 +403,9 @@ using Primitive = std::variant<
     // sorting, selection and scans
     Sort, ArgSort, Partition, ArgPartition, SearchSorted, Scan,
     // products
-    Matmul, AddMM>;
+    Matmul, AddMM,
+    // quantization
+    Quantize, Dequantize, QuantizedMatmul, GatherQMM, Fp8Cast>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

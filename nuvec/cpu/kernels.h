@@ -53,4 +53,10 @@ void run(const Scan& p, const Inputs& in, Outputs& out);
 void run(const Matmul& p, const Inputs& in, Outputs& out);
 void run(const AddMM& p, const Inputs& in, Outputs& out);
 
+void run(const Quantize& p, const Inputs& in, Outputs& out);
+void run(const Dequantize& p, const Inputs& in, Outputs& out);
+void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out);
+void run(const GatherQMM& p, const Inputs& in, Outputs& out);
+void run(const Fp8Cast& p, const Inputs& in, Outputs& out);
+
 }  // namespace nuvec::cpu

@@ -1,0 +1,256 @@
+// Quantization: quantize, dequantize, quantized_matmul, gather_qmm and the FP8 conversions. The ops check modes,
+// group sizes, bits, shapes and dtypes, cast x, scales and biases to one floating dtype and build the Quantize,
+// Dequantize, QuantizedMatmul, GatherQMM and Fp8Cast nodes. A quantized_matmul whose weight has batch axes is a
+// gather_qmm over every (x batch, w batch) pair, so QuantizedMatmul itself only ever sees one 2-d weight.
+
+#include "nuvec/core/ops.h"
+
+namespace nuvec {
+
+namespace {
+
+std::string tag(const char* op) { return std::string("[") + op + "] "; }
+
+std::string dtype_string(Dtype d) { return std::string(dtype_name(d)); }
+
+/// Only "affine" is implemented; MLX's other modes are recognised and refused as unsupported.
+void check_mode(const std::string& mode, const char* op) {
+  if (mode == "affine") {
+    return;
+  }
+  if (mode == "mxfp4" || mode == "mxfp8" || mode == "nvfp4") {
+    throw_unsupported(tag(op) + "Quantization mode '" + mode + "' is not supported; nuvec implements 'affine'.");
+  }
+  throw_invalid(tag(op) + "Invalid quantization mode '" + mode + "'; expected one of 'affine', 'mxfp4', 'mxfp8', " +
+                "'nvfp4'.");
+}
+
+struct Params {
+  int group_size;
+  int bits;
+};
+
+Params params(const std::string& mode, std::optional<int> group_size, std::optional<int> bits, const char* op) {
+  check_mode(mode, op);
+  Params p{group_size.value_or(64), bits.value_or(4)};
+  if (p.group_size != 32 && p.group_size != 64 && p.group_size != 128) {
+    throw_invalid(tag(op) + "The requested group size " + std::to_string(p.group_size) +
+                  " is not supported. The supported group sizes are 32, 64 and 128.");
+  }
+  if (p.bits < 2 || p.bits > 8 || p.bits == 7) {
+    throw_invalid(tag(op) + "The requested number of bits " + std::to_string(p.bits) +
+                  " is not supported. The supported bits are 2, 3, 4, 5, 6 and 8.");
+  }
+  return p;
+}
+
+/// The packed weight, scales and biases agree with each other; returns the unpacked length of w's last axis.
+int check_packed(const array& w, const array& scales, const std::optional<array>& biases, Params p, const char* op) {
+  if (w.dtype() != uint32) {
+    throw_invalid(tag(op) + "The weight matrix should be uint32; got " + dtype_string(w.dtype()) + ".");
+  }
+  if (w.ndim() < 2) {
+    throw_invalid(tag(op) + "The weight matrix must have at least 2 dimensions; got shape " +
+                  shape_string(w.shape()) + ".");
+  }
+  if (!biases) {
+    throw_invalid(tag(op) + "Biases must be provided for affine quantization.");
+  }
+  if (!is_floating(scales.dtype()) || !is_floating(biases->dtype())) {
+    throw_invalid(tag(op) + "Scales and biases must be real floating point; got " + dtype_string(scales.dtype()) +
+                  " and " + dtype_string(biases->dtype()) + ".");
+  }
+  if (scales.shape() != biases->shape()) {
+    throw_invalid(tag(op) + "Scales and biases must have the same shape; got " + shape_string(scales.shape()) +
+                  " and " + shape_string(biases->shape()) + ".");
+  }
+  const int64_t unpacked = int64_t{w.shape(-1)} * 32 / p.bits;
+  Shape expected = w.shape();
+  expected.back() = static_cast<int32_t>(unpacked / p.group_size);
+  if (scales.shape() != expected || unpacked % p.group_size != 0) {
+    throw_invalid(tag(op) + "The shapes of the weight and scales are incompatible based on bits and group_size; " +
+                  "w.shape() == " + shape_string(w.shape()) + " and scales.shape() == " +
+                  shape_string(scales.shape()) + " with group_size=" + std::to_string(p.group_size) +
+                  " and bits=" + std::to_string(p.bits) + ".");
+  }
+  return static_cast<int>(unpacked);
+}
+
+/// What a quantized product needs from its operands: the contraction length, the output width and the dtype.
+struct ProductDims {
+  int k;
+  int n;
+  Dtype dtype;
+};
+
+ProductDims check_product(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
+                          bool transpose, Params p, const char* op) {
+  const int unpacked = check_packed(w, scales, biases, p, op);
+  if (x.ndim() < 1) {
+    throw_invalid(tag(op) + "The input x must have at least 1 dimension; got a scalar.");
+  }
+  const int k = transpose ? unpacked : w.shape(-2);
+  const int n = transpose ? w.shape(-2) : unpacked;
+  if (x.shape(-1) != k) {
+    throw_invalid(tag(op) + "Last dimension of x with shape " + shape_string(x.shape()) + " must match the " +
+                  (transpose ? "unpacked last" : "second to last") + " dimension " + std::to_string(k) +
+                  " of the quantized weight with shape " + shape_string(w.shape()) + " (transpose=" +
+                  (transpose ? "true" : "false") + ", bits=" + std::to_string(p.bits) + ").");
+  }
+  const Dtype dtype = promote_types(promote_types(x.dtype(), scales.dtype()), biases->dtype());
+  if (!is_floating(dtype)) {
+    throw_invalid(tag(op) + "Only real floating types are supported; got x of " + dtype_string(x.dtype()) +
+                  " and scales of " + dtype_string(scales.dtype()) + ".");
+  }
+  return {k, n, dtype};
+}
+
+/// Indices for the batch axes of `a` (all but the last two): the given ones as uint32, or every batch in order.
+array batch_indices(const std::optional<array>& given, const array& a, const char* name, const char* op,
+                    StreamOrDevice s) {
+  if (given) {
+    if (!is_integer(given->dtype())) {
+      throw_invalid(tag(op) + "Got " + name + " with invalid dtype " + dtype_string(given->dtype()) +
+                    "; indices must be integral.");
+    }
+    return astype(*given, uint32, s);
+  }
+  Shape batch(a.shape().begin(), a.shape().end() - 2);
+  const auto total = static_cast<int>(shape_size(batch));
+  return reshape(arange(0, total, 1, uint32, s), batch, s);
+}
+
+array gather_product(array x, const array& w, const array& scales, const array& biases, array lhs, array rhs,
+                     bool transpose, Params p, bool sorted, const ProductDims& d, StreamOrDevice s) {
+  Shape batch;
+  try {
+    batch = broadcast_shapes(lhs.shape(), rhs.shape());
+  } catch (const error&) {
+    throw_invalid("[gather_qmm] The indices with shapes " + shape_string(lhs.shape()) + " and " +
+                  shape_string(rhs.shape()) + " cannot be broadcast.");
+  }
+  Shape out_shape = batch;
+  out_shape.push_back(x.shape(-2));
+  out_shape.push_back(d.n);
+  lhs = broadcast_to(lhs, batch, s);
+  rhs = broadcast_to(rhs, batch, s);
+  std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(biases, d.dtype, s),
+                            lhs, rhs};
+  return array(out_shape, d.dtype, GatherQMM{p.group_size, p.bits, transpose, sorted}, std::move(inputs),
+               to_stream(s));
+}
+
+}  // namespace
+
+std::vector<array> quantize(const array& w, std::optional<int> group_size, std::optional<int> bits,
+                            const std::string& mode, StreamOrDevice s) {
+  auto p = params(mode, group_size, bits, "quantize");
+  if (!is_floating(w.dtype())) {
+    throw_invalid("[quantize] Only real floating types can be quantized; got w of " + dtype_string(w.dtype()) + ".");
+  }
+  if (w.ndim() < 2) {
+    throw_invalid("[quantize] The matrix to be quantized must have at least 2 dimensions; got shape " +
+                  shape_string(w.shape()) + ".");
+  }
+  if (w.shape(-1) % p.group_size != 0) {
+    throw_invalid("[quantize] The last dimension of the matrix needs to be divisible by the quantization group size " +
+                  std::to_string(p.group_size) + "; got shape " + shape_string(w.shape()) + ".");
+  }
+  Shape packed = w.shape();
+  packed.back() = static_cast<int32_t>(int64_t{w.shape(-1)} * p.bits / 32);
+  Shape groups = w.shape();
+  groups.back() = w.shape(-1) / p.group_size;
+  return array::make_arrays({packed, groups, groups}, {uint32, w.dtype(), w.dtype()},
+                            Quantize{p.group_size, p.bits}, {w}, to_stream(s));
+}
+
+array dequantize(const array& w, const array& scales, const std::optional<array>& biases,
+                 std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
+                 std::optional<Dtype> dtype, StreamOrDevice s) {
+  auto p = params(mode, group_size, bits, "dequantize");
+  const int unpacked = check_packed(w, scales, biases, p, "dequantize");
+  const Dtype out_dtype = dtype.value_or(scales.dtype());
+  if (!is_floating(out_dtype)) {
+    throw_invalid("[dequantize] The output dtype must be real floating point; got " + dtype_string(out_dtype) + ".");
+  }
+  Shape shape = w.shape();
+  shape.back() = unpacked;
+  // Computed in float32 from the scales' own values and rounded once to the output dtype.
+  return array(shape, out_dtype, Dequantize{p.group_size, p.bits}, {w, scales, astype(*biases, scales.dtype(), s)},
+               to_stream(s));
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
+array quantized_matmul(array x, array w, array scales, std::optional<array> biases, bool transpose,
+                       std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
+                       StreamOrDevice s) {
+  auto p = params(mode, group_size, bits, "quantized_matmul");
+  auto d = check_product(x, w, scales, biases, transpose, p, "quantized_matmul");
+  if (w.ndim() > 2) {
+    // Batched weights: pair the batches by broadcasting, as matmul does.
+    auto x2 = x.ndim() == 1 ? reshape(x, {1, x.shape(0)}, s) : x;
+    Shape x_batch(x2.shape().begin(), x2.shape().end() - 2);
+    Shape w_batch(w.shape().begin(), w.shape().end() - 2);
+    Shape batch;
+    try {
+      batch = broadcast_shapes(x_batch, w_batch);
+    } catch (const error&) {
+      throw_invalid("[quantized_matmul] The batch dimensions of x with shape " + shape_string(x.shape()) +
+                    " and w with shape " + shape_string(w.shape()) + " cannot be broadcast.");
+    }
+    auto lhs = batch_indices(std::nullopt, x2, "lhs_indices", "quantized_matmul", s);
+    auto rhs = batch_indices(std::nullopt, w, "rhs_indices", "quantized_matmul", s);
+    auto out = gather_product(x2, w, scales, *biases, broadcast_to(lhs, batch, s), broadcast_to(rhs, batch, s),
+                              transpose, p, false, d, s);
+    if (x.ndim() == 1) {
+      Shape shape(out.shape());
+      shape.erase(shape.end() - 2);
+      out = reshape(out, shape, s);
+    }
+    return out;
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = d.n;
+  std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(*biases, d.dtype, s)};
+  return array(out_shape, d.dtype, QuantizedMatmul{p.group_size, p.bits, transpose}, std::move(inputs), to_stream(s));
+}
+
+array gather_qmm(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
+                 std::optional<array> lhs_indices, std::optional<array> rhs_indices, bool transpose,
+                 std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
+                 bool sorted_indices, StreamOrDevice s) {
+  auto p = params(mode, group_size, bits, "gather_qmm");
+  auto d = check_product(x, w, scales, biases, transpose, p, "gather_qmm");
+  if (x.ndim() < 2) {
+    throw_invalid("[gather_qmm] x must have at least 2 dimensions; got shape " + shape_string(x.shape()) + ".");
+  }
+  if (w.ndim() < 3 && rhs_indices) {
+    throw_invalid("[gather_qmm] rhs_indices need a weight with batch axes; got w of shape " +
+                  shape_string(w.shape()) + ".");
+  }
+  auto lhs = batch_indices(lhs_indices, x, "lhs_indices", "gather_qmm", s);
+  auto rhs = batch_indices(rhs_indices, w, "rhs_indices", "gather_qmm", s);
+  return gather_product(x, w, scales, *biases, lhs, rhs, transpose, p, sorted_indices, d, s);
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
+array to_fp8(array x, StreamOrDevice s) {
+  if (!is_floating(x.dtype())) {
+    throw_invalid("[to_fp8] Only real floating point inputs can be converted to fp8; got " +
+                  dtype_string(x.dtype()) + ".");
+  }
+  return array(x.shape(), uint8, Fp8Cast{true}, {x}, to_stream(s));
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
+array from_fp8(array x, Dtype dtype, StreamOrDevice s) {
+  if (x.dtype() != uint8) {
+    throw_invalid("[from_fp8] Input must be uint8 fp8 codes; got " + dtype_string(x.dtype()) + ".");
+  }
+  if (!is_floating(dtype)) {
+    throw_invalid("[from_fp8] The output dtype must be real floating point; got " + dtype_string(dtype) + ".");
+  }
+  return array(x.shape(), dtype, Fp8Cast{false}, {x}, to_stream(s));
+}
+
+}  // namespace nuvec

@@ -1,0 +1,616 @@
+// The QuantizedMatmul and GatherQMM kernels. A product never dequantizes the whole weight; it takes one of three
+// paths by shape:
+//   - few rows of x, w (N, K) (transpose, the decode shape): each thread streams the packed rows of a range of output
+//     columns once, four at a time; 2-, 4- and 8-bit codes are unpacked in registers (Highway: shift, mask, convert)
+//     and multiplied into float32 accumulators against x, which is reordered once so that the codes of one packed
+//     word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5- and 6-bit
+//     codes take a generic path (unpack a row to floats, then SIMD dot products).
+//   - few rows, w (K, N): 2, 4 and 8 bits stream blocks of whole packed rows, each block into its own partial sums of
+//     x[k] * scale * q over every column (SIMD), added at the end; the other widths give each thread a range of
+//     columns and walk the K rows unpacking its slice of each.
+//   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm (for
+//     w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K order of the decode path, x reordered to match).
+// x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
+// and rounded once to x's dtype.
+
+#ifndef HWY_COMPILE_ONLY_STATIC
+#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
+#endif
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/gemm.h"
+#include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/quantized.h"
+#include "nuvec/cpu/thread_pool.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using quant::Matrix;
+
+constexpr int64_t gemm_rows = 32;       // from this many rows of x, dequantize tiles and call the sgemm
+constexpr int64_t tile_cols = 512;      // output columns per dequantized tile (a multiple of every group size)
+constexpr int64_t plain_cols = 1024;    // w (K, N) generic decode: columns per task, so packed rows are read in runs
+constexpr int64_t max_partials = 16;    // w (K, N) SIMD decode: blocks of K rows summed apart, then added
+constexpr int64_t min_k_block = 64;     // ... each of at least this many rows
+constexpr int64_t bytes_per_task = 1 << 16;  // packed weight bytes a thread reads before splitting pays
+
+/// Rows of x as dense float32, `k` apart.
+struct Rows {
+  const float* x;
+  int64_t count;
+  int64_t k;
+};
+
+/// Sums of x over each group: rows x groups.
+std::vector<float> group_sums(const Rows& x, int group_size) {
+  const int64_t groups = x.k / group_size;
+  std::vector<float> sums(static_cast<size_t>(x.count * groups));
+  for (int64_t r = 0; r < x.count; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* p = x.x + r * x.k + g * group_size;
+      float s = 0.F;
+      for (int i = 0; i < group_size; ++i) {
+        s += p[i];
+      }
+      sums[r * groups + g] = s;
+    }
+  }
+  return sums;
+}
+
+/// Column tasks: `per_task` columns of `block` each, so that a task reads about bytes_per_task of packed weights.
+size_t task_grain(int64_t block_bytes) { return static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / block_bytes)); }
+
+template <int N, class F>
+HWY_INLINE void unroll(F&& f) {
+  [&]<int... J>(std::integer_sequence<int, J...>) { (f.template operator()<J>(), ...); }(
+      std::make_integer_sequence<int, N>{});
+}
+
+float dot(const float* a, const float* b, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto s0 = hn::Zero(d);
+  auto s1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes), s1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
+  }
+  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (; i < n; ++i) {
+    sum += a[i] * b[i];
+  }
+  return sum;
+}
+
+// ---------------------------------------------------------------- decode, w (N, K): SIMD for 2, 4 and 8 bits
+
+template <int Bits, int GroupSize>
+struct SimdDecode {
+  static constexpr int values_per_word = 32 / Bits;
+  static constexpr int words_per_group = GroupSize * Bits / 32;
+  static constexpr int columns = 4;  // packed rows streamed together: independent FMA chains, shared x loads
+  using DF = hn::CappedTag<float, words_per_group>;  // a group is a whole number of vectors of words
+  using V = hn::Vec<DF>;
+
+  /// Block b of L words holds L * values_per_word values; lane l's word has them at l * vpw + j. The reordered x
+  /// puts that value at j * L + l, so the j-th codes of L words multiply one contiguous vector of x.
+  static std::vector<float> reorder(const Rows& x) {
+    const auto lanes = static_cast<int64_t>(hn::Lanes(DF()));
+    const int64_t block = lanes * values_per_word;
+    std::vector<float> xp(static_cast<size_t>(x.count * x.k));
+    for (int64_t r = 0; r < x.count; ++r) {
+      const float* src = x.x + r * x.k;
+      float* dst = xp.data() + r * x.k;
+      for (int64_t b0 = 0; b0 < x.k; b0 += block) {
+        for (int64_t l = 0; l < lanes; ++l) {
+          for (int64_t j = 0; j < values_per_word; ++j) {
+            dst[b0 + j * lanes + l] = src[b0 + l * values_per_word + j];
+          }
+        }
+      }
+    }
+    return xp;
+  }
+
+  /// res[r][c] = row r of x (reordered, k apart) times packed row w[c], for RB rows and `columns` packed rows;
+  /// sb holds each packed row's scales then biases (2 * groups floats per row).
+  template <int RB>
+  static void block(const float* xp, const float* xsum, int64_t k, const uint32_t* const* w, const float* sb,
+                    float (&res)[RB][columns]) {
+    const DF df;
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+    const auto mask = hn::Set(du, (1U << Bits) - 1U);
+    const int64_t groups = k / GroupSize;
+    V total[RB][columns];
+    float bias[RB][columns];
+    for (int r = 0; r < RB; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        total[r][c] = hn::Zero(df);
+        bias[r][c] = 0.F;
+      }
+    }
+    for (int64_t g = 0; g < groups; ++g) {
+      V acc[RB][columns];
+      for (int r = 0; r < RB; ++r) {
+        for (int c = 0; c < columns; ++c) {
+          acc[r][c] = hn::Zero(df);
+        }
+      }
+      for (int64_t word = 0; word < words_per_group; word += lanes) {
+        hn::Vec<hn::RebindToUnsigned<DF>> packed[columns];
+        for (int c = 0; c < columns; ++c) {
+          packed[c] = hn::LoadU(du, w[c] + g * words_per_group + word);
+        }
+        const float* xb = xp + g * GroupSize + word * values_per_word;
+        unroll<values_per_word>([&]<int J>() {
+          V q[columns];
+          for (int c = 0; c < columns; ++c) {
+            q[c] = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed[c]), mask)));
+          }
+          for (int r = 0; r < RB; ++r) {
+            const V xv = hn::LoadU(df, xb + r * k + J * lanes);
+            for (int c = 0; c < columns; ++c) {
+              acc[r][c] = hn::MulAdd(q[c], xv, acc[r][c]);
+            }
+          }
+        });
+      }
+      for (int c = 0; c < columns; ++c) {
+        const V scale = hn::Set(df, sb[c * 2 * groups + g]);
+        const float b = sb[(c * 2 + 1) * groups + g];
+        for (int r = 0; r < RB; ++r) {
+          total[r][c] = hn::MulAdd(acc[r][c], scale, total[r][c]);
+          bias[r][c] += b * xsum[r * groups + g];
+        }
+      }
+    }
+    for (int r = 0; r < RB; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        res[r][c] = hn::GetLane(hn::SumOfLanes(df, total[r][c])) + bias[r][c];
+      }
+    }
+  }
+
+  static void run(const Rows& x, const Matrix& m, float* out) {
+    const int64_t n = m.rows;
+    const int64_t groups = m.groups();
+    const auto xp = reorder(x);
+    const auto xsum = group_sums(x, GroupSize);
+    const int64_t blocks = (n + columns - 1) / columns;
+    parallel_for(static_cast<size_t>(blocks), task_grain(columns * m.words() * 4), [&](size_t b0, size_t b1) {
+      std::vector<float> sb(static_cast<size_t>(columns * 2 * groups));
+      for (auto b = static_cast<int64_t>(b0); b < static_cast<int64_t>(b1); ++b) {
+        const uint32_t* w[columns];
+        for (int c = 0; c < columns; ++c) {
+          const int64_t col = std::min(b * columns + c, n - 1);  // the last block repeats its last row
+          w[c] = m.row(col);
+          m.load(m.scales, col * groups, groups, sb.data() + c * 2 * groups);
+          m.load(m.biases, col * groups, groups, sb.data() + (c * 2 + 1) * groups);
+        }
+        const int64_t valid = std::min<int64_t>(columns, n - b * columns);
+        auto store = [&]<int RB>(int64_t r0, const float (&res)[RB][columns]) {
+          for (int r = 0; r < RB; ++r) {
+            for (int64_t c = 0; c < valid; ++c) {
+              out[(r0 + r) * n + b * columns + c] = res[r][c];
+            }
+          }
+        };
+        int64_t r0 = 0;
+        for (; r0 + 2 <= x.count; r0 += 2) {
+          float res[2][columns];
+          block<2>(xp.data() + r0 * x.k, xsum.data() + r0 * groups, x.k, w, sb.data(), res);
+          store(r0, res);
+        }
+        if (r0 < x.count) {
+          float res[1][columns];
+          block<1>(xp.data() + r0 * x.k, xsum.data() + r0 * groups, x.k, w, sb.data(), res);
+          store(r0, res);
+        }
+      }
+    });
+  }
+
+  /// Rows r0..r1 of w (N, K) dequantized `ld` apart, K in the order of `reorder` (the sgemm's sum over K does not
+  /// depend on the order, so prefill multiplies them by the reordered x without putting them back).
+  static void dequantize_reordered(const Matrix& m, int64_t r0, int64_t r1, float* out, int64_t ld) {
+    const DF df;
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+    const auto mask = hn::Set(du, (1U << Bits) - 1U);
+    const int64_t groups = m.groups();
+    std::vector<float> sb(static_cast<size_t>(2 * groups));
+    for (int64_t r = r0; r < r1; ++r) {
+      m.load(m.scales, r * groups, groups, sb.data());
+      m.load(m.biases, r * groups, groups, sb.data() + groups);
+      const uint32_t* row = m.row(r);
+      float* o = out + (r - r0) * ld;
+      for (int64_t g = 0; g < groups; ++g) {
+        const V scale = hn::Set(df, sb[g]);
+        const V bias = hn::Set(df, sb[groups + g]);
+        for (int64_t word = 0; word < words_per_group; word += lanes) {
+          const auto packed = hn::LoadU(du, row + g * words_per_group + word);
+          float* p = o + g * GroupSize + word * values_per_word;
+          unroll<values_per_word>([&]<int J>() {
+            const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
+            hn::StoreU(hn::MulAdd(q, scale, bias), df, p + J * lanes);
+          });
+        }
+      }
+    }
+  }
+
+  /// w (K, N): the K rows are split into at most max_partials blocks; a task streams whole packed rows of its block
+  /// (contiguous memory) into partial sums of every column, kept in the reordered layout of the codes (position
+  /// j * L + l of a block of L words is the column of lane l's j-th code) so that every unpacked vector of codes is
+  /// one FMA into contiguous sums. The partial sums are then added in block order (the result does not depend on
+  /// the thread count) and put back in column order.
+  static void plain(const Rows& x, const Matrix& m, float* out) {
+    const int64_t n = m.cols;
+    const int64_t groups = m.groups();
+    const int64_t k_block = std::max(min_k_block, (x.k + max_partials - 1) / max_partials);
+    const int64_t parts = (x.k + k_block - 1) / k_block;
+    std::vector<float> partial(static_cast<size_t>(parts * x.count * n), 0.F);
+    std::vector<float> bias(static_cast<size_t>(parts * x.count * groups), 0.F);
+    parallel_for(static_cast<size_t>(parts), 1, [&](size_t p0, size_t p1) {
+      const DF df;
+      const hn::RebindToUnsigned<DF> du;
+      const hn::RebindToSigned<DF> di;
+      const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+      const auto mask = hn::Set(du, (1U << Bits) - 1U);
+      std::vector<float> sb(static_cast<size_t>(2 * groups));
+      std::vector<float> coef(static_cast<size_t>(x.count));
+      for (auto part = static_cast<int64_t>(p0); part < static_cast<int64_t>(p1); ++part) {
+        float* acc = partial.data() + part * x.count * n;
+        float* part_bias = bias.data() + part * x.count * groups;
+        for (int64_t kk = part * k_block; kk < std::min(x.k, (part + 1) * k_block); ++kk) {
+          const uint32_t* row = m.row(kk);
+          m.load(m.scales, kk * groups, groups, sb.data());
+          m.load(m.biases, kk * groups, groups, sb.data() + groups);
+          for (int64_t g = 0; g < groups; ++g) {
+            for (int64_t r = 0; r < x.count; ++r) {
+              const float xv = x.x[r * x.k + kk];
+              coef[r] = xv * sb[g];
+              part_bias[r * groups + g] += xv * sb[groups + g];
+            }
+            for (int64_t word = 0; word < words_per_group; word += lanes) {
+              const auto packed = hn::LoadU(du, row + g * words_per_group + word);
+              float* a = acc + g * GroupSize + word * values_per_word;
+              unroll<values_per_word>([&]<int J>() {
+                const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
+                for (int64_t r = 0; r < x.count; ++r) {
+                  float* p = a + r * n + J * lanes;
+                  hn::StoreU(hn::MulAdd(q, hn::Set(df, coef[r]), hn::LoadU(df, p)), df, p);
+                }
+              });
+            }
+          }
+        }
+      }
+    });
+    const auto lanes = static_cast<int64_t>(hn::Lanes(DF()));
+    const int64_t block = lanes * values_per_word;
+    for (int64_t r = 0; r < x.count; ++r) {
+      for (int64_t b0 = 0; b0 < n; b0 += block) {
+        const int64_t g = b0 / GroupSize;
+        for (int64_t l = 0; l < lanes; ++l) {
+          for (int64_t j = 0; j < values_per_word; ++j) {
+            float sum = 0.F;
+            for (int64_t part = 0; part < parts; ++part) {
+              sum += partial[(part * x.count + r) * n + b0 + j * lanes + l] +
+                     bias[(part * x.count + r) * groups + g];
+            }
+            out[r * n + b0 + l * values_per_word + j] = sum;
+          }
+        }
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------- decode, w (N, K): any width
+
+template <int Bits>
+void decode_generic(const Rows& x, const Matrix& m, float* out) {
+  const int64_t n = m.rows;
+  const int64_t groups = m.groups();
+  const int gs = m.group_size;
+  const auto xsum = group_sums(x, gs);
+  parallel_for(static_cast<size_t>(n), task_grain(m.words() * 4), [&](size_t c0, size_t c1) {
+    std::vector<float> q(static_cast<size_t>(x.k));
+    std::vector<float> sb(static_cast<size_t>(2 * groups));
+    for (auto c = static_cast<int64_t>(c0); c < static_cast<int64_t>(c1); ++c) {
+      quant::unpack<Bits>(m.row(c), 0, x.k, q.data());
+      m.load(m.scales, c * groups, groups, sb.data());
+      m.load(m.biases, c * groups, groups, sb.data() + groups);
+      for (int64_t r = 0; r < x.count; ++r) {
+        float acc = 0.F;
+        for (int64_t g = 0; g < groups; ++g) {
+          acc += sb[g] * dot(q.data() + g * gs, x.x + r * x.k + g * gs, gs) + sb[groups + g] * xsum[r * groups + g];
+        }
+        out[r * n + c] = acc;
+      }
+    }
+  });
+}
+
+void decode_transposed(const Rows& x, const Matrix& m, float* out) {
+  quant::dispatch_bits(m.bits, [&](auto bits_c) {
+    constexpr int Bits = decltype(bits_c)::value;
+    if constexpr (32 % Bits == 0) {
+      switch (m.group_size) {
+        case 32:
+          return SimdDecode<Bits, 32>::run(x, m, out);
+        case 64:
+          return SimdDecode<Bits, 64>::run(x, m, out);
+        case 128:
+          return SimdDecode<Bits, 128>::run(x, m, out);
+      }
+    }
+    decode_generic<Bits>(x, m, out);
+  });
+}
+
+// ---------------------------------------------------------------- decode, w (K, N)
+
+template <int Bits>
+void decode_plain_generic(const Rows& x, const Matrix& m, int64_t width, float* out) {
+  const int64_t n = m.cols;
+  const int gs = m.group_size;
+  const int64_t tasks = (n + width - 1) / width;
+  parallel_for(static_cast<size_t>(tasks), task_grain(x.k * width * Bits / 8), [&](size_t t0, size_t t1) {
+    const int64_t ng = width / gs;
+    std::vector<float> acc(static_cast<size_t>(x.count * width));
+    std::vector<float> bias(static_cast<size_t>(x.count * ng));
+    std::vector<float> q(static_cast<size_t>(width));
+    std::vector<float> sb(static_cast<size_t>(2 * ng));
+    for (auto t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
+      const int64_t c0 = t * width;
+      const int64_t cw = std::min(width, n - c0);
+      const int64_t groups = cw / gs;
+      std::fill(acc.begin(), acc.end(), 0.F);
+      std::fill(bias.begin(), bias.end(), 0.F);
+      for (int64_t kk = 0; kk < x.k; ++kk) {
+        quant::unpack<Bits>(m.row(kk), c0, cw, q.data());
+        m.load(m.scales, kk * m.groups() + c0 / gs, groups, sb.data());
+        m.load(m.biases, kk * m.groups() + c0 / gs, groups, sb.data() + groups);
+        for (int64_t r = 0; r < x.count; ++r) {
+          const float xv = x.x[r * x.k + kk];
+          float* a = acc.data() + r * width;
+          for (int64_t g = 0; g < groups; ++g) {
+            const float coef = xv * sb[g];
+            for (int64_t i = g * gs; i < (g + 1) * gs; ++i) {
+              a[i] += coef * q[i];
+            }
+            bias[r * ng + g] += xv * sb[groups + g];
+          }
+        }
+      }
+      for (int64_t r = 0; r < x.count; ++r) {
+        for (int64_t i = 0; i < cw; ++i) {
+          out[r * n + c0 + i] = acc[r * width + i] + bias[r * ng + i / gs];
+        }
+      }
+    }
+  });
+}
+
+void decode_plain(const Rows& x, const Matrix& m, float* out) {
+  const int64_t width = std::min(m.cols, plain_cols);  // a multiple of the group size
+  quant::dispatch_bits(m.bits, [&](auto bits_c) {
+    constexpr int Bits = decltype(bits_c)::value;
+    if constexpr (32 % Bits == 0) {
+      switch (m.group_size) {
+        case 32:
+          return SimdDecode<Bits, 32>::plain(x, m, out);
+        case 64:
+          return SimdDecode<Bits, 64>::plain(x, m, out);
+        case 128:
+          return SimdDecode<Bits, 128>::plain(x, m, out);
+      }
+    }
+    decode_plain_generic<Bits>(x, m, width, out);
+  });
+}
+
+// ---------------------------------------------------------------- many rows: dequantized tiles and the sgemm
+
+/// Dequantizes whole rows r0..r1 of w (N, K), `ld` apart, in the K order of x's rows.
+using RowDequantizer = void (*)(const Matrix& m, int64_t r0, int64_t r1, float* out, int64_t ld);
+
+void dequantize_whole_rows(const Matrix& m, int64_t r0, int64_t r1, float* out, int64_t ld) {
+  quant::dequantize_rows(m, r0, r1, 0, m.cols, out, ld);
+}
+
+void prefill(const Rows& x, const Matrix& m, bool transpose, RowDequantizer rows_of_w, float* out) {
+  const int64_t n = transpose ? m.rows : m.cols;
+  const int64_t k = x.k;
+  const int64_t tile = std::min(n, tile_cols);
+  std::vector<float> deq(static_cast<size_t>(tile * k));
+  std::vector<float> scratch(tile < n ? static_cast<size_t>(x.count * tile) : 0);
+  const MatrixBatch a{x.x, 0, k, 1};
+  for (int64_t t0 = 0; t0 < n; t0 += tile) {
+    const int64_t count = std::min(tile, n - t0);
+    if (transpose) {  // rows t0.. of w become columns of b
+      parallel_for(static_cast<size_t>(count), 1, [&](size_t r0, size_t r1) {
+        rows_of_w(m, t0 + static_cast<int64_t>(r0), t0 + static_cast<int64_t>(r1),
+                  deq.data() + static_cast<int64_t>(r0) * k, k);
+      });
+    } else {
+      parallel_for(static_cast<size_t>(k), 1, [&](size_t r0, size_t r1) {
+        quant::dequantize_rows(m, static_cast<int64_t>(r0), static_cast<int64_t>(r1), t0, count,
+                               deq.data() + static_cast<int64_t>(r0) * count, count);
+      });
+    }
+    const MatrixBatch b = transpose ? MatrixBatch{deq.data(), 0, 1, k} : MatrixBatch{deq.data(), 0, count, 1};
+    float* c = count == n ? out : scratch.data();
+    gemm(float32, 1, x.count, count, k, 1.F, a, b, 0.F, c);
+    if (c != out) {
+      for (int64_t r = 0; r < x.count; ++r) {
+        std::copy_n(c + r * count, count, out + r * n + t0);
+      }
+    }
+  }
+}
+
+/// out (x.count x n, dense) = x @ w.T (transpose) or x @ w.
+void product(const Rows& x, const Matrix& m, bool transpose, float* out) {
+  const int64_t n = transpose ? m.rows : m.cols;
+  if (x.count == 0 || n == 0) {
+    return;
+  }
+  if (x.k == 0) {
+    std::fill_n(out, x.count * n, 0.F);
+  } else if (x.count >= gemm_rows && transpose && 32 % m.bits == 0) {
+    quant::dispatch_bits(m.bits, [&](auto bits_c) {
+      constexpr int Bits = decltype(bits_c)::value;
+      if constexpr (32 % Bits == 0) {
+        auto simd = [&]<int GroupSize>() {
+          using S = SimdDecode<Bits, GroupSize>;
+          const auto xp = S::reorder(x);
+          prefill(Rows{xp.data(), x.count, x.k}, m, true, &S::dequantize_reordered, out);
+        };
+        switch (m.group_size) {
+          case 32:
+            return simd.template operator()<32>();
+          case 64:
+            return simd.template operator()<64>();
+          case 128:
+            return simd.template operator()<128>();
+        }
+      }
+    });
+  } else if (x.count >= gemm_rows) {
+    prefill(x, m, transpose, &dequantize_whole_rows, out);
+  } else if (transpose) {
+    decode_transposed(x, m, out);
+  } else {
+    decode_plain(x, m, out);
+  }
+}
+
+/// x as dense float32: its own buffer when it already is, else a converted copy held in `storage`.
+const float* float_rows(const array& x, std::vector<float>& storage) {
+  if (x.dtype() == float32 && x.flags().row_contiguous) {
+    return quant::data_of<const float>(x);
+  }
+  storage.resize(x.size());
+  copy_strided(x, storage.data(), row_major_strides(x.shape()), float32);
+  return storage.data();
+}
+
+/// Runs `body(float* out)` into o's buffer, through a float32 scratch when o is half precision or float64.
+template <class Body>
+void into_output(array& o, Body&& body) {
+  o.set_data(allocator::malloc(o.nbytes()));
+  if (o.size() == 0) {
+    return;
+  }
+  quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
+    if constexpr (std::is_same_v<T, float>) {
+      body(quant::data_of<float>(o), &quant::to_float<T>);
+    } else {
+      std::vector<float> tmp(o.size());
+      body(tmp.data(), &quant::to_float<T>);
+      T* dst = quant::data_of<T>(o);
+      for (size_t i = 0; i < tmp.size(); ++i) {
+        dst[i] = static_cast<T>(tmp[i]);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
+  auto& o = out[0];
+  const array w = quant::dense(in[1]);
+  const array scales = quant::dense(in[2]);
+  const array biases = quant::dense(in[3]);
+  into_output(o, [&](float* dst, quant::ToFloat load) {
+    std::vector<float> storage;
+    const int64_t n = o.shape(-1);
+    const Rows x{float_rows(in[0], storage), static_cast<int64_t>(o.size()) / n, in[0].shape(-1)};
+    const Matrix m{quant::data_of<const uint32_t>(w), scales.raw_data(), biases.raw_data(), w.shape(-2),
+                   p.transpose ? x.k : n, p.bits, p.group_size, load};
+    product(x, m, p.transpose, dst);
+  });
+}
+
+void run(const GatherQMM& p, const Inputs& in, Outputs& out) {
+  auto& o = out[0];
+  const array& x_in = in[0];
+  const array w = quant::dense(in[1]);
+  const array scales = quant::dense(in[2]);
+  const array biases = quant::dense(in[3]);
+  const array lhs = quant::dense(in[4]);
+  const array rhs = quant::dense(in[5]);
+  const int64_t m_rows = x_in.shape(-2);
+  const int64_t k = x_in.shape(-1);
+  const int64_t n = o.shape(-1);
+  const int64_t x_count = m_rows * k == 0 ? 0 : static_cast<int64_t>(x_in.size()) / (m_rows * k);
+  const int64_t w_rows = w.shape(-2);
+  const int64_t w_words = w_rows * w.shape(-1);
+  const int64_t w_count = w_words == 0 ? 0 : static_cast<int64_t>(w.size()) / w_words;
+  const int64_t s_per = w_rows * scales.shape(-1);
+  const auto* li = quant::data_of<const uint32_t>(lhs);
+  const auto* ri = quant::data_of<const uint32_t>(rhs);
+  const auto pairs = static_cast<int64_t>(lhs.size());
+  for (int64_t i = 0; i < pairs; ++i) {
+    if (li[i] >= x_count || ri[i] >= w_count) {
+      throw_invalid("[gather_qmm] Index out of range: lhs_indices " + std::to_string(li[i]) + " for " +
+                    std::to_string(x_count) + " matrices of x, rhs_indices " + std::to_string(ri[i]) + " for " +
+                    std::to_string(w_count) + " matrices of w.");
+    }
+  }
+  into_output(o, [&](float* dst, quant::ToFloat load) {
+    std::vector<float> storage;
+    const float* xf = float_rows(x_in, storage);
+    const auto item = static_cast<int64_t>(scales.itemsize());
+    const int64_t block = m_rows * k;
+    std::vector<float> gathered;
+    // Consecutive pairs on one expert share a single pass over its weights (MoE tokens routed to the same expert).
+    for (int64_t i = 0; i < pairs;) {
+      int64_t j = i + 1;
+      while (j < pairs && ri[j] == ri[i]) {
+        ++j;
+      }
+      const float* rows = xf + li[i] * block;
+      if (j - i > 1) {
+        gathered.resize(static_cast<size_t>((j - i) * block));
+        for (int64_t t = i; t < j; ++t) {
+          std::copy_n(xf + li[t] * block, block, gathered.data() + (t - i) * block);
+        }
+        rows = gathered.data();
+      }
+      const int64_t e = ri[i];
+      const Matrix m{quant::data_of<const uint32_t>(w) + e * w_words,
+                     static_cast<const char*>(scales.raw_data()) + e * s_per * item,
+                     static_cast<const char*>(biases.raw_data()) + e * s_per * item,
+                     w_rows,
+                     p.transpose ? k : n,
+                     p.bits,
+                     p.group_size,
+                     load};
+      product(Rows{rows, (j - i) * m_rows, k}, m, p.transpose, dst + i * m_rows * n);
+      i = j;
+    }
+  });
+}
+
+}  // namespace nuvec::cpu

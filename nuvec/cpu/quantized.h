@@ -1,0 +1,108 @@
+#pragma once
+
+// What the quantization kernels share (quantized.cpp, qmm.cpp): the packed format and a float view of the scales.
+//
+// A packed row is a little-endian bit stream: value i occupies bits [i * bits, (i + 1) * bits). Eight values always
+// fill exactly `bits` bytes, so every width (2 to 8) is read and written eight values at a time from `bits` bytes at
+// byte offset (i / 8) * bits; groups (32, 64 or 128 values) start on such a boundary.
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "nuvec/core/array.h"
+#include "nuvec/core/dispatch.h"
+#include "nuvec/core/error.h"
+
+namespace nuvec::cpu::quant {
+
+/// The elements of an array a kernel reads or writes (its outputs are not yet marked available).
+template <class T>
+T* data_of(const array& a) {
+  return static_cast<T*>(a.raw_data());
+}
+
+/// Calls fn(std::integral_constant<int, Bits>{}) for a supported width.
+template <class Fn>
+decltype(auto) dispatch_bits(int bits, Fn&& fn) {
+  switch (bits) {
+    case 2:
+      return fn(std::integral_constant<int, 2>{});
+    case 3:
+      return fn(std::integral_constant<int, 3>{});
+    case 4:
+      return fn(std::integral_constant<int, 4>{});
+    case 5:
+      return fn(std::integral_constant<int, 5>{});
+    case 6:
+      return fn(std::integral_constant<int, 6>{});
+    case 8:
+      return fn(std::integral_constant<int, 8>{});
+  }
+  throw_internal("[quantization] unsupported bit width " + std::to_string(bits));
+}
+
+/// Calls fn(type_tag<T>{}) for the floating dtypes the quantization kernels compute with.
+template <class Fn>
+decltype(auto) dispatch_floating(Dtype dtype, Fn&& fn) {
+  return dispatch(dtype, [&]<class T>(type_tag<T> t) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || nuvec::detail::half_float<T>) {
+      return fn(t);
+    } else {
+      throw_internal("[quantization] kernel called with non-floating dtype " + std::string(dtype_name(dtype)));
+      return fn(type_tag<float>{});
+    }
+  });
+}
+
+/// out[0 .. count) = the values [first, first + count) of a packed row, as floats; first and count multiples of 8.
+template <int Bits>
+void unpack(const uint32_t* row, int64_t first, int64_t count, float* out) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(row) + first / 8 * Bits;
+  constexpr uint64_t mask = (uint64_t{1} << Bits) - 1;
+  for (int64_t c = 0; c < count / 8; ++c) {
+    uint64_t u = 0;
+    std::memcpy(&u, bytes + c * Bits, Bits);
+    for (int j = 0; j < 8; ++j) {
+      out[c * 8 + j] = static_cast<float>((u >> (j * Bits)) & mask);
+    }
+  }
+}
+
+/// Converts count scales or biases of the kernel's dtype, starting at element `offset`, to float.
+using ToFloat = void (*)(const void* src, int64_t offset, int64_t count, float* dst);
+
+template <class T>
+void to_float(const void* src, int64_t offset, int64_t count, float* dst) {
+  const T* s = static_cast<const T*>(src) + offset;
+  for (int64_t i = 0; i < count; ++i) {
+    dst[i] = static_cast<float>(s[i]);
+  }
+}
+
+/// One quantized matrix (row-contiguous): rows x cols values, `groups` scales and biases per row.
+struct Matrix {
+  const uint32_t* w;
+  const void* scales;
+  const void* biases;
+  int64_t rows;
+  int64_t cols;  // unpacked
+  int bits;
+  int group_size;
+  ToFloat load;  // reads scales and biases
+
+  [[nodiscard]] int64_t words() const { return cols * bits / 32; }
+  [[nodiscard]] int64_t groups() const { return cols / group_size; }
+  [[nodiscard]] const uint32_t* row(int64_t r) const { return w + r * words(); }
+};
+
+/// `a` itself when row-contiguous, else a dense copy.
+array dense(const array& a);
+
+/// out (rows r0..r1 of m, dense float, `ld` apart; columns c0..c0+count, multiples of the group size) =
+/// scale * q + bias.
+void dequantize_rows(const Matrix& m, int64_t r0, int64_t r1, int64_t c0, int64_t count, float* out, int64_t ld);
+
+}  // namespace nuvec::cpu::quant
