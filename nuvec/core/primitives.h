@@ -285,6 +285,18 @@ struct AddMM {
   friend bool operator==(const AddMM&, const AddMM&) = default;
 };
 
+/// Discrete Fourier transform over `axes` (in order; for real transforms the last one is the real axis). The input is
+/// float32, float64 or complex64; the output complex64, or float32 for the inverse real transform. Inverse
+/// transforms scale by 1/n per axis (NumPy's "backward" norm).
+struct FFT {
+  static constexpr std::string_view name = "FFT";
+  static constexpr Family family = Family::other;
+  std::vector<int> axes;
+  bool inverse;
+  bool real;
+  friend bool operator==(const FFT&, const FFT&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -302,7 +314,9 @@ using Primitive = std::variant<
     // reductions
     Reduce, ArgReduce, Softmax, LogSumExp,
     // products
-    Matmul, AddMM>;
+    Matmul, AddMM,
+    // fft
+    FFT>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;
