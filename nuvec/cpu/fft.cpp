@@ -26,6 +26,7 @@ namespace nuvec::cpu {
 namespace {
 
 constexpr size_t line_grain = size_t{1} << 15;  // elements of lines per work item
+constexpr size_t strided_group = 16;            // lines gathered together along a strided axis
 
 enum class Elem { f32, f64, c64, c128 };
 
@@ -96,66 +97,78 @@ class LineWalker {
   int64_t dst_offset_ = 0;
 };
 
-/// Reads `len` elements from `p` every `stride` into re/im (a zero imaginary part for real sources).
+/// Reads `count` lines of `len` elements (line g starts at base + offsets[g] and steps by `stride`) into re/im, line g
+/// at g * ld; a zero imaginary part for real sources. The loop over lines is innermost: neighbouring lines of a
+/// strided axis are neighbours in memory, so a group reads whole cache lines.
 template <class T, class S>
-void gather_from(const S* p, int64_t stride, size_t len, T* re, T* im) {
+void gather_from(const S* base, const int64_t* offsets, size_t count, int64_t stride, size_t len, T* re, T* im,
+                 size_t ld) {
   for (size_t i = 0; i < len; ++i) {
-    const S v = p[static_cast<int64_t>(i) * stride];
-    if constexpr (std::is_floating_point_v<S>) {
-      re[i] = static_cast<T>(v);
-      im[i] = T(0);
-    } else {
-      re[i] = static_cast<T>(v.real());
-      im[i] = static_cast<T>(v.imag());
+    const int64_t at = static_cast<int64_t>(i) * stride;
+    for (size_t g = 0; g < count; ++g) {
+      const S v = base[offsets[g] + at];
+      if constexpr (std::is_floating_point_v<S>) {
+        re[g * ld + i] = static_cast<T>(v);
+        im[g * ld + i] = T(0);
+      } else {
+        re[g * ld + i] = static_cast<T>(v.real());
+        im[g * ld + i] = static_cast<T>(v.imag());
+      }
     }
   }
 }
 
 template <class T>
-void gather(const Lines& src, int64_t offset, int64_t stride, size_t len, T* re, T* im) {
+void gather(const Lines& src, const int64_t* offsets, size_t count, int64_t stride, size_t len, T* re, T* im,
+            size_t ld) {
   switch (src.elem) {
     case Elem::f32:
-      gather_from(static_cast<const float*>(src.data) + offset, stride, len, re, im);
+      gather_from(static_cast<const float*>(src.data), offsets, count, stride, len, re, im, ld);
       break;
     case Elem::f64:
-      gather_from(static_cast<const double*>(src.data) + offset, stride, len, re, im);
+      gather_from(static_cast<const double*>(src.data), offsets, count, stride, len, re, im, ld);
       break;
     case Elem::c64:
-      gather_from(static_cast<const std::complex<float>*>(src.data) + offset, stride, len, re, im);
+      gather_from(static_cast<const std::complex<float>*>(src.data), offsets, count, stride, len, re, im, ld);
       break;
     case Elem::c128:
-      gather_from(static_cast<const std::complex<double>*>(src.data) + offset, stride, len, re, im);
+      gather_from(static_cast<const std::complex<double>*>(src.data), offsets, count, stride, len, re, im, ld);
       break;
   }
 }
 
-/// Writes scale * (re, im) to `p` every `stride` (the real part alone for real destinations).
+/// Writes scale * (re, im) of `count` lines to their places (the real part alone for real destinations).
 template <class T, class D>
-void scatter_to(const T* re, const T* im, size_t len, T scale, D* p, int64_t stride) {
+void scatter_to(const T* re, const T* im, size_t ld, T scale, D* base, const int64_t* offsets, size_t count,
+                int64_t stride, size_t len) {
   for (size_t i = 0; i < len; ++i) {
-    if constexpr (std::is_floating_point_v<D>) {
-      p[static_cast<int64_t>(i) * stride] = static_cast<D>(re[i] * scale);
-    } else {
-      using V = typename D::value_type;
-      p[static_cast<int64_t>(i) * stride] = D(static_cast<V>(re[i] * scale), static_cast<V>(im[i] * scale));
+    const int64_t at = static_cast<int64_t>(i) * stride;
+    for (size_t g = 0; g < count; ++g) {
+      if constexpr (std::is_floating_point_v<D>) {
+        base[offsets[g] + at] = static_cast<D>(re[g * ld + i] * scale);
+      } else {
+        using V = typename D::value_type;
+        base[offsets[g] + at] = D(static_cast<V>(re[g * ld + i] * scale), static_cast<V>(im[g * ld + i] * scale));
+      }
     }
   }
 }
 
 template <class T>
-void scatter(const T* re, const T* im, size_t len, T scale, const Lines& dst, int64_t offset, int64_t stride) {
+void scatter(const T* re, const T* im, size_t ld, T scale, const Lines& dst, const int64_t* offsets, size_t count,
+             int64_t stride, size_t len) {
   switch (dst.elem) {
     case Elem::f32:
-      scatter_to(re, im, len, scale, static_cast<float*>(dst.data) + offset, stride);
+      scatter_to(re, im, ld, scale, static_cast<float*>(dst.data), offsets, count, stride, len);
       break;
     case Elem::f64:
-      scatter_to(re, im, len, scale, static_cast<double*>(dst.data) + offset, stride);
+      scatter_to(re, im, ld, scale, static_cast<double*>(dst.data), offsets, count, stride, len);
       break;
     case Elem::c64:
-      scatter_to(re, im, len, scale, static_cast<std::complex<float>*>(dst.data) + offset, stride);
+      scatter_to(re, im, ld, scale, static_cast<std::complex<float>*>(dst.data), offsets, count, stride, len);
       break;
     case Elem::c128:
-      scatter_to(re, im, len, scale, static_cast<std::complex<double>*>(dst.data) + offset, stride);
+      scatter_to(re, im, ld, scale, static_cast<std::complex<double>*>(dst.data), offsets, count, stride, len);
       break;
   }
 }
@@ -179,30 +192,43 @@ void transform_axis(Kind kind, int axis, const Lines& src, const Lines& dst) {
   const T scale = kind == Kind::inverse || kind == Kind::real_inverse ? T(1) / static_cast<T>(n) : T(1);
   // Fewer lines than threads: one work item, so the plan's stages get the pool.
   const size_t grain = lines < static_cast<size_t>(num_threads()) ? lines : std::max<size_t>(1, line_grain / n);
+  // Lines that are not contiguous go in groups, so their gathers and scatters read and write whole cache lines.
+  const size_t group = src.strides[axis] == 1 && dst.strides[axis] == 1 ? 1 : strided_group;
   parallel_for(lines, grain, [&](size_t begin, size_t end) {
-    std::vector<T> buffer(2 * n + scratch);
+    std::vector<T> buffer(2 * n * group + scratch);
     T* re = buffer.data();
-    T* im = re + n;
-    T* work = im + n;
+    T* im = re + n * group;
+    T* work = im + n * group;
+    int64_t src_offsets[strided_group];
+    int64_t dst_offsets[strided_group];
     LineWalker walk(src, dst, axis);
     walk.seek(begin);
-    for (size_t line = begin; line < end; ++line, walk.next()) {
-      gather(src, walk.src_offset(), src.strides[axis], len_in, re, im);
-      switch (kind) {
-        case Kind::forward:
-          complex_plan->forward(re, im, work);
-          break;
-        case Kind::inverse:
-          complex_plan->backward(re, im, work);
-          break;
-        case Kind::real_forward:
-          real_plan->forward(re, im, work);
-          break;
-        case Kind::real_inverse:
-          real_plan->backward(re, im, work);
-          break;
+    for (size_t first = begin; first < end; first += group) {
+      const size_t count = std::min(group, end - first);
+      for (size_t g = 0; g < count; ++g, walk.next()) {
+        src_offsets[g] = walk.src_offset();
+        dst_offsets[g] = walk.dst_offset();
       }
-      scatter(re, im, len_out, scale, dst, walk.dst_offset(), dst.strides[axis]);
+      gather(src, src_offsets, count, src.strides[axis], len_in, re, im, n);
+      for (size_t g = 0; g < count; ++g) {
+        T* line_re = re + g * n;
+        T* line_im = im + g * n;
+        switch (kind) {
+          case Kind::forward:
+            complex_plan->forward(line_re, line_im, work);
+            break;
+          case Kind::inverse:
+            complex_plan->backward(line_re, line_im, work);
+            break;
+          case Kind::real_forward:
+            real_plan->forward(line_re, line_im, work);
+            break;
+          case Kind::real_inverse:
+            real_plan->backward(line_re, line_im, work);
+            break;
+        }
+      }
+      scatter(re, im, n, scale, dst, dst_offsets, count, dst.strides[axis], len_out);
     }
   });
 }
