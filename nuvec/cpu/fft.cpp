@@ -193,7 +193,7 @@ void transform_axis(Kind kind, int axis, const Lines& src, const Lines& dst) {
   // Fewer lines than threads: one work item, so the plan's stages get the pool.
   const size_t grain = lines < static_cast<size_t>(num_threads()) ? lines : std::max<size_t>(1, line_grain / n);
   // Lines that are not contiguous go in groups, so their gathers and scatters read and write whole cache lines.
-  const size_t group = src.strides[axis] == 1 && dst.strides[axis] == 1 ? 1 : strided_group;
+  const size_t group = src.strides[axis] == 1 && dst.strides[axis] == 1 ? 1 : std::min(strided_group, lines);
   parallel_for(lines, grain, [&](size_t begin, size_t end) {
     std::vector<T> buffer(2 * n * group + scratch);
     T* re = buffer.data();
