@@ -4,14 +4,19 @@
 // n = r m, applied to `stride` interleaved sequences, reads x[q + stride (p + j m)] for j < r, takes their r-point
 // DFT, multiplies output k by exp(-2 pi i pk / n) and writes it to y[q + stride (r p + k)]. The next stage then
 // works on length m with stride r * stride. The output lands in natural order with no bit reversal, ping-ponging
-// between the line and a scratch line. Where the stride is long the loop over q is innermost (unit-stride,
-// vectorized); on the first stages it is the loop over p.
+// between the line and a scratch line. Once the stride holds a whole vector, one butterfly runs on a Highway vector of
+// consecutive q (unit-stride loads and stores); the first stages, with shorter strides, run one q at a time.
 //
 // Lengths with a prime factor above 7 use Bluestein's algorithm: with c_k = exp(-i pi k^2 / n), jk = (k^2 + j^2 -
 // (k - j)^2) / 2 turns the DFT into X_k = c_k sum_j (x_j c_j) conj(c_{k-j}), a circular convolution of length
 // m >= 2n - 1 (a power of two) done with two transforms of length m and a precomputed transformed filter.
 //
 // Inverse transforms conjugate the input and output of the forward transform.
+
+#ifndef HWY_COMPILE_ONLY_STATIC
+#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
+#endif
+#include <hwy/highway.h>
 
 #include "nuvec/cpu/fft_plan.h"
 
@@ -21,6 +26,7 @@
 #include <list>
 #include <mutex>
 #include <numbers>
+#include <type_traits>
 #include <utility>
 
 #include "nuvec/cpu/thread_pool.h"
@@ -29,9 +35,10 @@ namespace nuvec::cpu::fft {
 
 namespace {
 
-constexpr size_t cache_capacity = 16;       // plans kept per kind and precision
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr size_t cache_capacity = 16;            // plans kept per kind and precision
 constexpr size_t stage_grain = size_t{1} << 14;  // elements of a stage per work item
-constexpr size_t q_inner_min = 8;           // stride from which the loop over q is innermost
 
 /// cos and sin of -2 pi t / R for t < R: the roots of unity an R-point DFT uses.
 template <int R, class T>
@@ -47,19 +54,29 @@ struct Roots {
   }
 };
 
-/// The R-point DFT of (ar, ai) into (br, bi).
-template <int R, class T>
-inline void dft(const T (&ar)[R], const T (&ai)[R], T (&br)[R], T (&bi)[R], const Roots<R, T>& w) {
+/// x broadcast to V (a Highway vector of T, or T itself).
+template <class V, class T>
+inline V splat(T x) {
+  if constexpr (std::is_same_v<V, T>) {
+    return x;
+  } else {
+    return hn::Set(hn::DFromV<V>(), x);
+  }
+}
+
+/// The R-point DFT of (ar, ai) into (br, bi); V is T or a vector of T (lane by lane).
+template <int R, class V, class T>
+inline void dft(const V (&ar)[R], const V (&ai)[R], V (&br)[R], V (&bi)[R], const Roots<R, T>& w) {
   if constexpr (R == 2) {
     br[0] = ar[0] + ar[1];
     bi[0] = ai[0] + ai[1];
     br[1] = ar[0] - ar[1];
     bi[1] = ai[0] - ai[1];
   } else if constexpr (R == 4) {
-    const T t0r = ar[0] + ar[2], t0i = ai[0] + ai[2];
-    const T t1r = ar[0] - ar[2], t1i = ai[0] - ai[2];
-    const T t2r = ar[1] + ar[3], t2i = ai[1] + ai[3];
-    const T t3r = ar[1] - ar[3], t3i = ai[1] - ai[3];
+    const V t0r = ar[0] + ar[2], t0i = ai[0] + ai[2];
+    const V t1r = ar[0] - ar[2], t1i = ai[0] - ai[2];
+    const V t2r = ar[1] + ar[3], t2i = ai[1] + ai[3];
+    const V t3r = ar[1] - ar[3], t3i = ai[1] - ai[3];
     br[0] = t0r + t2r;
     bi[0] = t0i + t2i;
     br[2] = t0r - t2r;
@@ -71,7 +88,7 @@ inline void dft(const T (&ar)[R], const T (&ai)[R], T (&br)[R], T (&bi)[R], cons
   } else {
     // Odd R: pair a_j with a_{R-j}, so each output needs (R - 1) / 2 products of sums and of differences.
     constexpr int h = (R - 1) / 2;
-    T pr[h + 1], pi[h + 1], mr[h + 1], mi[h + 1];
+    V pr[h + 1], pi[h + 1], mr[h + 1], mi[h + 1];
     br[0] = ar[0];
     bi[0] = ai[0];
     for (int j = 1; j <= h; ++j) {
@@ -79,17 +96,17 @@ inline void dft(const T (&ar)[R], const T (&ai)[R], T (&br)[R], T (&bi)[R], cons
       pi[j] = ai[j] + ai[R - j];
       mr[j] = ar[j] - ar[R - j];
       mi[j] = ai[j] - ai[R - j];
-      br[0] += pr[j];
-      bi[0] += pi[j];
+      br[0] = br[0] + pr[j];
+      bi[0] = bi[0] + pi[j];
     }
     for (int k = 1; k <= h; ++k) {
-      T er = ar[0], ei = ai[0], or_ = 0, oi = 0;
+      V er = ar[0], ei = ai[0], or_ = splat<V>(T(0)), oi = splat<V>(T(0));
       for (int j = 1; j <= h; ++j) {
         const int t = (j * k) % R;
-        er += pr[j] * w.c[t];
-        ei += pi[j] * w.c[t];
-        or_ += mi[j] * w.s[t];
-        oi -= mr[j] * w.s[t];
+        er = er + pr[j] * splat<V>(w.c[t]);
+        ei = ei + pi[j] * splat<V>(w.c[t]);
+        or_ = or_ + mi[j] * splat<V>(w.s[t]);
+        oi = oi - mr[j] * splat<V>(w.s[t]);
       }
       br[k] = er - or_;
       bi[k] = ei - oi;
@@ -99,53 +116,92 @@ inline void dft(const T (&ar)[R], const T (&ai)[R], T (&br)[R], T (&bi)[R], cons
   }
 }
 
-/// One Stockham stage of radix R from (xr, xi) to (yr, yi).
+/// Loads and stores of V (a vector or one T).
+template <class V, class T>
+inline V load(const T* p) {
+  if constexpr (std::is_same_v<V, T>) {
+    return *p;
+  } else {
+    return hn::LoadU(hn::DFromV<V>(), p);
+  }
+}
+template <class V, class T>
+inline void store(V v, T* p) {
+  if constexpr (std::is_same_v<V, T>) {
+    *p = v;
+  } else {
+    hn::StoreU(v, hn::DFromV<V>(), p);
+  }
+}
+
+/// One butterfly on V (a vector of consecutive q, or one q): inputs at x[in + j in_step], outputs times the twiddles
+/// (wr, wi) at y[out + k out_step].
+template <int R, class V, class T>
+inline void butterfly(const T* xr, const T* xi, T* yr, T* yi, size_t in, size_t in_step, size_t out,
+                      size_t out_step, const V (&wr)[R], const V (&wi)[R], const Roots<R, T>& roots) {
+  V ar[R], ai[R], br[R], bi[R];
+  for (int j = 0; j < R; ++j) {
+    ar[j] = load<V>(xr + in + j * in_step);
+    ai[j] = load<V>(xi + in + j * in_step);
+  }
+  dft<R>(ar, ai, br, bi, roots);
+  store(br[0], yr + out);
+  store(bi[0], yi + out);
+  for (int k = 1; k < R; ++k) {
+    store(br[k] * wr[k] - bi[k] * wi[k], yr + out + k * out_step);
+    store(br[k] * wi[k] + bi[k] * wr[k], yi + out + k * out_step);
+  }
+}
+
+/// The butterflies of p in [p0, p1) of a stage, for every q: whole vectors of q where the stride allows, else one q
+/// at a time with p innermost.
 template <int R, class T>
-void run_stage(const typename ComplexPlan<T>::Stage& st, const T* __restrict xr, const T* __restrict xi,
-               T* __restrict yr, T* __restrict yi) {
+void stage_block(size_t p0, size_t p1, size_t m, size_t s, const T* xr, const T* xi, T* yr, T* yi, const T* twr,
+                 const T* twi) {
   static const Roots<R, T> roots;
-  const size_t m = st.m;
-  const size_t s = st.stride;
-  const T* twr = st.twiddle_re.data();
-  const T* twi = st.twiddle_im.data();
-  auto butterfly = [&](size_t p, size_t q, const T (&wr)[R], const T (&wi)[R]) {
-    T ar[R], ai[R], br[R], bi[R];
-    for (int j = 0; j < R; ++j) {
-      ar[j] = xr[q + s * (p + j * m)];
-      ai[j] = xi[q + s * (p + j * m)];
-    }
-    dft<R>(ar, ai, br, bi, roots);
-    yr[q + s * R * p] = br[0];
-    yi[q + s * R * p] = bi[0];
-    for (int k = 1; k < R; ++k) {
-      yr[q + s * (R * p + k)] = br[k] * wr[k] - bi[k] * wi[k];
-      yi[q + s * (R * p + k)] = br[k] * wi[k] + bi[k] * wr[k];
-    }
-  };
-  auto twiddles = [&](size_t p, T (&wr)[R], T (&wi)[R]) {
-    for (int k = 1; k < R; ++k) {
-      wr[k] = twr[(k - 1) * m + p];
-      wi[k] = twi[(k - 1) * m + p];
-    }
-  };
-  const size_t grain = std::max<size_t>(1, stage_grain / (R * s));
-  parallel_for(m, grain, [&](size_t p0, size_t p1) {
-    T wr[R] = {}, wi[R] = {};
-    if (s >= q_inner_min) {
-      for (size_t p = p0; p < p1; ++p) {
-        twiddles(p, wr, wi);
-        for (size_t q = 0; q < s; ++q) {
-          butterfly(p, q, wr, wi);
-        }
+  using D = hn::ScalableTag<T>;
+  using V = hn::Vec<D>;
+  const size_t lanes = hn::Lanes(D());
+  if (s >= lanes) {
+    V wr[R], wi[R];
+    for (size_t p = p0; p < p1; ++p) {
+      for (int k = 1; k < R; ++k) {
+        wr[k] = hn::Set(D(), twr[(k - 1) * m + p]);
+        wi[k] = hn::Set(D(), twi[(k - 1) * m + p]);
       }
-    } else {
-      for (size_t q = 0; q < s; ++q) {
-        for (size_t p = p0; p < p1; ++p) {
-          twiddles(p, wr, wi);
-          butterfly(p, q, wr, wi);
-        }
+      size_t q = 0;
+      for (; q + lanes <= s; q += lanes) {
+        butterfly<R>(xr, xi, yr, yi, q + s * p, s * m, q + s * R * p, s, wr, wi, roots);
+      }
+      T swr[R] = {}, swi[R] = {};
+      for (int k = 1; k < R; ++k) {
+        swr[k] = twr[(k - 1) * m + p];
+        swi[k] = twi[(k - 1) * m + p];
+      }
+      for (; q < s; ++q) {
+        butterfly<R>(xr, xi, yr, yi, q + s * p, s * m, q + s * R * p, s, swr, swi, roots);
       }
     }
+    return;
+  }
+  T wr[R] = {}, wi[R] = {};
+  for (size_t q = 0; q < s; ++q) {
+    for (size_t p = p0; p < p1; ++p) {
+      for (int k = 1; k < R; ++k) {
+        wr[k] = twr[(k - 1) * m + p];
+        wi[k] = twi[(k - 1) * m + p];
+      }
+      butterfly<R>(xr, xi, yr, yi, q + s * p, s * m, q + s * R * p, s, wr, wi, roots);
+    }
+  }
+}
+
+/// One Stockham stage of radix R from (xr, xi) to (yr, yi), split over p across the thread pool.
+template <int R, class T>
+void run_stage(const typename ComplexPlan<T>::Stage& st, const T* xr, const T* xi, T* yr, T* yi) {
+  const size_t grain = std::max<size_t>(1, stage_grain / (R * st.stride));
+  parallel_for(st.m, grain, [&](size_t p0, size_t p1) {
+    stage_block<R, T>(p0, p1, st.m, st.stride, xr, xi, yr, yi, st.twiddle_re.data(), st.twiddle_im.data());
   });
 }
 

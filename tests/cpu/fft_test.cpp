@@ -242,6 +242,12 @@ TEST(FftEdgeCases, EmptyAndSizeOneAxes) {
   auto irf = fft::irfft2(zeros({0, 4, 5}, complex64));
   irf.eval();
   EXPECT_EQ(irf.shape(), Shape({0, 4, 8}));
+  // Padding an empty axis gives zeros; padding or cropping with an empty batch axis gives an empty result.
+  auto padded = fft::fft(zeros({3, 0}), 4, -1);
+  EXPECT_TRUE(matches(padded, numpy_ref("np.fft.fft(np.zeros((3,0)), n=4).astype(np.complex64)", {}), 0, 0));
+  auto empty_padded = fft::rfft(zeros({0, 4}), 9, 1);
+  empty_padded.eval();
+  EXPECT_EQ(empty_padded.shape(), Shape({0, 5}));
   // Size-1 axes: a length-1 transform is the identity.
   auto x = random_array({1, 5, 1}, complex64, rng);
   EXPECT_TRUE(close_to(fft::fftn(x), numpy_ref(wide("np.fft.fftn(w)"), {x}), 5));
