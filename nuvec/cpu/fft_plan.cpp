@@ -16,9 +16,9 @@
 #ifndef HWY_COMPILE_ONLY_STATIC
 #define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
 #endif
-#include <hwy/highway.h>
-
 #include "nuvec/cpu/fft_plan.h"
+
+#include <hwy/highway.h>
 
 #include <algorithm>
 #include <cmath>
@@ -137,8 +137,8 @@ inline void store(V v, T* p) {
 /// One butterfly on V (a vector of consecutive q, or one q): inputs at x[in + j in_step], outputs times the twiddles
 /// (wr, wi) at y[out + k out_step].
 template <int R, class V, class T>
-inline void butterfly(const T* xr, const T* xi, T* yr, T* yi, size_t in, size_t in_step, size_t out,
-                      size_t out_step, const V (&wr)[R], const V (&wi)[R], const Roots<R, T>& roots) {
+inline void butterfly(const T* xr, const T* xi, T* yr, T* yi, size_t in, size_t in_step, size_t out, size_t out_step,
+                      const V (&wr)[R], const V (&wi)[R], const Roots<R, T>& roots) {
   V ar[R], ai[R], br[R], bi[R];
   for (int j = 0; j < R; ++j) {
     ar[j] = load<V>(xr + in + j * in_step);
@@ -239,8 +239,8 @@ void negate(T* x, size_t n) {
 template <class T>
 auto stage_loop(int radix) {
   using Loop = void (*)(const typename ComplexPlan<T>::Stage&, const T*, const T*, T*, T*);
-  const Loop loops[] = {nullptr, nullptr, run_stage<2, T>, run_stage<3, T>, run_stage<4, T>, run_stage<5, T>,
-                        nullptr, run_stage<7, T>};
+  const Loop loops[] = {nullptr,         nullptr,         run_stage<2, T>, run_stage<3, T>,
+                        run_stage<4, T>, run_stage<5, T>, nullptr,         run_stage<7, T>};
   return loops[radix];
 }
 
@@ -285,8 +285,8 @@ ComplexPlan<T>::ComplexPlan(size_t n) : n_(n) {
       for (int k = 1; k < r; ++k) {
         for (size_t p = 0; p < st.m; ++p) {
           // p k < length, so the angle is exact before the division.
-          const double angle = -2.0 * std::numbers::pi * static_cast<double>(p * static_cast<size_t>(k)) /
-                               static_cast<double>(length);
+          const double angle =
+              -2.0 * std::numbers::pi * static_cast<double>(p * static_cast<size_t>(k)) / static_cast<double>(length);
           st.twiddle_re[(k - 1) * st.m + p] = static_cast<T>(std::cos(angle));
           st.twiddle_im[(k - 1) * st.m + p] = static_cast<T>(std::sin(angle));
         }

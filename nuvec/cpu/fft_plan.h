@@ -28,8 +28,8 @@ class ComplexPlan {
 
   /// One radix pass of the Stockham transform.
   struct Stage {
-    size_t m;       // length of each sub-transform after this stage
-    size_t stride;  // number of interleaved sequences before this stage
+    size_t m;                   // length of each sub-transform after this stage
+    size_t stride;              // number of interleaved sequences before this stage
     std::vector<T> twiddle_re;  // exp(-2 pi i pk / (radix m)) at [(k - 1) m + p], k = 1..radix-1
     std::vector<T> twiddle_im;
     /// The butterfly loop of this stage's radix, from (xr, xi) to (yr, yi).

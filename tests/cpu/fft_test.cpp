@@ -42,8 +42,7 @@ std::string wide(const std::string& code) {
 }
 
 /// |out - expected| <= eps (1 + log2 n) max|expected|, element by element (real and imaginary parts apart).
-::testing::AssertionResult close_to(const array& out, const test::HostArray& expected, size_t n,
-                                    double eps = 2e-6) {
+::testing::AssertionResult close_to(const array& out, const test::HostArray& expected, size_t n, double eps = 2e-6) {
   double scale = 0.0;
   for (auto v : test::as_complex(expected)) {
     scale = std::max(scale, std::abs(v));
@@ -131,8 +130,8 @@ TEST(FftMultiDimensional, TwoAndNDimensionalFunctions) {
     std::vector<int> axes;
     std::string py;
   };
-  for (const auto& [axes, py] : std::vector<Case>{{{0, 2}, "(0,2)"}, {{-1, 0}, "(-1,0)"}, {{1, -3}, "(1,-3)"},
-                                                  {{2, 0, 1}, "(2,0,1)"}, {{-2}, "(-2,)"}}) {
+  for (const auto& [axes, py] : std::vector<Case>{
+           {{0, 2}, "(0,2)"}, {{-1, 0}, "(-1,0)"}, {{1, -3}, "(1,-3)"}, {{2, 0, 1}, "(2,0,1)"}, {{-2}, "(-2,)"}}) {
     SCOPED_TRACE("axes " + py);
     EXPECT_TRUE(close_to(fft::fftn(c, axes), numpy_ref(wide("np.fft.fftn(w, axes=" + py + ")"), {c}), total));
     EXPECT_TRUE(close_to(fft::ifftn(c, axes), numpy_ref(wide("np.fft.ifftn(w, axes=" + py + ")"), {c}), total));
@@ -140,18 +139,18 @@ TEST(FftMultiDimensional, TwoAndNDimensionalFunctions) {
     EXPECT_TRUE(close_to(fft::irfftn(c, axes), numpy_ref(wide("np.fft.irfftn(w, axes=" + py + ")"), {c}), total));
   }
   // Lengths per axis, cropping one axis and padding the other.
-  EXPECT_TRUE(close_to(fft::fft2(c, {3, 9}, {0, 2}), numpy_ref(wide("np.fft.fft2(w, s=(3,9), axes=(0,2))"), {c}),
-                       total));
-  EXPECT_TRUE(close_to(fft::ifft2(c, {7, 2}, {-1, -2}),
-                       numpy_ref(wide("np.fft.ifft2(w, s=(7,2), axes=(-1,-2))"), {c}), total));
-  EXPECT_TRUE(close_to(fft::rfft2(r, {3, 9}, {0, 2}), numpy_ref(wide("np.fft.rfft2(w, s=(3,9), axes=(0,2))"), {r}),
-                       total));
-  EXPECT_TRUE(close_to(fft::irfft2(c, {5, 7}, {1, 2}),
-                       numpy_ref(wide("np.fft.irfft2(w, s=(5,7), axes=(1,2))"), {c}), total));
+  EXPECT_TRUE(
+      close_to(fft::fft2(c, {3, 9}, {0, 2}), numpy_ref(wide("np.fft.fft2(w, s=(3,9), axes=(0,2))"), {c}), total));
+  EXPECT_TRUE(
+      close_to(fft::ifft2(c, {7, 2}, {-1, -2}), numpy_ref(wide("np.fft.ifft2(w, s=(7,2), axes=(-1,-2))"), {c}), total));
+  EXPECT_TRUE(
+      close_to(fft::rfft2(r, {3, 9}, {0, 2}), numpy_ref(wide("np.fft.rfft2(w, s=(3,9), axes=(0,2))"), {r}), total));
+  EXPECT_TRUE(
+      close_to(fft::irfft2(c, {5, 7}, {1, 2}), numpy_ref(wide("np.fft.irfft2(w, s=(5,7), axes=(1,2))"), {c}), total));
   EXPECT_TRUE(close_to(fft::irfftn(c, {2, 8, 3}, {0, 1, 2}),
                        numpy_ref(wide("np.fft.irfftn(w, s=(2,8,3), axes=(0,1,2))"), {c}), total));
-  EXPECT_TRUE(close_to(fft::fftn(c, {4, 4}, {2, 1}), numpy_ref(wide("np.fft.fftn(w, s=(4,4), axes=(2,1))"), {c}),
-                       total));
+  EXPECT_TRUE(
+      close_to(fft::fftn(c, {4, 4}, {2, 1}), numpy_ref(wide("np.fft.fftn(w, s=(4,4), axes=(2,1))"), {c}), total));
 }
 
 TEST(FftLayout, BatchedAndNonContiguousInputs) {
@@ -159,10 +158,21 @@ TEST(FftLayout, BatchedAndNonContiguousInputs) {
   auto base_c = random_array({6, 8, 10}, complex64, rng);
   auto base_r = random_array({6, 8, 10}, float32, rng);
   const std::vector<std::pair<std::function<array(const array&)>, std::string>> views = {
-      {[](const array& a) { return transpose(a, {2, 0, 1}); }, "a.transpose(2,0,1)"},
-      {[](const array& a) { return slice(a, {1, 0, 9}, {6, 8, 0}, {2, 1, -3}); }, "a[1:6:2, :, 9:0:-3]"},
-      {[](const array& a) { return slice(a, {0, 1, 0}, {6, 7, 10}, {1, 2, 2}); }, "a[:, 1:7:2, ::2]"},
-      {[](const array& a) { return broadcast_to(slice(a, {0, 0, 0}, {1, 8, 10}), {5, 8, 10}); },
+      {[](const array& a) {
+         return transpose(a, {2, 0, 1});
+       },
+       "a.transpose(2,0,1)"},
+      {[](const array& a) {
+         return slice(a, {1, 0, 9}, {6, 8, 0}, {2, 1, -3});
+       },
+       "a[1:6:2, :, 9:0:-3]"},
+      {[](const array& a) {
+         return slice(a, {0, 1, 0}, {6, 7, 10}, {1, 2, 2});
+       },
+       "a[:, 1:7:2, ::2]"},
+      {[](const array& a) {
+         return broadcast_to(slice(a, {0, 0, 0}, {1, 8, 10}), {5, 8, 10});
+       },
        "np.broadcast_to(a[:1], (5,8,10))"},
   };
   for (const auto& [make, py] : views) {
@@ -262,10 +272,8 @@ TEST(FftEdgeCases, NaNSpreadsAsInNumPy) {
   auto x = array({1.0F, 2.0F, std::numeric_limits<float>::quiet_NaN(), 4.0F, 5.0F, 6.0F, 7.0F, 8.0F});
   auto xc = astype(x, complex64);
   EXPECT_TRUE(matches(isnan(fft::fft(xc)), numpy_ref("np.isnan(np.fft.fft(a.astype(np.complex128)))", {xc}), 0, 0));
-  EXPECT_TRUE(matches(isnan(fft::ifft(xc)), numpy_ref("np.isnan(np.fft.ifft(a.astype(np.complex128)))", {xc}), 0,
-                      0));
-  EXPECT_TRUE(matches(isnan(fft::irfft(xc)), numpy_ref("np.isnan(np.fft.irfft(a.astype(np.complex128)))", {xc}), 0,
-                      0));
+  EXPECT_TRUE(matches(isnan(fft::ifft(xc)), numpy_ref("np.isnan(np.fft.ifft(a.astype(np.complex128)))", {xc}), 0, 0));
+  EXPECT_TRUE(matches(isnan(fft::irfft(xc)), numpy_ref("np.isnan(np.fft.irfft(a.astype(np.complex128)))", {xc}), 0, 0));
 }
 
 TEST(FftShift, ShiftsAndFrequencies) {
@@ -288,8 +296,8 @@ TEST(FftShift, ShiftsAndFrequencies) {
       auto f = fft::fftfreq(n, d);
       EXPECT_EQ(f.dtype(), float32);
       EXPECT_TRUE(matches(f, numpy_ref("np.fft.fftfreq(" + args + ").astype(np.float32)", {}), 0, 0));
-      EXPECT_TRUE(matches(fft::rfftfreq(n, d), numpy_ref("np.fft.rfftfreq(" + args + ").astype(np.float32)", {}), 0,
-                          0));
+      EXPECT_TRUE(
+          matches(fft::rfftfreq(n, d), numpy_ref("np.fft.rfftfreq(" + args + ").astype(np.float32)", {}), 0, 0));
     }
   }
 }
@@ -303,20 +311,28 @@ TEST(FftErrors, Messages) {
   EXPECT_EQ(error_of([&] { fft::fft(x, 2); }), "[fft] Axis 2 is out of bounds for array with 2 dimensions.");
   EXPECT_EQ(error_of([&] { fft::rfft2(x, {0, -3}); }), "[rfft2] Axis -3 is out of bounds for array with 2 dimensions.");
   EXPECT_EQ(error_of([&] { fft::fft2(x, {1, -1}); }), "[fft2] Expected distinct axes; got (1,-1).");
-  EXPECT_EQ(error_of([&] { fft::irfftn(x, {4, 4, 4}, {0, 1, 0}); }),
-            "[irfftn] Expected distinct axes; got (0,1,0).");
-  EXPECT_EQ(error_of([&] { fft::fftn(x, {4}, {0, 1}); }),
+  EXPECT_EQ(error_of([&] { fft::irfftn(x, {4, 4, 4}, {0, 1, 0}); }), "[irfftn] Expected distinct axes; got (0,1,0).");
+  EXPECT_EQ(error_of([&] {
+              fft::fftn(x, {4}, {0, 1});
+            }),
             "[fftn] Expected one length per axis; got n = (4) and axes (0,1).");
   EXPECT_EQ(error_of([&] { fft::fft(x, 0, 1); }),
             "[fft] Expected positive transform lengths; got n = (0) for axes (1) of shape (4,6).");
-  EXPECT_EQ(error_of([&] { fft::ifft2(x, {3, -2}, {0, 1}); }),
+  EXPECT_EQ(error_of([&] {
+              fft::ifft2(x, {3, -2}, {0, 1});
+            }),
             "[ifft2] Expected positive transform lengths; got n = (3,-2) for axes (0,1) of shape (4,6).");
   // Transforming an empty axis, and irfft of a single frequency (default length 0).
-  EXPECT_EQ(error_of([&] { fft::fft(zeros({3, 0})); }),
+  EXPECT_EQ(error_of([&] {
+              fft::fft(zeros({3, 0}));
+            }),
             "[fft] Expected positive transform lengths; got n = (0) for axes (-1) of shape (3,0).");
-  EXPECT_EQ(error_of([&] { fft::irfft(zeros({3, 1}, complex64)); }),
+  EXPECT_EQ(error_of([&] {
+              fft::irfft(zeros({3, 1}, complex64));
+            }),
             "[irfft] Expected positive transform lengths; got n = (0) for axes (-1) of shape (3,1).");
-  EXPECT_EQ(error_of([&] { fft::fftshift(x, {2}); }), "[fftshift] Axis 2 is out of bounds for array with 2 dimensions.");
+  EXPECT_EQ(error_of([&] { fft::fftshift(x, {2}); }),
+            "[fftshift] Axis 2 is out of bounds for array with 2 dimensions.");
   EXPECT_EQ(error_of([&] { fft::ifftshift(x, {-3}); }),
             "[ifftshift] Axis -3 is out of bounds for array with 2 dimensions.");
   EXPECT_EQ(error_of([&] { fft::fftfreq(0); }), "[fftfreq] Expected a window length n >= 1; got 0.");

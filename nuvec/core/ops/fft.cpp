@@ -190,7 +190,9 @@ array ifftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
 }
 array ifftn(const array& a, StreamOrDevice s) { return fft_all(a, false, true, "ifftn", s); }
 
-array fft(const array& a, int n, int axis, StreamOrDevice s) { return fft_impl(a, {n}, {axis}, false, false, "fft", s); }
+array fft(const array& a, int n, int axis, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, false, false, "fft", s);
+}
 array fft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, false, false, "fft", s); }
 array ifft(const array& a, int n, int axis, StreamOrDevice s) {
   return fft_impl(a, {n}, {axis}, false, true, "ifft", s);
@@ -249,11 +251,13 @@ array irfft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
 }
 
 array fftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return shift_impl(a, axes, [](int size) { return size / 2; }, "fftshift", s);
+  return shift_impl(
+      a, axes, [](int size) { return size / 2; }, "fftshift", s);
 }
 array fftshift(const array& a, StreamOrDevice s) { return fftshift(a, all_axes(a), s); }
 array ifftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return shift_impl(a, axes, [](int size) { return (size + 1) / 2; }, "ifftshift", s);
+  return shift_impl(
+      a, axes, [](int size) { return (size + 1) / 2; }, "ifftshift", s);
 }
 array ifftshift(const array& a, StreamOrDevice s) { return ifftshift(a, all_axes(a), s); }
 
