@@ -384,6 +384,18 @@ struct Fp8Cast {
   friend bool operator==(const Fp8Cast&, const Fp8Cast&) = default;
 };
 
+/// Discrete Fourier transform over `axes` (in order; for real transforms the last one is the real axis). The input is
+/// float32, float64 or complex64; the output complex64, or float32 for the inverse real transform. Inverse
+/// transforms scale by 1/n per axis (NumPy's "backward" norm).
+struct FFT {
+  static constexpr std::string_view name = "FFT";
+  static constexpr Family family = Family::other;
+  std::vector<int> axes;
+  bool inverse;
+  bool real;
+  friend bool operator==(const FFT&, const FFT&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -405,7 +417,9 @@ using Primitive = std::variant<
     // products
     Matmul, AddMM,
     // quantization
-    Quantize, Dequantize, QuantizedMatmul, GatherQMM, Fp8Cast>;
+    Quantize, Dequantize, QuantizedMatmul, GatherQMM, Fp8Cast,
+    // fft
+    FFT>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

@@ -1,0 +1,275 @@
+// Fourier transforms: argument checks, the dtype rules, n's crop or zero padding (slice and pad nodes around one
+// FFT node), and the compositions (fftshift and ifftshift are rolls, fftfreq and rfftfreq scaled ranges).
+//
+// Choices where MLX and NumPy differ or say nothing (MLX's behaviour unless noted):
+// - an empty `axes` list returns the input unchanged;
+// - rfft* of complex64 transforms the real part (NumPy refuses complex input);
+// - float64 inputs are transformed in double, the result rounded to complex64 (MLX rounds the input to complex64);
+// - fftfreq and rfftfreq (NumPy's, not in MLX's C++ API) give float32 values computed in double.
+
+#include "nuvec/core/fft.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+
+#include "nuvec/core/ops.h"
+
+namespace nuvec::fft {
+
+namespace {
+
+std::string tag(const char* op) { return std::string("[") + op + "] "; }
+
+std::string list_string(const std::vector<int>& values) {
+  std::string s = "(";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) {
+      s += ',';
+    }
+    s += std::to_string(values[i]);
+  }
+  return s + ")";
+}
+
+void check_not_scalar(const array& a, const char* op) {
+  if (a.ndim() < 1) {
+    throw_invalid(tag(op) + "Expected an array with at least one dimension; got shape " + shape_string(a.shape()) +
+                  ".");
+  }
+}
+
+/// Normalized axes, in the caller's order (for real transforms the last one is the real axis).
+std::vector<int> checked_axes(const array& a, const std::vector<int>& axes, const char* op) {
+  std::vector<int> out;
+  out.reserve(axes.size());
+  for (int axis : axes) {
+    out.push_back(normalize_axis(axis, a.ndim(), op));
+  }
+  auto sorted = out;
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    throw_invalid(tag(op) + "Expected distinct axes; got " + list_string(axes) + ".");
+  }
+  return out;
+}
+
+/// The dtype the FFT node reads: float32, float64 or complex64.
+Dtype input_dtype(Dtype t, bool real, bool inverse) {
+  if (real) {
+    return inverse ? complex64 : (t == float64 ? float64 : float32);
+  }
+  return t == float64 || t == complex64 ? t : float32;
+}
+
+array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, bool real, bool inverse, const char* op,
+               StreamOrDevice s) {
+  check_not_scalar(a, op);
+  if (n.size() != axes.size()) {
+    throw_invalid(tag(op) + "Expected one length per axis; got n = " + shape_string(n) + " and axes " +
+                  list_string(axes) + ".");
+  }
+  if (axes.empty()) {
+    return a;
+  }
+  const auto ax = checked_axes(a, axes, op);
+  if (std::any_of(n.begin(), n.end(), [](int32_t len) { return len <= 0; })) {
+    throw_invalid(tag(op) + "Expected positive transform lengths; got n = " + shape_string(n) + " for axes " +
+                  list_string(axes) + " of shape " + shape_string(a.shape()) + ".");
+  }
+
+  // The input's shape after cropping or padding; real inverse transforms read n/2 + 1 frequencies on the real axis.
+  Shape in_shape = a.shape();
+  for (size_t i = 0; i < ax.size(); ++i) {
+    in_shape[ax[i]] = n[i];
+  }
+  if (real && inverse) {
+    in_shape[ax.back()] = n.back() / 2 + 1;
+  }
+  Shape crop = a.shape();
+  std::vector<int> pad_axes;
+  Shape low;
+  Shape high;
+  for (int i = 0; i < a.ndim(); ++i) {
+    if (in_shape[i] < crop[i]) {
+      crop[i] = in_shape[i];
+    } else if (in_shape[i] > crop[i]) {
+      pad_axes.push_back(i);
+      low.push_back(0);
+      high.push_back(in_shape[i] - crop[i]);
+    }
+  }
+  auto in = crop == a.shape() ? a : slice(a, Shape(a.ndim(), 0), crop, s);
+  const Dtype in_dtype = input_dtype(a.dtype(), real, inverse);
+  in = astype(in, in_dtype, s);
+  if (!pad_axes.empty()) {
+    in = pad(in, pad_axes, low, high, array(0, in_dtype), "constant", s);
+  }
+
+  Shape out_shape = in_shape;
+  if (real) {
+    out_shape[ax.back()] = inverse ? n.back() : n.back() / 2 + 1;
+  }
+  const Dtype out_dtype = real && inverse ? float32 : complex64;
+  return array(out_shape, out_dtype, FFT{ax, inverse, real}, {in}, to_stream(s));
+}
+
+/// The transform over `axes` at their current lengths (the real inverse's output length 2 (m - 1)).
+array fft_axes(const array& a, const std::vector<int>& axes, bool real, bool inverse, const char* op,
+               StreamOrDevice s) {
+  check_not_scalar(a, op);
+  if (axes.empty()) {
+    return a;
+  }
+  Shape n;
+  for (int axis : checked_axes(a, axes, op)) {
+    n.push_back(a.shape(axis));
+  }
+  if (real && inverse) {
+    n.back() = 2 * (n.back() - 1);
+  }
+  return fft_impl(a, n, axes, real, inverse, op, s);
+}
+
+/// The transform over every axis.
+array fft_all(const array& a, bool real, bool inverse, const char* op, StreamOrDevice s) {
+  check_not_scalar(a, op);
+  std::vector<int> axes(a.ndim());
+  std::iota(axes.begin(), axes.end(), 0);
+  return fft_axes(a, axes, real, inverse, op, s);
+}
+
+/// A roll of each axis by shift(size).
+template <class Shift>
+array shift_impl(const array& a, const std::vector<int>& axes, Shift shift, const char* op, StreamOrDevice s) {
+  if (axes.empty()) {
+    return a;
+  }
+  Shape shifts;
+  for (int axis : axes) {
+    shifts.push_back(shift(a.shape(normalize_axis(axis, a.ndim(), op))));
+  }
+  return roll(a, shifts, axes, s);
+}
+
+std::vector<int> all_axes(const array& a) {
+  std::vector<int> axes(a.ndim());
+  std::iota(axes.begin(), axes.end(), 0);
+  return axes;
+}
+
+/// values / (d n) as float32, computed in double.
+array frequencies(const array& values, int n, double d, StreamOrDevice s) {
+  return astype(divide(astype(values, float64, s), array(d * n, float64), s), float32, s);
+}
+
+void check_frequency_args(int n, double d, const char* op) {
+  if (n < 1) {
+    throw_invalid(tag(op) + "Expected a window length n >= 1; got " + std::to_string(n) + ".");
+  }
+  if (d == 0.0) {
+    throw_invalid(tag(op) + "Expected a non-zero sample spacing d; got 0.");
+  }
+}
+
+}  // namespace
+
+array fftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, false, "fftn", s);
+}
+array fftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, false, false, "fftn", s);
+}
+array fftn(const array& a, StreamOrDevice s) { return fft_all(a, false, false, "fftn", s); }
+
+array ifftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, true, "ifftn", s);
+}
+array ifftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, false, true, "ifftn", s);
+}
+array ifftn(const array& a, StreamOrDevice s) { return fft_all(a, false, true, "ifftn", s); }
+
+array fft(const array& a, int n, int axis, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, false, false, "fft", s);
+}
+array fft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, false, false, "fft", s); }
+array ifft(const array& a, int n, int axis, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, false, true, "ifft", s);
+}
+array ifft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, false, true, "ifft", s); }
+
+array fft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, false, "fft2", s);
+}
+array fft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, false, false, "fft2", s);
+}
+array ifft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, true, "ifft2", s);
+}
+array ifft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, false, true, "ifft2", s);
+}
+
+array rfftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, false, "rfftn", s);
+}
+array rfftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, true, false, "rfftn", s);
+}
+array rfftn(const array& a, StreamOrDevice s) { return fft_all(a, true, false, "rfftn", s); }
+
+array irfftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, true, "irfftn", s);
+}
+array irfftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, true, true, "irfftn", s);
+}
+array irfftn(const array& a, StreamOrDevice s) { return fft_all(a, true, true, "irfftn", s); }
+
+array rfft(const array& a, int n, int axis, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, true, false, "rfft", s);
+}
+array rfft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, true, false, "rfft", s); }
+array irfft(const array& a, int n, int axis, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, true, true, "irfft", s);
+}
+array irfft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, true, true, "irfft", s); }
+
+array rfft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, false, "rfft2", s);
+}
+array rfft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, true, false, "rfft2", s);
+}
+array irfft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, true, "irfft2", s);
+}
+array irfft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return fft_axes(a, axes, true, true, "irfft2", s);
+}
+
+array fftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return shift_impl(
+      a, axes, [](int size) { return size / 2; }, "fftshift", s);
+}
+array fftshift(const array& a, StreamOrDevice s) { return fftshift(a, all_axes(a), s); }
+array ifftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
+  return shift_impl(
+      a, axes, [](int size) { return (size + 1) / 2; }, "ifftshift", s);
+}
+array ifftshift(const array& a, StreamOrDevice s) { return ifftshift(a, all_axes(a), s); }
+
+array fftfreq(int n, double d, StreamOrDevice s) {
+  check_frequency_args(n, d, "fftfreq");
+  auto k = arange(0, n, s);
+  return frequencies(where(less(k, array((n + 1) / 2), s), k, subtract(k, array(n), s), s), n, d, s);
+}
+
+array rfftfreq(int n, double d, StreamOrDevice s) {
+  check_frequency_args(n, d, "rfftfreq");
+  return frequencies(arange(0, n / 2 + 1, s), n, d, s);
+}
+
+}  // namespace nuvec::fft
