@@ -46,4 +46,6 @@ void run(const LogSumExp& p, const Inputs& in, Outputs& out);
 void run(const Matmul& p, const Inputs& in, Outputs& out);
 void run(const AddMM& p, const Inputs& in, Outputs& out);
 
+void run(const Convolution& p, const Inputs& in, Outputs& out);
+
 }  // namespace nuvec::cpu

@@ -1,0 +1,169 @@
+// Convolution through oneDNN's convolution primitive. Activations stay channels last (oneDNN's nwc / nhwc /
+// ndhwc, the layouts its AVX-512 and AMX kernels read directly); the weights (C_out, kernel..., C_in / groups)
+// are described as owi / ohwi / odhwi (gowi ... with groups) and reordered into the blocked layout the chosen
+// kernel wants on each call, since their values may change between calls. Creating a primitive costs
+// milliseconds for a large convolution, so primitives are kept by shape in a small LRU cache.
+
+#include <list>
+#include <mutex>
+#include <optional>
+#include <utility>
+
+#include "nuvec/core/allocator.h"
+#include "nuvec/core/error.h"
+#include "nuvec/cpu/conv.h"
+#include "nuvec/cpu/onednn.h"
+#include "nuvec/cpu/thread_pool.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+using dnnl::memory;
+
+struct ConvKey {
+  int threads;  // oneDNN sizes its work split when a primitive is made
+  bool bf16;
+  int spatial;
+  int64_t batch;
+  int64_t c_in;
+  int64_t c_out;
+  int64_t groups;
+  std::array<int64_t, 3> in;
+  std::array<int64_t, 3> kernel;
+  std::array<int64_t, 3> stride;
+  std::array<int64_t, 3> pad_lo;
+  std::array<int64_t, 3> pad_hi;
+  std::array<int64_t, 3> kernel_dilation;
+  friend bool operator==(const ConvKey&, const ConvKey&) = default;
+};
+
+struct ConvEntry {
+  memory::desc src;
+  memory::desc user_weights;
+  memory::desc weights;  // the layout the primitive reads
+  memory::desc dst;
+  dnnl::convolution_forward primitive;
+  std::optional<dnnl::reorder> weights_reorder;  // user_weights -> weights, when they differ
+};
+
+/// The last `spatial` entries of a 3-d geometry array, as oneDNN dims (with `offset` added).
+memory::dims tail(const std::array<int64_t, 3>& values, int spatial, int64_t offset = 0) {
+  memory::dims dims;
+  for (int i = 3 - spatial; i < 3; ++i) {
+    dims.push_back(values[i] + offset);
+  }
+  return dims;
+}
+
+ConvEntry create(const ConvKey& key, const ConvGeometry& g) {
+  using tag = memory::format_tag;
+  const auto dt = key.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
+  const int s = key.spatial;
+  const tag act = s == 1 ? tag::nwc : s == 2 ? tag::nhwc : tag::ndhwc;
+
+  memory::dims src_dims{g.batch, g.c_in};
+  memory::dims dst_dims{g.batch, g.c_out};
+  for (auto d : tail(g.in, s)) {
+    src_dims.push_back(d);
+  }
+  for (auto d : tail(g.out, s)) {
+    dst_dims.push_back(d);
+  }
+  memory::dims wt_dims;
+  tag wt_tag;
+  if (g.groups == 1) {
+    wt_dims = {g.c_out, g.c_in};
+    wt_tag = s == 1 ? tag::owi : s == 2 ? tag::ohwi : tag::odhwi;
+  } else {
+    wt_dims = {g.groups, g.c_out / g.groups, g.c_in / g.groups};
+    wt_tag = s == 1 ? tag::gowi : s == 2 ? tag::gohwi : tag::godhwi;
+  }
+  for (auto d : tail(g.kernel, s)) {
+    wt_dims.push_back(d);
+  }
+
+  memory::desc src(src_dims, dt, act);
+  memory::desc dst(dst_dims, dt, act);
+  memory::desc user_weights(wt_dims, dt, wt_tag);
+  memory::desc any_weights(wt_dims, dt, tag::any);
+  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
+                                       any_weights, dst, tail(g.stride, s), tail(g.kernel_dilation, s, -1),
+                                       tail(g.pad_lo, s), tail(g.pad_hi, s));
+  dnnl::convolution_forward::primitive_desc pd(desc, engine());
+  ConvEntry entry{src, user_weights, pd.weights_desc(), dst, dnnl::convolution_forward(pd), std::nullopt};
+  if (entry.weights != user_weights) {
+    entry.weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_weights, engine(),
+                                                                        entry.weights));
+  }
+  return entry;
+}
+
+class ConvCache {
+ public:
+  ConvEntry get(const ConvKey& key, const ConvGeometry& g) {
+    std::lock_guard lock(mutex_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first == key) {
+        entries_.splice(entries_.begin(), entries_, it);
+        return it->second;
+      }
+    }
+    entries_.emplace_front(key, create(key, g));
+    if (entries_.size() > capacity) {
+      entries_.pop_back();
+    }
+    return entries_.front().second;
+  }
+
+ private:
+  static constexpr size_t capacity = 32;
+  std::mutex mutex_;
+  std::list<std::pair<ConvKey, ConvEntry>> entries_;
+};
+
+/// nuvec allocator memory for the reordered weights, returned on scope exit.
+struct Buffer {
+  explicit Buffer(size_t bytes) : buffer(allocator::malloc(bytes)) {}
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer() { allocator::free(buffer); }
+  allocator::Buffer buffer;
+};
+
+}  // namespace
+
+bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out) {
+  static ConvCache cache;
+  sync_library_threads();
+  const ConvKey key{num_threads(), dtype == bfloat16, g.spatial, g.batch,  g.c_in,  g.c_out,
+                    g.groups,      g.in,              g.kernel,  g.stride, g.pad_lo, g.pad_hi,
+                    g.kernel_dilation};
+  ConvEntry entry;
+  try {
+    entry = cache.get(key, g);
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  try {
+    auto& eng = engine();
+    thread_local dnnl::stream stream(eng);
+    memory src(entry.src, eng, const_cast<void*>(in));
+    memory dst(entry.dst, eng, out);
+    memory user_weights(entry.user_weights, eng, const_cast<void*>(weight));
+    std::optional<Buffer> reordered;
+    memory weights = user_weights;
+    if (entry.weights_reorder) {
+      reordered.emplace(entry.weights.get_size());
+      weights = memory(entry.weights, eng, reordered->buffer.raw_ptr());
+      entry.weights_reorder->execute(stream, user_weights, weights);
+    }
+    entry.primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    throw_internal("[conv] oneDNN " + std::string(dtype_name(dtype)) + " convolution failed: " + e.what());
+  }
+  return true;
+}
+
+}  // namespace nuvec::cpu
