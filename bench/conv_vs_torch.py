@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """conv2d forward, nuvec against PyTorch on the CPU, in one run; prints one table.
 
-    python3 bench/conv_vs_torch.py [--bench build/release/bench/nuvec_conv_bench] [--rows a,b] [--markdown]
+    python3 bench/conv_vs_torch.py [--bench build/release/bench/nuvec_conv_bench] [--rows a,b] [--threads 2]
+                                   [--markdown]
 
 nuvec_conv_bench times nuvec (what conv2d picks, and each implementation forced: oneDNN, im2col + GEMM); this
 script then times PyTorch (Debian's python3-torch under /usr/bin/python3) on the same rows with
-torch.set_num_threads(2), both in NCHW and in the channels_last memory format, and reports the faster as
+torch.set_num_threads(2) (--threads), both in NCHW and in the channels_last memory format, and reports the faster as
 "torch". Same methodology on both sides: float32 inputs uniform in [-1, 1), two warm-up reps, the median of 15
-reps (7 when a rep takes over 100 ms, 3 over 500 ms). nuvec runs with NUVEC_NUM_THREADS=2 unless set.
+reps (7 when a rep takes over 100 ms, 3 over 500 ms). nuvec runs with NUVEC_NUM_THREADS set to the same count.
 ratio = nuvec / torch (below 1: nuvec is faster).
 """
 
@@ -23,7 +24,7 @@ TORCH_PYTHON = "/usr/bin/python3"
 TORCH_PATH = "/usr/lib/python3/dist-packages"
 
 
-def torch_worker(rows):
+def torch_worker(rows, threads):
     """Times PyTorch on `rows` ((name, n, h, w, c_in, c_out, k, stride, pad) tuples); prints one line per layout."""
     import statistics
     import time
@@ -31,7 +32,7 @@ def torch_worker(rows):
     import torch
     import torch.nn.functional as F
 
-    torch.set_num_threads(2)
+    torch.set_num_threads(threads)
     torch.manual_seed(7)
     with torch.no_grad():
         for name, n, h, w, c_in, c_out, k, stride, pad in rows:
@@ -77,11 +78,12 @@ def parse(lines):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
         rows = [tuple([r[0]] + [int(v) for v in r[1:]]) for r in (line.split() for line in sys.stdin) if r]
-        torch_worker(rows)
+        torch_worker(rows, int(sys.argv[2]))
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", default=str(DEFAULT_BENCH))
     ap.add_argument("--rows", default="")
+    ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
 
@@ -91,14 +93,14 @@ def main():
     names = [line.split()[0] for line in rows]
 
     env = dict(os.environ)
-    env.setdefault("NUVEC_NUM_THREADS", "2")
+    env["NUVEC_NUM_THREADS"] = str(args.threads)
     print("timing nuvec ...", file=sys.stderr)
     nuvec = subprocess.run([args.bench, "--rows", ",".join(names)], check=True, capture_output=True, text=True,
                            env=env).stdout.splitlines()
     print("timing torch ...", file=sys.stderr)
     torch_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     torch_env["PYTHONPATH"] = TORCH_PATH
-    torch_out = subprocess.run([TORCH_PYTHON, __file__, "--torch-worker"], input="\n".join(rows), check=True,
+    torch_out = subprocess.run([TORCH_PYTHON, __file__, "--torch-worker", str(args.threads)], input="\n".join(rows), check=True,
                                capture_output=True, text=True, env=torch_env).stdout.splitlines()
     t = parse(nuvec + torch_out)
 

@@ -229,7 +229,7 @@ void depthwise_conv(const ConvGeometry& g, const T* x, const C* w, T* out) {
 
 /// Whether oneDNN computes this convolution (the rule in the header comment).
 bool use_onednn(const ConvGeometry& g, Dtype dtype) {
-  if ((dtype != float32 && dtype != bfloat16) || has_input_dilation(g)) {
+  if ((dtype != float32 && dtype != bfloat16) || (has_input_dilation(g) && !onednn_transposed(g))) {
     return false;
   }
   switch (conv_backend.load(std::memory_order_relaxed)) {
@@ -265,7 +265,9 @@ void run(const Convolution& p, const Inputs& in, Outputs& out) {
   const void* xd = dense(x, dtype, false, x_copy);
   if (use_onednn(g, dtype)) {
     std::optional<Scratch> w_copy;
-    if (onednn_conv(g, dtype, xd, dense(w, dtype, p.flip, w_copy), o.raw_data())) {
+    // A deconvolution flips the kernel itself.
+    const bool flip = p.flip != has_input_dilation(g);
+    if (onednn_conv(g, dtype, xd, dense(w, dtype, flip, w_copy), o.raw_data())) {
       return;
     }
   }

@@ -11,7 +11,8 @@
 namespace nuvec::cpu {
 
 /// Which implementation computes convolutions: `automatic` picks per shape; the others force one where it
-/// applies (oneDNN takes float32 and bfloat16 without input dilation; GEMM takes everything).
+/// applies (oneDNN takes float32 and bfloat16, with input dilation only as in onednn_transposed; GEMM takes
+/// everything).
 enum class ConvBackend { automatic, onednn, gemm };
 void set_conv_backend(ConvBackend backend);
 ConvBackend get_conv_backend();
@@ -34,8 +35,13 @@ struct ConvGeometry {
   std::array<int64_t, 3> input_dilation;
 };
 
-/// out = conv(in, weight) through oneDNN, for dense channels-last float32 or bfloat16 operands (weight already
-/// flipped when the convolution flips) and no input dilation. Returns false when oneDNN has no implementation.
+/// Whether oneDNN can compute a convolution with input dilation: as a deconvolution (a transposed convolution,
+/// which flips the kernel itself), which needs unit strides and padding within the dilated kernel's extent.
+bool onednn_transposed(const ConvGeometry& g);
+
+/// out = conv(in, weight) through oneDNN, for dense channels-last float32 or bfloat16 operands. `weight` is read as
+/// it is: flipped by the caller when the convolution flips, or, with input dilation (a deconvolution, see
+/// onednn_transposed), when it does not. Returns false when oneDNN has no implementation.
 bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out);
 
 }  // namespace nuvec::cpu

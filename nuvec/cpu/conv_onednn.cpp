@@ -1,4 +1,5 @@
-// Convolution through oneDNN's convolution primitive. Activations stay channels last (oneDNN's nwc / nhwc /
+// Convolution through oneDNN's convolution primitive, and convolutions with input dilation (the transposed ones)
+// through its deconvolution primitive, which skips the zeros between the dilated input's elements. Activations stay channels last (oneDNN's nwc / nhwc /
 // ndhwc, the layouts its AVX-512 and AMX kernels read directly); the weights (C_out, kernel..., C_in / groups)
 // are described as owi / ohwi / odhwi (gowi ... with groups) and reordered into the blocked layout the chosen
 // kernel wants on each call, since their values may change between calls. Creating a primitive costs
@@ -24,6 +25,7 @@ using dnnl::memory;
 struct ConvKey {
   int threads;  // oneDNN sizes its work split when a primitive is made
   bool bf16;
+  bool transposed;  // a deconvolution
   int spatial;
   int64_t batch;
   int64_t c_in;
@@ -35,6 +37,7 @@ struct ConvKey {
   std::array<int64_t, 3> pad_lo;
   std::array<int64_t, 3> pad_hi;
   std::array<int64_t, 3> kernel_dilation;
+  std::array<int64_t, 3> input_dilation;
   friend bool operator==(const ConvKey&, const ConvKey&) = default;
 };
 
@@ -43,7 +46,7 @@ struct ConvEntry {
   memory::desc user_weights;
   memory::desc weights;  // the layout the primitive reads
   memory::desc dst;
-  dnnl::convolution_forward primitive;
+  dnnl::primitive primitive;
   std::optional<dnnl::reorder> weights_reorder;  // user_weights -> weights, when they differ
 };
 
@@ -87,11 +90,30 @@ ConvEntry create(const ConvKey& key, const ConvGeometry& g) {
   memory::desc dst(dst_dims, dt, act);
   memory::desc user_weights(wt_dims, dt, wt_tag);
   memory::desc any_weights(wt_dims, dt, tag::any);
-  dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, src,
-                                       any_weights, dst, tail(g.stride, s), tail(g.kernel_dilation, s, -1),
-                                       tail(g.pad_lo, s), tail(g.pad_hi, s));
-  dnnl::convolution_forward::primitive_desc pd(desc, engine());
-  ConvEntry entry{src, user_weights, pd.weights_desc(), dst, dnnl::convolution_forward(pd), std::nullopt};
+  const auto forward = dnnl::prop_kind::forward_inference;
+  const auto dilates = tail(g.kernel_dilation, s, -1);
+  ConvEntry entry{src, user_weights, {}, dst, {}, std::nullopt};
+  if (key.transposed) {
+    // Output position o gathers input i through tap k where o = i * stride - pad_l + k * dilation.
+    memory::dims pad_l;
+    memory::dims pad_r;
+    for (int i = 3 - s; i < 3; ++i) {
+      const int64_t span = (g.kernel[i] - 1) * g.kernel_dilation[i];
+      pad_l.push_back(span - g.pad_lo[i]);
+      pad_r.push_back(span - g.pad_hi[i]);
+    }
+    dnnl::deconvolution_forward::desc desc(forward, dnnl::algorithm::deconvolution_direct, src, any_weights, dst,
+                                           tail(g.input_dilation, s), dilates, pad_l, pad_r);
+    dnnl::deconvolution_forward::primitive_desc pd(desc, engine());
+    entry.weights = pd.weights_desc();
+    entry.primitive = dnnl::deconvolution_forward(pd);
+  } else {
+    dnnl::convolution_forward::desc desc(forward, dnnl::algorithm::convolution_direct, src, any_weights, dst,
+                                         tail(g.stride, s), dilates, tail(g.pad_lo, s), tail(g.pad_hi, s));
+    dnnl::convolution_forward::primitive_desc pd(desc, engine());
+    entry.weights = pd.weights_desc();
+    entry.primitive = dnnl::convolution_forward(pd);
+  }
   if (entry.weights != user_weights) {
     entry.weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_weights, engine(),
                                                                         entry.weights));
@@ -133,12 +155,23 @@ struct Buffer {
 
 }  // namespace
 
+bool onednn_transposed(const ConvGeometry& g) {
+  for (int i = 0; i < 3; ++i) {
+    const int64_t span = (g.kernel[i] - 1) * g.kernel_dilation[i];
+    if (g.stride[i] != 1 || g.pad_lo[i] > span || g.pad_hi[i] > span) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out) {
   static ConvCache cache;
   sync_library_threads();
-  const ConvKey key{num_threads(), dtype == bfloat16, g.spatial, g.batch,  g.c_in,  g.c_out,
-                    g.groups,      g.in,              g.kernel,  g.stride, g.pad_lo, g.pad_hi,
-                    g.kernel_dilation};
+  const bool transposed = g.input_dilation != std::array<int64_t, 3>{1, 1, 1};
+  const ConvKey key{num_threads(), dtype == bfloat16, transposed, g.spatial, g.batch,
+                    g.c_in,        g.c_out,           g.groups,   g.in,      g.kernel,
+                    g.stride,      g.pad_lo,          g.pad_hi,   g.kernel_dilation, g.input_dilation};
   ConvEntry entry;
   try {
     entry = cache.get(key, g);

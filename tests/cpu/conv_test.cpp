@@ -230,6 +230,16 @@ TEST_F(ConvTest, ConvTransposeMatchesTorch) {
     auto w2 = rand({5, 3, 2, 3}, dtype);
     check_backends([&] { return conv_transpose2d(x2, w2, {2, 3}, {1, 0}, {2, 1}, {1, 2}); },
                    numpy_ref(torch_conv_transpose({2, 3}, {1, 0}, {2, 1}, {1, 2}, 1), {x2, w2}), dtype, 18);
+    // The usual upsampling layer (oneDNN computes it as a deconvolution), grouped.
+    auto x2u = rand({2, 5, 6, 4}, dtype);
+    auto w2u = rand({6, 3, 3, 2}, dtype);
+    check_backends([&] { return conv_transpose2d(x2u, w2u, {2, 2}, {1, 1}, {1, 1}, {1, 1}, 2); },
+                   numpy_ref(torch_conv_transpose({2, 2}, {1, 1}, {1, 1}, {1, 1}, 2), {x2u, w2u}), dtype, 18);
+    auto x3u = rand({1, 3, 4, 3, 3}, dtype);
+    auto w3u = rand({2, 2, 3, 2, 3}, dtype);
+    check_backends([&] { return conv_transpose3d(x3u, w3u, {2, 2, 1}, {0, 1, 0}, {1, 1, 2}, {1, 1, 0}); },
+                   numpy_ref(torch_conv_transpose({2, 2, 1}, {0, 1, 0}, {1, 1, 2}, {1, 1, 0}, 1), {x3u, w3u}), dtype,
+                   36);
     auto x3 = rand({1, 3, 4, 3, 2}, dtype);
     auto w3 = rand({3, 2, 2, 3, 2}, dtype);
     check_backends([&] { return conv_transpose3d(x3, w3, {2, 1, 2}, {0, 1, 1}, {1, 2, 1}, {1, 0, 0}); },
