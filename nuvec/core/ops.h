@@ -353,12 +353,12 @@ inline array conv_general(const array& input, const array& weight, std::vector<i
                       std::move(input_dilation), groups, flip, s);
 }
 /// 1-d convolution of (N, W, C_in) with (C_out, K, C_in / groups).
-array conv1d(const array& input, const array& weight, int stride = 1, int padding = 0, int dilation = 1,
-             int groups = 1, StreamOrDevice s = {});
+array conv1d(const array& input, const array& weight, int stride = 1, int padding = 0, int dilation = 1, int groups = 1,
+             StreamOrDevice s = {});
 /// 2-d convolution of (N, H, W, C_in) with (C_out, KH, KW, C_in / groups).
 array conv2d(const array& input, const array& weight, const std::pair<int, int>& stride = {1, 1},
-             const std::pair<int, int>& padding = {0, 0}, const std::pair<int, int>& dilation = {1, 1},
-             int groups = 1, StreamOrDevice s = {});
+             const std::pair<int, int>& padding = {0, 0}, const std::pair<int, int>& dilation = {1, 1}, int groups = 1,
+             StreamOrDevice s = {});
 /// 3-d convolution of (N, D, H, W, C_in) with (C_out, KD, KH, KW, C_in / groups).
 array conv3d(const array& input, const array& weight, const std::tuple<int, int, int>& stride = {1, 1, 1},
              const std::tuple<int, int, int>& padding = {0, 0, 0},

@@ -7,10 +7,13 @@
 // which channels-last weights already are. Chunks keep the gathered matrix to a few MiB. float16 and bfloat16
 // are gathered into float32 and rounded once at the end; float64 stays float64 (OpenBLAS's dgemm).
 //
-// Choosing (measured with bench/conv_vs_torch.py, see bench/README.md): oneDNN wins on ResNet-like float32
-// convolutions and is the default for float32 and bfloat16 without input dilation. Convolutions with input
-// dilation (the transposed ones), float64 and float16 take the GEMM path, except depthwise ones (one input
-// channel per group), which take the direct loop.
+// Choosing (measured with bench/conv_vs_torch.py, figures in bench/README.md): on ResNet-like float32 shapes
+// oneDNN is 1.1-1.4x faster than im2col + GEMM on every row (3x3, 1x1, stride 2; one thread, CPU time) and 4.7x on
+// a stride-2 transposed convolution, which it computes as a deconvolution without the dilated input's zeros. So
+// oneDNN takes every float32 and bfloat16 convolution it can express (input dilation only with unit strides and
+// padding within the dilated kernel's extent, see onednn_transposed), falling back to GEMM if it has no
+// implementation; float64 and float16 take im2col + GEMM, or the direct loop when depthwise (one input channel
+// per group, where the GEMMs would have a single column).
 
 #include "nuvec/cpu/conv.h"
 
@@ -18,6 +21,7 @@
 #include <atomic>
 #include <cstring>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "nuvec/core/allocator.h"
@@ -50,8 +54,8 @@ constexpr size_t chunk_bytes = size_t{8} << 20;  // the im2col matrix of one chu
 
 ConvGeometry geometry(const Convolution& p, const array& x, const array& w, const array& out) {
   const int spatial = x.ndim() - 2;
-  ConvGeometry g{spatial, x.shape(0), x.shape(-1), w.shape(0), p.groups, {1, 1, 1}, {1, 1, 1}, {1, 1, 1},
-                 {1, 1, 1}, {0, 0, 0},  {0, 0, 0},   {1, 1, 1}, {1, 1, 1}};
+  ConvGeometry g{spatial,   x.shape(0), x.shape(-1), w.shape(0), p.groups,  {1, 1, 1}, {1, 1, 1},
+                 {1, 1, 1}, {1, 1, 1},  {0, 0, 0},   {0, 0, 0},  {1, 1, 1}, {1, 1, 1}};
   for (int i = 0; i < spatial; ++i) {
     const int a = 3 - spatial + i;
     g.in[a] = x.shape(i + 1);
@@ -198,8 +202,7 @@ void depthwise_conv(const ConvGeometry& g, const T* x, const C* w, T* out) {
     }
   }
   const int64_t m_total = out_positions(g);
-  parallel_for(static_cast<size_t>(m_total), std::max<size_t>(1, 4096 / (kt * g.c_out)), [&](size_t begin,
-                                                                                             size_t end) {
+  parallel_for(static_cast<size_t>(m_total), std::max<size_t>(1, 4096 / (kt * g.c_out)), [&](size_t begin, size_t end) {
     std::vector<C> acc(static_cast<size_t>(g.c_out));
     for (auto m = static_cast<int64_t>(begin); m < static_cast<int64_t>(end); ++m) {
       std::fill(acc.begin(), acc.end(), C{0});

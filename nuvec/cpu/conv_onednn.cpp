@@ -1,9 +1,9 @@
 // Convolution through oneDNN's convolution primitive, and convolutions with input dilation (the transposed ones)
-// through its deconvolution primitive, which skips the zeros between the dilated input's elements. Activations stay channels last (oneDNN's nwc / nhwc /
-// ndhwc, the layouts its AVX-512 and AMX kernels read directly); the weights (C_out, kernel..., C_in / groups)
-// are described as owi / ohwi / odhwi (gowi ... with groups) and reordered into the blocked layout the chosen
-// kernel wants on each call, since their values may change between calls. Creating a primitive costs
-// milliseconds for a large convolution, so primitives are kept by shape in a small LRU cache.
+// through its deconvolution primitive, which skips the zeros between the dilated input's elements. Activations stay
+// channels last (oneDNN's nwc / nhwc / ndhwc, the layouts its AVX-512 and AMX kernels read directly); the weights
+// (C_out, kernel..., C_in / groups) are described as owi / ohwi / odhwi (gowi ... with groups) and reordered into the
+// blocked layout the chosen kernel wants on each call, since their values may change between calls. Creating a
+// primitive costs milliseconds for a large convolution, so primitives are kept by shape in a small LRU cache.
 
 #include <list>
 #include <mutex>
@@ -115,8 +115,8 @@ ConvEntry create(const ConvKey& key, const ConvGeometry& g) {
     entry.primitive = dnnl::convolution_forward(pd);
   }
   if (entry.weights != user_weights) {
-    entry.weights_reorder = dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_weights, engine(),
-                                                                        entry.weights));
+    entry.weights_reorder =
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_weights, engine(), entry.weights));
   }
   return entry;
 }
@@ -169,9 +169,11 @@ bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void*
   static ConvCache cache;
   sync_library_threads();
   const bool transposed = g.input_dilation != std::array<int64_t, 3>{1, 1, 1};
-  const ConvKey key{num_threads(), dtype == bfloat16, transposed, g.spatial, g.batch,
-                    g.c_in,        g.c_out,           g.groups,   g.in,      g.kernel,
-                    g.stride,      g.pad_lo,          g.pad_hi,   g.kernel_dilation, g.input_dilation};
+  const ConvKey key{num_threads(), dtype == bfloat16, transposed,
+                    g.spatial,     g.batch,           g.c_in,
+                    g.c_out,       g.groups,          g.in,
+                    g.kernel,      g.stride,          g.pad_lo,
+                    g.pad_hi,      g.kernel_dilation, g.input_dilation};
   ConvEntry entry;
   try {
     entry = cache.get(key, g);

@@ -75,8 +75,8 @@ void check_channels(const array& input, const array& weight, int groups) {
                   shape_string(input.shape()) + " and " + std::to_string(groups) + " groups.");
   }
   if (c_out % groups != 0) {
-    throw_invalid("[conv] The output channels must be divisible by the number of groups. Got " +
-                  std::to_string(c_out) + " output channels and " + std::to_string(groups) + " groups.");
+    throw_invalid("[conv] The output channels must be divisible by the number of groups. Got " + std::to_string(c_out) +
+                  " output channels and " + std::to_string(groups) + " groups.");
   }
   if (c_in != groups * weight.shape(-1)) {
     if (groups == 1) {
@@ -107,9 +107,11 @@ struct TransposedAxis {
 
 TransposedAxis transposed_axis(int kernel, int stride, int padding, int dilation, int output_padding) {
   if (output_padding < 0 || (output_padding >= stride && output_padding >= dilation)) {
-    throw_invalid("[conv_transpose] The output padding must be non-negative and smaller than either the stride or "
-                  "the dilation; got output_padding=" + std::to_string(output_padding) + ", stride=" +
-                  std::to_string(stride) + " and dilation=" + std::to_string(dilation) + ".");
+    throw_invalid(
+        "[conv_transpose] The output padding must be non-negative and smaller than either the stride or "
+        "the dilation; got output_padding=" +
+        std::to_string(output_padding) + ", stride=" + std::to_string(stride) +
+        " and dilation=" + std::to_string(dilation) + ".");
   }
   const int span = dilation * (kernel - 1);  // the dilated kernel's extent minus one
   return {span - padding, span - padding + output_padding};
@@ -139,8 +141,10 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
                    int groups, bool flip, StreamOrDevice s) {
   const int spatial = input.ndim() - 2;
   if (spatial < 1 || spatial > 3) {
-    throw_invalid("[conv] Only works for inputs with 1-3 spatial dimensions. The inputs must be in the format "
-                  "[N, ..., C_in]; got an input of shape " + shape_string(input.shape()) + ".");
+    throw_invalid(
+        "[conv] Only works for inputs with 1-3 spatial dimensions. The inputs must be in the format "
+        "[N, ..., C_in]; got an input of shape " +
+        shape_string(input.shape()) + ".");
   }
   check_rank(input, weight, spatial);
   const Dtype dtype = conv_dtype(input, weight);
@@ -193,16 +197,18 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
     const int64_t kernel = static_cast<int64_t>(weight.shape(i + 1) - 1) * kernel_dilation[i] + 1;
     const int64_t span = dilated + padding_lo[i] + padding_hi[i] - kernel;
     if (span < 0) {
-      throw_invalid("[conv] Spatial dimensions of input after padding cannot be smaller than weight spatial "
-                    "dimensions. Got error at axis " + std::to_string(i + 1) + " for input with shape " +
-                    shape_string(input.shape()) + ", padding low " + vector_string(padding_lo) + ", padding high " +
-                    vector_string(padding_hi) + ", and weight of shape " + shape_string(weight.shape()) + ".");
+      throw_invalid(
+          "[conv] Spatial dimensions of input after padding cannot be smaller than weight spatial "
+          "dimensions. Got error at axis " +
+          std::to_string(i + 1) + " for input with shape " + shape_string(input.shape()) + ", padding low " +
+          vector_string(padding_lo) + ", padding high " + vector_string(padding_hi) + ", and weight of shape " +
+          shape_string(weight.shape()) + ".");
     }
     out_shape[i + 1] = static_cast<int32_t>(span / stride[i] + 1);
   }
   return array(out_shape, dtype,
-               Convolution{std::move(stride), std::move(padding_lo), std::move(padding_hi),
-                           std::move(kernel_dilation), std::move(input_dilation), groups, flip},
+               Convolution{std::move(stride), std::move(padding_lo), std::move(padding_hi), std::move(kernel_dilation),
+                           std::move(input_dilation), groups, flip},
                {astype(input, dtype, s), astype(weight, dtype, s)}, to_stream(s));
 }
 
@@ -216,8 +222,8 @@ array conv2d(const array& input, const array& weight, const std::pair<int, int>&
              const std::pair<int, int>& padding, const std::pair<int, int>& dilation, int groups, StreamOrDevice s) {
   check_rank(input, weight, 2);
   std::vector<int> pad{padding.first, padding.second};
-  return conv_general(input, weight, {stride.first, stride.second}, pad, pad, {dilation.first, dilation.second},
-                      {1, 1}, groups, false, s);
+  return conv_general(input, weight, {stride.first, stride.second}, pad, pad, {dilation.first, dilation.second}, {1, 1},
+                      groups, false, s);
 }
 
 array conv3d(const array& input, const array& weight, const std::tuple<int, int, int>& stride,
@@ -227,8 +233,8 @@ array conv3d(const array& input, const array& weight, const std::tuple<int, int,
   auto vec = [](const std::tuple<int, int, int>& t) {
     return std::vector<int>{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
   };
-  return conv_general(input, weight, vec(stride), vec(padding), vec(padding), vec(dilation), {1, 1, 1}, groups,
-                      false, s);
+  return conv_general(input, weight, vec(stride), vec(padding), vec(padding), vec(dilation), {1, 1, 1}, groups, false,
+                      s);
 }
 
 array conv_transpose1d(const array& input, const array& weight, int stride, int padding, int dilation,
