@@ -345,6 +345,7 @@ array conv_general(array input, array weight, std::vector<int> stride = {}, std:
                    std::vector<int> padding_hi = {}, std::vector<int> kernel_dilation = {},
                    std::vector<int> input_dilation = {}, int groups = 1, bool flip = false, StreamOrDevice s = {});
 /// conv_general with the same padding on both sides of each axis.
+// NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
 inline array conv_general(const array& input, const array& weight, std::vector<int> stride = {},
                           std::vector<int> padding = {}, std::vector<int> kernel_dilation = {},
                           std::vector<int> input_dilation = {}, int groups = 1, bool flip = false,

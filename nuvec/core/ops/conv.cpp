@@ -209,7 +209,7 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
   return array(out_shape, dtype,
                Convolution{std::move(stride), std::move(padding_lo), std::move(padding_hi), std::move(kernel_dilation),
                            std::move(input_dilation), groups, flip},
-               {astype(input, dtype, s), astype(weight, dtype, s)}, to_stream(s));
+               {astype(std::move(input), dtype, s), astype(std::move(weight), dtype, s)}, to_stream(s));
 }
 
 array conv1d(const array& input, const array& weight, int stride, int padding, int dilation, int groups,
