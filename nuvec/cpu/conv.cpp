@@ -11,7 +11,7 @@
 // oneDNN is 1.1-1.4x faster than im2col + GEMM on every row (3x3, 1x1, stride 2; one thread, CPU time) and 4.7x on
 // a stride-2 transposed convolution, which it computes as a deconvolution without the dilated input's zeros. So
 // oneDNN takes every float32 and bfloat16 convolution it can express (input dilation only with unit strides and
-// padding within the dilated kernel's extent, see onednn_transposed), falling back to GEMM if it has no
+// low padding within the dilated kernel's extent, see onednn_transposed), falling back to GEMM if it has no
 // implementation; float64 and float16 take im2col + GEMM, or the direct loop when depthwise (one input channel
 // per group, where the GEMMs would have a single column).
 

@@ -36,7 +36,7 @@ struct ConvGeometry {
 };
 
 /// Whether oneDNN can compute a convolution with input dilation: as a deconvolution (a transposed convolution,
-/// which flips the kernel itself), which needs unit strides and padding within the dilated kernel's extent.
+/// which flips the kernel itself), which needs unit strides and low padding within the dilated kernel's extent.
 bool onednn_transposed(const ConvGeometry& g);
 
 /// out = conv(in, weight) through oneDNN, for dense channels-last float32 or bfloat16 operands. `weight` is read as

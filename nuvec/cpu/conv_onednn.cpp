@@ -5,6 +5,7 @@
 // blocked layout the chosen kernel wants on each call, since their values may change between calls. Creating a
 // primitive costs milliseconds for a large convolution, so primitives are kept by shape in a small LRU cache.
 
+#include <cstring>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "nuvec/core/allocator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/cpu/conv.h"
+#include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/onednn.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -153,19 +155,8 @@ struct Buffer {
   allocator::Buffer buffer;
 };
 
-}  // namespace
-
-bool onednn_transposed(const ConvGeometry& g) {
-  for (int i = 0; i < 3; ++i) {
-    const int64_t span = (g.kernel[i] - 1) * g.kernel_dilation[i];
-    if (g.stride[i] != 1 || g.pad_lo[i] > span || g.pad_hi[i] > span) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out) {
+/// Runs the primitive for `g` (from the cache) on dense operands; false when oneDNN has no implementation.
+bool onednn_run(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out) {
   static ConvCache cache;
   sync_library_threads();
   const bool transposed = g.input_dilation != std::array<int64_t, 3>{1, 1, 1};
@@ -198,6 +189,49 @@ bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void*
   } catch (const dnnl::error& e) {
     throw_internal("[conv] oneDNN " + std::string(dtype_name(dtype)) + " convolution failed: " + e.what());
   }
+  return true;
+}
+
+}  // namespace
+
+bool onednn_transposed(const ConvGeometry& g) {
+  for (int i = 0; i < 3; ++i) {
+    if (g.stride[i] != 1 || g.pad_lo[i] > (g.kernel[i] - 1) * g.kernel_dilation[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out) {
+  // Output rows past the last one a transposed convolution reaches (high padding beyond the dilated kernel's
+  // extent, from an output_padding larger than the padding) are zeros: oneDNN computes the rest into scratch.
+  ConvGeometry reached = g;
+  const bool transposed = g.input_dilation != std::array<int64_t, 3>{1, 1, 1};
+  bool cropped = false;
+  for (int i = 0; transposed && i < 3; ++i) {
+    const int64_t extra = g.pad_hi[i] - (g.kernel[i] - 1) * g.kernel_dilation[i];
+    if (extra > 0) {
+      reached.pad_hi[i] -= extra;
+      reached.out[i] -= extra;
+      cropped = true;
+    }
+  }
+  if (!cropped) {
+    return onednn_run(g, dtype, in, weight, out);
+  }
+  const Shape full{static_cast<int32_t>(g.batch), static_cast<int32_t>(g.out[0]), static_cast<int32_t>(g.out[1]),
+                   static_cast<int32_t>(g.out[2]), static_cast<int32_t>(g.c_out)};
+  Shape part = full;
+  for (int i = 0; i < 3; ++i) {
+    part[i + 1] = static_cast<int32_t>(reached.out[i]);
+  }
+  Buffer scratch(shape_size(part) * size_of(dtype));
+  if (!onednn_run(reached, dtype, in, weight, scratch.buffer.raw_ptr())) {
+    return false;
+  }
+  std::memset(out, 0, shape_size(full) * size_of(dtype));
+  copy_strided(part, scratch.buffer.raw_ptr(), dtype, row_major_strides(part), out, dtype, row_major_strides(full));
   return true;
 }
 
