@@ -3,7 +3,7 @@
 // channels last (oneDNN's nwc / nhwc / ndhwc, the layouts its AVX-512 and AMX kernels read directly); the weights
 // (C_out, kernel..., C_in / groups) are described as owi / ohwi / odhwi (gowi ... with groups) and reordered into the
 // blocked layout the chosen kernel wants on each call, since their values may change between calls. Creating a
-// primitive costs milliseconds for a large convolution, so primitives are kept by shape in a small LRU cache.
+// primitive generates its code (JIT), so primitives are kept by shape in a small LRU cache.
 
 #include <cstring>
 #include <list>
