@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -408,6 +409,49 @@ array gather_qmm(const array& x, const array& w, const array& scales, const std:
 array to_fp8(array x, StreamOrDevice s = {});
 /// FP8 E4M3 codes (uint8) to a floating dtype.
 array from_fp8(array x, Dtype dtype, StreamOrDevice s = {});
+// ---------------------------------------------------------------- convolution
+
+// Channels last, as MLX: input (N, spatial..., C_in), weight (C_out, kernel..., C_in / groups), output
+// (N, spatial..., C_out). Integer and bool weights are promoted to the input's floating dtype.
+
+/// General N-d convolution (1 to 3 spatial axes). Each vector holds one value per spatial axis, or one value
+/// for all, or none (the default); negative padding crops the input. `input_dilation` spreads the input's
+/// elements apart (a transposed convolution); `flip` flips the kernel (a true convolution, not a correlation).
+array conv_general(array input, array weight, std::vector<int> stride = {}, std::vector<int> padding_lo = {},
+                   std::vector<int> padding_hi = {}, std::vector<int> kernel_dilation = {},
+                   std::vector<int> input_dilation = {}, int groups = 1, bool flip = false, StreamOrDevice s = {});
+/// conv_general with the same padding on both sides of each axis.
+// NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
+inline array conv_general(const array& input, const array& weight, std::vector<int> stride = {},
+                          std::vector<int> padding = {}, std::vector<int> kernel_dilation = {},
+                          std::vector<int> input_dilation = {}, int groups = 1, bool flip = false,
+                          StreamOrDevice s = {}) {
+  return conv_general(input, weight, std::move(stride), padding, padding, std::move(kernel_dilation),
+                      std::move(input_dilation), groups, flip, s);
+}
+/// 1-d convolution of (N, W, C_in) with (C_out, K, C_in / groups).
+array conv1d(const array& input, const array& weight, int stride = 1, int padding = 0, int dilation = 1, int groups = 1,
+             StreamOrDevice s = {});
+/// 2-d convolution of (N, H, W, C_in) with (C_out, KH, KW, C_in / groups).
+array conv2d(const array& input, const array& weight, const std::pair<int, int>& stride = {1, 1},
+             const std::pair<int, int>& padding = {0, 0}, const std::pair<int, int>& dilation = {1, 1}, int groups = 1,
+             StreamOrDevice s = {});
+/// 3-d convolution of (N, D, H, W, C_in) with (C_out, KD, KH, KW, C_in / groups).
+array conv3d(const array& input, const array& weight, const std::tuple<int, int, int>& stride = {1, 1, 1},
+             const std::tuple<int, int, int>& padding = {0, 0, 0},
+             const std::tuple<int, int, int>& dilation = {1, 1, 1}, int groups = 1, StreamOrDevice s = {});
+/// Transposed convolutions (the gradient of conv1d/2d/3d with respect to its input), weight
+/// (C_out, kernel..., C_in / groups); output_padding adds rows at the high end of each axis.
+array conv_transpose1d(const array& input, const array& weight, int stride = 1, int padding = 0, int dilation = 1,
+                       int output_padding = 0, int groups = 1, StreamOrDevice s = {});
+array conv_transpose2d(const array& input, const array& weight, const std::pair<int, int>& stride = {1, 1},
+                       const std::pair<int, int>& padding = {0, 0}, const std::pair<int, int>& dilation = {1, 1},
+                       const std::pair<int, int>& output_padding = {0, 0}, int groups = 1, StreamOrDevice s = {});
+array conv_transpose3d(const array& input, const array& weight, const std::tuple<int, int, int>& stride = {1, 1, 1},
+                       const std::tuple<int, int, int>& padding = {0, 0, 0},
+                       const std::tuple<int, int, int>& dilation = {1, 1, 1},
+                       const std::tuple<int, int, int>& output_padding = {0, 0, 0}, int groups = 1,
+                       StreamOrDevice s = {});
 
 // ---------------------------------------------------------------- utilities
 

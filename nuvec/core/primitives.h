@@ -396,6 +396,23 @@ struct FFT {
   friend bool operator==(const FFT&, const FFT&) = default;
 };
 
+// Convolution.
+/// N-d cross-correlation, channels last: input (N, spatial..., C_in), weight (C_out, kernel..., C_in / groups),
+/// output (N, spatial..., C_out). Every vector has one entry per spatial axis; padding is non-negative (the op
+/// slices for negative padding); `flip` flips the kernel's spatial axes (a true convolution).
+struct Convolution {
+  static constexpr std::string_view name = "Convolution";
+  static constexpr Family family = Family::other;
+  std::vector<int> stride;
+  std::vector<int> padding_lo;
+  std::vector<int> padding_hi;
+  std::vector<int> kernel_dilation;
+  std::vector<int> input_dilation;
+  int groups;
+  bool flip;
+  friend bool operator==(const Convolution&, const Convolution&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -419,7 +436,9 @@ using Primitive = std::variant<
     // quantization
     Quantize, Dequantize, QuantizedMatmul, GatherQMM, Fp8Cast,
     // fft
-    FFT>;
+    FFT,
+    // convolution
+    Convolution>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

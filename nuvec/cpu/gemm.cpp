@@ -41,6 +41,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/shape.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/onednn.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -74,7 +75,8 @@ OmpSetNumThreads omp_setter() {
   return fn;
 }
 
-/// Gives OpenBLAS and oneDNN nuvec's thread count before a call (cheap when unchanged).
+}  // namespace
+
 void sync_library_threads() {
   const int n = num_threads();
   static std::atomic<int> blas_threads{0};
@@ -90,6 +92,8 @@ void sync_library_threads() {
     omp_threads = n;
   }
 }
+
+namespace {
 
 // ---------------------------------------------------------------- layouts
 
@@ -251,10 +255,14 @@ struct MatmulKey {
   friend bool operator==(const MatmulKey&, const MatmulKey&) = default;
 };
 
+}  // namespace
+
 dnnl::engine& engine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   return eng;
 }
+
+namespace {
 
 dnnl::memory::desc matrix_desc(bool bf16, int64_t batch, int64_t rows, int64_t cols, bool trans) {
   using dnnl::memory;

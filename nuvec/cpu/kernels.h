@@ -59,5 +59,6 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out);
 void run(const GatherQMM& p, const Inputs& in, Outputs& out);
 void run(const Fp8Cast& p, const Inputs& in, Outputs& out);
 void run(const FFT& p, const Inputs& in, Outputs& out);
+void run(const Convolution& p, const Inputs& in, Outputs& out);
 
 }  // namespace nuvec::cpu
