@@ -46,4 +46,9 @@ void run(const LogSumExp& p, const Inputs& in, Outputs& out);
 void run(const Matmul& p, const Inputs& in, Outputs& out);
 void run(const AddMM& p, const Inputs& in, Outputs& out);
 
+void run(const RMSNorm& p, const Inputs& in, Outputs& out);
+void run(const LayerNorm& p, const Inputs& in, Outputs& out);
+void run(const RoPE& p, const Inputs& in, Outputs& out);
+void run(const ScaledDotProductAttention& p, const Inputs& in, Outputs& out);
+
 }  // namespace nuvec::cpu
