@@ -302,7 +302,7 @@ std::string attention_code(const Attn& c, float scale, Dtype dtype) {
             ".astype(np.float64)[None, :, None, None]\n"
             "s = np.concatenate([np.broadcast_to(z, s.shape[:-1] + (1,)), s], -1)\n";
   }
-  code += "s = np.exp(s - s.max(-1, keepdims=True))\ns = s / s.sum(-1, keepdims=True)\n";
+  code += "s = np.exp(s - s.max(-1, keepdims=True, initial=-np.inf))\ns = s / s.sum(-1, keepdims=True)\n";
   if (c.sinks) {
     code += "s = s[..., 1:]\n";
   }

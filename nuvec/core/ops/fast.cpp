@@ -312,10 +312,10 @@ array rope_composed(const array& x, int dims, bool traditional, std::optional<fl
   const Dtype acc = compute_dtype(x.dtype());
   // (B, M, L, D): the axes between the first and the last two fold into M.
   const Shape shape = x.shape();
-  auto x4 = reshape(x, {shape[0], -1, shape[shape.size() - 2], shape.back()}, s);
-  const int B = x4.shape(0);
-  const int M = x4.shape(1);
-  const int L = x4.shape(2);
+  const int B = shape[0];
+  const auto M = static_cast<int>(shape_size(Shape(shape.begin() + 1, shape.end() - 2)));
+  const int L = shape[shape.size() - 2];
+  auto x4 = reshape(x, {B, M, L, shape.back()}, s);
   const int half = dims / 2;
 
   // Angles (B or 1, 1, L, half): (offset + position) * scale * inverse frequency, in float32.
