@@ -325,9 +325,10 @@ array rope_composed(const array& x, int dims, bool traditional, std::optional<fl
                               : exp(multiply(arange(0.0, static_cast<double>(-half), -1.0, float32, s),
                                              array(std::log(args.base) / static_cast<float>(half), float32), s),
                                     s);
-  auto theta = multiply(expand_dims(positions, -1, s), inv_freqs, s);
-  auto cos_t = astype(cos(theta, s), acc, s);
-  auto sin_t = astype(sin(theta, s), acc, s);
+  // Positions and frequencies are float32 values; their product and its cos and sin use the compute dtype.
+  auto theta = multiply(astype(expand_dims(positions, -1, s), acc, s), astype(inv_freqs, acc, s), s);
+  auto cos_t = cos(theta, s);
+  auto sin_t = sin(theta, s);
 
   auto xf = astype(x4, acc, s);
   array x1 = traditional ? slice(xf, {0, 0, 0, 0}, {B, M, L, dims}, {1, 1, 1, 2}, s)
