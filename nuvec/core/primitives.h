@@ -413,6 +413,51 @@ struct Convolution {
   friend bool operator==(const Convolution&, const Convolution&) = default;
 };
 
+// Fused ops of nuvec::fast. Each op keeps its composition from plain ops
+// (nuvec::fast::detail::*_composed), which tests compare against and transforms differentiate.
+
+/// x * rsqrt(mean(x^2) + eps) [* weight] over the last axis; inputs x[, weight] of one dtype.
+struct RMSNorm {
+  static constexpr std::string_view name = "RMSNorm";
+  static constexpr Family family = Family::other;
+  float eps;
+  bool has_weight;
+  friend bool operator==(const RMSNorm&, const RMSNorm&) = default;
+};
+/// (x - mean) * rsqrt(var + eps) [* weight] [+ bias] over the last axis; inputs x[, weight][, bias].
+struct LayerNorm {
+  static constexpr std::string_view name = "LayerNorm";
+  static constexpr Family family = Family::other;
+  float eps;
+  bool has_weight;
+  bool has_bias;
+  friend bool operator==(const LayerNorm&, const LayerNorm&) = default;
+};
+/// Rotary position embedding of the first `dims` features of (B, ..., L, D): inputs x, an int32 offset of one or
+/// B elements, and with has_freqs float32 frequencies (dims / 2) that replace base^(-2i / dims).
+struct RoPE {
+  static constexpr std::string_view name = "RoPE";
+  static constexpr Family family = Family::other;
+  int dims;
+  bool traditional;  // rotates pairs (2i, 2i + 1) instead of (i, i + dims / 2)
+  float base;
+  float scale;
+  bool has_freqs;
+  friend bool operator==(const RoPE&, const RoPE&) = default;
+};
+enum class AttentionMask { none, boolean, additive };
+/// softmax(scale * q k^T [masked]) v over (B, N, L, D) inputs q, k, v[, mask (B, N_q, L_q, L_kv)][, sinks (N_q)],
+/// all of one dtype (a boolean mask stays bool). Query heads share key/value heads in groups of N_q / N_kv.
+struct ScaledDotProductAttention {
+  static constexpr std::string_view name = "ScaledDotProductAttention";
+  static constexpr Family family = Family::other;
+  float scale;
+  bool causal;  // key j is seen by query i when j <= i + L_kv - L_q
+  AttentionMask mask;
+  bool has_sinks;
+  friend bool operator==(const ScaledDotProductAttention&, const ScaledDotProductAttention&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -438,7 +483,9 @@ using Primitive = std::variant<
     // fft
     FFT,
     // convolution
-    Convolution>;
+    Convolution,
+    // fast
+    RMSNorm, LayerNorm, RoPE, ScaledDotProductAttention>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

@@ -60,5 +60,9 @@ void run(const GatherQMM& p, const Inputs& in, Outputs& out);
 void run(const Fp8Cast& p, const Inputs& in, Outputs& out);
 void run(const FFT& p, const Inputs& in, Outputs& out);
 void run(const Convolution& p, const Inputs& in, Outputs& out);
+void run(const RMSNorm& p, const Inputs& in, Outputs& out);
+void run(const LayerNorm& p, const Inputs& in, Outputs& out);
+void run(const RoPE& p, const Inputs& in, Outputs& out);
+void run(const ScaledDotProductAttention& p, const Inputs& in, Outputs& out);
 
 }  // namespace nuvec::cpu

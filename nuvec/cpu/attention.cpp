@@ -1,0 +1,449 @@
+// ScaledDotProductAttention: flash-attention style on the CPU. Never materializes the L_q x L_kv scores.
+//
+// Work is split across threads by (batch, key/value head, block of queries). One item takes the queries of every
+// query head that shares its key/value head (grouped-query attention reads each key once per group), scaled and
+// converted to the compute type (float32, float64 for float64), and walks the keys in blocks of `key_block`:
+//   1. scores S = Q K^T for the block;
+//   2. the mask (boolean: masked scores become the lowest finite value; additive: added) or the causal limit;
+//   3. the online softmax: each row keeps its running max m and sum l, rescales its output accumulator by
+//      exp(m_old - m_new) and adds exp(S - m_new) of the block;
+//   4. O += P V for the block.
+// The output is O / l, rounded to the output dtype once. Sinks start each row with m = sink and l = 1.
+//
+// Two ways to run steps 1 and 4: with few rows (decode, L_q = 1) each score is a dot product of a query with a key
+// row read in place and each value row is added in place, so keys and values stream through once and the kernel is
+// memory-bound; with more rows the key block is transposed (and converted) into a cache-resident tile and both
+// products run as register-tiled micro-kernels (4 rows x 2 vectors), the GEMM-like part of the work.
+// Causal items skip the key blocks that every row of the block masks (exact: those weights underflow to 0).
+
+#ifndef HWY_COMPILE_ONLY_STATIC
+#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
+#endif
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/kernels.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int64_t key_block = 64;
+constexpr int64_t target_rows = 64;  // rows (query heads x queries) per work item
+constexpr int64_t tiled_min_rows = 4;
+
+int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
+
+/// Element offsets of a (B, N, L, D) array.
+struct Layout4 {
+  const void* data;
+  int64_t b, h, l, d;
+  explicit Layout4(const array& a)
+      : data(a.raw_data()), b(a.strides(0)), h(a.strides(1)), l(a.strides(2)), d(a.strides(3)) {}
+  template <class T>
+  [[nodiscard]] const T* at(int64_t bi, int64_t hi, int64_t li) const {
+    return static_cast<const T*>(data) + bi * b + hi * h + li * l;
+  }
+};
+
+template <class A>
+A dot(const A* x, const A* y, int64_t n) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto s0 = hn::Zero(d);
+  auto s1 = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 * lanes <= n; i += 2 * lanes) {
+    s0 = hn::MulAdd(hn::LoadU(d, x + i), hn::LoadU(d, y + i), s0);
+    s1 = hn::MulAdd(hn::LoadU(d, x + i + lanes), hn::LoadU(d, y + i + lanes), s1);
+  }
+  for (; i + lanes <= n; i += lanes) {
+    s0 = hn::MulAdd(hn::LoadU(d, x + i), hn::LoadU(d, y + i), s0);
+  }
+  A total = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+  for (; i < n; ++i) {
+    total += x[i] * y[i];
+  }
+  return total;
+}
+
+/// y += a * x.
+template <class A>
+void axpy(A a, const A* x, A* y, int64_t n) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto av = hn::Set(d, a);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::MulAdd(av, hn::LoadU(d, x + i), hn::LoadU(d, y + i)), d, y + i);
+  }
+  for (; i < n; ++i) {
+    y[i] += a * x[i];
+  }
+}
+
+/// s[r][0, kbp) = q[r] . kt[:, j] for r < rows: kt is D x kbp (kbp a multiple of two vectors), q rows of D.
+template <class A>
+void scores_tiled(const A* q, int64_t rows, int64_t D, const A* kt, int64_t kbp, A* s) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const A* q0 = q + r * D;
+    for (int64_t j = 0; j < kbp; j += 2 * lanes) {
+      auto a00 = hn::Zero(d), a01 = hn::Zero(d), a10 = hn::Zero(d), a11 = hn::Zero(d);
+      auto a20 = hn::Zero(d), a21 = hn::Zero(d), a30 = hn::Zero(d), a31 = hn::Zero(d);
+      for (int64_t e = 0; e < D; ++e) {
+        const auto k0 = hn::LoadU(d, kt + e * kbp + j);
+        const auto k1 = hn::LoadU(d, kt + e * kbp + j + lanes);
+        const auto x0 = hn::Set(d, q0[e]);
+        const auto x1 = hn::Set(d, q0[D + e]);
+        const auto x2 = hn::Set(d, q0[2 * D + e]);
+        const auto x3 = hn::Set(d, q0[3 * D + e]);
+        a00 = hn::MulAdd(x0, k0, a00);
+        a01 = hn::MulAdd(x0, k1, a01);
+        a10 = hn::MulAdd(x1, k0, a10);
+        a11 = hn::MulAdd(x1, k1, a11);
+        a20 = hn::MulAdd(x2, k0, a20);
+        a21 = hn::MulAdd(x2, k1, a21);
+        a30 = hn::MulAdd(x3, k0, a30);
+        a31 = hn::MulAdd(x3, k1, a31);
+      }
+      A* out = s + r * kbp + j;
+      hn::StoreU(a00, d, out);
+      hn::StoreU(a01, d, out + lanes);
+      hn::StoreU(a10, d, out + kbp);
+      hn::StoreU(a11, d, out + kbp + lanes);
+      hn::StoreU(a20, d, out + 2 * kbp);
+      hn::StoreU(a21, d, out + 2 * kbp + lanes);
+      hn::StoreU(a30, d, out + 3 * kbp);
+      hn::StoreU(a31, d, out + 3 * kbp + lanes);
+    }
+  }
+  for (; r < rows; ++r) {
+    for (int64_t j = 0; j < kbp; j += lanes) {
+      auto acc = hn::Zero(d);
+      for (int64_t e = 0; e < D; ++e) {
+        acc = hn::MulAdd(hn::Set(d, q[r * D + e]), hn::LoadU(d, kt + e * kbp + j), acc);
+      }
+      hn::StoreU(acc, d, s + r * kbp + j);
+    }
+  }
+}
+
+/// o[r][0, dvp) += sum_{j < kb} p[r][j] * v[j][0, dvp) for r < rows: v is kb x dvp, dvp a multiple of two vectors.
+template <class A>
+void accumulate_tiled(const A* p, int64_t kbp, int64_t rows, int64_t kb, const A* v, int64_t dvp, A* o) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const A* p0 = p + r * kbp;
+    A* o0 = o + r * dvp;
+    for (int64_t c = 0; c < dvp; c += 2 * lanes) {
+      auto a00 = hn::LoadU(d, o0 + c), a01 = hn::LoadU(d, o0 + c + lanes);
+      auto a10 = hn::LoadU(d, o0 + dvp + c), a11 = hn::LoadU(d, o0 + dvp + c + lanes);
+      auto a20 = hn::LoadU(d, o0 + 2 * dvp + c), a21 = hn::LoadU(d, o0 + 2 * dvp + c + lanes);
+      auto a30 = hn::LoadU(d, o0 + 3 * dvp + c), a31 = hn::LoadU(d, o0 + 3 * dvp + c + lanes);
+      for (int64_t j = 0; j < kb; ++j) {
+        const auto v0 = hn::LoadU(d, v + j * dvp + c);
+        const auto v1 = hn::LoadU(d, v + j * dvp + c + lanes);
+        const auto x0 = hn::Set(d, p0[j]);
+        const auto x1 = hn::Set(d, p0[kbp + j]);
+        const auto x2 = hn::Set(d, p0[2 * kbp + j]);
+        const auto x3 = hn::Set(d, p0[3 * kbp + j]);
+        a00 = hn::MulAdd(x0, v0, a00);
+        a01 = hn::MulAdd(x0, v1, a01);
+        a10 = hn::MulAdd(x1, v0, a10);
+        a11 = hn::MulAdd(x1, v1, a11);
+        a20 = hn::MulAdd(x2, v0, a20);
+        a21 = hn::MulAdd(x2, v1, a21);
+        a30 = hn::MulAdd(x3, v0, a30);
+        a31 = hn::MulAdd(x3, v1, a31);
+      }
+      hn::StoreU(a00, d, o0 + c);
+      hn::StoreU(a01, d, o0 + c + lanes);
+      hn::StoreU(a10, d, o0 + dvp + c);
+      hn::StoreU(a11, d, o0 + dvp + c + lanes);
+      hn::StoreU(a20, d, o0 + 2 * dvp + c);
+      hn::StoreU(a21, d, o0 + 2 * dvp + c + lanes);
+      hn::StoreU(a30, d, o0 + 3 * dvp + c);
+      hn::StoreU(a31, d, o0 + 3 * dvp + c + lanes);
+    }
+  }
+  for (; r < rows; ++r) {
+    for (int64_t j = 0; j < kb; ++j) {
+      axpy(p[r * kbp + j], v + j * dvp, o + r * dvp, dvp);
+    }
+  }
+}
+
+/// One online-softmax step for a row of scores s[0, kbp) (entries past the block are -inf): s becomes the weights
+/// exp(s - m_new); m, l and the output row o[0, dv) are updated.
+template <class A>
+void softmax_step(A* s, int64_t kbp, A& m, A& l, A* o, int64_t dv) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto mv = hn::Set(d, -std::numeric_limits<A>::infinity());
+  for (int64_t j = 0; j < kbp; j += lanes) {
+    mv = hn::Max(mv, hn::LoadU(d, s + j));
+  }
+  const A m_new = std::max(m, hn::GetLane(hn::MaxOfLanes(d, mv)));
+  // A row that is -inf so far (additive masks) has no weight yet: shift by 0 so its weights are exp(-inf) = 0.
+  const A shift = m_new == -std::numeric_limits<A>::infinity() ? A{0} : m_new;
+  const auto sv = hn::Set(d, shift);
+  auto total = hn::Zero(d);
+  for (int64_t j = 0; j < kbp; j += lanes) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), sv));
+    hn::StoreU(e, d, s + j);
+    total = hn::Add(total, e);
+  }
+  const A correction = std::exp(m - shift);
+  if (correction != A{1}) {
+    for (int64_t c = 0; c < dv; ++c) {
+      o[c] *= correction;
+    }
+  }
+  l = l * correction + hn::GetLane(hn::SumOfLanes(d, total));
+  m = m_new;
+}
+
+template <class T>
+struct AttentionKernel {
+  using A = compute_t<T>;
+
+  const ScaledDotProductAttention& p;
+  const Inputs& in;
+  int64_t B, Nq, Lq, D, Nkv, Lkv, Dv, repeats, offset;
+  Layout4 q, k, v;
+
+  AttentionKernel(const ScaledDotProductAttention& prim, const Inputs& inputs)
+      : p(prim),
+        in(inputs),
+        B(inputs[0].shape(0)),
+        Nq(inputs[0].shape(1)),
+        Lq(inputs[0].shape(2)),
+        D(inputs[0].shape(3)),
+        Nkv(inputs[1].shape(1)),
+        Lkv(inputs[1].shape(2)),
+        Dv(inputs[2].shape(3)),
+        repeats(Nkv == 0 ? 1 : Nq / Nkv),
+        offset(Lkv - Lq),
+        q(inputs[0]),
+        k(inputs[1]),
+        v(inputs[2]) {}
+
+  void operator()(array& out) const {
+    out.set_data(allocator::malloc(out.nbytes()));
+    if (out.size() == 0) {
+      return;
+    }
+    const int64_t per_block = std::max<int64_t>(1, std::min(Lq, target_rows / repeats));
+    const int64_t q_blocks = (Lq + per_block - 1) / per_block;
+    const auto items = static_cast<size_t>(B * Nkv * q_blocks);
+    T* dst = out.data<T>();
+    parallel_for(items, 1, [&](size_t begin, size_t end) {
+      Scratch scratch(*this, per_block);
+      for (size_t item = begin; item < end; ++item) {
+        const auto i = static_cast<int64_t>(item);
+        const int64_t q0 = (i % q_blocks) * per_block;
+        run_item(i / q_blocks / Nkv, (i / q_blocks) % Nkv, q0, std::min(per_block, Lq - q0), scratch, dst);
+      }
+    });
+  }
+
+ private:
+  struct Scratch {
+    int64_t kbp;  // key block padded to two vectors
+    int64_t dvp;  // value width padded to two vectors
+    std::vector<A> q, kt, s, vb, o, m, l, row;
+    Scratch(const AttentionKernel& a, int64_t per_block) {
+      const auto two = static_cast<int64_t>(2 * hn::Lanes(hn::ScalableTag<A>()));
+      kbp = round_up(key_block, two);
+      dvp = round_up(std::max<int64_t>(a.Dv, 1), two);
+      const int64_t rows = a.repeats * per_block;
+      q.resize(static_cast<size_t>(rows * a.D));
+      kt.resize(static_cast<size_t>(a.D * kbp + two));
+      s.resize(static_cast<size_t>(rows * kbp + two));
+      vb.resize(static_cast<size_t>(kbp * dvp + two));
+      o.resize(static_cast<size_t>(rows * dvp));
+      m.resize(static_cast<size_t>(rows));
+      l.resize(static_cast<size_t>(rows));
+      row.resize(static_cast<size_t>(std::max(a.D, a.Dv)));
+    }
+  };
+
+  /// Row r of an item: query head and query index.
+  struct RowMap {
+    int64_t first_head;
+    int64_t q0;
+    int64_t count;  // queries per head in this item
+    [[nodiscard]] int64_t head(int64_t r) const { return first_head + r / count; }
+    [[nodiscard]] int64_t query(int64_t r) const { return q0 + r % count; }
+  };
+
+  /// A row of n elements of a (B, N, L, D) input as compute-type values: in place when possible, else in `buf`.
+  const A* row_of(const Layout4& a, int64_t b, int64_t h, int64_t l, int64_t n, A* buf) const {
+    const T* ptr = a.at<T>(b, h, l);
+    if constexpr (std::is_same_v<T, A>) {
+      if (a.d == 1) {
+        return ptr;
+      }
+    }
+    load_block(buf, Strided<T>{ptr, a.d}, n);
+    return buf;
+  }
+
+  void run_item(int64_t b, int64_t kvh, int64_t q0, int64_t count, Scratch& sc, T* dst) const {
+    const RowMap map{kvh * repeats, q0, count};
+    const int64_t rows = repeats * count;
+    const int64_t kbp = sc.kbp;
+    const int64_t dvp = sc.dvp;
+    const auto scale = static_cast<A>(p.scale);
+    for (int64_t r = 0; r < rows; ++r) {
+      A* qr = sc.q.data() + r * D;
+      const A* src = row_of(q, b, map.head(r), map.query(r), D, sc.row.data());
+      for (int64_t e = 0; e < D; ++e) {
+        qr[e] = src[e] * scale;
+      }
+    }
+    std::fill(sc.o.begin(), sc.o.end(), A{0});
+    for (int64_t r = 0; r < rows; ++r) {
+      if (p.has_sinks) {
+        const array& sinks = in.back();
+        sc.m[static_cast<size_t>(r)] =
+            static_cast<A>(sinks.data<T>()[map.head(r) * sinks.strides(0)]);
+        sc.l[static_cast<size_t>(r)] = A{1};
+      } else {
+        sc.m[static_cast<size_t>(r)] = -std::numeric_limits<A>::infinity();
+        sc.l[static_cast<size_t>(r)] = A{0};
+      }
+    }
+    // Causal: keys past the last query's limit are masked for every row; skipping them is exact when every row
+    // sees at least one key (its weights for masked keys underflow to 0).
+    int64_t key_end = Lkv;
+    if (p.causal && q0 + offset >= 0) {
+      key_end = std::min(Lkv, q0 + count + offset);
+    }
+    const bool tiled = rows >= tiled_min_rows;
+    for (int64_t j0 = 0; j0 < key_end; j0 += key_block) {
+      const int64_t kb = std::min(key_block, key_end - j0);
+      if (tiled) {
+        load_keys_transposed(b, kvh, j0, kb, sc);
+        scores_tiled(sc.q.data(), rows, D, sc.kt.data(), kbp, sc.s.data());
+      } else {
+        for (int64_t j = 0; j < kb; ++j) {
+          const A* kr = row_of(k, b, kvh, j0 + j, D, sc.row.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            sc.s[static_cast<size_t>(r * kbp + j)] = dot(sc.q.data() + r * D, kr, D);
+          }
+        }
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        A* srow = sc.s.data() + r * kbp;
+        apply_mask(b, map.head(r), map.query(r), j0, kb, srow);
+        std::fill(srow + kb, srow + kbp, -std::numeric_limits<A>::infinity());
+        softmax_step(srow, kbp, sc.m[static_cast<size_t>(r)], sc.l[static_cast<size_t>(r)], sc.o.data() + r * dvp,
+                     Dv);
+      }
+      if (tiled) {
+        for (int64_t j = 0; j < kb; ++j) {
+          const A* vr = row_of(v, b, kvh, j0 + j, Dv, sc.row.data());
+          std::copy(vr, vr + Dv, sc.vb.data() + j * dvp);
+          std::fill(sc.vb.data() + j * dvp + Dv, sc.vb.data() + (j + 1) * dvp, A{0});
+        }
+        accumulate_tiled(sc.s.data(), kbp, rows, kb, sc.vb.data(), dvp, sc.o.data());
+      } else {
+        for (int64_t j = 0; j < kb; ++j) {
+          const A* vr = row_of(v, b, kvh, j0 + j, Dv, sc.row.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            axpy(sc.s[static_cast<size_t>(r * kbp + j)], vr, sc.o.data() + r * dvp, Dv);
+          }
+        }
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      A* orow = sc.o.data() + r * dvp;
+      // No keys at all gives zeros (an empty weighted sum); a row of -inf scores gives 0 / 0 = NaN, as softmax does.
+      const A inv = Lkv == 0 ? A{0} : A{1} / sc.l[static_cast<size_t>(r)];
+      for (int64_t c = 0; c < Dv; ++c) {
+        orow[c] *= inv;
+      }
+      store_block(dst + ((b * Nq + map.head(r)) * Lq + map.query(r)) * Dv, orow, Dv);
+    }
+  }
+
+  /// kt[e][j] = key (j0 + j)'s feature e for j < kb; the padding columns are zero.
+  void load_keys_transposed(int64_t b, int64_t kvh, int64_t j0, int64_t kb, Scratch& sc) const {
+    const int64_t kbp = sc.kbp;
+    A* kt = sc.kt.data();
+    for (int64_t j = 0; j < kb; ++j) {
+      const A* kr = row_of(k, b, kvh, j0 + j, D, sc.row.data());
+      for (int64_t e = 0; e < D; ++e) {
+        kt[e * kbp + j] = kr[e];
+      }
+    }
+    if (kb < kbp) {
+      for (int64_t e = 0; e < D; ++e) {
+        std::fill(kt + e * kbp + kb, kt + (e + 1) * kbp, A{0});
+      }
+    }
+  }
+
+  /// Applies the causal limit or the mask to the scores of query `i` of head `h` against keys [j0, j0 + kb).
+  void apply_mask(int64_t b, int64_t h, int64_t i, int64_t j0, int64_t kb, A* s) const {
+    const A lowest = std::numeric_limits<A>::lowest();
+    if (p.causal) {
+      for (int64_t j = std::max<int64_t>(0, i + offset + 1 - j0); j < kb; ++j) {
+        s[j] = lowest;
+      }
+      return;
+    }
+    switch (p.mask) {
+      case AttentionMask::none:
+        return;
+      case AttentionMask::boolean: {
+        const array& mask = in[3];
+        const bool* mp = mask.data<bool>() + b * mask.strides(0) + h * mask.strides(1) + i * mask.strides(2);
+        const int64_t ms = mask.strides(3);
+        for (int64_t j = 0; j < kb; ++j) {
+          s[j] = mp[(j0 + j) * ms] ? s[j] : lowest;
+        }
+        return;
+      }
+      case AttentionMask::additive: {
+        const array& mask = in[3];
+        const T* mp = mask.data<T>() + b * mask.strides(0) + h * mask.strides(1) + i * mask.strides(2);
+        const int64_t ms = mask.strides(3);
+        for (int64_t j = 0; j < kb; ++j) {
+          s[j] += static_cast<A>(mp[(j0 + j) * ms]);
+        }
+        return;
+      }
+    }
+  }
+};
+
+}  // namespace
+
+void run(const ScaledDotProductAttention& p, const Inputs& in, Outputs& out) {
+  dispatch(in[0].dtype(), [&]<class T>(type_tag<T>) {
+    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
+      AttentionKernel<T>(p, in)(out[0]);
+    } else {
+      throw_internal("[ScaledDotProductAttention] Expected a floating input, got " +
+                     std::string(dtype_name(in[0].dtype())) + ".");
+    }
+  });
+}
+
+}  // namespace nuvec::cpu
