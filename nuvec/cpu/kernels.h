@@ -46,4 +46,13 @@ void run(const LogSumExp& p, const Inputs& in, Outputs& out);
 void run(const Matmul& p, const Inputs& in, Outputs& out);
 void run(const AddMM& p, const Inputs& in, Outputs& out);
 
+void run(const Gather& p, const Inputs& in, Outputs& out);
+void run(const GatherAxis& p, const Inputs& in, Outputs& out);
+void run(const Scatter& p, const Inputs& in, Outputs& out);
+void run(const ScatterAxis& p, const Inputs& in, Outputs& out);
+void run(const MaskedScatter& p, const Inputs& in, Outputs& out);
+void run(const SliceUpdate& p, const Inputs& in, Outputs& out);
+void run(const DynamicSlice& p, const Inputs& in, Outputs& out);
+void run(const DynamicSliceUpdate& p, const Inputs& in, Outputs& out);
+
 }  // namespace nuvec::cpu
