@@ -383,26 +383,26 @@ std::vector<Row> make_rows() {
                                                        [](int64_t) { return 0.0; });
                                 }};
                   }});
-  rows.push_back({"embedding_take", 2 * 4.0 * embed_rows * embed_dim, 0, int64_t{embed_rows} * embed_dim,
-                  [](Inputs& in) {
-                    const Input& t = in.embeddings();
-                    array td = t.dev;
-                    // Token ids: the same formula as run_core.py's NumPy side.
-                    std::vector<int32_t> host_ids(embed_rows);
-                    for (int i = 0; i < embed_rows; ++i) {
-                      host_ids[i] = static_cast<int32_t>((int64_t{i} * 7919 + 13) % vocab);
-                    }
-                    array ids(host_ids.begin(), {embed_rows}, nuvec::int32);
-                    nuvec::eval(ids);
-                    auto expected = [&t, host_ids](int64_t k) {
-                      return static_cast<double>(t.host[int64_t{host_ids[k / embed_dim]} * embed_dim + k % embed_dim]);
-                    };
-                    return Case{[=] { return nuvec::take(td, ids, 0); },
-                                [=](const array& out) {
-                                  return check_samples(out, nuvec::float32, {embed_rows, embed_dim}, 256, expected,
-                                                       [](int64_t) { return 0.0; });
-                                }};
-                  }});
+  rows.push_back(
+      {"embedding_take", 2 * 4.0 * embed_rows * embed_dim, 0, int64_t{embed_rows} * embed_dim, [](Inputs& in) {
+         const Input& t = in.embeddings();
+         array td = t.dev;
+         // Token ids: the same formula as run_core.py's NumPy side.
+         std::vector<int32_t> host_ids(embed_rows);
+         for (int i = 0; i < embed_rows; ++i) {
+           host_ids[i] = static_cast<int32_t>((int64_t{i} * 7919 + 13) % vocab);
+         }
+         array ids(host_ids.begin(), {embed_rows}, nuvec::int32);
+         nuvec::eval(ids);
+         auto expected = [&t, host_ids](int64_t k) {
+           return static_cast<double>(t.host[int64_t{host_ids[k / embed_dim]} * embed_dim + k % embed_dim]);
+         };
+         return Case{[=] { return nuvec::take(td, ids, 0); },
+                     [=](const array& out) {
+                       return check_samples(out, nuvec::float32, {embed_rows, embed_dim}, 256, expected,
+                                            [](int64_t) { return 0.0; });
+                     }};
+       }});
   rows.push_back({"chain_100", 0, 0, chain_n, [](Inputs& in) {
                     const Input& x = in.chain_x();
                     array xd = x.dev;

@@ -114,8 +114,7 @@ std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s = {}
 array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s = {});
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});
 /// Braced starts pick the static slice over the dynamic one below (an initializer list also converts to an array).
-inline array slice(const array& a, std::initializer_list<int> start, Shape stop, Shape strides,
-                   StreamOrDevice s = {}) {
+inline array slice(const array& a, std::initializer_list<int> start, Shape stop, Shape strides, StreamOrDevice s = {}) {
   return slice(a, Shape(start), std::move(stop), std::move(strides), s);
 }
 /// A slice of `slice_size` whose start on `axes` is read from the integer array `start` (one entry per axis; the
@@ -408,31 +407,27 @@ inline array scatter(const array& a, const array& indices, const array& updates,
   return scatter(a, {indices}, updates, std::vector<int>{axis}, s);
 }
 /// scatter, adding the updates to the values there (np.add.at).
-array scatter_add(const array& a, const std::vector<array>& indices, const array& updates,
-                  const std::vector<int>& axes, StreamOrDevice s = {});
-inline array scatter_add(const array& a, const array& indices, const array& updates, int axis,
-                         StreamOrDevice s = {}) {
+array scatter_add(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s = {});
+inline array scatter_add(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
   return scatter_add(a, {indices}, updates, std::vector<int>{axis}, s);
 }
 /// scatter, multiplying the values there by the updates (np.multiply.at).
 array scatter_prod(const array& a, const std::vector<array>& indices, const array& updates,
                    const std::vector<int>& axes, StreamOrDevice s = {});
-inline array scatter_prod(const array& a, const array& indices, const array& updates, int axis,
-                          StreamOrDevice s = {}) {
+inline array scatter_prod(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
   return scatter_prod(a, {indices}, updates, std::vector<int>{axis}, s);
 }
 /// scatter, keeping the maximum (np.maximum.at: NaN propagates).
-array scatter_max(const array& a, const std::vector<array>& indices, const array& updates,
-                  const std::vector<int>& axes, StreamOrDevice s = {});
-inline array scatter_max(const array& a, const array& indices, const array& updates, int axis,
-                         StreamOrDevice s = {}) {
+array scatter_max(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s = {});
+inline array scatter_max(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
   return scatter_max(a, {indices}, updates, std::vector<int>{axis}, s);
 }
 /// scatter, keeping the minimum (np.minimum.at: NaN propagates).
-array scatter_min(const array& a, const std::vector<array>& indices, const array& updates,
-                  const std::vector<int>& axes, StreamOrDevice s = {});
-inline array scatter_min(const array& a, const array& indices, const array& updates, int axis,
-                         StreamOrDevice s = {}) {
+array scatter_min(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s = {});
+inline array scatter_min(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
   return scatter_min(a, {indices}, updates, std::vector<int>{axis}, s);
 }
 

@@ -120,8 +120,7 @@ TEST(Indexing, TakeNonContiguousInputsAndIndices) {
     auto a = non_contiguous({5, 4, 3}, int16, rng, transposed);
     auto idx = transpose(random_indices({3, 2}, -3, 3, int32, rng));  // (2, 3), not contiguous
     for (int axis : {0, 1, 2}) {
-      EXPECT_TRUE(same(take(a, idx, axis),
-                       numpy_ref("np.take(a, b, axis=" + std::to_string(axis) + ")", {a, idx})));
+      EXPECT_TRUE(same(take(a, idx, axis), numpy_ref("np.take(a, b, axis=" + std::to_string(axis) + ")", {a, idx})));
     }
   }
   // A flipped view (negative strides) and a broadcast one.
@@ -130,8 +129,8 @@ TEST(Indexing, TakeNonContiguousInputsAndIndices) {
   auto idx = array({2, 0, -1}, {3});
   EXPECT_TRUE(same(take(flipped, idx, 1), numpy_ref("np.take(a[::-1, ::-2], b, axis=1)", {base, idx})));
   auto wide = broadcast_to(random_array({1, 5}, float32, rng), {4, 5});
-  EXPECT_TRUE(same(take(wide, idx, 0), numpy_ref("np.take(np.broadcast_to(a, (4, 5)), b, axis=0)",
-                                                 {slice(wide, {0, 0}, {1, 5}), idx})));
+  EXPECT_TRUE(same(take(wide, idx, 0),
+                   numpy_ref("np.take(np.broadcast_to(a, (4, 5)), b, axis=0)", {slice(wide, {0, 0}, {1, 5}), idx})));
 }
 
 TEST(Indexing, TakeEmptyAndSizeOne) {
@@ -159,8 +158,8 @@ TEST(Indexing, EmbeddingLookupThreaded) {
 TEST(Indexing, GatherOutOfRangeClampsAndNeverCrashes) {
   std::mt19937 rng(6);
   auto a = random_array({4, 5}, int32, rng);
-  const std::vector<int64_t> far{std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 4, -5, -6,
-                                 3, 100};
+  const std::vector<int64_t> far{
+      std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), 4, -5, -6, 3, 100};
   auto idx = array(far.begin(), {7});
   // Reference: wrap negatives once, then clamp (the documented rule), in Python integers.
   auto clamped = [](int n) {
@@ -194,7 +193,8 @@ std::string index_names(size_t k) {
 std::string gather_ref(const std::vector<int>& axes, const Shape& slice_sizes) {
   std::vector<int> sizes(slice_sizes.begin(), slice_sizes.end());
   return "axes = " + py_list(axes) + "\nsizes = " + py_list(sizes) +
-         "\nidx = np.broadcast_arrays(*[x.astype(np.int64) for x in " + index_names(axes.size()) + "])\n"
+         "\nidx = np.broadcast_arrays(*[x.astype(np.int64) for x in " + index_names(axes.size()) +
+         "])\n"
          "I = idx[0].shape if idx else ()\n"
          "out = np.zeros(I + tuple(sizes), a.dtype)\n"
          "for n in np.ndindex(*I):\n"
@@ -213,12 +213,9 @@ TEST(Indexing, GatherSlicesAxesAndBroadcastIndices) {
     std::vector<Shape> index_shapes;
   };
   const std::vector<Case> cases = {
-      {{0}, {1, 4, 6}, {{3}}},
-      {{0, 2}, {1, 2, 1}, {{3, 1}, {1, 2}}},
-      {{-1, 1}, {5, 2, 3}, {{2}, {2}}},
-      {{}, {2, 3, 4}, {}},
-      {{1}, {0, 1, 6}, {{4}}},
-      {{2}, {5, 4, 1}, {{}}},
+      {{0}, {1, 4, 6}, {{3}}},          {{0, 2}, {1, 2, 1}, {{3, 1}, {1, 2}}},
+      {{-1, 1}, {5, 2, 3}, {{2}, {2}}}, {{}, {2, 3, 4}, {}},
+      {{1}, {0, 1, 6}, {{4}}},          {{2}, {5, 4, 1}, {{}}},
   };
   for (auto dtype : {float32, int8, bool_, complex64, bfloat16, float16, uint64}) {
     for (const auto& c : cases) {
@@ -233,8 +230,8 @@ TEST(Indexing, GatherSlicesAxesAndBroadcastIndices) {
                      shape_string(c.slice_sizes));
         std::vector<array> inputs{a};
         inputs.insert(inputs.end(), indices.begin(), indices.end());
-        EXPECT_TRUE(same(gather(a, indices, c.axes, c.slice_sizes), numpy_ref(gather_ref(c.axes, c.slice_sizes),
-                                                                                inputs)));
+        EXPECT_TRUE(
+            same(gather(a, indices, c.axes, c.slice_sizes), numpy_ref(gather_ref(c.axes, c.slice_sizes), inputs)));
       }
     }
   }
@@ -259,9 +256,9 @@ TEST(Indexing, TakeAlongAxisOverDtypesAndBroadcasts) {
       auto idx = random_indices(ishape, -n, n, index_dtypes[rng() % index_dtypes.size()], rng);
       SCOPED_TRACE(std::string(dtype_name(dtype)) + shape_string(shape) + " axis " + std::to_string(axis) +
                    " indices " + shape_string(ishape));
-      EXPECT_TRUE(same(take_along_axis(a, idx, axis),
-                       numpy_ref("np.take_along_axis(a, b.astype(np.int64), axis=" + std::to_string(axis) + ")",
-                                 {a, idx})));
+      EXPECT_TRUE(
+          same(take_along_axis(a, idx, axis),
+               numpy_ref("np.take_along_axis(a, b.astype(np.int64), axis=" + std::to_string(axis) + ")", {a, idx})));
     }
   }
   // The array broadcasts too (size 1 off the axis), and a large last-axis case takes the threaded path.
@@ -276,8 +273,8 @@ TEST(Indexing, TakeAlongAxisOverDtypesAndBroadcasts) {
   // Out of range: clamped.
   auto m = random_array({2, 3}, int32, rng);
   auto far = array({7, -9, 2, -100, 100, -1}, {2, 3});
-  EXPECT_TRUE(same(take_along_axis(m, far, 1), numpy_ref("np.take_along_axis(a, np.array([[2, 0, 2], [0, 2, 2]]), 1)",
-                                                         {m})));
+  EXPECT_TRUE(
+      same(take_along_axis(m, far, 1), numpy_ref("np.take_along_axis(a, np.array([[2, 0, 2], [0, 2, 2]]), 1)", {m})));
 }
 
 /// NumPy reference for the scatters: the documented rule as a loop over index positions in row-major order
@@ -327,8 +324,8 @@ TEST(Indexing, ScatterReductionsMatchUfuncAt) {
       auto idx = random_indices({10}, -6, 6, int32, rng);  // duplicates and negative indices
       auto upd = random_array({10, 1, 4}, dtype, rng, -2.0, 2.0);
       SCOPED_TRACE(op.name + " " + std::string(dtype_name(dtype)));
-      const std::string ref = op.ufunc == "None" ? scatter_ref({0}, "None")
-                                                 : "out = a.copy()\n" + op.ufunc + ".at(out, b, c[:, 0, :])";
+      const std::string ref =
+          op.ufunc == "None" ? scatter_ref({0}, "None") : "out = a.copy()\n" + op.ufunc + ".at(out, b, c[:, 0, :])";
       EXPECT_TRUE(same(op.fn(a, {idx}, upd, {0}), numpy_ref(ref, {a, idx, upd}), scatter_tol(dtype)));
       // Two indexed axes of a 3-d array; the third is a full slice.
       auto b3 = random_array({3, 4, 5}, dtype, rng);
@@ -352,8 +349,8 @@ TEST(Indexing, ScatterMaxMinPropagateNaN) {
       continue;
     }
     SCOPED_TRACE(op.name);
-    EXPECT_TRUE(same(op.fn(a, {idx}, upd, {0}), numpy_ref("out = a.copy()\n" + op.ufunc + ".at(out, b, c[:, 0])",
-                                                         {a, idx, upd})));
+    EXPECT_TRUE(same(op.fn(a, {idx}, upd, {0}),
+                     numpy_ref("out = a.copy()\n" + op.ufunc + ".at(out, b, c[:, 0])", {a, idx, upd})));
   }
 }
 
@@ -435,8 +432,9 @@ TEST(Indexing, PutAlongAxisAndScatterAddAxis) {
   auto big = random_array({64, 2000}, float32, rng);
   auto big_idx = random_indices({64, 3000}, -2000, 2000, int32, rng);
   auto big_vals = random_array({64, 3000}, float32, rng);
-  EXPECT_TRUE(same(scatter_add_axis(big, big_idx, big_vals, 1),
-                   numpy_ref("out = a.copy()\nnp.add.at(out, (np.arange(64)[:, None], b), c)", {big, big_idx, big_vals})));
+  EXPECT_TRUE(
+      same(scatter_add_axis(big, big_idx, big_vals, 1),
+           numpy_ref("out = a.copy()\nnp.add.at(out, (np.arange(64)[:, None], b), c)", {big, big_idx, big_vals})));
 }
 
 TEST(Indexing, MaskedScatter) {
@@ -490,8 +488,7 @@ TEST(Indexing, SliceUpdateAndReducingForms) {
     std::string combine;  // Python expression of the old values `o` and the update `b`
   };
   const std::vector<Op> ops = {
-      {"slice_update", [](auto& s, auto& u, Shape b, Shape e, Shape st) { return slice_update(s, u, b, e, st); },
-       "b"},
+      {"slice_update", [](auto& s, auto& u, Shape b, Shape e, Shape st) { return slice_update(s, u, b, e, st); }, "b"},
       {"slice_update_add",
        [](auto& s, auto& u, Shape b, Shape e, Shape st) { return slice_update_add(s, u, b, e, st); }, "o + b"},
       {"slice_update_prod",
@@ -522,8 +519,8 @@ TEST(Indexing, SliceUpdateAndReducingForms) {
   }
   // The overloads without strides, and a cast update.
   auto src = random_array({3, 4}, int32, rng);
-  EXPECT_TRUE(same(slice_update(src, array(2.7F), {1, 1}, {3, 3}), numpy_ref("out = a.copy()\nout[1:3, 1:3] = 2\n",
-                                                                           {src})));
+  EXPECT_TRUE(
+      same(slice_update(src, array(2.7F), {1, 1}, {3, 3}), numpy_ref("out = a.copy()\nout[1:3, 1:3] = 2\n", {src})));
   EXPECT_TRUE(same(slice_update_add(src, array({1, 2}), {0, 2}, {3, 4}),
                    numpy_ref("out = a.copy()\nout[:, 2:4] += np.array([1, 2], np.int32)", {src})));
 }
@@ -555,8 +552,8 @@ TEST(Indexing, DynamicSliceAndUpdate) {
   // slice_update with a dynamic start: clamped so the update fits; missing leading axes broadcast.
   auto upd = random_array({2, 3}, float32, rng);
   auto start = array({-1, 7}, {2});
-  EXPECT_TRUE(same(slice_update(a, upd, start, {1, 2}),
-                   numpy_ref("out = a.copy()\nout[:, 4:6, 0:3] = c", {a, start, upd})));
+  EXPECT_TRUE(
+      same(slice_update(a, upd, start, {1, 2}), numpy_ref("out = a.copy()\nout[:, 4:6, 0:3] = c", {a, start, upd})));
   auto upd3 = random_array({1, 2, 2}, float32, rng);
   auto s0 = astype(array({-100}, {1}), int16);
   EXPECT_TRUE(same(slice_update(a, upd3, s0, {0}), numpy_ref("out = a.copy()\nout[0:1, 0:2, 0:2] = c", {a, s0, upd3})));
@@ -567,58 +564,93 @@ TEST(Indexing, DynamicSliceAndUpdate) {
 TEST(Indexing, ErrorMessages) {
   auto a = zeros({3, 4});
   auto idx = array({0, 1});
-  EXPECT_EQ(error_of([&] { take(a, array({1.0F}), 0); }),
-            "[take] Indices must have an integer dtype; got float32.");
+  EXPECT_EQ(error_of([&] { take(a, array({1.0F}), 0); }), "[take] Indices must have an integer dtype; got float32.");
   EXPECT_EQ(error_of([&] { take(a, array({true}), 0); }), "[take] Indices must have an integer dtype; got bool.");
   EXPECT_EQ(error_of([&] { take(a, idx, 2); }), "[take] Axis 2 is out of bounds for array with 2 dimensions.");
   EXPECT_EQ(error_of([&] { take(a, 4, 1); }), "[take] Index 4 is out of bounds for axis 1 with size 4.");
-  EXPECT_EQ(error_of([&] { take(zeros({3, 0}), idx, 1); }),
+  EXPECT_EQ(error_of([&] {
+              take(zeros({3, 0}), idx, 1);
+            }),
             "[take] Cannot do a non-empty take from an empty axis; got axis 1 of an array of shape (3,0).");
   EXPECT_EQ(error_of([&] { take_along_axis(a, idx, 0); }),
             "[take_along_axis] Indices of shape (2) must have as many dimensions as the array of shape (3,4).");
-  EXPECT_EQ(error_of([&] { take_along_axis(a, zeros({2, 3}, int32), 0); }),
+  EXPECT_EQ(error_of([&] {
+              take_along_axis(a, zeros({2, 3}, int32), 0);
+            }),
             "[take_along_axis] Indices of shape (2,3) cannot be broadcast against the array of shape (3,4) off axis "
             "0.");
-  EXPECT_EQ(error_of([&] { put_along_axis(a, zeros({2, 4}, int32), zeros({3, 4}), 0); }),
+  EXPECT_EQ(error_of([&] {
+              put_along_axis(a, zeros({2, 4}, int32), zeros({3, 4}), 0);
+            }),
             "[put_along_axis] Values of shape (3,4) cannot be broadcast to the indices' shape (2,4).");
-  EXPECT_EQ(error_of([&] { gather(a, {idx}, {0, 1}, {1, 4}); }),
+  EXPECT_EQ(error_of([&] {
+              gather(a, {idx}, {0, 1}, {1, 4});
+            }),
             "[gather] Got 1 index arrays for 2 axes (0,1); each axis needs one index array.");
   EXPECT_EQ(error_of([&] { gather(a, {idx, idx}, {0, -2}, {1, 1}); }), "[gather] Repeated axis -2 in axes (0,-2).");
-  EXPECT_EQ(error_of([&] { gather(a, {idx}, {0}, {1, 5}); }),
+  EXPECT_EQ(error_of([&] {
+              gather(a, {idx}, {0}, {1, 5});
+            }),
             "[gather] Slice sizes must be in [0, a.shape(i)]; got (1,5) for array of shape (3,4).");
   EXPECT_EQ(error_of([&] { gather(a, {idx}, {0}, {1}); }),
             "[gather] Got slice_sizes (1) for array of shape (3,4); it needs one size per dimension.");
-  EXPECT_EQ(error_of([&] { gather(a, {idx, zeros({3}, int32)}, {0, 1}, {1, 1}); }),
+  EXPECT_EQ(error_of([&] {
+              gather(a, {idx, zeros({3}, int32)}, {0, 1}, {1, 1});
+            }),
             "[gather] Index arrays of shapes (2) and (3) cannot be broadcast together.");
-  EXPECT_EQ(error_of([&] { scatter(a, idx, zeros({2, 4}), 0); }),
+  EXPECT_EQ(error_of([&] {
+              scatter(a, idx, zeros({2, 4}), 0);
+            }),
             "[scatter] Updates of shape (2,4) must have 3 dimensions: the indices' 1 then the array's 2.");
-  EXPECT_EQ(error_of([&] { scatter_add(a, idx, zeros({3, 1, 4}), 0); }),
+  EXPECT_EQ(error_of([&] {
+              scatter_add(a, idx, zeros({3, 1, 4}), 0);
+            }),
             "[scatter_add] Updates of shape (3,1,4) do not start with the broadcast index shape (2).");
-  EXPECT_EQ(error_of([&] { scatter_max(a, idx, zeros({2, 1, 5}), 0); }),
+  EXPECT_EQ(error_of([&] {
+              scatter_max(a, idx, zeros({2, 1, 5}), 0);
+            }),
             "[scatter_max] Updates of shape (2,1,5) are too large for array with shape (3,4).");
-  EXPECT_EQ(error_of([&] { scatter_min(a, array({0.5F}), zeros({1, 1, 4}), 0); }),
+  EXPECT_EQ(error_of([&] {
+              scatter_min(a, array({0.5F}), zeros({1, 1, 4}), 0);
+            }),
             "[scatter_min] Indices must have an integer dtype; got float32.");
-  EXPECT_EQ(error_of([&] { masked_scatter(a, zeros({3, 4}), a); }),
+  EXPECT_EQ(error_of([&] {
+              masked_scatter(a, zeros({3, 4}), a);
+            }),
             "[masked_scatter] The mask must be bool; got float32.");
-  EXPECT_EQ(error_of([&] { masked_scatter(a, zeros({2, 4}, bool_), a); }),
+  EXPECT_EQ(error_of([&] {
+              masked_scatter(a, zeros({2, 4}, bool_), a);
+            }),
             "[masked_scatter] Mask of shape (2,4) cannot be broadcast to the array's shape (3,4).");
-  EXPECT_EQ(error_of([&] { slice_update(a, zeros({2, 2}), {0, 0}, {3, 2}); }),
+  EXPECT_EQ(error_of([&] {
+              slice_update(a, zeros({2, 2}), {0, 0}, {3, 2});
+            }),
             "[slice_update] Update of shape (2,2) cannot be broadcast to the slice's shape (3,2).");
   EXPECT_EQ(error_of([&] { slice_update_add(a, zeros({1}), {0}, {1}); }),
             "[slice_update_add] Invalid number of indices or strides for array with 2 dimensions; got 1 start, 1 "
             "stop and 2 strides.");
-  EXPECT_EQ(error_of([&] { slice_update_prod(a, zeros({1}), {0, 0}, {1, 1}, {1, 0}); }),
+  EXPECT_EQ(error_of([&] {
+              slice_update_prod(a, zeros({1}), {0, 0}, {1, 1}, {1, 0});
+            }),
             "[slice_update_prod] Slice step cannot be zero (axis 1).");
-  EXPECT_EQ(error_of([&] { slice(a, array({0.0F}), {0}, {1, 4}); }),
+  EXPECT_EQ(error_of([&] {
+              slice(a, array({0.0F}), {0}, {1, 4});
+            }),
             "[slice] Start indices must have an integer dtype; got float32.");
   EXPECT_EQ(error_of([&] { slice(a, idx, {0}, {1, 4}); }), "[slice] Got 2 start indices for 1 axes (0).");
-  EXPECT_EQ(error_of([&] { slice(a, zeros({1, 1}, int32), {0}, {1, 4}); }),
+  EXPECT_EQ(error_of([&] {
+              slice(a, zeros({1, 1}, int32), {0}, {1, 4});
+            }),
             "[slice] Start indices must be a scalar or a 1-d array; got shape (1,1).");
-  EXPECT_EQ(error_of([&] { slice(a, array(0), {0}, {4, 4}); }),
+  EXPECT_EQ(error_of([&] {
+              slice(a, array(0), {0}, {4, 4});
+            }),
             "[slice] Slice size (4,4) does not fit array of shape (3,4).");
   EXPECT_EQ(error_of([&] { slice_update(a, zeros({5}), array(0), {0}); }),
             "[slice_update] Update of shape (5) does not fit array of shape (3,4).");
-  EXPECT_EQ(error_of([&] { slice_update(a, zeros({1, 1, 1}), array(0), {0}); }),
+  EXPECT_EQ(error_of([&] {
+              slice_update(a, zeros({1, 1, 1}), array(0), {0});
+            }),
             "[slice_update] Update of shape (1,1,1) has more dimensions than the array of shape (3,4).");
 }
 

@@ -179,8 +179,7 @@ Shape normalize_slice(const Shape& shape, Shape& start, const Shape& stop, const
     };
     const int32_t b = clip(start[i]);
     const int32_t e = clip(stop[i]);
-    const int32_t count =
-        step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e - step - 1) / -step : 0);
+    const int32_t count = step > 0 ? (e > b ? (e - b + step - 1) / step : 0) : (b > e ? (b - e - step - 1) / -step : 0);
     start[i] = count > 0 ? b : 0;
     out[i] = count;
   }
@@ -257,8 +256,7 @@ array slice_update(const array& src, const array& update, Shape start, Shape sto
   return slice_update(src, update, std::move(start), std::move(stop), std::move(strides), s);
 }
 
-array slice_update(const array& src, const array& update, const array& start, std::vector<int> axes,
-                   StreamOrDevice s) {
+array slice_update(const array& src, const array& update, const array& start, std::vector<int> axes, StreamOrDevice s) {
   auto [ax, begin] = dynamic_start(src, start, axes, "slice_update", s);
   if (update.ndim() > src.ndim()) {
     throw_invalid("[slice_update] Update of shape " + shape_string(update.shape()) +
@@ -283,13 +281,13 @@ array slice_update(const array& src, const array& update, const array& start, st
   return array(src.shape(), src.dtype(), DynamicSliceUpdate{std::move(ax)}, {src, upd, begin}, to_stream(s));
 }
 
-#define NUVEC_DEFINE_SLICE_UPDATE(name, type)                                                                      \
-  array name(const array& src, const array& update, Shape start, Shape stop, Shape strides, StreamOrDevice s) {    \
-    return slice_update_impl(src, update, std::move(start), stop, std::move(strides), type, #name, s);             \
-  }                                                                                                                \
-  array name(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s) {                   \
-    Shape strides(src.ndim(), 1);                                                                                  \
-    return slice_update_impl(src, update, std::move(start), stop, std::move(strides), type, #name, s);             \
+#define NUVEC_DEFINE_SLICE_UPDATE(name, type)                                                                   \
+  array name(const array& src, const array& update, Shape start, Shape stop, Shape strides, StreamOrDevice s) { \
+    return slice_update_impl(src, update, std::move(start), stop, std::move(strides), type, #name, s);          \
+  }                                                                                                             \
+  array name(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s) {                \
+    Shape strides(src.ndim(), 1);                                                                               \
+    return slice_update_impl(src, update, std::move(start), stop, std::move(strides), type, #name, s);          \
   }
 
 NUVEC_DEFINE_SLICE_UPDATE(slice_update_add, ScatterType::sum)
@@ -414,20 +412,20 @@ array scatter(const array& a, const std::vector<array>& indices, const array& up
               StreamOrDevice s) {
   return scatter_impl(a, indices, updates, axes, ScatterType::none, "scatter", s);
 }
-array scatter_add(const array& a, const std::vector<array>& indices, const array& updates,
-                  const std::vector<int>& axes, StreamOrDevice s) {
+array scatter_add(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s) {
   return scatter_impl(a, indices, updates, axes, ScatterType::sum, "scatter_add", s);
 }
 array scatter_prod(const array& a, const std::vector<array>& indices, const array& updates,
                    const std::vector<int>& axes, StreamOrDevice s) {
   return scatter_impl(a, indices, updates, axes, ScatterType::prod, "scatter_prod", s);
 }
-array scatter_max(const array& a, const std::vector<array>& indices, const array& updates,
-                  const std::vector<int>& axes, StreamOrDevice s) {
+array scatter_max(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s) {
   return scatter_impl(a, indices, updates, axes, ScatterType::max, "scatter_max", s);
 }
-array scatter_min(const array& a, const std::vector<array>& indices, const array& updates,
-                  const std::vector<int>& axes, StreamOrDevice s) {
+array scatter_min(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s) {
   return scatter_impl(a, indices, updates, axes, ScatterType::min, "scatter_min", s);
 }
 
