@@ -38,6 +38,9 @@ constexpr int64_t vec_n = int64_t{1} << 24;  // element-wise rows: 2^24 float32 
 constexpr int square_side = 4096;            // reductions, softmax, transpose: 4096 x 4096 float32
 constexpr int chain_n = 1024;                // dispatch-overhead row
 constexpr int chain_steps = 50;              // each step is two ops: y * 1.0001f, then + 0.5f
+constexpr int vocab = 32000;                 // embedding row: take 4096 rows of a 32000 x 4096 float32 table
+constexpr int embed_dim = 4096;
+constexpr int embed_rows = 4096;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
@@ -133,13 +136,14 @@ std::shared_ptr<Input> make_input(size_t n, uint32_t seed, const nuvec::Shape& s
 
 /// Inputs are created on first use and shared by the rows that need them.
 struct Inputs {
-  std::shared_ptr<Input> x, y, square, chain;
+  std::shared_ptr<Input> x, y, square, chain, table;
   std::shared_ptr<Input> mat_a[2], mat_b[2];  // 1024 and 2048
 
   const Input& vec_x() { return get(x, vec_n, 1, {static_cast<int>(vec_n)}); }
   const Input& vec_y() { return get(y, vec_n, 2, {static_cast<int>(vec_n)}); }
   const Input& sq() { return get(square, int64_t{square_side} * square_side, 3, {square_side, square_side}); }
   const Input& chain_x() { return get(chain, chain_n, 4, {chain_n}); }
+  const Input& embeddings() { return get(table, int64_t{vocab} * embed_dim, 9, {vocab, embed_dim}); }
   const Input& a(int n) { return get(mat_a[n == 2048 ? 1 : 0], int64_t{n} * n, n == 2048 ? 6U : 5U, {n, n}); }
   const Input& b(int n) { return get(mat_b[n == 2048 ? 1 : 0], int64_t{n} * n, n == 2048 ? 8U : 7U, {n, n}); }
 
@@ -379,6 +383,26 @@ std::vector<Row> make_rows() {
                                                        [](int64_t) { return 0.0; });
                                 }};
                   }});
+  rows.push_back(
+      {"embedding_take", 2 * 4.0 * embed_rows * embed_dim, 0, int64_t{embed_rows} * embed_dim, [](Inputs& in) {
+         const Input& t = in.embeddings();
+         array td = t.dev;
+         // Token ids: the same formula as run_core.py's NumPy side.
+         std::vector<int32_t> host_ids(embed_rows);
+         for (int i = 0; i < embed_rows; ++i) {
+           host_ids[i] = static_cast<int32_t>((int64_t{i} * 7919 + 13) % vocab);
+         }
+         array ids(host_ids.begin(), {embed_rows}, nuvec::int32);
+         nuvec::eval(ids);
+         auto expected = [&t, host_ids](int64_t k) {
+           return static_cast<double>(t.host[int64_t{host_ids[k / embed_dim]} * embed_dim + k % embed_dim]);
+         };
+         return Case{[=] { return nuvec::take(td, ids, 0); },
+                     [=](const array& out) {
+                       return check_samples(out, nuvec::float32, {embed_rows, embed_dim}, 256, expected,
+                                            [](int64_t) { return 0.0; });
+                     }};
+       }});
   rows.push_back({"chain_100", 0, 0, chain_n, [](Inputs& in) {
                     const Input& x = in.chain_x();
                     array xd = x.dev;

@@ -30,7 +30,8 @@ OPENBLAS_VARS = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 # Row order, and what NumPy's side of a row really is when it is not the same operation.
 ROWS = [
     "add", "mul_add", "exp", "tanh", "sum_all", "sum_rows", "sum_cols", "max_rows", "softmax_rows",
-    "transpose_copy", "matmul_f32_1024", "matmul_f32_2048", "matmul_bf16_1024", "astype_bf16", "chain_100",
+    "transpose_copy", "matmul_f32_1024", "matmul_f32_2048", "matmul_bf16_1024", "astype_bf16", "embedding_take",
+    "chain_100",
 ]
 NUMPY_STANDS_IN = {
     "matmul_bf16_1024": "numpy: f32 matmul (no bf16)",
@@ -51,6 +52,7 @@ DESCRIPTIONS = {
     "matmul_f32_2048": "matmul 2048^3 f32",
     "matmul_bf16_1024": "matmul 1024^3 bf16",
     "astype_bf16": "astype(x, bfloat16), 2^24 f32",
+    "embedding_take": "take(table, ids, 0): 4096 rows of 32000x4096 f32",
     "chain_100": "100 element-wise ops on 1024 f32, one eval",
 }
 CHAIN_OPS = 100
@@ -122,6 +124,11 @@ def numpy_worker(rows):
         a, b = mat(n, "a"), mat(n, "b")
         return lambda: a @ b
 
+    def embedding_take():
+        table = inp("table", (32000, 4096), 9)
+        ids = ((np.arange(4096, dtype=np.int64) * 7919 + 13) % 32000).astype(np.int32)
+        return lambda: np.take(table, ids, axis=0)
+
     setups = {
         "add": lambda: (lambda a, b: lambda: a + b)(x(), y()),
         "mul_add": lambda: (lambda a, b: lambda: a * b + a)(x(), y()),
@@ -137,6 +144,7 @@ def numpy_worker(rows):
         "matmul_f32_2048": lambda: matmul(2048),
         "matmul_bf16_1024": lambda: matmul(1024),
         "astype_bf16": astype_bf16,
+        "embedding_take": embedding_take,
         "chain_100": chain,
     }
 

@@ -114,6 +114,43 @@ std::vector<array> atleast_3d(const std::vector<array>& a, StreamOrDevice s = {}
 /// a[start:stop:strides] per axis; out-of-range bounds are clipped as in numpy.
 array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevice s = {});
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s = {});
+/// Braced starts pick the static slice over the dynamic one below (an initializer list also converts to an array).
+inline array slice(const array& a, std::initializer_list<int> start, Shape stop, Shape strides, StreamOrDevice s = {}) {
+  return slice(a, Shape(start), std::move(stop), std::move(strides), s);
+}
+/// A slice of `slice_size` whose start on `axes` is read from the integer array `start` (one entry per axis; the
+/// other axes start at 0). Negative starts count from the end; the start is then clamped so the slice fits.
+array slice(const array& a, const array& start, std::vector<int> axes, Shape slice_size, StreamOrDevice s = {});
+
+/// `src` with src[start:stop:strides] replaced by `update` (broadcast to the slice's shape, cast to src's dtype).
+array slice_update(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                   StreamOrDevice s = {});
+array slice_update(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s = {});
+inline array slice_update(const array& src, const array& update, std::initializer_list<int> start, Shape stop,
+                          Shape strides, StreamOrDevice s = {}) {
+  return slice_update(src, update, Shape(start), std::move(stop), std::move(strides), s);
+}
+inline array slice_update(const array& src, const array& update, std::initializer_list<int> start, Shape stop,
+                          StreamOrDevice s = {}) {
+  return slice_update(src, update, Shape(start), std::move(stop), s);
+}
+/// `src` with `update` written at a start on `axes` read from the integer array `start` (clamped so it fits); the
+/// other axes start at 0, and missing leading axes of `update` broadcast.
+array slice_update(const array& src, const array& update, const array& start, std::vector<int> axes,
+                   StreamOrDevice s = {});
+/// As slice_update, combining the update with the slice's values: add, multiply, maximum, minimum.
+array slice_update_add(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                       StreamOrDevice s = {});
+array slice_update_add(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s = {});
+array slice_update_prod(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                        StreamOrDevice s = {});
+array slice_update_prod(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s = {});
+array slice_update_max(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                       StreamOrDevice s = {});
+array slice_update_max(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s = {});
+array slice_update_min(const array& src, const array& update, Shape start, Shape stop, Shape strides,
+                       StreamOrDevice s = {});
+array slice_update_min(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s = {});
 
 std::vector<array> split(const array& a, int num_splits, int axis, StreamOrDevice s = {});
 std::vector<array> split(const array& a, int num_splits, StreamOrDevice s = {});
@@ -452,6 +489,71 @@ array conv_transpose3d(const array& input, const array& weight, const std::tuple
                        const std::tuple<int, int, int>& dilation = {1, 1, 1},
                        const std::tuple<int, int, int>& output_padding = {0, 0, 0}, int groups = 1,
                        StreamOrDevice s = {});
+// ---------------------------------------------------------------- indexing
+
+// Indices may have any integer dtype. A negative index counts from the end once; an index still out of range never
+// reads or writes out of bounds: gathers clamp it (the slice's start is clamped so the slice fits) and scatters drop
+// that update (JAX's rule). Among duplicate indices, scatter keeps the last update in row-major order of the
+// indices; the reducing scatters combine all of them.
+
+/// Slices of `slice_sizes` (one size per axis of a) starting at the indices on `axes` and at 0 elsewhere. The index
+/// arrays broadcast together to a shape I; the result has shape I + slice_sizes.
+array gather(const array& a, const std::vector<array>& indices, const std::vector<int>& axes, const Shape& slice_sizes,
+             StreamOrDevice s = {});
+inline array gather(const array& a, const array& indices, int axis, const Shape& slice_sizes, StreamOrDevice s = {}) {
+  return gather(a, {indices}, std::vector<int>{axis}, slice_sizes, s);
+}
+
+/// The entries of `a` at `indices` along `axis` (np.take): the axis is replaced by the indices' axes.
+array take(const array& a, const array& indices, int axis, StreamOrDevice s = {});
+/// The slice at one index along `axis` (an out-of-range index is an error, as NumPy's).
+array take(const array& a, int index, int axis, StreamOrDevice s = {});
+/// take on the flattened array.
+array take(const array& a, const array& indices, StreamOrDevice s = {});
+array take(const array& a, int index, StreamOrDevice s = {});
+
+/// out[..., i, ...] = a[..., indices[..., i, ...], ...] along `axis` (np.take_along_axis); the other axes broadcast.
+array take_along_axis(const array& a, const array& indices, int axis, StreamOrDevice s = {});
+/// `a` with `values` written at `indices` along `axis` (np.put_along_axis).
+array put_along_axis(const array& a, const array& indices, const array& values, int axis, StreamOrDevice s = {});
+/// `a` with `values` added at `indices` along `axis`, duplicates summed.
+array scatter_add_axis(const array& a, const array& indices, const array& values, int axis, StreamOrDevice s = {});
+
+/// `a` with the slices of `updates` written at the indices on `axes` (0 on the other axes). The index arrays
+/// broadcast to a shape I; `updates` has shape I + (one size per axis of a, each at most a's).
+array scatter(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+              StreamOrDevice s = {});
+inline array scatter(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
+  return scatter(a, {indices}, updates, std::vector<int>{axis}, s);
+}
+/// scatter, adding the updates to the values there (np.add.at).
+array scatter_add(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s = {});
+inline array scatter_add(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
+  return scatter_add(a, {indices}, updates, std::vector<int>{axis}, s);
+}
+/// scatter, multiplying the values there by the updates (np.multiply.at).
+array scatter_prod(const array& a, const std::vector<array>& indices, const array& updates,
+                   const std::vector<int>& axes, StreamOrDevice s = {});
+inline array scatter_prod(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
+  return scatter_prod(a, {indices}, updates, std::vector<int>{axis}, s);
+}
+/// scatter, keeping the maximum (np.maximum.at: NaN propagates).
+array scatter_max(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s = {});
+inline array scatter_max(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
+  return scatter_max(a, {indices}, updates, std::vector<int>{axis}, s);
+}
+/// scatter, keeping the minimum (np.minimum.at: NaN propagates).
+array scatter_min(const array& a, const std::vector<array>& indices, const array& updates, const std::vector<int>& axes,
+                  StreamOrDevice s = {});
+inline array scatter_min(const array& a, const array& indices, const array& updates, int axis, StreamOrDevice s = {}) {
+  return scatter_min(a, {indices}, updates, std::vector<int>{axis}, s);
+}
+
+/// `a` with the elements of `src` (flattened, in order) written where `mask` (bool, broadcast to a's shape) is true;
+/// true positions past the end of `src` keep a's values.
+array masked_scatter(const array& a, const array& mask, const array& src, StreamOrDevice s = {});
 
 // ---------------------------------------------------------------- utilities
 

@@ -458,6 +458,77 @@ struct ScaledDotProductAttention {
   friend bool operator==(const ScaledDotProductAttention&, const ScaledDotProductAttention&) = default;
 };
 
+// Indexing. Indices of any integer dtype; a negative index counts from the end once. An index still out of range
+// never reads or writes out of bounds: gathers clamp it (so the slice fits), scatters drop that update.
+
+/// How a scatter combines an update with the value already there (none: the update replaces it).
+enum class ScatterType { none, sum, prod, max, min };
+/// Slices of `slice_sizes` starting at the given indices on `axes` (0 on the other axes). Inputs: the array, then one
+/// index array per axis (all of one shape I); the output has shape I + slice_sizes.
+struct Gather {
+  static constexpr std::string_view name = "Gather";
+  static constexpr Family family = Family::other;
+  std::vector<int> axes;
+  Shape slice_sizes;
+  friend bool operator==(const Gather&, const Gather&) = default;
+};
+/// out[..., i, ...] = a[..., indices[..., i, ...], ...] on one axis. Inputs: the array and the indices, both already
+/// broadcast to the output's shape except on `axis`.
+struct GatherAxis {
+  static constexpr std::string_view name = "GatherAxis";
+  static constexpr Family family = Family::other;
+  int axis;
+  friend bool operator==(const GatherAxis&, const GatherAxis&) = default;
+};
+/// Gather's inverse: inputs the array, one index array per axis (shape I), then updates of shape I + slice shape.
+/// With ScatterType::none duplicates keep the last update in row-major order of the indices.
+struct Scatter {
+  static constexpr std::string_view name = "Scatter";
+  static constexpr Family family = Family::other;
+  ScatterType type;
+  std::vector<int> axes;
+  friend bool operator==(const Scatter&, const Scatter&) = default;
+};
+/// GatherAxis's inverse: inputs the array, indices and updates (the last two of one shape).
+struct ScatterAxis {
+  static constexpr std::string_view name = "ScatterAxis";
+  static constexpr Family family = Family::other;
+  ScatterType type;
+  int axis;
+  friend bool operator==(const ScatterAxis&, const ScatterAxis&) = default;
+};
+/// Writes the elements of a flat source, in order, where a bool mask (of the array's shape) is true.
+struct MaskedScatter {
+  static constexpr std::string_view name = "MaskedScatter";
+  static constexpr Family family = Family::other;
+  friend bool operator==(const MaskedScatter&, const MaskedScatter&) = default;
+};
+/// Combines an update of the slice's shape into a strided slice (normalized start and strides, as Slice's).
+struct SliceUpdate {
+  static constexpr std::string_view name = "SliceUpdate";
+  static constexpr Family family = Family::other;
+  Shape start;
+  Shape strides;
+  ScatterType type;
+  friend bool operator==(const SliceUpdate&, const SliceUpdate&) = default;
+};
+/// A slice of `slice_size` whose start on `axes` is read from an integer array (clamped so the slice fits).
+struct DynamicSlice {
+  static constexpr std::string_view name = "DynamicSlice";
+  static constexpr Family family = Family::other;
+  std::vector<int> axes;
+  Shape slice_size;
+  friend bool operator==(const DynamicSlice&, const DynamicSlice&) = default;
+};
+/// Writes an update at a start on `axes` read from an integer array (clamped so the update fits).
+/// Inputs: the array, the update (same ndim) and the start.
+struct DynamicSliceUpdate {
+  static constexpr std::string_view name = "DynamicSliceUpdate";
+  static constexpr Family family = Family::other;
+  std::vector<int> axes;
+  friend bool operator==(const DynamicSliceUpdate&, const DynamicSliceUpdate&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -485,7 +556,9 @@ using Primitive = std::variant<
     // convolution
     Convolution,
     // fast
-    RMSNorm, LayerNorm, RoPE, ScaledDotProductAttention>;
+    RMSNorm, LayerNorm, RoPE, ScaledDotProductAttention,
+    // indexing
+    Gather, GatherAxis, Scatter, ScatterAxis, MaskedScatter, SliceUpdate, DynamicSlice, DynamicSliceUpdate>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

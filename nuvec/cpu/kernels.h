@@ -64,5 +64,13 @@ void run(const RMSNorm& p, const Inputs& in, Outputs& out);
 void run(const LayerNorm& p, const Inputs& in, Outputs& out);
 void run(const RoPE& p, const Inputs& in, Outputs& out);
 void run(const ScaledDotProductAttention& p, const Inputs& in, Outputs& out);
+void run(const Gather& p, const Inputs& in, Outputs& out);
+void run(const GatherAxis& p, const Inputs& in, Outputs& out);
+void run(const Scatter& p, const Inputs& in, Outputs& out);
+void run(const ScatterAxis& p, const Inputs& in, Outputs& out);
+void run(const MaskedScatter& p, const Inputs& in, Outputs& out);
+void run(const SliceUpdate& p, const Inputs& in, Outputs& out);
+void run(const DynamicSlice& p, const Inputs& in, Outputs& out);
+void run(const DynamicSliceUpdate& p, const Inputs& in, Outputs& out);
 
 }  // namespace nuvec::cpu
