@@ -8,6 +8,7 @@
 #include "nuvec/core/dtype.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
+#include "nuvec/core/linalg.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/print.h"
 #include "nuvec/core/random.h"

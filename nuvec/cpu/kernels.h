@@ -46,4 +46,13 @@ void run(const LogSumExp& p, const Inputs& in, Outputs& out);
 void run(const Matmul& p, const Inputs& in, Outputs& out);
 void run(const AddMM& p, const Inputs& in, Outputs& out);
 
+void run(const QRF& p, const Inputs& in, Outputs& out);
+void run(const SVD& p, const Inputs& in, Outputs& out);
+void run(const Inverse& p, const Inputs& in, Outputs& out);
+void run(const Cholesky& p, const Inputs& in, Outputs& out);
+void run(const LUF& p, const Inputs& in, Outputs& out);
+void run(const Solve& p, const Inputs& in, Outputs& out);
+void run(const Eig& p, const Inputs& in, Outputs& out);
+void run(const Eigh& p, const Inputs& in, Outputs& out);
+
 }  // namespace nuvec::cpu
