@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -85,6 +86,26 @@ T* allocate(array& out) {
   return static_cast<T*>(out.raw_data());
 }
 
+/// Where a kernel writes one output of a multi-output primitive: its new buffer, or scratch when nothing holds that
+/// output any more (evaluation then passes a placeholder scalar in its place).
+template <class T>
+class OutputBuffer {
+ public:
+  OutputBuffer(array& out, int64_t elements) {
+    if (out.dtype() == dtype_of<T>::value && static_cast<int64_t>(out.size()) == elements) {
+      data_ = allocate<T>(out);
+    } else {
+      scratch_.resize(static_cast<size_t>(elements));
+      data_ = scratch_.data();
+    }
+  }
+  [[nodiscard]] T* get() const { return data_; }
+
+ private:
+  std::vector<T> scratch_;
+  T* data_ = nullptr;
+};
+
 /// dst (rows x cols, row-major) = the column-major src with leading dimension ld.
 template <class T, class S>
 void from_col_major(const S* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
@@ -149,8 +170,10 @@ void qr(const array& a, array& q_out, array& r_out) {
   const Int n = a.shape(-1);
   const Int k = std::min(m, n);
   const int64_t count = batch_count(a.shape());
-  T* q = allocate<T>(q_out);
-  T* r = allocate<T>(r_out);
+  OutputBuffer<T> q_buffer(q_out, count * m * k);
+  OutputBuffer<T> r_buffer(r_out, count * k * n);
+  T* q = q_buffer.get();
+  T* r = r_buffer.get();
   if (k == 0 || count == 0) {
     return;
   }
@@ -197,9 +220,16 @@ void svd(const SVD& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const Int k = std::min(m, n);
   const int64_t count = batch_count(a.shape());
-  T* u = p.compute_uv ? allocate<T>(out[0]) : nullptr;
-  T* s = allocate<T>(out[p.compute_uv ? 1 : 0]);
-  T* vt = p.compute_uv ? allocate<T>(out[2]) : nullptr;
+  std::optional<OutputBuffer<T>> u_buffer;
+  std::optional<OutputBuffer<T>> vt_buffer;
+  if (p.compute_uv) {
+    u_buffer.emplace(out[0], count * m * m);
+    vt_buffer.emplace(out[2], count * n * n);
+  }
+  OutputBuffer<T> s_buffer(out[p.compute_uv ? 1 : 0], count * k);
+  T* u = p.compute_uv ? u_buffer->get() : nullptr;
+  T* s = s_buffer.get();
+  T* vt = p.compute_uv ? vt_buffer->get() : nullptr;
   if (k == 0 || count == 0) {
     // No singular values: U and Vt are any orthogonal matrices, the identity as NumPy gives.
     if (p.compute_uv) {
@@ -325,9 +355,12 @@ void lu(const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const Int k = std::min(m, n);
   const int64_t count = batch_count(a.shape());
-  T* lu_data = allocate<T>(out[0]);
-  auto* pivots = allocate<uint32_t>(out[1]);
-  auto* perm = allocate<uint32_t>(out[2]);
+  OutputBuffer<T> lu_buffer(out[0], count * m * n);
+  OutputBuffer<uint32_t> pivots_buffer(out[1], count * k);
+  OutputBuffer<uint32_t> perm_buffer(out[2], count * m);
+  T* lu_data = lu_buffer.get();
+  uint32_t* pivots = pivots_buffer.get();
+  uint32_t* perm = perm_buffer.get();
   if (k == 0) {
     for (int64_t b = 0; b < count; ++b) {
       std::iota(perm + b * m, perm + (b + 1) * m, 0U);
@@ -404,8 +437,13 @@ template <class T>
 void eig(const Eig& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const int64_t count = batch_count(a.shape());
-  auto* w = allocate<complex64_t>(out[0]);
-  auto* v = p.compute_vectors ? allocate<complex64_t>(out[1]) : nullptr;
+  OutputBuffer<complex64_t> w_buffer(out[0], count * n);
+  std::optional<OutputBuffer<complex64_t>> v_buffer;
+  if (p.compute_vectors) {
+    v_buffer.emplace(out[1], count * n * n);
+  }
+  complex64_t* w = w_buffer.get();
+  complex64_t* v = p.compute_vectors ? v_buffer->get() : nullptr;
   if (n == 0 || count == 0) {
     return;
   }
@@ -456,8 +494,13 @@ template <class T>
 void eigh(const Eigh& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const int64_t count = batch_count(a.shape());
-  T* w = allocate<T>(out[0]);
-  T* v = p.compute_vectors ? allocate<T>(out[1]) : nullptr;
+  OutputBuffer<T> w_buffer(out[0], count * n);
+  std::optional<OutputBuffer<T>> v_buffer;
+  if (p.compute_vectors) {
+    v_buffer.emplace(out[1], count * n * n);
+  }
+  T* w = w_buffer.get();
+  T* v = p.compute_vectors ? v_buffer->get() : nullptr;
   if (n == 0 || count == 0) {
     return;
   }
