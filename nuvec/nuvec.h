@@ -10,6 +10,7 @@
 #include "nuvec/core/eval.h"
 #include "nuvec/core/fast.h"
 #include "nuvec/core/fft.h"
+#include "nuvec/core/linalg.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/print.h"
 #include "nuvec/core/random.h"

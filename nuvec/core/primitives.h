@@ -529,6 +529,73 @@ struct DynamicSliceUpdate {
   friend bool operator==(const DynamicSliceUpdate&, const DynamicSliceUpdate&) = default;
 };
 
+// Linear algebra (LAPACK on the CPU): float32 or float64 matrices in the last two axes, batched over the others.
+// Results LAPACK can only discover (a singular matrix, no convergence) fail the outputs at evaluation.
+
+/// Reduced QR: outputs Q (..., M, K) and R (..., K, N), K = min(M, N).
+struct QRF {
+  static constexpr std::string_view name = "QRF";
+  static constexpr Family family = Family::other;
+  friend bool operator==(const QRF&, const QRF&) = default;
+};
+/// Singular values S (..., K) in descending order; with compute_uv the outputs are U (..., M, M), S, Vt (..., N, N).
+struct SVD {
+  static constexpr std::string_view name = "SVD";
+  static constexpr Family family = Family::other;
+  bool compute_uv;
+  friend bool operator==(const SVD&, const SVD&) = default;
+};
+/// Inverse of a square matrix, or (triangular) of the matrix held in its lower or upper triangle; the other
+/// triangle of a triangular inverse is zero.
+struct Inverse {
+  static constexpr std::string_view name = "Inverse";
+  static constexpr Family family = Family::other;
+  bool triangular;
+  bool upper;
+  friend bool operator==(const Inverse&, const Inverse&) = default;
+};
+/// Cholesky factor of a symmetric positive-definite matrix read from its lower (or upper) triangle.
+struct Cholesky {
+  static constexpr std::string_view name = "Cholesky";
+  static constexpr Family family = Family::other;
+  bool upper;
+  friend bool operator==(const Cholesky&, const Cholesky&) = default;
+};
+/// LU with partial pivoting: outputs LU (..., M, N) (unit L below the diagonal, U on and above), the row swaps
+/// (..., K) (uint32: row i was swapped with row pivots[i]) and the row permutation (..., M) (uint32:
+/// A = L[perm] @ U).
+struct LUF {
+  static constexpr std::string_view name = "LUF";
+  static constexpr Family family = Family::other;
+  friend bool operator==(const LUF&, const LUF&) = default;
+};
+/// X with A X = B, for A (..., N, N) and B (..., N, R) of one batch shape; `triangular` reads only the lower (or
+/// upper) triangle of A.
+struct Solve {
+  static constexpr std::string_view name = "Solve";
+  static constexpr Family family = Family::other;
+  bool triangular;
+  bool upper;
+  friend bool operator==(const Solve&, const Solve&) = default;
+};
+/// Eigenvalues (..., N) of a general matrix, complex64; with compute_vectors also the unit eigenvectors
+/// (..., N, N) in columns.
+struct Eig {
+  static constexpr std::string_view name = "Eig";
+  static constexpr Family family = Family::other;
+  bool compute_vectors;
+  friend bool operator==(const Eig&, const Eig&) = default;
+};
+/// Ascending eigenvalues (..., N) of a symmetric matrix read from its lower (or upper) triangle; with
+/// compute_vectors also the orthonormal eigenvectors (..., N, N) in columns.
+struct Eigh {
+  static constexpr std::string_view name = "Eigh";
+  static constexpr Family family = Family::other;
+  bool upper;
+  bool compute_vectors;
+  friend bool operator==(const Eigh&, const Eigh&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -558,7 +625,9 @@ using Primitive = std::variant<
     // fast
     RMSNorm, LayerNorm, RoPE, ScaledDotProductAttention,
     // indexing
-    Gather, GatherAxis, Scatter, ScatterAxis, MaskedScatter, SliceUpdate, DynamicSlice, DynamicSliceUpdate>;
+    Gather, GatherAxis, Scatter, ScatterAxis, MaskedScatter, SliceUpdate, DynamicSlice, DynamicSliceUpdate,
+    // linear algebra
+    QRF, SVD, Inverse, Cholesky, LUF, Solve, Eig, Eigh>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

@@ -72,5 +72,13 @@ void run(const MaskedScatter& p, const Inputs& in, Outputs& out);
 void run(const SliceUpdate& p, const Inputs& in, Outputs& out);
 void run(const DynamicSlice& p, const Inputs& in, Outputs& out);
 void run(const DynamicSliceUpdate& p, const Inputs& in, Outputs& out);
+void run(const QRF& p, const Inputs& in, Outputs& out);
+void run(const SVD& p, const Inputs& in, Outputs& out);
+void run(const Inverse& p, const Inputs& in, Outputs& out);
+void run(const Cholesky& p, const Inputs& in, Outputs& out);
+void run(const LUF& p, const Inputs& in, Outputs& out);
+void run(const Solve& p, const Inputs& in, Outputs& out);
+void run(const Eig& p, const Inputs& in, Outputs& out);
+void run(const Eigh& p, const Inputs& in, Outputs& out);
 
 }  // namespace nuvec::cpu

@@ -1,0 +1,566 @@
+// The linear algebra kernels: one LAPACK routine (or two) per matrix of the batch, float32 and float64.
+//
+// Layout: LAPACK reads column-major matrices. A kernel that needs the matrix itself copies its input once into
+// dense column-major scratch (copy_strided takes any strides, so transposed and sliced inputs cost nothing more).
+// A row-major copy read column-major is the transpose, which some kernels use instead of a transposition:
+// inv(A^T) = inv(A)^T, so the inverse of a row-major copy, read back row-major, is inv(A); Cholesky, triangular
+// inverses and eigh of a symmetric matrix only flip the triangle they read; solve() factors A^T and solves with
+// its transpose (getrs/trtrs with trans = 'T'). Outputs are row-contiguous, written by small transposing loops.
+//
+// Threads: LAPACK is called per matrix. Batches of small matrices (below small_matrix rows, where OpenBLAS's
+// LAPACK stays on the calling thread) are split across nuvec's thread pool; larger matrices run one after the
+// other and OpenBLAS threads inside each call (its count follows nuvec's once a GEMM has run: see gemm.cpp).
+//
+// Errors LAPACK discovers (a singular matrix, one that is not positive definite, no convergence) throw here, so
+// the outputs become failed arrays whose message names the op and the matrix of the batch.
+
+#include <algorithm>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/lapack.h"
+#include "nuvec/cpu/thread_pool.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+using lapack::Int;
+
+// ---------------------------------------------------------------- tuning
+
+constexpr int64_t small_matrix = 96;      // largest size whose batches are split across the pool (see header)
+constexpr int64_t grain_flops = 1 << 14;  // ~n^3 work per pool chunk before splitting pays
+
+// ---------------------------------------------------------------- helpers
+
+/// Calls fn(type_tag<T>{}) with T float or double, the two dtypes the ops let through.
+template <class Fn>
+void dispatch_float(Dtype dtype, const char* op, Fn&& fn) {
+  dispatch(dtype, [&]<class T>(type_tag<T> tag) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      fn(tag);
+    } else {
+      throw_internal(std::string("[linalg::") + op + "] Unexpected dtype " + std::string(dtype_name(dtype)) + ".");
+    }
+  });
+}
+
+/// Number of matrices in a (..., M, N) shape.
+int64_t batch_count(const Shape& shape) {
+  return static_cast<int64_t>(shape_size(Shape(shape.begin(), shape.end() - 2)));
+}
+
+/// Element strides that store each matrix of `shape` column-major, matrices one after the other.
+Strides col_major_strides(const Shape& shape) {
+  const size_t nd = shape.size();
+  Strides strides(nd);
+  strides[nd - 2] = 1;
+  strides[nd - 1] = shape[nd - 2];
+  int64_t step = static_cast<int64_t>(shape[nd - 2]) * shape[nd - 1];
+  for (size_t i = nd - 2; i-- > 0;) {
+    strides[i] = step;
+    step *= shape[i];
+  }
+  return strides;
+}
+
+/// A dense copy of `a`, each matrix column-major (or row-major, for kernels that work on the transpose).
+template <class T>
+std::vector<T> pack(const array& a, bool col_major) {
+  std::vector<T> out(a.size());
+  copy_strided(a.shape(), a.raw_data(), a.dtype(), a.strides(), out.data(), a.dtype(),
+               col_major ? col_major_strides(a.shape()) : row_major_strides(a.shape()));
+  return out;
+}
+
+template <class T>
+T* allocate(array& out) {
+  out.set_data(allocator::malloc(out.nbytes()));
+  return static_cast<T*>(out.raw_data());
+}
+
+/// Where a kernel writes one output of a multi-output primitive: its new buffer, or scratch when nothing holds that
+/// output any more (evaluation then passes a placeholder scalar in its place).
+template <class T>
+class OutputBuffer {
+ public:
+  OutputBuffer(array& out, int64_t elements) {
+    if (out.dtype() == dtype_of<T>::value && static_cast<int64_t>(out.size()) == elements) {
+      data_ = allocate<T>(out);
+    } else {
+      scratch_.resize(static_cast<size_t>(elements));
+      data_ = scratch_.data();
+    }
+  }
+  [[nodiscard]] T* get() const { return data_; }
+
+ private:
+  std::vector<T> scratch_;
+  T* data_ = nullptr;
+};
+
+/// dst (rows x cols, row-major) = the column-major src with leading dimension ld.
+template <class T, class S>
+void from_col_major(const S* src, int64_t ld, int64_t rows, int64_t cols, T* dst) {
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      dst[i * cols + j] = static_cast<T>(src[i + j * ld]);
+    }
+  }
+}
+
+/// Zeroes the strict upper (or lower) triangle of a row-major n x n matrix.
+template <class T>
+void zero_triangle(T* a, int64_t n, bool upper) {
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      if (upper ? j > i : j < i) {
+        a[i * n + j] = T{0};
+      }
+    }
+  }
+}
+
+/// Runs body(begin, end) over `count` matrices of size n: across the pool when they are small, else in order.
+template <class F>
+void for_each_matrix(int64_t count, int64_t n, F&& body) {
+  const auto matrices = static_cast<size_t>(count);
+  if (n > small_matrix) {
+    body(size_t{0}, matrices);
+    return;
+  }
+  const auto work = std::max<int64_t>(1, n * n * n);
+  parallel_for(matrices, static_cast<size_t>(std::max<int64_t>(1, grain_flops / work)), body);
+}
+
+/// Where in the batch a failing matrix sits, for messages.
+std::string which(size_t index, int64_t count) {
+  return count > 1 ? " (matrix " + std::to_string(index) + " of the batch)" : "";
+}
+
+/// LAPACK's info < 0 names an argument it rejected: a bug in this file, never the user's input.
+void check_arguments(Int info, const char* routine) {
+  if (info < 0) {
+    throw_internal(std::string("[linalg] LAPACK's ") + routine + " rejected argument " + std::to_string(-info) + ".");
+  }
+}
+
+/// The optimal workspace size a LAPACK query (lwork = -1) wrote into `query`.
+template <class T>
+Int workspace(T query) {
+  return std::max<Int>(1, static_cast<Int>(query));
+}
+
+[[noreturn]] void fail(const char* op, const std::string& what, size_t index, int64_t count) {
+  throw_invalid(std::string("[linalg::") + op + "] " + what + which(index, count) + ".");
+}
+
+// ---------------------------------------------------------------- QR
+
+template <class T>
+void qr(const array& a, array& q_out, array& r_out) {
+  const Int m = a.shape(-2);
+  const Int n = a.shape(-1);
+  const Int k = std::min(m, n);
+  const int64_t count = batch_count(a.shape());
+  OutputBuffer<T> q_buffer(q_out, count * m * k);
+  OutputBuffer<T> r_buffer(r_out, count * k * n);
+  T* q = q_buffer.get();
+  T* r = r_buffer.get();
+  if (k == 0 || count == 0) {
+    return;
+  }
+  auto buf = pack<T>(a, true);
+  T query_qr{};
+  T query_q{};
+  check_arguments(lapack::geqrf(m, n, buf.data(), m, buf.data(), &query_qr, -1), "geqrf");
+  check_arguments(lapack::orgqr(m, k, k, buf.data(), m, buf.data(), &query_q, -1), "orgqr");
+  const Int lwork = std::max(workspace(query_qr), workspace(query_q));
+  for_each_matrix(count, std::max(m, n), [&](size_t begin, size_t end) {
+    std::vector<T> tau(k);
+    std::vector<T> work(lwork);
+    for (size_t i = begin; i < end; ++i) {
+      T* mat = buf.data() + i * m * n;
+      check_arguments(lapack::geqrf(m, n, mat, m, tau.data(), work.data(), lwork), "geqrf");
+      // R is the upper triangle of the first k rows; the reflectors below it become Q.
+      T* ri = r + i * k * n;
+      for (Int row = 0; row < k; ++row) {
+        for (Int col = 0; col < n; ++col) {
+          ri[row * n + col] = col >= row ? mat[row + col * m] : T{0};
+        }
+      }
+      check_arguments(lapack::orgqr(m, k, k, mat, m, tau.data(), work.data(), lwork), "orgqr");
+      from_col_major(mat, m, m, k, q + i * m * k);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- SVD
+
+template <class T>
+void fill_identity(T* out, int64_t count, int64_t n) {
+  std::fill(out, out + count * n * n, T{0});
+  for (int64_t b = 0; b < count; ++b) {
+    for (int64_t i = 0; i < n; ++i) {
+      out[b * n * n + i * n + i] = T{1};
+    }
+  }
+}
+
+template <class T>
+void svd(const SVD& p, const array& a, Outputs& out) {
+  const Int m = a.shape(-2);
+  const Int n = a.shape(-1);
+  const Int k = std::min(m, n);
+  const int64_t count = batch_count(a.shape());
+  std::optional<OutputBuffer<T>> u_buffer;
+  std::optional<OutputBuffer<T>> vt_buffer;
+  if (p.compute_uv) {
+    u_buffer.emplace(out[0], count * m * m);
+    vt_buffer.emplace(out[2], count * n * n);
+  }
+  OutputBuffer<T> s_buffer(out[p.compute_uv ? 1 : 0], count * k);
+  T* u = p.compute_uv ? u_buffer->get() : nullptr;
+  T* s = s_buffer.get();
+  T* vt = p.compute_uv ? vt_buffer->get() : nullptr;
+  if (k == 0 || count == 0) {
+    // No singular values: U and Vt are any orthogonal matrices, the identity as NumPy gives.
+    if (p.compute_uv) {
+      fill_identity(u, count, m);
+      fill_identity(vt, count, n);
+    }
+    return;
+  }
+  const char jobz = p.compute_uv ? 'A' : 'N';
+  auto buf = pack<T>(a, true);
+  T query{};
+  std::vector<Int> iwork_query(8 * static_cast<size_t>(k));
+  check_arguments(
+      lapack::gesdd(jobz, m, n, buf.data(), m, s, buf.data(), m, buf.data(), n, &query, -1, iwork_query.data()),
+      "gesdd");
+  const Int lwork = workspace(query);
+  for_each_matrix(count, std::max(m, n), [&](size_t begin, size_t end) {
+    std::vector<T> work(lwork);
+    std::vector<Int> iwork(8 * static_cast<size_t>(k));
+    std::vector<T> u_col(p.compute_uv ? static_cast<size_t>(m) * m : 1);
+    std::vector<T> vt_col(p.compute_uv ? static_cast<size_t>(n) * n : 1);
+    for (size_t i = begin; i < end; ++i) {
+      T* mat = buf.data() + i * m * n;
+      Int info = lapack::gesdd(jobz, m, n, mat, m, s + i * k, u_col.data(), m, vt_col.data(), n, work.data(), lwork,
+                               iwork.data());
+      check_arguments(info, "gesdd");
+      if (info > 0) {
+        fail("svd", "The singular value decomposition did not converge", i, count);
+      }
+      if (p.compute_uv) {
+        from_col_major(u_col.data(), m, m, m, u + i * m * m);
+        from_col_major(vt_col.data(), n, n, n, vt + i * n * n);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------- inverses and Cholesky
+
+/// Copies `a` into out's new row-major buffer; kernels then work on each matrix in place (as its transpose).
+template <class T>
+T* copy_into(const array& a, array& out) {
+  T* data = allocate<T>(out);
+  copy_strided(a, data, out.strides(), out.dtype());
+  return data;
+}
+
+template <class T>
+void inverse(const Inverse& p, const array& a, array& out) {
+  const Int n = a.shape(-1);
+  const int64_t count = batch_count(a.shape());
+  T* data = copy_into<T>(a, out);
+  if (n == 0 || count == 0) {
+    return;
+  }
+  const char* op = p.triangular ? "tri_inv" : "inv";
+  Int lwork = 1;
+  if (!p.triangular) {
+    T query{};
+    Int ipiv_query = 0;
+    check_arguments(lapack::getri(n, data, n, &ipiv_query, &query, -1), "getri");
+    lwork = workspace(query);
+  }
+  // The row-major matrix is A^T to LAPACK: a lower triangle of A is the upper one of A^T.
+  const char uplo = p.upper ? 'L' : 'U';
+  for_each_matrix(count, n, [&](size_t begin, size_t end) {
+    std::vector<Int> ipiv(n);
+    std::vector<T> work(lwork);
+    for (size_t i = begin; i < end; ++i) {
+      T* mat = data + i * n * n;
+      if (p.triangular) {
+        Int info = lapack::trtri(uplo, n, mat, n);
+        check_arguments(info, "trtri");
+        if (info > 0) {
+          fail(op, "The matrix is singular: diagonal element " + std::to_string(info - 1) + " is zero", i, count);
+        }
+        zero_triangle(mat, n, !p.upper);
+        continue;
+      }
+      Int info = lapack::getrf(n, n, mat, n, ipiv.data());
+      check_arguments(info, "getrf");
+      if (info > 0) {
+        fail(op,
+             "The matrix is singular: U[" + std::to_string(info - 1) + ", " + std::to_string(info - 1) +
+                 "] of its LU factorization is zero",
+             i, count);
+      }
+      check_arguments(lapack::getri(n, mat, n, ipiv.data(), work.data(), lwork), "getri");
+    }
+  });
+}
+
+template <class T>
+void cholesky(const Cholesky& p, const array& a, array& out) {
+  const Int n = a.shape(-1);
+  const int64_t count = batch_count(a.shape());
+  T* data = copy_into<T>(a, out);
+  if (n == 0 || count == 0) {
+    return;
+  }
+  const char uplo = p.upper ? 'L' : 'U';  // flipped: LAPACK sees A^T
+  for_each_matrix(count, n, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      T* mat = data + i * n * n;
+      Int info = lapack::potrf(uplo, n, mat, n);
+      check_arguments(info, "potrf");
+      if (info > 0) {
+        fail("cholesky",
+             "The matrix is not positive definite: its leading minor of order " + std::to_string(info) +
+                 " is not positive",
+             i, count);
+      }
+      zero_triangle(mat, n, !p.upper);
+    }
+  });
+}
+
+// ---------------------------------------------------------------- LU
+
+template <class T>
+void lu(const array& a, Outputs& out) {
+  const Int m = a.shape(-2);
+  const Int n = a.shape(-1);
+  const Int k = std::min(m, n);
+  const int64_t count = batch_count(a.shape());
+  OutputBuffer<T> lu_buffer(out[0], count * m * n);
+  OutputBuffer<uint32_t> pivots_buffer(out[1], count * k);
+  OutputBuffer<uint32_t> perm_buffer(out[2], count * m);
+  T* lu_data = lu_buffer.get();
+  uint32_t* pivots = pivots_buffer.get();
+  uint32_t* perm = perm_buffer.get();
+  if (k == 0) {
+    for (int64_t b = 0; b < count; ++b) {
+      std::iota(perm + b * m, perm + (b + 1) * m, 0U);
+    }
+    return;
+  }
+  auto buf = pack<T>(a, true);
+  for_each_matrix(count, std::max(m, n), [&](size_t begin, size_t end) {
+    std::vector<Int> ipiv(k);
+    std::vector<uint32_t> rows(m);
+    for (size_t i = begin; i < end; ++i) {
+      T* mat = buf.data() + i * m * n;
+      // info > 0 (an exactly zero pivot) still leaves a valid factorization: det and slogdet read it.
+      check_arguments(lapack::getrf(m, n, mat, m, ipiv.data()), "getrf");
+      from_col_major(mat, m, m, n, lu_data + i * m * n);
+      // Applying the swaps to 0..M-1 gives rows[r] = the row of A that ends at row r of L U; perm inverts it.
+      std::iota(rows.begin(), rows.end(), 0U);
+      for (Int r = 0; r < k; ++r) {
+        pivots[i * k + r] = static_cast<uint32_t>(ipiv[r] - 1);
+        std::swap(rows[r], rows[ipiv[r] - 1]);
+      }
+      for (Int r = 0; r < m; ++r) {
+        perm[i * m + rows[r]] = static_cast<uint32_t>(r);
+      }
+    }
+  });
+}
+
+// ---------------------------------------------------------------- solvers
+
+template <class T>
+void solve(const Solve& p, const array& a, const array& b, array& out) {
+  const Int n = a.shape(-1);
+  const Int nrhs = b.shape(-1);
+  const int64_t count = batch_count(a.shape());
+  T* x = allocate<T>(out);
+  if (out.size() == 0) {
+    return;
+  }
+  const char* op = p.triangular ? "solve_triangular" : "solve";
+  auto lhs = pack<T>(a, false);  // row-major: LAPACK sees A^T and solves with its transpose
+  auto rhs = pack<T>(b, true);
+  const char uplo = p.upper ? 'L' : 'U';
+  for_each_matrix(count, n, [&](size_t begin, size_t end) {
+    std::vector<Int> ipiv(n);
+    for (size_t i = begin; i < end; ++i) {
+      T* mat = lhs.data() + i * n * n;
+      T* cols = rhs.data() + i * n * nrhs;
+      if (p.triangular) {
+        Int info = lapack::trtrs(uplo, 'T', n, nrhs, mat, n, cols, n);
+        check_arguments(info, "trtrs");
+        if (info > 0) {
+          fail(op, "The matrix is singular: diagonal element " + std::to_string(info - 1) + " is zero", i, count);
+        }
+        continue;
+      }
+      Int info = lapack::getrf(n, n, mat, n, ipiv.data());
+      check_arguments(info, "getrf");
+      if (info > 0) {
+        fail(op,
+             "The matrix is singular: U[" + std::to_string(info - 1) + ", " + std::to_string(info - 1) +
+                 "] of its LU factorization is zero",
+             i, count);
+      }
+      check_arguments(lapack::getrs('T', n, nrhs, mat, n, ipiv.data(), cols, n), "getrs");
+    }
+  });
+  copy_strided(out.shape(), rhs.data(), out.dtype(), col_major_strides(out.shape()), x, out.dtype(), out.strides());
+}
+
+// ---------------------------------------------------------------- eigenvalues
+
+template <class T>
+void eig(const Eig& p, const array& a, Outputs& out) {
+  const Int n = a.shape(-1);
+  const int64_t count = batch_count(a.shape());
+  OutputBuffer<complex64_t> w_buffer(out[0], count * n);
+  std::optional<OutputBuffer<complex64_t>> v_buffer;
+  if (p.compute_vectors) {
+    v_buffer.emplace(out[1], count * n * n);
+  }
+  complex64_t* w = w_buffer.get();
+  complex64_t* v = p.compute_vectors ? v_buffer->get() : nullptr;
+  if (n == 0 || count == 0) {
+    return;
+  }
+  const char jobvr = p.compute_vectors ? 'V' : 'N';
+  auto buf = pack<T>(a, true);
+  T query{};
+  check_arguments(lapack::geev(jobvr, n, buf.data(), n, buf.data(), buf.data(), buf.data(), n, &query, -1), "geev");
+  const Int lwork = workspace(query);
+  for_each_matrix(count, n, [&](size_t begin, size_t end) {
+    std::vector<T> wr(n);
+    std::vector<T> wi(n);
+    std::vector<T> vr(p.compute_vectors ? static_cast<size_t>(n) * n : 1);
+    std::vector<T> work(lwork);
+    for (size_t i = begin; i < end; ++i) {
+      Int info =
+          lapack::geev(jobvr, n, buf.data() + i * n * n, n, wr.data(), wi.data(), vr.data(), n, work.data(), lwork);
+      check_arguments(info, "geev");
+      if (info > 0) {
+        fail("eig", "The QR algorithm did not converge", i, count);
+      }
+      complex64_t* wi_out = w + i * n;
+      for (Int j = 0; j < n; ++j) {
+        wi_out[j] = complex64_t(static_cast<float>(wr[j]), static_cast<float>(wi[j]));
+      }
+      if (!p.compute_vectors) {
+        continue;
+      }
+      // A complex pair (j, j + 1) stores its vector as columns re = vr[:, j], im = vr[:, j + 1]; the second
+      // eigenvalue's vector is the conjugate.
+      complex64_t* vi = v + i * n * n;
+      for (Int j = 0; j < n; ++j) {
+        const bool pair = wi[j] != T{0} && j + 1 < n;
+        for (Int row = 0; row < n; ++row) {
+          const auto re = static_cast<float>(vr[row + j * n]);
+          const auto im = pair ? static_cast<float>(vr[row + (j + 1) * n]) : 0.0F;
+          vi[row * n + j] = complex64_t(re, im);
+          if (pair) {
+            vi[row * n + j + 1] = complex64_t(re, -im);
+          }
+        }
+        j += pair ? 1 : 0;
+      }
+    }
+  });
+}
+
+template <class T>
+void eigh(const Eigh& p, const array& a, Outputs& out) {
+  const Int n = a.shape(-1);
+  const int64_t count = batch_count(a.shape());
+  OutputBuffer<T> w_buffer(out[0], count * n);
+  std::optional<OutputBuffer<T>> v_buffer;
+  if (p.compute_vectors) {
+    v_buffer.emplace(out[1], count * n * n);
+  }
+  T* w = w_buffer.get();
+  T* v = p.compute_vectors ? v_buffer->get() : nullptr;
+  if (n == 0 || count == 0) {
+    return;
+  }
+  const char jobz = p.compute_vectors ? 'V' : 'N';
+  const char uplo = p.upper ? 'L' : 'U';  // flipped: the row-major copy is A^T to LAPACK
+  auto buf = pack<T>(a, false);
+  T query{};
+  Int iquery = 0;
+  check_arguments(lapack::syevd(jobz, uplo, n, buf.data(), n, w, &query, -1, &iquery, -1), "syevd");
+  const Int lwork = workspace(query);
+  const Int liwork = std::max<Int>(1, iquery);
+  for_each_matrix(count, n, [&](size_t begin, size_t end) {
+    std::vector<T> work(lwork);
+    std::vector<Int> iwork(liwork);
+    for (size_t i = begin; i < end; ++i) {
+      T* mat = buf.data() + i * n * n;
+      Int info = lapack::syevd(jobz, uplo, n, mat, n, w + i * n, work.data(), lwork, iwork.data(), liwork);
+      check_arguments(info, "syevd");
+      if (info > 0) {
+        fail(p.compute_vectors ? "eigh" : "eigvalsh", "The eigenvalue algorithm did not converge", i, count);
+      }
+      if (p.compute_vectors) {
+        from_col_major(mat, n, n, n, v + i * n * n);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void run(const QRF&, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "qr", [&]<class T>(type_tag<T>) { qr<T>(in[0], out[0], out[1]); });
+}
+
+void run(const SVD& p, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "svd", [&]<class T>(type_tag<T>) { svd<T>(p, in[0], out); });
+}
+
+void run(const Inverse& p, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "inv", [&]<class T>(type_tag<T>) { inverse<T>(p, in[0], out[0]); });
+}
+
+void run(const Cholesky& p, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "cholesky", [&]<class T>(type_tag<T>) { cholesky<T>(p, in[0], out[0]); });
+}
+
+void run(const LUF&, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "lu", [&]<class T>(type_tag<T>) { lu<T>(in[0], out); });
+}
+
+void run(const Solve& p, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "solve", [&]<class T>(type_tag<T>) { solve<T>(p, in[0], in[1], out[0]); });
+}
+
+void run(const Eig& p, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
+}
+
+void run(const Eigh& p, const Inputs& in, Outputs& out) {
+  dispatch_float(in[0].dtype(), "eigh", [&]<class T>(type_tag<T>) { eigh<T>(p, in[0], out); });
+}
+
+}  // namespace nuvec::cpu
