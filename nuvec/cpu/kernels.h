@@ -46,4 +46,9 @@ void run(const LogSumExp& p, const Inputs& in, Outputs& out);
 void run(const Matmul& p, const Inputs& in, Outputs& out);
 void run(const AddMM& p, const Inputs& in, Outputs& out);
 
+void run(const BlockMaskedMM& p, const Inputs& in, Outputs& out);
+void run(const GatherMM& p, const Inputs& in, Outputs& out);
+void run(const SegmentedMM& p, const Inputs& in, Outputs& out);
+void run(const Hadamard& p, const Inputs& in, Outputs& out);
+
 }  // namespace nuvec::cpu
