@@ -419,6 +419,34 @@ array outer(const array& a, const array& b, StreamOrDevice s = {});
 array tensordot(const array& a, const array& b, int axis = 2, StreamOrDevice s = {});
 array tensordot(const array& a, const array& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b,
                 StreamOrDevice s = {});
+/// The Kronecker product; the operand with fewer axes gets leading size-1 axes.
+array kron(const array& a, const array& b, StreamOrDevice s = {});
+/// sum(conj(a) * b) over `axis` (numpy's vecdot), the other axes broadcast.
+array vecdot(const array& a, const array& b, int axis = -1, StreamOrDevice s = {});
+
+/// a @ b where blocks of block_size x block_size tiles are masked: mask_out (..., ceil(M/bs), ceil(N/bs)) masks the
+/// result, mask_lhs (..., ceil(M/bs), ceil(K/bs)) and mask_rhs (..., ceil(K/bs), ceil(N/bs)) the operands. A bool
+/// mask zeroes the tiles it marks false; a floating mask scales them.
+array block_masked_mm(array a, array b, int block_size, std::optional<array> mask_out = std::nullopt,
+                      std::optional<array> mask_lhs = std::nullopt, std::optional<array> mask_rhs = std::nullopt,
+                      StreamOrDevice s = {});
+/// Matrix products of gathered matrices: out[i] = a[lhs_indices[i]] @ b[rhs_indices[i]], each index counting the
+/// matrices of its operand's batch axes in row-major order (absent indices: every matrix in turn).
+array gather_mm(array a, array b, std::optional<array> lhs_indices = std::nullopt,
+                std::optional<array> rhs_indices = std::nullopt, bool sorted_indices = false, StreamOrDevice s = {});
+/// For each (start, end) pair in segments (..., 2): a[:, start:end] @ b[start:end, :], giving (..., M, N).
+array segmented_mm(array a, array b, array segments, StreamOrDevice s = {});
+
+/// The Walsh-Hadamard transform along the last axis (a power of two), times scale (default 1/sqrt(n)).
+array hadamard_transform(const array& a, std::optional<float> scale = std::nullopt, StreamOrDevice s = {});
+
+/// Einstein summation (numpy's subscripts: implicit or explicit output, ellipsis, repeated indices), computed as a
+/// chain of pairwise products in the order einsum_path gives.
+array einsum(const std::string& subscripts, const std::vector<array>& operands, StreamOrDevice s = {});
+/// The greedy contraction order of an einsum (pairs of positions in the current operand list, each result appended
+/// at the end) and a description of its cost.
+std::pair<std::vector<std::vector<int>>, std::string> einsum_path(const std::string& subscripts,
+                                                                  const std::vector<array>& operands);
 
 // ---------------------------------------------------------------- quantization
 

@@ -596,6 +596,39 @@ struct Eigh {
   friend bool operator==(const Eigh&, const Eigh&) = default;
 };
 
+// Masked, gathered and segmented products, and the Walsh-Hadamard transform.
+/// (..., M, K) @ (..., K, N) with per-block masks; inputs a, b, then an optional output mask (..., tm, tn), then
+/// optional operand masks (..., tm, tk) and (..., tk, tn) given together. A mask is bool (false skips the block) or
+/// the product's dtype (scales it); tiles are block_size square.
+struct BlockMaskedMM {
+  static constexpr std::string_view name = "BlockMaskedMM";
+  static constexpr Family family = Family::other;
+  int block_size;
+  friend bool operator==(const BlockMaskedMM&, const BlockMaskedMM&) = default;
+};
+/// out[i] = a[lhs[i]] @ b[rhs[i]]: inputs a (..., M, K), b (..., K, N) and uint32 indices into their flattened batch
+/// axes, broadcast to the output's batch shape. `sorted` is MLX's hint that rhs is sorted (the kernel finds runs of
+/// equal rhs indices either way).
+struct GatherMM {
+  static constexpr std::string_view name = "GatherMM";
+  static constexpr Family family = Family::other;
+  bool sorted;
+  friend bool operator==(const GatherMM&, const GatherMM&) = default;
+};
+/// out[s] = a[:, start:end] @ b[start:end, :] for each segment (start, end) of a uint32 (..., 2) input.
+struct SegmentedMM {
+  static constexpr std::string_view name = "SegmentedMM";
+  static constexpr Family family = Family::other;
+  friend bool operator==(const SegmentedMM&, const SegmentedMM&) = default;
+};
+/// scale * (Sylvester-ordered Walsh-Hadamard transform) along the last axis, whose size is a power of two.
+struct Hadamard {
+  static constexpr std::string_view name = "Hadamard";
+  static constexpr Family family = Family::other;
+  float scale;
+  friend bool operator==(const Hadamard&, const Hadamard&) = default;
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -627,7 +660,9 @@ using Primitive = std::variant<
     // indexing
     Gather, GatherAxis, Scatter, ScatterAxis, MaskedScatter, SliceUpdate, DynamicSlice, DynamicSliceUpdate,
     // linear algebra
-    QRF, SVD, Inverse, Cholesky, LUF, Solve, Eig, Eigh>;
+    QRF, SVD, Inverse, Cholesky, LUF, Solve, Eig, Eigh,
+    // masked, gathered and segmented products, Hadamard
+    BlockMaskedMM, GatherMM, SegmentedMM, Hadamard>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

@@ -80,5 +80,9 @@ void run(const LUF& p, const Inputs& in, Outputs& out);
 void run(const Solve& p, const Inputs& in, Outputs& out);
 void run(const Eig& p, const Inputs& in, Outputs& out);
 void run(const Eigh& p, const Inputs& in, Outputs& out);
+void run(const BlockMaskedMM& p, const Inputs& in, Outputs& out);
+void run(const GatherMM& p, const Inputs& in, Outputs& out);
+void run(const SegmentedMM& p, const Inputs& in, Outputs& out);
+void run(const Hadamard& p, const Inputs& in, Outputs& out);
 
 }  // namespace nuvec::cpu

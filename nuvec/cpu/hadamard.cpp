@@ -1,0 +1,104 @@
+// The Hadamard kernel: an in-place fast Walsh-Hadamard transform of each row (the last axis, a power of two), in
+// Sylvester order (H_2n = [[H_n, H_n], [H_n, -H_n]]), split across threads by rows.
+//
+// The first two butterfly stages are done together on groups of four elements; every later stage combines two
+// contiguous half-blocks with a unit-stride loop the compiler vectorizes, and the last stage applies the scale.
+// float32 and float64 rows are transformed in the output buffer (the input's, when it can be donated); float16 and
+// bfloat16 rows go through a float32 scratch row.
+
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
+#include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/thread_pool.h"
+
+namespace nuvec::cpu {
+
+namespace {
+
+/// x (n elements, n a power of two >= 2) becomes scale * H_n x.
+template <class C>
+void fwht(C* x, int64_t n, C scale) {
+  int64_t h = 1;
+  if (n >= 8) {
+    for (int64_t i = 0; i < n; i += 4) {
+      const C s0 = x[i] + x[i + 1];
+      const C d0 = x[i] - x[i + 1];
+      const C s1 = x[i + 2] + x[i + 3];
+      const C d1 = x[i + 2] - x[i + 3];
+      x[i] = s0 + s1;
+      x[i + 1] = d0 + d1;
+      x[i + 2] = s0 - s1;
+      x[i + 3] = d0 - d1;
+    }
+    h = 4;
+  }
+  for (; 2 * h < n; h *= 2) {
+    for (int64_t i = 0; i < n; i += 2 * h) {
+      C* __restrict lo = x + i;
+      C* __restrict hi = x + i + h;
+      for (int64_t j = 0; j < h; ++j) {
+        const C u = lo[j];
+        const C v = hi[j];
+        lo[j] = u + v;
+        hi[j] = u - v;
+      }
+    }
+  }
+  C* __restrict lo = x;
+  C* __restrict hi = x + h;
+  for (int64_t j = 0; j < h; ++j) {
+    const C u = lo[j];
+    const C v = hi[j];
+    lo[j] = (u + v) * scale;
+    hi[j] = (u - v) * scale;
+  }
+}
+
+/// Rows per thread chunk: about 16K elements.
+size_t row_grain(int64_t n) { return static_cast<size_t>(std::max<int64_t>(1, (int64_t{1} << 14) / n)); }
+
+}  // namespace
+
+void run(const Hadamard& p, const Inputs& in, Outputs& out) {
+  const auto& x = in[0];
+  auto& o = out[0];
+  if (x.is_donatable() && x.flags().row_contiguous && x.data_size() == x.size()) {
+    o.move_shared_buffer(x);
+  } else {
+    copy_to_new(x, o);
+  }
+  const int64_t n = o.shape(-1);
+  const auto rows = static_cast<size_t>(o.size() / static_cast<size_t>(n));
+  dispatch(o.dtype(), [&]<class T>(type_tag<T>) {
+    T* data = o.data<T>();
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      parallel_for(rows, row_grain(n), [&](size_t begin, size_t end) {
+        for (size_t r = begin; r < end; ++r) {
+          fwht<T>(data + static_cast<int64_t>(r) * n, n, static_cast<T>(p.scale));
+        }
+      });
+    } else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+      parallel_for(rows, row_grain(n), [&](size_t begin, size_t end) {
+        std::vector<float> row(static_cast<size_t>(n));
+        for (size_t r = begin; r < end; ++r) {
+          T* values = data + static_cast<int64_t>(r) * n;
+          for (int64_t j = 0; j < n; ++j) {
+            row[j] = static_cast<float>(values[j]);
+          }
+          fwht<float>(row.data(), n, p.scale);
+          for (int64_t j = 0; j < n; ++j) {
+            values[j] = static_cast<T>(row[j]);
+          }
+        }
+      });
+    } else {
+      throw_internal("[hadamard_transform] The kernel takes real floating point types only.");
+    }
+  });
+}
+
+}  // namespace nuvec::cpu
