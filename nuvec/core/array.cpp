@@ -17,6 +17,10 @@ struct Node {
   Stream stream;
   std::vector<array> inputs;
   std::vector<std::weak_ptr<ArrayDesc>> outputs;
+  // Shapes and dtypes of the outputs of a multi-output node, so a dropped one
+  // can be stood in for by an array kernels may write as if it were alive.
+  std::vector<Shape> output_shapes{};
+  std::vector<Dtype> output_dtypes{};
   int traversal_mark = -1;
 };
 
@@ -159,6 +163,8 @@ array::array(Shape shape, Dtype dtype, Primitive primitive, std::vector<array> i
 std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes, Primitive primitive,
                                       std::vector<array> inputs, Stream stream) {
   auto node = std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}});
+  node->output_shapes = shapes;
+  node->output_dtypes = dtypes;
   std::vector<array> outputs;
   for (size_t i = 0; i < shapes.size(); ++i) {
     array out(std::move(shapes[i]), dtypes[i]);
@@ -236,10 +242,11 @@ std::vector<array> array::outputs() const {
   }
   std::vector<array> result;
   result.reserve(desc_->node->outputs.size());
-  for (auto& weak : desc_->node->outputs) {
-    auto desc = weak.lock();
-    // A dropped sibling becomes a placeholder the kernel may ignore.
-    result.push_back(desc ? array(std::move(desc)) : array(Shape{}, bool_));
+  const auto& node = *desc_->node;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    auto desc = node.outputs[i].lock();
+    // A dropped sibling becomes a stand-in of its shape and dtype, written and then freed.
+    result.push_back(desc ? array(std::move(desc)) : array(node.output_shapes[i], node.output_dtypes[i]));
   }
   return result;
 }

@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <string>
 #include <vector>
 
+#include "nuvec/core/linalg.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/threefry.h"
 
@@ -357,31 +357,37 @@ array permutation(const array& x, int axis, const std::optional<array>& key, Str
     throw_invalid("[permutation] Cannot permute a scalar array.");
   }
   int ax = normalize_axis(axis, x.ndim(), "permutation");
-  // The order is lazy; the gather below is done on the host until nuvec has a take primitive.
-  auto order_array = permutation_order(x.shape(ax), key, s);
-  order_array.eval();
-  const auto* order = order_array.data<uint32_t>();
-  // take(x, order, axis) on the host: rows of `inner` contiguous elements move as blocks.
-  auto src = contiguous(x, false, s);
-  src.eval();
-  size_t outer = 1;
-  for (int i = 0; i < ax; ++i) {
-    outer *= static_cast<size_t>(x.shape(i));
+  return take(x, permutation_order(x.shape(ax), key, s), ax, s);
+}
+
+array multivariate_normal(const array& mean, const array& cov, const Shape& shape, Dtype dtype,
+                          const std::optional<array>& key, StreamOrDevice s) {
+  if (!is_floating(dtype)) {
+    throw_invalid("[multivariate_normal] dtype must be a floating type; got " + name_of(dtype) + ".");
   }
-  size_t inner = x.itemsize();
-  for (int i = ax + 1; i < x.ndim(); ++i) {
-    inner *= static_cast<size_t>(x.shape(i));
+  if (mean.ndim() < 1) {
+    throw_invalid("[multivariate_normal] mean must have at least one dimension; got shape " +
+                  shape_string(mean.shape()) + ".");
   }
-  const auto n = static_cast<size_t>(x.shape(ax));
-  auto buffer = allocator::malloc(x.nbytes());
-  const auto* in = static_cast<const char*>(src.raw_data());
-  auto* out = static_cast<char*>(buffer.raw_ptr());
-  for (size_t o = 0; o < outer; ++o) {
-    for (size_t j = 0; j < n; ++j) {
-      std::memcpy(out + (o * n + j) * inner, in + (o * n + order[j]) * inner, inner);
-    }
+  if (cov.ndim() < 2 || cov.shape(-1) != cov.shape(-2)) {
+    throw_invalid("[multivariate_normal] cov must be a batch of square matrices; got shape " +
+                  shape_string(cov.shape()) + ".");
   }
-  return array(buffer, x.shape(), x.dtype());
+  const int n = mean.shape(-1);
+  if (cov.shape(-1) != n) {
+    throw_invalid("[multivariate_normal] The last dimension of mean (" + std::to_string(n) +
+                  ") must match the matrix size of cov with shape " + shape_string(cov.shape()) + ".");
+  }
+  Shape batch = broadcast_shapes(broadcast_shapes(shape, Shape(mean.shape().begin(), mean.shape().end() - 1)),
+                                 Shape(cov.shape().begin(), cov.shape().end() - 2));
+  Shape out_shape = batch;
+  out_shape.push_back(n);
+  // cov = U diag(S) U^T for a symmetric positive semi-definite cov (as MLX, through the SVD), so
+  // z (U sqrt(S))^T has covariance cov for standard normal z.
+  auto factors = linalg::svd(astype(cov, float32, s), true, s);
+  auto root = multiply(factors[0], expand_dims(sqrt(factors[1], s), -2, s), s);
+  auto z = normal(out_shape, float32, 0.0F, 1.0F, key, s);
+  return astype(add(mean, matmul(z, swapaxes(root, -1, -2, s), s), s), dtype, s);
 }
 
 array permutation(int x, const std::optional<array>& key, StreamOrDevice s) {

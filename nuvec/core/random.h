@@ -133,6 +133,10 @@ inline array laplace(const Shape& shape, const std::optional<array>& key = std::
 /// `x` with its entries along `axis` in a random order (as MLX: the argsort of random bits). Until nuvec has a take
 /// primitive this evaluates the order and `x` when called and returns an evaluated array.
 array permutation(const array& x, int axis = 0, const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
+/// Samples of N(mean, cov) with shape (broadcast of shape and the batch axes of mean and cov..., n), cov
+/// symmetric positive semi-definite (factored by its SVD, as MLX).
+array multivariate_normal(const array& mean, const array& cov, const Shape& shape, Dtype dtype,
+                          const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
 /// A random permutation of 0, 1, ..., x - 1 (int32): the argsort of random bits, lazy.
 array permutation(int x, const std::optional<array>& key = std::nullopt, StreamOrDevice s = {});
 

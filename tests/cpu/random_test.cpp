@@ -15,6 +15,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/nuvec.h"
+#include "tests/support/reference.h"
 
 namespace nuvec {
 namespace {
@@ -578,6 +579,30 @@ TEST(RandomPermutation, AlongAxis) {
   expect_throws_with([] { random::permutation(array(1.0F), 0, random::key(0)); },
                      "[permutation] Cannot permute a scalar array.");
   expect_throws_with([&] { random::permutation(x, 2, random::key(0)); }, "[permutation]");
+}
+
+TEST(RandomMultivariateNormal, SampleMeanAndCovarianceMatch) {
+  auto mu = array({1.0F, -2.0F, 0.5F});
+  auto cov = array({2.0F, 0.6F, 0.2F, 0.6F, 1.0F, -0.3F, 0.2F, -0.3F, 0.5F}, {3, 3});
+  auto samples = random::multivariate_normal(mu, cov, {40000}, float32, random::key(7));
+  ASSERT_EQ(samples.shape(), (Shape{40000, 3}));
+  // Sample statistics against the parameters: 40000 draws put them within a few 1e-2.
+  auto expected = test::numpy_ref("out = np.concatenate([a, b.ravel()])", {mu, cov});
+  auto centered = subtract(samples, mu);
+  auto sample_cov = divide(matmul(transpose(centered), centered), array(40000.0F));
+  auto stats = concatenate({mean(samples, 0), flatten(sample_cov)}, 0);
+  EXPECT_TRUE(test::matches(stats, expected, 0.0, 0.05));
+  // Batches of means broadcast with the sample shape; the dtype is honoured.
+  auto batched = random::multivariate_normal(zeros({4, 1, 3}), cov, {2}, bfloat16, random::key(1));
+  EXPECT_EQ(batched.shape(), (Shape{4, 2, 3}));
+  EXPECT_EQ(batched.dtype(), bfloat16);
+  expect_throws_with([&] { random::multivariate_normal(mu, ones({3, 2}), {2}, float32); },
+                     "[multivariate_normal] cov must be a batch of square matrices; got shape (3,2).");
+  expect_throws_with([&] { random::multivariate_normal(mu, ones({2, 2}), {2}, float32); },
+                     "[multivariate_normal] The last dimension of mean (3) must match the matrix size of cov with "
+                     "shape (2,2).");
+  expect_throws_with([&] { random::multivariate_normal(mu, cov, {2}, int32); },
+                     "[multivariate_normal] dtype must be a floating type; got int32.");
 }
 
 }  // namespace
