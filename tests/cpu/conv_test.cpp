@@ -23,14 +23,7 @@ namespace {
 using test::matches;
 using test::numpy_ref;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 std::string py_list(const std::vector<int>& v) {
   std::string s = "[";

@@ -33,14 +33,7 @@ std::string np_dtype(Dtype dtype) {
   return matches(actual, expected, test::default_rtol(actual.dtype()), atol, check_dtype);
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 #define EXPECT_ERROR_CONTAINS(stmt, text) expect_error_contains([&] { (void)(stmt); }, text)
 void expect_error_contains(const std::function<void()>& fn, const std::string& text) {

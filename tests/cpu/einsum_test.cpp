@@ -19,14 +19,7 @@ namespace {
 using test::matches;
 using test::numpy_ref;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 class EinsumTest : public ::testing::Test {
  protected:

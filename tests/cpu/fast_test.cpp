@@ -24,14 +24,7 @@ using test::numpy_ref;
 using test::random_array;
 using test::to_host;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 /// NumPy's name for the dtype a result is compared in (bfloat16 travels as float32).
 std::string np_type(Dtype d) { return "np." + std::string(d == bfloat16 ? "float32" : dtype_name(d)); }

@@ -27,14 +27,7 @@ using test::random_array;
 
 const std::vector<int> lengths = {1, 2, 3, 5, 7, 8, 12, 17, 97, 128, 360, 1000, 1024, 4099};
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 /// NumPy code binding `w` to the input `a` in float64 or complex128, followed by `code`.
 std::string wide(const std::string& code) {

@@ -25,14 +25,7 @@ using test::matches;
 using test::numpy_ref;
 using test::random_array;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 std::vector<Dtype> every_dtype() { return {std::begin(all_dtypes), std::end(all_dtypes)}; }
 

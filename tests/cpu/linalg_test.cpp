@@ -27,14 +27,7 @@ using test::numpy_ref;
 constexpr std::array<Dtype, 2> kFloats{float32, float64};
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 struct Tolerance {
   double rtol;

@@ -73,14 +73,7 @@ std::string py_dtype(Dtype d) {
   return quoted;
 }
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 constexpr int group_sizes[] = {32, 64, 128};
 constexpr int widths[] = {2, 3, 4, 5, 6, 8};

@@ -27,14 +27,7 @@ using test::random_array;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 /// A Python tuple of axes, or None for "all axes".
 std::string py_axes(const std::vector<int>* axes) {

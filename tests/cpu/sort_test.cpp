@@ -31,14 +31,7 @@ const std::vector<Dtype> kAllDtypes = {bool_, uint8,   uint16,  uint32,  uint64,
 const std::vector<Dtype> kRealDtypes = {bool_, uint8, uint16, uint32, uint64,  int8,    int16,
                                         int32, int64, float16, float32, float64, bfloat16};
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 std::string describe(const array& x) { return std::string(dtype_name(x.dtype())) + shape_string(x.shape()); }
 

@@ -22,14 +22,7 @@ namespace {
 using test::matches;
 using test::numpy_ref;
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using test::error_of;
 
 /// NumPy's name for the dtype a result is compared in (bfloat16 values travel as float32).
 std::string np_type(Dtype d) {

@@ -140,4 +140,13 @@ double default_rtol(Dtype dtype) {
   return ::testing::AssertionSuccess();
 }
 
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
 }  // namespace nuvec::test

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +34,9 @@ Shape random_shape(int ndim, std::mt19937& rng, int max_dim = 5);
 /// equal shapes, and equal dtypes when `check_dtype`.
 ::testing::AssertionResult matches(const array& actual, const HostArray& expected, double rtol = 1e-6,
                                    double atol = 1e-6, bool check_dtype = true);
+
+/// The message of the std::invalid_argument (nuvec::error) that fn throws, or "(no error)".
+std::string error_of(const std::function<void()>& fn);
 
 /// Tolerances that suit the precision of a dtype.
 double default_rtol(Dtype dtype);
