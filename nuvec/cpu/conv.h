@@ -33,6 +33,7 @@ struct ConvGeometry {
   std::array<int64_t, 3> pad_hi;
   std::array<int64_t, 3> kernel_dilation;
   std::array<int64_t, 3> input_dilation;
+  friend bool operator==(const ConvGeometry&, const ConvGeometry&) = default;
 };
 
 /// Whether oneDNN can compute a convolution with input dilation: as a deconvolution (a transposed convolution,

@@ -28,18 +28,7 @@ struct ConvKey {
   int threads;  // oneDNN sizes its work split when a primitive is made
   bool bf16;
   bool transposed;  // a deconvolution
-  int spatial;
-  int64_t batch;
-  int64_t c_in;
-  int64_t c_out;
-  int64_t groups;
-  std::array<int64_t, 3> in;
-  std::array<int64_t, 3> kernel;
-  std::array<int64_t, 3> stride;
-  std::array<int64_t, 3> pad_lo;
-  std::array<int64_t, 3> pad_hi;
-  std::array<int64_t, 3> kernel_dilation;
-  std::array<int64_t, 3> input_dilation;
+  ConvGeometry geometry;
   friend bool operator==(const ConvKey&, const ConvKey&) = default;
 };
 
@@ -64,7 +53,7 @@ memory::dims tail(const std::array<int64_t, 3>& values, int spatial, int64_t off
 ConvEntry create(const ConvKey& key, const ConvGeometry& g) {
   using tag = memory::format_tag;
   const auto dt = key.bf16 ? memory::data_type::bf16 : memory::data_type::f32;
-  const int s = key.spatial;
+  const int s = g.spatial;
   const tag act = s == 1 ? tag::nwc : s == 2 ? tag::nhwc : tag::ndhwc;
 
   memory::dims src_dims{g.batch, g.c_in};
@@ -160,11 +149,7 @@ bool onednn_run(const ConvGeometry& g, Dtype dtype, const void* in, const void* 
   static ConvCache cache;
   sync_library_threads();
   const bool transposed = g.input_dilation != std::array<int64_t, 3>{1, 1, 1};
-  const ConvKey key{num_threads(), dtype == bfloat16, transposed,
-                    g.spatial,     g.batch,           g.c_in,
-                    g.c_out,       g.groups,          g.in,
-                    g.kernel,      g.stride,          g.pad_lo,
-                    g.pad_hi,      g.kernel_dilation, g.input_dilation};
+  const ConvKey key{num_threads(), dtype == bfloat16, transposed, g};
   ConvEntry entry;
   try {
     entry = cache.get(key, g);
