@@ -5,6 +5,7 @@
 // alternative without its rules fails to compile. Each struct carries only its
 // parameters; defaulted equality makes two nodes comparable for CSE.
 
+#include <memory>
 #include <string_view>
 #include <variant>
 #include <vector>
@@ -13,6 +14,10 @@
 #include "nuvec/core/shape.h"
 
 namespace nuvec {
+
+namespace detail {
+struct CustomRules;  // transforms.h: the user's vjp, jvp and vmap of a custom function
+}  // namespace detail
 
 /// A trait on every primitive, read by the backends and by compile (fusion),
 /// never a list kept elsewhere. Views share their input's buffer with new strides.
@@ -214,6 +219,17 @@ struct Depends {
   static constexpr std::string_view name = "Depends";
   static constexpr Family family = Family::view;
   friend bool operator==(const Depends&, const Depends&) = default;
+};
+
+/// A function with transforms given by the user (custom_function, custom_vjp, checkpoint). Inputs: the
+/// function's outputs, computed by plain ops, then its primals; output i is input i. Transforms read `rules`
+/// instead of looking through the function's graph.
+struct Custom {
+  static constexpr std::string_view name = "Custom";
+  static constexpr Family family = Family::view;
+  int num_outputs;
+  std::shared_ptr<const detail::CustomRules> rules;
+  friend bool operator==(const Custom&, const Custom&) = default;
 };
 
 /// A dense row-major copy.
@@ -640,7 +656,7 @@ using Primitive = std::variant<
     // other element-wise and creation
     Select, AsType, Arange, RandomBits,
     // views
-    Broadcast, Reshape, Transpose, Slice, AsStrided, Diagonal, View, StopGradient, Depends,
+    Broadcast, Reshape, Transpose, Slice, AsStrided, Diagonal, View, StopGradient, Depends, Custom,
     // layout
     Copy, Concatenate, Pad,
     // reductions

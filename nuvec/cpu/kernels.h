@@ -33,6 +33,7 @@ void run(const Diagonal& p, const Inputs& in, Outputs& out);
 void run(const View& p, const Inputs& in, Outputs& out);
 void run(const StopGradient& p, const Inputs& in, Outputs& out);
 void run(const Depends& p, const Inputs& in, Outputs& out);
+void run(const Custom& p, const Inputs& in, Outputs& out);
 
 void run(const Copy& p, const Inputs& in, Outputs& out);
 void run(const Concatenate& p, const Inputs& in, Outputs& out);
