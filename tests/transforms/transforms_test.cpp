@@ -103,6 +103,20 @@ TEST(Transforms, CapturedArraysAndViews) {
   EXPECT_TRUE(allclose(g, expected).item<bool>()) << g;
 }
 
+TEST(Transforms, EvaluatingValuesFirstLeavesGradientsIntact) {
+  // The forward pass runs (and may donate buffers) before the backward pass reads its intermediates.
+  auto f = [](const array& x) { return sum(exp(x * 2.0F) * sin(x)); };
+  auto x = random::normal({1000});
+  auto expected = grad(f)(x);
+  eval(expected);
+  auto [value, g] = value_and_grad(f)(x);
+  eval(value);
+  auto x_view = reshape(x, {10, 100});
+  auto g_view = grad([&](const array& v) { return f(flatten(transpose(v))); })(transpose(x_view));
+  EXPECT_TRUE(allclose(g, expected).item<bool>());
+  EXPECT_TRUE(allclose(flatten(transpose(g_view)), expected).item<bool>());
+}
+
 TEST(Transforms, CustomVjpReplacesTheDerivative) {
   auto f = custom_vjp([](const V& in) { return V{sin(in[0])}; },
                       [](const V&, const V& cts, const V&) { return V{cts[0] * 10.0F}; });

@@ -74,8 +74,9 @@ struct Operands {
   int which;
 };
 
-array half_on_ties(const array& wins, const array& ties, const array& v) {
-  return v * (astype(wins, v.dtype()) + astype(ties, v.dtype()) * 0.5F);
+/// v where `mine` is the one selected, half of v on ties (PyTorch's split), 0 elsewhere.
+array selected_part(const array& v, const array& wins, const array& ties) {
+  return where(wins, v, where(ties, v * 0.5F, zeros_like(v)));
 }
 
 array scaled(const Add&, const array& v, const Operands&) { return v; }
@@ -95,12 +96,14 @@ array scaled(const Power&, const array& v, const Operands& o) {
   return v * where(equal(o.a, zeros_like(o.a)), zeros_like(o.y), o.y * log(o.a));
 }
 array scaled(const Maximum&, const array& v, const Operands& o) {
-  return o.which == 0 ? half_on_ties(greater(o.a, o.b), equal(o.a, o.b), v)
-                      : half_on_ties(greater(o.b, o.a), equal(o.a, o.b), v);
+  const auto& mine = o.which == 0 ? o.a : o.b;
+  const auto& other = o.which == 0 ? o.b : o.a;
+  return selected_part(v, greater(mine, other), equal(mine, other));
 }
 array scaled(const Minimum&, const array& v, const Operands& o) {
-  return o.which == 0 ? half_on_ties(less(o.a, o.b), equal(o.a, o.b), v)
-                      : half_on_ties(less(o.b, o.a), equal(o.a, o.b), v);
+  const auto& mine = o.which == 0 ? o.a : o.b;
+  const auto& other = o.which == 0 ? o.b : o.a;
+  return selected_part(v, less(mine, other), equal(mine, other));
 }
 array scaled(const LogAddExp&, const array& v, const Operands& o) {
   return v * (o.which == 0 ? sigmoid(o.a - o.b) : sigmoid(o.b - o.a));
