@@ -162,7 +162,8 @@ class Parser {
       if (!parse_value(value, depth + 1)) {
         return false;
       }
-      out.members.emplace_back(std::move(key), std::move(value));
+      out.keys.push_back(std::move(key));
+      out.items.push_back(std::move(value));
       skip_space();
       if (pos_ < s_.size() && s_[pos_] == ',') {
         ++pos_;
@@ -340,9 +341,9 @@ class Parser {
 }  // namespace
 
 const Json* Json::find(std::string_view key) const {
-  for (const auto& [k, v] : members) {
-    if (k == key) {
-      return &v;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i] == key) {
+      return &items[i];
     }
   }
   return nullptr;

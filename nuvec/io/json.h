@@ -17,8 +17,8 @@ struct Json {
   Kind kind = Kind::null;
   bool boolean = false;
   std::string text;  // a string's value, or a number's literal
-  std::vector<Json> items;
-  std::vector<std::pair<std::string, Json>> members;
+  std::vector<Json> items;      // an array's elements, or an object's values
+  std::vector<std::string> keys;  // an object's keys, one per value in items
 
   /// The member named `key`, or null.
   [[nodiscard]] const Json* find(std::string_view key) const;

@@ -13,7 +13,6 @@ namespace nuvec {
 namespace {
 
 constexpr std::string_view kLoad = "load";
-constexpr std::string_view kSave = "save";
 constexpr unsigned char kMagic[] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
 struct NpyType {

@@ -60,16 +60,18 @@ Header parse_header(std::string_view json, uint64_t buffer_size, const std::stri
   }
   Header header;
   header.data_start = 8 + json.size();
-  for (const auto& [key, value] : root->members) {
+  for (size_t member = 0; member < root->keys.size(); ++member) {
+    const std::string& key = root->keys[member];
+    const io::detail::Json& value = root->items[member];
     if (key == "__metadata__") {
       if (value.kind != io::detail::Json::Kind::object) {
         io::detail::fail(kLoad, label, "__metadata__ is not an object");
       }
-      for (const auto& [mk, mv] : value.members) {
-        if (mv.kind != io::detail::Json::Kind::string) {
-          io::detail::fail(kLoad, label, "metadata value of \"" + mk + "\" is not a string");
+      for (size_t i = 0; i < value.keys.size(); ++i) {
+        if (value.items[i].kind != io::detail::Json::Kind::string) {
+          io::detail::fail(kLoad, label, "metadata value of \"" + value.keys[i] + "\" is not a string");
         }
-        header.metadata[mk] = mv.text;
+        header.metadata[value.keys[i]] = value.items[i].text;
       }
       continue;
     }
@@ -83,7 +85,7 @@ Header parse_header(std::string_view json, uint64_t buffer_size, const std::stri
     if (dtype == nullptr || shape == nullptr || offsets == nullptr) {
       io::detail::fail(kLoad, label, where + "the entry needs dtype, shape and data_offsets");
     }
-    if (value.members.size() != 3) {
+    if (value.keys.size() != 3) {
       io::detail::fail(kLoad, label, where + "the entry has keys besides dtype, shape and data_offsets");
     }
     if (dtype->kind != io::detail::Json::Kind::string) {
