@@ -61,7 +61,9 @@ std::shared_ptr<const Blob> map_file(const std::string& path, std::string_view o
   auto size = static_cast<size_t>(st.st_size);
   void* data = nullptr;
   if (size > 0) {
-    data = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    // Private and writable: evaluation may write an op's result into an input it owns alone (donation); those
+    // writes land in copy-on-write pages and never reach the file.
+    data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
     if (data == MAP_FAILED) {
       int err = errno;
       ::close(fd);

@@ -30,7 +30,7 @@ class Blob {
   std::string label_;
 };
 
-/// Maps `path` read-only; `op` names the caller in errors (missing file, unreadable file).
+/// Maps `path` privately (copy-on-write: the file is never written); `op` names the caller in errors.
 std::shared_ptr<const Blob> map_file(const std::string& path, std::string_view op);
 /// Takes ownership of bytes in memory.
 std::shared_ptr<const Blob> memory_blob(std::vector<unsigned char> bytes, std::string label);

@@ -426,6 +426,16 @@ void save_gguf(std::string file, std::unordered_map<std::string, array> array_ma
   if (file.size() < 5 || file.substr(file.size() - 5) != ".gguf") {
     file += ".gguf";
   }
+  // MLX's callers give the alignment as metadata; the writer takes it as an argument.
+  uint32_t alignment = kDefaultAlignment;
+  if (auto it = meta_data.find("general.alignment"); it != meta_data.end()) {
+    const auto* a = std::get_if<array>(&it->second);
+    if (a == nullptr || a->ndim() != 0 || !is_integer(a->dtype())) {
+      io::detail::fail(kSave, "file " + file, "general.alignment must be an integer scalar");
+    }
+    alignment = static_cast<uint32_t>(array(*a).item<uint64_t>());
+    meta_data.erase(it);
+  }
   std::vector<io::GGUFTensor> tensors;
   for (auto& [name, a] : array_map) {
     const auto* info = io::detail::ggml_type_for(a.dtype());
@@ -437,7 +447,7 @@ void save_gguf(std::string file, std::unordered_map<std::string, array> array_ma
   }
   std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   io::FileWriter writer(file);
-  io::save_gguf(writer, tensors, meta_data);
+  io::save_gguf(writer, tensors, meta_data, alignment);
 }
 
 }  // namespace nuvec

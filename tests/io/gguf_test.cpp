@@ -61,6 +61,13 @@ TEST(Gguf, ArraysAndEveryMetadataTypeRoundTrip) {
   meta["no.tokens"] = std::vector<std::string>{};
   save_gguf(dir.path("m"), arrays, meta);  // ".gguf" is appended
   auto [loaded, loaded_meta] = load_gguf(dir.path("m.gguf"));
+  // An alignment given as metadata, as MLX's callers do, sets the file's alignment.
+  auto with_alignment = meta;
+  with_alignment["general.alignment"] = array(64, uint32);
+  save_gguf(dir.path("a.gguf"), arrays, with_alignment);
+  auto aligned = load_gguf(dir.path("a.gguf"));
+  EXPECT_EQ(std::get<array>(aligned.second.at("general.alignment")).item<uint32_t>(), 64u);
+  EXPECT_EQ(raw_bytes(aligned.first.at("t.float64")), raw_bytes(arrays.at("t.float64")));
   ASSERT_EQ(loaded.size(), arrays.size());
   for (const auto& [name, a] : arrays) {
     EXPECT_EQ(loaded.at(name).dtype(), a.dtype()) << name;

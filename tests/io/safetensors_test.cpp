@@ -114,6 +114,22 @@ TEST(Safetensors, LoadingMapsTheFileInsteadOfCopying) {
   EXPECT_EQ(kept.data<float>()[(4 << 20) - 1], static_cast<float>((4 << 20) - 1));
 }
 
+TEST(Safetensors, OpsMayWriteIntoALoadedTensorWithoutTouchingTheFile) {
+  // A loaded tensor held by nothing but the graph may be donated: the result is written into its mapped pages,
+  // which are private copies, so the file keeps its bytes.
+  TempDir dir;
+  save_safetensors(dir.path("d.safetensors"), {{"x", astype(arange(4096), float32)}});
+  auto before = read_file(dir.path("d.safetensors"));
+  array y = [&] {
+    auto loaded = load_safetensors(dir.path("d.safetensors"));
+    array x = std::move(loaded.first.at("x"));
+    loaded.first.clear();
+    return exp(std::move(x) * 0.0f);
+  }();
+  EXPECT_EQ(sum(y).item<float>(), 4096.0f);
+  EXPECT_EQ(read_file(dir.path("d.safetensors")), before);
+}
+
 TEST(Safetensors, MalformedFilesNameTheFileAndTheProblem) {
   TempDir dir;
   std::string path = dir.path("bad.safetensors");
