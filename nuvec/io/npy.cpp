@@ -243,6 +243,11 @@ std::vector<unsigned char> npy_bytes(const array& a, NpyOptions options) {
   return out;
 }
 
+void save_npy(const std::string& path, const array& a, NpyOptions options) {
+  auto bytes = npy_bytes(a, options);
+  FileWriter(path).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
 }  // namespace io
 
 array load(std::string file, StreamOrDevice) { return io::load_npy(io::map_file(file, kLoad)); }

@@ -35,6 +35,8 @@ array load_npy(const std::shared_ptr<const Blob>& blob);
 array load_npy(const std::shared_ptr<const Blob>& blob, size_t offset, size_t size, std::string_view op);
 /// The .npy encoding of `a`.
 std::vector<unsigned char> npy_bytes(const array& a, NpyOptions options = {});
+/// Saves `a` as .npy at exactly `path`, in the order and byte order asked for.
+void save_npy(const std::string& path, const array& a, NpyOptions options = {});
 
 }  // namespace io
 

@@ -61,7 +61,7 @@ TEST(Npy, NumpyLoadsWhatNuvecSaves) {
     for (bool fortran : {false, true}) {
       for (bool big : {false, true}) {
         std::string stem = dir.path(name + (fortran ? "F" : "C") + (big ? "be" : "le"));
-        write_file(stem + ".npy", io::npy_bytes(a, {fortran, big}));
+        io::save_npy(stem + ".npy", a, {fortran, big});
         written.emplace_back(stem, a);
         EXPECT_TRUE(array_equal(load(std::make_shared<io::FileReader>(stem + ".npy")), a).item<bool>());
         script += "x = np.load('" + stem + ".npy')\n"
