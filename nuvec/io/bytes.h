@@ -3,6 +3,7 @@
 // A bounds-checked little-endian cursor over bytes in memory, shared by the parsers: every read is checked against
 // the end first, so a malformed file gives an error naming the file instead of reading past its end.
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "nuvec/core/shape.h"
 #include "nuvec/io/errors.h"
 
 namespace nuvec::io::detail {
@@ -102,6 +104,18 @@ inline size_t checked_mul(size_t a, size_t b, const ByteCursor& c, std::string_v
     c.fail(std::string(what) + " overflows");
   }
   return out;
+}
+
+/// Whether an array of `shape` can exist: its row-major strides count empty axes as 1, so the product of the
+/// axes with the empty ones taken as 1 must fit int64 even when the array holds no element.
+inline bool strides_fit(const Shape& shape) {
+  int64_t product = 1;
+  for (int32_t dim : shape) {
+    if (__builtin_mul_overflow(product, std::max<int64_t>(dim, 1), &product)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace nuvec::io::detail

@@ -142,6 +142,9 @@ class GGUFReader {
         info.shape.insert(info.shape.begin(), static_cast<int32_t>(dim));
         count = io::detail::checked_mul(count, dim, in_, where + "the element count");
       }
+      if (!io::detail::strides_fit(info.shape)) {
+        in_.fail(where + "shape " + shape_string(info.shape) + " overflows");
+      }
       auto code = in_.read<uint32_t>("a tensor type");
       info.type = io::detail::ggml_type_info(code);
       if (info.type == nullptr) {

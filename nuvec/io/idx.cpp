@@ -50,6 +50,9 @@ array parse(const std::shared_ptr<const Blob>& blob, const unsigned char* data, 
     shape.push_back(static_cast<int32_t>(dim));
     count = detail::checked_mul(count, dim, in, "the element count");
   }
+  if (!detail::strides_fit(shape)) {
+    in.fail("shape " + shape_string(shape) + " overflows");
+  }
   size_t itemsize = size_of(type->dtype);
   size_t bytes = detail::checked_mul(count, itemsize, in, "the data size");
   if (in.remaining() != bytes) {

@@ -183,6 +183,9 @@ array load_npy(const std::shared_ptr<const Blob>& blob, size_t offset, size_t si
   for (int d : shape) {
     count = detail::checked_mul(count, static_cast<size_t>(d), in, "the element count");
   }
+  if (!detail::strides_fit(shape)) {
+    in.fail("shape " + shape_string(shape) + " overflows");
+  }
   size_t bytes = detail::checked_mul(count, size_of(type->dtype), in, "the data size");
   if (in.remaining() < bytes) {
     in.fail("truncated data: shape " + shape_string(shape) + " of " + descr + " needs " + std::to_string(bytes) +

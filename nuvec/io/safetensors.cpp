@@ -115,6 +115,9 @@ Header parse_header(std::string_view json, uint64_t buffer_size, const std::stri
         io::detail::fail(kLoad, label, where + "the element count overflows");
       }
     }
+    if (!io::detail::strides_fit(entry.shape)) {
+      io::detail::fail(kLoad, label, where + "shape " + shape_string(entry.shape) + " overflows");
+    }
     if (offsets->kind != io::detail::Json::Kind::array || offsets->items.size() != 2 ||
         !offsets->items[0].as_uint() || !offsets->items[1].as_uint()) {
       io::detail::fail(kLoad, label, where + "data_offsets must be two non-negative integers");

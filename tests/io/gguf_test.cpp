@@ -401,6 +401,7 @@ TEST(Gguf, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_NE(error_for(tensor(4, {0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF}, 0, 0)).find("overflows"),
             std::string::npos);
   EXPECT_NE(error_for(tensor(1, {uint64_t{1} << 40}, 0, 0)).find("exceeds 2^31 - 1"), std::string::npos);
+  EXPECT_NE(error_for(tensor(4, {0, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF}, 0, 0)).find("overflows"), std::string::npos);
   f = header(0, 1);
   put_string(f, "general.alignment");
   put<uint32_t>(f, 4);

@@ -133,6 +133,13 @@ TEST(Idx, MalformedFilesNameTheFileAndTheProblem) {
     put<uint32_t>(huge, 0x7FFFFFFF, true);
   }
   EXPECT_NE(error_for(huge).find("overflows"), std::string::npos);
+  // An empty array whose other axes multiply past int64 (found by the fuzzer: strides count empty axes as 1).
+  std::vector<unsigned char> empty_huge = {0, 0, 8, 4};
+  put<uint32_t>(empty_huge, 0, true);
+  for (int i = 0; i < 3; ++i) {
+    put<uint32_t>(empty_huge, 0x7FFFFFFF, true);
+  }
+  EXPECT_NE(error_for(empty_huge).find("overflows"), std::string::npos);
   std::vector<unsigned char> too_big = {0, 0, 8, 1};
   put<uint32_t>(too_big, 0x80000000u, true);
   EXPECT_NE(error_for(too_big).find("more than nuvec's"), std::string::npos);

@@ -177,6 +177,9 @@ TEST(Npy, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_NE(error_for(header("{'descr': '<f8', 'fortran_order': False, 'shape': (2147483647, 2147483647, "
                              "2147483647, 2147483647), }"))
                 .find("overflows"), std::string::npos);
+  EXPECT_NE(error_for(header("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 2147483647, 2147483647, "
+                             "2147483647), }"))
+                .find("overflows"), std::string::npos);
   auto long_header = header("{'descr': '<f4'", 2);
   long_header[8] = 0xFF;  // the header length now runs past the end
   EXPECT_NE(error_for(long_header).find("truncated file: the header needs"), std::string::npos);

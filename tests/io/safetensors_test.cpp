@@ -166,6 +166,9 @@ TEST(Safetensors, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[2147483647,2147483647,2147483647],)"
                                        R"("data_offsets":[0,4]})"), four))
                 .find("overflows"), std::string::npos);
+  EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[0,2147483647,2147483647,2147483647],)"
+                                       R"("data_offsets":[0,0]})"), {}))
+                .find("overflows"), std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[-1],"data_offsets":[0,4]})"), four))
                 .find("shape entries"), std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551616]})"),
