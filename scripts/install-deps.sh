@@ -8,7 +8,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev zlib1g-dev
   python3 python3-numpy python3-torch
-  dataset-fashion-mnist
+  dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo
+  clang libclang-rt-dev  # libFuzzer for fuzz/run.sh
 )
 
 # Test client: Hugging Face's GGUF reader, which the io tests run with Node when Node is installed.
