@@ -265,6 +265,9 @@ std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* bl
   array scales = allocate(s_shape, float32);
   array biases = allocate(s_shape, float32);
   auto* words = static_cast<uint32_t*>(w.raw_data());
+  if (w.nbytes() == 0) {
+    return {w, scales, biases};
+  }
   std::memset(words, 0, w.nbytes());
   auto* s = static_cast<float*>(scales.raw_data());
   auto* b = static_cast<float*>(biases.raw_data());

@@ -64,6 +64,9 @@ array parse(const std::shared_ptr<const Blob>& blob, const unsigned char* data, 
     return detail::adopt(blob, static_cast<size_t>(src - blob->data()), std::move(shape), type->dtype);
   }
   array out = detail::allocate(shape, type->dtype);
+  if (bytes == 0) {
+    return out;  // an empty array has no buffer to copy into
+  }
   std::memcpy(out.raw_data(), src, bytes);
   if (std::endian::native == std::endian::little) {
     detail::byteswap_elements(out.raw_data(), count, itemsize);

@@ -198,7 +198,7 @@ array load_npy(const std::shared_ptr<const Blob>& blob, size_t offset, size_t si
   size_t data_offset = offset + in.position();
   array out = big && size_of(type->dtype) > 1 ? detail::allocate(stored, type->dtype)
                                                : detail::adopt(blob, data_offset, stored, type->dtype);
-  if (big && size_of(type->dtype) > 1) {
+  if (big && size_of(type->dtype) > 1 && bytes > 0) {
     std::memcpy(out.raw_data(), blob->data() + data_offset, bytes);
     size_t width = type->dtype == complex64 ? 4 : size_of(type->dtype);
     detail::byteswap_elements(out.raw_data(), bytes / width, width);

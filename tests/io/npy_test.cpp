@@ -91,6 +91,8 @@ TEST(Npy, EveryDtypeAndEdgeShapeRoundTrips) {
       EXPECT_EQ(raw_bytes(b), raw_bytes(a)) << dtype_name(dtype) << " " << shape_string(shape);
     }
   }
+  io::save_npy(dir.path("be.npy"), zeros({0, 2}, float32), {true, true});
+  EXPECT_EQ(load(dir.path("be.npy")).shape(), Shape({0, 2}));
   // A non-contiguous view is saved by value.
   array t = transpose(reshape(arange(12, float32), {3, 4}));
   save(dir.path("t.npy"), t);
