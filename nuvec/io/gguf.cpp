@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "nuvec/core/ops.h"
 #include "nuvec/io/bytes.h"
@@ -125,6 +126,7 @@ class GGUFReader {
     };
     std::vector<Info> infos;
     infos.reserve(n_tensors);
+    std::unordered_set<std::string> names;
     for (uint64_t i = 0; i < n_tensors; ++i) {
       Info info;
       info.name = string("a tensor name", true);
@@ -161,10 +163,8 @@ class GGUFReader {
         in_.fail(where + "offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
                  std::to_string(alignment));
       }
-      for (const auto& other : infos) {
-        if (other.name == info.name) {
-          in_.fail("duplicate tensor name \"" + info.name + "\"");
-        }
+      if (!names.insert(info.name).second) {
+        in_.fail("duplicate tensor name \"" + info.name + "\"");
       }
       infos.push_back(std::move(info));
     }

@@ -402,6 +402,24 @@ TEST(Gguf, MalformedFilesNameTheFileAndTheProblem) {
             std::string::npos);
   EXPECT_NE(error_for(tensor(1, {uint64_t{1} << 40}, 0, 0)).find("exceeds 2^31 - 1"), std::string::npos);
   EXPECT_NE(error_for(tensor(4, {0, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF}, 0, 0)).find("overflows"), std::string::npos);
+  f = header(2, 0);
+  for (int i = 0; i < 2; ++i) {
+    put_string(f, "same");
+    put<uint32_t>(f, 1);
+    put<uint64_t>(f, 1);
+    put<uint32_t>(f, 0);
+    put<uint64_t>(f, 0);
+  }
+  f.resize(f.size() + 64, 0);
+  EXPECT_NE(error_for(f).find("duplicate tensor name \"same\""), std::string::npos);
+  f = header(0, 2);
+  for (int i = 0; i < 2; ++i) {
+    put_string(f, "k");
+    put<uint32_t>(f, 0);
+    f.push_back(1);
+  }
+  f.resize(f.size() + 24, 0);
+  EXPECT_NE(error_for(f).find("duplicate metadata key \"k\""), std::string::npos);
   f = header(0, 1);
   put_string(f, "general.alignment");
   put<uint32_t>(f, 4);
