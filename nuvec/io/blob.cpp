@@ -53,7 +53,7 @@ std::shared_ptr<const Blob> map_file(const std::string& path, std::string_view o
   if (fd < 0) {
     detail::fail(op, label, std::string("cannot open the file: ") + std::strerror(errno));
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
     detail::fail(op, label, "not a regular file");

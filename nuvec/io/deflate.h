@@ -19,6 +19,8 @@ std::vector<unsigned char> deflate_bytes(const unsigned char* src, size_t size, 
                                          std::string_view op, std::string_view label);
 
 /// The most a deflate stream can expand (about 1032:1), plus slack for headers: a bound on a gzip file's content.
-inline size_t max_inflated_size(size_t compressed) { return compressed > (size_t{1} << 52) ? compressed : compressed * 1032 + 4096; }
+inline size_t max_inflated_size(size_t compressed) {
+  return compressed > (size_t{1} << 52) ? compressed : compressed * 1032 + 4096;
+}
 
 }  // namespace nuvec::io::detail

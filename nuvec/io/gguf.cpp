@@ -38,37 +38,61 @@ enum class ValueType : uint32_t {
 // The dtype of a numeric value type, or nothing for strings and arrays.
 std::optional<Dtype> numeric_dtype(uint32_t type) {
   switch (type) {
-    case 0: return uint8;
-    case 1: return int8;
-    case 2: return uint16;
-    case 3: return int16;
-    case 4: return uint32;
-    case 5: return int32;
-    case 6: return float32;
-    case 7: return bool_;
-    case 10: return uint64;
-    case 11: return int64;
-    case 12: return float64;
-    default: return std::nullopt;
+    case 0:
+      return uint8;
+    case 1:
+      return int8;
+    case 2:
+      return uint16;
+    case 3:
+      return int16;
+    case 4:
+      return uint32;
+    case 5:
+      return int32;
+    case 6:
+      return float32;
+    case 7:
+      return bool_;
+    case 10:
+      return uint64;
+    case 11:
+      return int64;
+    case 12:
+      return float64;
+    default:
+      return std::nullopt;
   }
 }
 
 std::optional<ValueType> value_type_of(Dtype dtype) {
   switch (dtype) {
-    case Dtype::Val::uint8: return ValueType::uint8;
-    case Dtype::Val::int8: return ValueType::int8;
-    case Dtype::Val::uint16: return ValueType::uint16;
-    case Dtype::Val::int16: return ValueType::int16;
-    case Dtype::Val::uint32: return ValueType::uint32;
-    case Dtype::Val::int32: return ValueType::int32;
-    case Dtype::Val::float32: return ValueType::float32;
-    case Dtype::Val::bool_: return ValueType::boolean;
-    case Dtype::Val::uint64: return ValueType::uint64;
-    case Dtype::Val::int64: return ValueType::int64;
-    case Dtype::Val::float64: return ValueType::float64;
+    case Dtype::Val::uint8:
+      return ValueType::uint8;
+    case Dtype::Val::int8:
+      return ValueType::int8;
+    case Dtype::Val::uint16:
+      return ValueType::uint16;
+    case Dtype::Val::int16:
+      return ValueType::int16;
+    case Dtype::Val::uint32:
+      return ValueType::uint32;
+    case Dtype::Val::int32:
+      return ValueType::int32;
+    case Dtype::Val::float32:
+      return ValueType::float32;
+    case Dtype::Val::bool_:
+      return ValueType::boolean;
+    case Dtype::Val::uint64:
+      return ValueType::uint64;
+    case Dtype::Val::int64:
+      return ValueType::int64;
+    case Dtype::Val::float64:
+      return ValueType::float64;
     case Dtype::Val::float16:
     case Dtype::Val::bfloat16:
-    case Dtype::Val::complex64: return std::nullopt;
+    case Dtype::Val::complex64:
+      return std::nullopt;
   }
   return std::nullopt;
 }
@@ -153,11 +177,11 @@ class GGUFReader {
         in_.fail(where + "unknown or unsupported tensor type " + std::to_string(code));
       }
       if (info.type->block_elems > 1 && (info.shape.empty() || info.shape.back() % info.type->block_elems != 0)) {
-        in_.fail(where + "the innermost axis is not a multiple of " + std::string(info.type->name) +
-                 "'s block of " + std::to_string(info.type->block_elems));
+        in_.fail(where + "the innermost axis is not a multiple of " + std::string(info.type->name) + "'s block of " +
+                 std::to_string(info.type->block_elems));
       }
-      info.bytes = io::detail::checked_mul(count / info.type->block_elems, info.type->block_bytes, in_,
-                                           where + "the byte size");
+      info.bytes =
+          io::detail::checked_mul(count / info.type->block_elems, info.type->block_bytes, in_, where + "the byte size");
       info.offset = in_.read<uint64_t>("a tensor offset");
       if (info.offset % alignment != 0) {
         in_.fail(where + "offset " + std::to_string(info.offset) + " is not a multiple of the alignment " +
@@ -380,21 +404,22 @@ void save_gguf(Writer& out, const std::vector<GGUFTensor>& tensors,
     std::vector<unsigned char> bytes;
     if (info->bits == 0) {
       if (t.data.shape() != t.shape) {
-        detail::fail(kSave, label, where + "data of shape " + shape_string(t.data.shape()) + " for shape " +
-                                       shape_string(t.shape));
+        detail::fail(kSave, label,
+                     where + "data of shape " + shape_string(t.data.shape()) + " for shape " + shape_string(t.shape));
       }
       bytes = detail::contiguous_bytes(astype(t.data, info->dtype));
     } else {
       size_t count = shape_size(t.shape);
       if (t.shape.empty() || t.shape.back() % info->block_elems != 0) {
-        detail::fail(kSave, label, where + "the innermost axis must be a multiple of " +
-                                       std::to_string(info->block_elems) + " for " + std::string(info->name));
+        detail::fail(kSave, label,
+                     where + "the innermost axis must be a multiple of " + std::to_string(info->block_elems) + " for " +
+                         std::string(info->name));
       }
       if (t.data.dtype() != uint8 || t.data.size() != count / info->block_elems * info->block_bytes) {
-        detail::fail(kSave, label, where + std::string(info->name) + " blocks for shape " + shape_string(t.shape) +
-                                       " are " + std::to_string(count / info->block_elems * info->block_bytes) +
-                                       " uint8 bytes; got " + std::to_string(t.data.size()) + " " +
-                                       std::string(dtype_name(t.data.dtype())));
+        detail::fail(kSave, label,
+                     where + std::string(info->name) + " blocks for shape " + shape_string(t.shape) + " are " +
+                         std::to_string(count / info->block_elems * info->block_bytes) + " uint8 bytes; got " +
+                         std::to_string(t.data.size()) + " " + std::string(dtype_name(t.data.dtype())));
       }
       bytes = detail::contiguous_bytes(t.data);
     }
@@ -420,9 +445,7 @@ void save_gguf(Writer& out, const std::vector<GGUFTensor>& tensors,
 
 }  // namespace io
 
-GGUFLoad load_gguf(const std::string& file, StreamOrDevice) {
-  return io::load_gguf(file, io::GGUFQuantized::packed);
-}
+GGUFLoad load_gguf(const std::string& file, StreamOrDevice) { return io::load_gguf(file, io::GGUFQuantized::packed); }
 
 void save_gguf(std::string file, std::unordered_map<std::string, array> array_map,
                std::unordered_map<std::string, GGUFMetaData> meta_data) {
@@ -443,8 +466,8 @@ void save_gguf(std::string file, std::unordered_map<std::string, array> array_ma
   for (auto& [name, a] : array_map) {
     const auto* info = io::detail::ggml_type_for(a.dtype());
     if (info == nullptr) {
-      io::detail::fail(kSave, "file " + file, "tensor \"" + name + "\": GGUF has no " +
-                                                  std::string(dtype_name(a.dtype())) + " type");
+      io::detail::fail(kSave, "file " + file,
+                       "tensor \"" + name + "\": GGUF has no " + std::string(dtype_name(a.dtype())) + " type");
     }
     tensors.push_back({name, info->type, a.shape(), a});
   }

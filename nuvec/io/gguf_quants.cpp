@@ -84,7 +84,8 @@ void decode_legacy(GGMLType type, const unsigned char* b, uint8_t* codes, float*
       biases[0] = -128.0f * d;
       return;
     }
-    default: return;
+    default:
+      return;
   }
 }
 
@@ -222,13 +223,27 @@ void decode_block(GGMLType type, const unsigned char* block, uint8_t* codes, flo
     case GGMLType::Q4_1:
     case GGMLType::Q5_0:
     case GGMLType::Q5_1:
-    case GGMLType::Q8_0: decode_legacy(type, block, codes, scales, biases); return;
-    case GGMLType::Q2_K: decode_q2_k(block, codes, scales, biases); return;
-    case GGMLType::Q3_K: decode_q3_k(block, codes, scales, biases); return;
-    case GGMLType::Q4_K: decode_q45_k(false, block, codes, scales, biases); return;
-    case GGMLType::Q5_K: decode_q45_k(true, block, codes, scales, biases); return;
-    case GGMLType::Q6_K: decode_q6_k(block, codes, scales, biases); return;
-    case GGMLType::Q8_K: decode_q8_k(block, codes, scales, biases); return;
+    case GGMLType::Q8_0:
+      decode_legacy(type, block, codes, scales, biases);
+      return;
+    case GGMLType::Q2_K:
+      decode_q2_k(block, codes, scales, biases);
+      return;
+    case GGMLType::Q3_K:
+      decode_q3_k(block, codes, scales, biases);
+      return;
+    case GGMLType::Q4_K:
+      decode_q45_k(false, block, codes, scales, biases);
+      return;
+    case GGMLType::Q5_K:
+      decode_q45_k(true, block, codes, scales, biases);
+      return;
+    case GGMLType::Q6_K:
+      decode_q6_k(block, codes, scales, biases);
+      return;
+    case GGMLType::Q8_K:
+      decode_q8_k(block, codes, scales, biases);
+      return;
     case GGMLType::F32:
     case GGMLType::F16:
     case GGMLType::I8:
@@ -236,7 +251,8 @@ void decode_block(GGMLType type, const unsigned char* block, uint8_t* codes, flo
     case GGMLType::I32:
     case GGMLType::I64:
     case GGMLType::F64:
-    case GGMLType::BF16: return;  // plain types have no blocks
+    case GGMLType::BF16:
+      return;  // plain types have no blocks
   }
 }
 
@@ -277,8 +293,7 @@ std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* bl
   // Each row's bit stream starts on a word boundary: K * bits is a multiple of 32 because K is a multiple of 32.
   uint64_t bit = 0;
   for (size_t i = 0; i < n_blocks; ++i) {
-    decode_block(info.type, blocks + i * info.block_bytes, codes, s + i * groups_per_block,
-                 b + i * groups_per_block);
+    decode_block(info.type, blocks + i * info.block_bytes, codes, s + i * groups_per_block, b + i * groups_per_block);
     for (size_t j = 0; j < info.block_elems; ++j, bit += static_cast<uint64_t>(info.bits)) {
       uint64_t word = bit / 32;
       unsigned offset = bit % 32;

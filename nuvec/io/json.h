@@ -16,8 +16,8 @@ struct Json {
   enum class Kind : uint8_t { null, boolean, number, string, array, object };
   Kind kind = Kind::null;
   bool boolean = false;
-  std::string text;  // a string's value, or a number's literal
-  std::vector<Json> items;      // an array's elements, or an object's values
+  std::string text;               // a string's value, or a number's literal
+  std::vector<Json> items;        // an array's elements, or an object's values
   std::vector<std::string> keys;  // an object's keys, one per value in items
 
   /// The member named `key`, or null.

@@ -19,8 +19,8 @@ struct NpyType {
   std::string_view code;  // NumPy's type character and size, without the byte-order character
   Dtype dtype;
 };
-constexpr NpyType kTypes[] = {{"b1", bool_},  {"u1", uint8},   {"u2", uint16},  {"u4", uint32},   {"u8", uint64},
-                              {"i1", int8},   {"i2", int16},   {"i4", int32},   {"i8", int64},    {"f2", float16},
+constexpr NpyType kTypes[] = {{"b1", bool_},   {"u1", uint8},   {"u2", uint16},   {"u4", uint32},   {"u8", uint64},
+                              {"i1", int8},    {"i2", int16},   {"i4", int32},    {"i8", int64},    {"f2", float16},
                               {"f4", float32}, {"f8", float64}, {"V2", bfloat16}, {"c8", complex64}};
 
 // A reader for the Python literal NumPy writes as the header: {'descr': '<f4', 'fortran_order': False,
@@ -197,7 +197,7 @@ array load_npy(const std::shared_ptr<const Blob>& blob, size_t offset, size_t si
   }
   size_t data_offset = offset + in.position();
   array out = big && size_of(type->dtype) > 1 ? detail::allocate(stored, type->dtype)
-                                               : detail::adopt(blob, data_offset, stored, type->dtype);
+                                              : detail::adopt(blob, data_offset, stored, type->dtype);
   if (big && size_of(type->dtype) > 1 && bytes > 0) {
     std::memcpy(out.raw_data(), blob->data() + data_offset, bytes);
     size_t width = type->dtype == complex64 ? 4 : size_of(type->dtype);
@@ -216,8 +216,8 @@ std::vector<unsigned char> npy_bytes(const array& a, NpyOptions options) {
     }
   }
   char order = size_of(a.dtype()) == 1 ? '|' : options.big_endian ? '>' : '<';
-  std::string header = "{'descr': '" + std::string(1, order) + std::string(code) + "', 'fortran_order': " +
-                       (options.fortran_order ? "True" : "False") + ", 'shape': (";
+  std::string header = "{'descr': '" + std::string(1, order) + std::string(code) +
+                       "', 'fortran_order': " + (options.fortran_order ? "True" : "False") + ", 'shape': (";
   for (int i = 0; i < a.ndim(); ++i) {
     header += std::to_string(a.shape(i)) + (a.ndim() == 1 ? "," : i + 1 < a.ndim() ? ", " : "");
   }

@@ -20,9 +20,9 @@ struct DtypeName {
   std::string_view name;
   Dtype dtype;
 };
-constexpr DtypeName kDtypes[] = {{"BOOL", bool_},   {"U8", uint8},    {"U16", uint16},   {"U32", uint32},
-                                 {"U64", uint64},   {"I8", int8},     {"I16", int16},    {"I32", int32},
-                                 {"I64", int64},    {"F16", float16}, {"F32", float32},  {"F64", float64},
+constexpr DtypeName kDtypes[] = {{"BOOL", bool_},    {"U8", uint8},     {"U16", uint16},  {"U32", uint32},
+                                 {"U64", uint64},    {"I8", int8},      {"I16", int16},   {"I32", int32},
+                                 {"I64", int64},     {"F16", float16},  {"F32", float32}, {"F64", float64},
                                  {"BF16", bfloat16}, {"C64", complex64}};
 
 std::string_view name_of(Dtype dtype) {
@@ -118,8 +118,8 @@ Header parse_header(std::string_view json, uint64_t buffer_size, const std::stri
     if (!io::detail::strides_fit(entry.shape)) {
       io::detail::fail(kLoad, label, where + "shape " + shape_string(entry.shape) + " overflows");
     }
-    if (offsets->kind != io::detail::Json::Kind::array || offsets->items.size() != 2 ||
-        !offsets->items[0].as_uint() || !offsets->items[1].as_uint()) {
+    if (offsets->kind != io::detail::Json::Kind::array || offsets->items.size() != 2 || !offsets->items[0].as_uint() ||
+        !offsets->items[1].as_uint()) {
       io::detail::fail(kLoad, label, where + "data_offsets must be two non-negative integers");
     }
     entry.begin = *offsets->items[0].as_uint();
@@ -129,12 +129,15 @@ Header parse_header(std::string_view json, uint64_t buffer_size, const std::stri
       io::detail::fail(kLoad, label, where + "the byte size overflows");
     }
     if (entry.end < entry.begin || entry.end > buffer_size) {
-      io::detail::fail(kLoad, label, where + "data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
-          "] lie outside the data buffer of " + std::to_string(buffer_size) + " bytes");
+      io::detail::fail(kLoad, label,
+                       where + "data_offsets [" + std::to_string(entry.begin) + ", " + std::to_string(entry.end) +
+                           "] lie outside the data buffer of " + std::to_string(buffer_size) + " bytes");
     }
     if (entry.end - entry.begin != bytes) {
-      io::detail::fail(kLoad, label, where + "data_offsets span " + std::to_string(entry.end - entry.begin) + " bytes but " +
-          std::string(dtype->text) + " of shape " + shape_string(entry.shape) + " needs " + std::to_string(bytes));
+      io::detail::fail(kLoad, label,
+                       where + "data_offsets span " + std::to_string(entry.end - entry.begin) + " bytes but " +
+                           std::string(dtype->text) + " of shape " + shape_string(entry.shape) + " needs " +
+                           std::to_string(bytes));
     }
     header.entries.push_back(std::move(entry));
   }
@@ -149,14 +152,17 @@ Header parse_header(std::string_view json, uint64_t buffer_size, const std::stri
   uint64_t cursor = 0;
   for (const Entry* e : sorted) {
     if (e->begin != cursor) {
-      io::detail::fail(kLoad, label, "tensor \"" + e->name + "\" starts at " + std::to_string(e->begin) + " but the previous tensor ends at " +
-          std::to_string(cursor) + " (overlap or hole in the data buffer)");
+      io::detail::fail(kLoad, label,
+                       "tensor \"" + e->name + "\" starts at " + std::to_string(e->begin) +
+                           " but the previous tensor ends at " + std::to_string(cursor) +
+                           " (overlap or hole in the data buffer)");
     }
     cursor = e->end;
   }
   if (cursor != buffer_size) {
-    io::detail::fail(kLoad, label, "the tensors cover " + std::to_string(cursor) + " bytes of a " + std::to_string(buffer_size) +
-        "-byte data buffer");
+    io::detail::fail(kLoad, label,
+                     "the tensors cover " + std::to_string(cursor) + " bytes of a " + std::to_string(buffer_size) +
+                         "-byte data buffer");
   }
   return header;
 }
@@ -168,12 +174,14 @@ uint64_t read_header_size(const unsigned char* bytes, uint64_t file_size, const 
     n = io::detail::byteswap_value(n);
   }
   if (n > kMaxHeader) {
-    io::detail::fail(kLoad, label, "header size " + std::to_string(n) + " exceeds the limit of " +
-                                       std::to_string(kMaxHeader) + " bytes");
+    io::detail::fail(
+        kLoad, label,
+        "header size " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeader) + " bytes");
   }
   if (n > file_size - 8) {
-    io::detail::fail(kLoad, label, "header size " + std::to_string(n) + " runs past the end of the file (" +
-                                       std::to_string(file_size) + " bytes)");
+    io::detail::fail(kLoad, label,
+                     "header size " + std::to_string(n) + " runs past the end of the file (" +
+                         std::to_string(file_size) + " bytes)");
   }
   if (n == 0) {
     io::detail::fail(kLoad, label, "empty header");
@@ -246,8 +254,8 @@ namespace io {
 SafetensorsLoad load_safetensors(const std::shared_ptr<const Blob>& blob) {
   const std::string& label = blob->label();
   if (blob->size() < 8) {
-    detail::fail(kLoad, label, "truncated file: " + std::to_string(blob->size()) +
-                                   " bytes, fewer than the 8-byte header size");
+    detail::fail(kLoad, label,
+                 "truncated file: " + std::to_string(blob->size()) + " bytes, fewer than the 8-byte header size");
   }
   uint64_t n = read_header_size(blob->data(), blob->size(), label);
   std::string_view json(reinterpret_cast<const char*>(blob->data()) + 8, n);
@@ -275,8 +283,9 @@ SafetensorsLoad load_safetensors(std::shared_ptr<io::Reader> in_stream, StreamOr
   in_stream->seek(0, std::ios_base::end);
   size_t end = in_stream->tell();
   if (end < start + 8) {
-    io::detail::fail(kLoad, label, "truncated file: " + std::to_string(end - std::min(start, end)) +
-                                       " bytes, fewer than the 8-byte header size");
+    io::detail::fail(
+        kLoad, label,
+        "truncated file: " + std::to_string(end - std::min(start, end)) + " bytes, fewer than the 8-byte header size");
   }
   unsigned char size_bytes[8];
   in_stream->read(reinterpret_cast<char*>(size_bytes), 8, start);

@@ -15,8 +15,7 @@
 
 namespace nuvec {
 
-using SafetensorsLoad =
-    std::pair<std::unordered_map<std::string, array>, std::unordered_map<std::string, std::string>>;
+using SafetensorsLoad = std::pair<std::unordered_map<std::string, array>, std::unordered_map<std::string, std::string>>;
 
 /// Loads every tensor (mapped, zero copy where aligned) and the string metadata of a .safetensors file.
 SafetensorsLoad load_safetensors(const std::string& file, StreamOrDevice s = {});

@@ -15,8 +15,9 @@ namespace nuvec::io {
 namespace {
 
 size_t resolve(int64_t off, std::ios_base::seekdir way, size_t pos, size_t end, const std::string& label) {
-  int64_t base = way == std::ios_base::beg ? 0 : way == std::ios_base::cur ? static_cast<int64_t>(pos)
-                                                                           : static_cast<int64_t>(end);
+  int64_t base = way == std::ios_base::beg   ? 0
+                 : way == std::ios_base::cur ? static_cast<int64_t>(pos)
+                                             : static_cast<int64_t>(end);
   int64_t target = base + off;
   if (target < 0) {
     detail::fail("seek", label, "seek to a negative offset " + std::to_string(target));
@@ -31,7 +32,7 @@ FileReader::FileReader(std::string path) : path_(std::move(path)) {
   if (fd_ < 0) {
     open_error_ = std::strerror(errno);
   }
-  struct stat st{};
+  struct stat st {};
   if (fd_ >= 0 && ::fstat(fd_, &st) == 0) {
     size_ = static_cast<size_t>(st.st_size);
   }
@@ -56,8 +57,8 @@ void FileReader::read(char* data, size_t n, size_t offset) {
   }
   size_t done = 0;
   while (done < n) {
-    ssize_t got = ::pread(fd_, data + done, std::min<size_t>(n - done, size_t{1} << 30),
-                          static_cast<off_t>(offset + done));
+    ssize_t got =
+        ::pread(fd_, data + done, std::min<size_t>(n - done, size_t{1} << 30), static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) {
       continue;
     }
@@ -93,8 +94,8 @@ void FileWriter::write(const char* data, size_t n) {
   }
   size_t done = 0;
   while (done < n) {
-    ssize_t put = ::pwrite(fd_, data + done, std::min<size_t>(n - done, size_t{1} << 30),
-                           static_cast<off_t>(pos_ + done));
+    ssize_t put =
+        ::pwrite(fd_, data + done, std::min<size_t>(n - done, size_t{1} << 30), static_cast<off_t>(pos_ + done));
     if (put < 0 && errno == EINTR) {
       continue;
     }

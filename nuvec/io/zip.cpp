@@ -167,8 +167,9 @@ std::vector<unsigned char> zip_read(const Blob& blob, const ZipEntry& entry, std
     size_t limit = std::min<uint64_t>(entry.size, max_inflated_size(entry.compressed_size));
     out = inflate_bytes(src, entry.compressed_size, DeflateFormat::raw, limit, op, blob.label());
     if (out.size() != entry.size) {
-      fail(op, blob.label(), "entry \"" + entry.name + "\" inflates to " + std::to_string(out.size()) +
-                                 " bytes, not the declared " + std::to_string(entry.size));
+      fail(op, blob.label(),
+           "entry \"" + entry.name + "\" inflates to " + std::to_string(out.size()) + " bytes, not the declared " +
+               std::to_string(entry.size));
     }
   }
   if (crc_of(out.data(), out.size()) != entry.crc) {
@@ -187,8 +188,12 @@ void ZipWriter::add(const std::string& name, const std::vector<unsigned char>& c
     packed = deflate_bytes(content.data(), content.size(), DeflateFormat::raw, op_, label_);
   }
   const auto& data = compress ? packed : content;
-  Written w{name, static_cast<uint16_t>(compress ? 8 : 0), crc_of(content.data(), content.size()), data.size(),
-            content.size(), out_.size()};
+  Written w{name,
+            static_cast<uint16_t>(compress ? 8 : 0),
+            crc_of(content.data(), content.size()),
+            data.size(),
+            content.size(),
+            out_.size()};
   put<uint32_t>(out_, kLocal);
   put<uint16_t>(out_, 20);  // version needed: 2.0
   put<uint16_t>(out_, 0);   // flags

@@ -164,14 +164,17 @@ std::vector<KnownBlock> known_blocks() {
                  cat({half_bytes(0.25f), half_bytes(-1.0f), fill(16, [](int j) { return j | (3 << 4); })}),
                  [](int i) { return (i < 16 ? i : 3) * 0.25f - 1.0f; }});
   // Q5_0: d, 32 high bits (bit j for element j), nibbles; (q - 16) d. High bits set for odd elements.
-  out.push_back({GGMLType::Q5_0, cat({half_bytes(2.0f), {0xAA, 0xAA, 0xAA, 0xAA}, fill(16, [](int j) { return j | (j << 4); })}),
+  out.push_back({GGMLType::Q5_0,
+                 cat({half_bytes(2.0f), {0xAA, 0xAA, 0xAA, 0xAA}, fill(16, [](int j) { return j | (j << 4); })}),
                  [](int i) { return ((i % 16) + (i % 2 ? 16 : 0) - 16) * 2.0f; }});
   // Q5_1: d, m, high bits (all set), nibbles; q d + m.
-  out.push_back({GGMLType::Q5_1,
-                 cat({half_bytes(1.0f), half_bytes(0.5f), {0xFF, 0xFF, 0xFF, 0xFF}, fill(16, [](int) { return 0x21; })}),
-                 [](int i) { return (i < 16 ? 17.0f : 18.0f) + 0.5f; }});
+  out.push_back(
+      {GGMLType::Q5_1,
+       cat({half_bytes(1.0f), half_bytes(0.5f), {0xFF, 0xFF, 0xFF, 0xFF}, fill(16, [](int) { return 0x21; })}),
+       [](int i) { return (i < 16 ? 17.0f : 18.0f) + 0.5f; }});
   // Q8_0: d, 32 int8; q d.
-  out.push_back({GGMLType::Q8_0, cat({half_bytes(0.125f), fill(32, [](int j) { return static_cast<unsigned char>(j * 8 - 128); })}),
+  out.push_back({GGMLType::Q8_0,
+                 cat({half_bytes(0.125f), fill(32, [](int j) { return static_cast<unsigned char>(j * 8 - 128); })}),
                  [](int i) { return static_cast<float>(i * 8 - 128) * 0.125f; }});
   // Q2_K: 16 scale bytes (low nibble scale, high nibble min) per 16 elements, 64 bytes of 2-bit codes, d, dmin.
   // Codes: byte l of each 32-byte half holds elements at shifts 0, 2, 4, 6 of four 32-element runs.
@@ -197,8 +200,9 @@ std::vector<KnownBlock> known_blocks() {
   // elements: low nibbles then high nibbles of 32 bytes); d sc q - dmin m. Sub-blocks 0-3: scale 2, min 1;
   // 4-7: scale 3 (low nibble of bytes 8-11) and min 5 (high nibble), top bits zero.
   out.push_back({GGMLType::Q4_K,
-                 cat({half_bytes(1.0f), half_bytes(1.0f),
-                      fill(12, [](int k) { return k < 4 ? 2 : k < 8 ? 1 : 0x53; }),
+                 cat({half_bytes(1.0f), half_bytes(1.0f), fill(12, [](int k) { return k < 4   ? 2
+                                                                                      : k < 8 ? 1
+                                                                                              : 0x53; }),
                       fill(128, [](int l) { return (l % 16) | (7 << 4); })}),
                  [](int i) {
                    int sub = i / 32;
@@ -209,9 +213,13 @@ std::vector<KnownBlock> known_blocks() {
                  }});
   // Q5_K: as Q4_K plus 32 bytes of fifth bits (bit 2j of byte l for low nibbles of run j, 2j + 1 for high).
   out.push_back({GGMLType::Q5_K,
-                 cat({half_bytes(0.5f), half_bytes(2.0f), fill(12, [](int k) { return k < 4 ? 1 : k < 8 ? 0 : 0x01; }),
+                 cat({half_bytes(0.5f), half_bytes(2.0f), fill(12, [](int k) { return k < 4   ? 1
+                                                                                      : k < 8 ? 0
+                                                                                              : 0x01; }),
                       fill(32, [](int) { return 0x01; }), fill(128, [](int) { return 0x00; })}),
-                 [](int i) { return i < 32 ? 0.5f * 16.0f : i < 128 ? 0.0f : 0.5f * 0.0f; }});
+                 [](int i) { return i < 32    ? 0.5f * 16.0f
+                                    : i < 128 ? 0.0f
+                                              : 0.5f * 0.0f; }});
   // Q6_K: 128 bytes low nibbles, 64 bytes high 2-bit pairs, 16 int8 scales per 16 elements, d; d sc (q - 32).
   out.push_back({GGMLType::Q6_K,
                  cat({fill(128, [](int) { return 0x00; }), fill(64, [](int) { return 0x00; }),
@@ -220,9 +228,10 @@ std::vector<KnownBlock> known_blocks() {
   // Q8_K: float32 d, 256 int8, 16 int16 sums (unused by dequantization); d q.
   std::vector<unsigned char> d8;
   put<float>(d8, 0.5f);
-  out.push_back({GGMLType::Q8_K,
-                 cat({d8, fill(256, [](int j) { return static_cast<unsigned char>(j); }), std::vector<unsigned char>(32)}),
-                 [](int i) { return static_cast<float>(static_cast<int8_t>(i)) * 0.5f; }});
+  out.push_back(
+      {GGMLType::Q8_K,
+       cat({d8, fill(256, [](int j) { return static_cast<unsigned char>(j); }), std::vector<unsigned char>(32)}),
+       [](int i) { return static_cast<float>(static_cast<int8_t>(i)) * 0.5f; }});
   return out;
 }
 
@@ -267,16 +276,28 @@ TEST(Gguf, PackedFormMatchesDequantizedAndFeedsQuantizedMatmul) {
         case GGMLType::Q4_1:
         case GGMLType::Q5_1:
         case GGMLType::Q4_K:
-        case GGMLType::Q5_K: set_half(0); set_half(2); break;
-        case GGMLType::Q2_K: set_half(80); set_half(82); break;
-        case GGMLType::Q3_K: set_half(108); break;
-        case GGMLType::Q6_K: set_half(208); break;
+        case GGMLType::Q5_K:
+          set_half(0);
+          set_half(2);
+          break;
+        case GGMLType::Q2_K:
+          set_half(80);
+          set_half(82);
+          break;
+        case GGMLType::Q3_K:
+          set_half(108);
+          break;
+        case GGMLType::Q6_K:
+          set_half(208);
+          break;
         case GGMLType::Q8_K: {
           float d = scale(rng);
           std::memcpy(&blocks[blk], &d, 4);
           break;
         }
-        default: set_half(0); break;
+        default:
+          set_half(0);
+          break;
       }
     }
     Shape shape = {rows, per_row * static_cast<int>(info->block_elems)};
@@ -321,15 +342,15 @@ TEST(Gguf, AnIndependentReaderReadsNuvecFiles) {
                  {"tokens", std::vector<std::string>{"x", "y"}}},
                 64);
   std::string out = run_python("import subprocess\nprint(subprocess.run(['node', '" TESTS_IO_DIR "/gguf_read.js', '" +
-                               modules + "', '" + dir.path("m.gguf") + "'], check=True, capture_output=True, "
+                               modules + "', '" + dir.path("m.gguf") +
+                               "'], check=True, capture_output=True, "
                                "text=True).stdout, end='')\n");
-  EXPECT_EQ(out,
-            R"({"metadata":{"version":3,"tensor_count":"3","kv_count":"6","general.alignment":64,"f":0.5,)"
-            R"("general.name":"tiny","ids":[1,-2,3],"n":7,"tokens":["x","y"]},"tensorInfos":[)"
-            R"({"name":"a","n_dims":2,"shape":["3","2"],"dtype":0,"offset":"0"},)"
-            R"({"name":"b","n_dims":1,"shape":["5"],"dtype":1,"offset":"64"},)"
-            R"({"name":"c.weight","n_dims":2,"shape":["64","1"],"dtype":8,"offset":"128"}]})"
-            "\n");
+  EXPECT_EQ(out, R"({"metadata":{"version":3,"tensor_count":"3","kv_count":"6","general.alignment":64,"f":0.5,)"
+                 R"("general.name":"tiny","ids":[1,-2,3],"n":7,"tokens":["x","y"]},"tensorInfos":[)"
+                 R"({"name":"a","n_dims":2,"shape":["3","2"],"dtype":0,"offset":"0"},)"
+                 R"({"name":"b","n_dims":1,"shape":["5"],"dtype":1,"offset":"64"},)"
+                 R"({"name":"c.weight","n_dims":2,"shape":["64","1"],"dtype":8,"offset":"128"}]})"
+                 "\n");
 }
 
 TEST(Gguf, MalformedFilesNameTheFileAndTheProblem) {
@@ -425,7 +446,9 @@ TEST(Gguf, MalformedFilesNameTheFileAndTheProblem) {
   put<uint32_t>(f, 4);
   put<uint32_t>(f, 12);
   EXPECT_NE(error_for(f).find("not a positive multiple of 8"), std::string::npos);
-  EXPECT_NE(error_of([&] { save_gguf(dir.path("s"), {{"b", array({true})}}); }).find("GGUF has no bool type"),
+  EXPECT_NE(error_of([&] {
+              save_gguf(dir.path("s"), {{"b", array({true})}});
+            }).find("GGUF has no bool type"),
             std::string::npos);
 }
 

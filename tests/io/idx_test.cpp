@@ -69,11 +69,18 @@ TEST(Idx, EveryIdxDtypeRoundTripsThroughNumpy) {
     EXPECT_EQ(b.dtype(), dtype);
     EXPECT_TRUE(array_equal(a, b).item<bool>()) << dtype_name(dtype);
     // NumPy reads the same bytes with the format's big-endian dtype.
-    std::string np_dtype = std::string(">") + (dtype == uint8 ? "u1" : dtype == int8 ? "i1" : dtype == int16 ? "i2"
-                                                : dtype == int32 ? "i4" : dtype == float32 ? "f4" : "f8");
-    std::string expected = run_python("import gzip\nraw = open('" + path + "', 'rb').read()\n"
+    std::string np_dtype = std::string(">") + (dtype == uint8     ? "u1"
+                                               : dtype == int8    ? "i1"
+                                               : dtype == int16   ? "i2"
+                                               : dtype == int32   ? "i4"
+                                               : dtype == float32 ? "f4"
+                                                                  : "f8");
+    std::string expected = run_python("import gzip\nraw = open('" + path +
+                                      "', 'rb').read()\n"
                                       "raw = gzip.decompress(raw) if raw[:2] == b'\\x1f\\x8b' else raw\n"
-                                      "x = np.frombuffer(raw[12:], dtype='" + np_dtype + "')\n"
+                                      "x = np.frombuffer(raw[12:], dtype='" +
+                                      np_dtype +
+                                      "')\n"
                                       "print(' '.join('%.17g' % v for v in x.astype(np.float64)))\n");
     array f = astype(b, float64);
     f.eval();

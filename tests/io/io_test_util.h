@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "nuvec/nuvec.h"
-
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -16,6 +14,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "nuvec/nuvec.h"
 
 namespace nuvec::test {
 
@@ -49,11 +49,10 @@ void put(std::vector<unsigned char>& out, T value, bool big_endian = false) {
   }
 }
 
-
 inline TempDir::TempDir() {
   std::random_device rd;
-  dir_ = std::filesystem::temp_directory_path() /
-         ("nuvec_io_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+  dir_ =
+      std::filesystem::temp_directory_path() / ("nuvec_io_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
   std::filesystem::create_directories(dir_);
 }
 

@@ -11,18 +11,26 @@ namespace {
 
 // NumPy's names of the dtypes it shares with nuvec (all but bfloat16).
 const std::vector<std::pair<Dtype, std::string>> kNumpyDtypes = {
-    {bool_, "bool"},     {uint8, "uint8"},     {uint16, "uint16"},   {uint32, "uint32"}, {uint64, "uint64"},
-    {int8, "int8"},      {int16, "int16"},     {int32, "int32"},     {int64, "int64"},   {float16, "float16"},
+    {bool_, "bool"},      {uint8, "uint8"},     {uint16, "uint16"},      {uint32, "uint32"}, {uint64, "uint64"},
+    {int8, "int8"},       {int16, "int16"},     {int32, "int32"},        {int64, "int64"},   {float16, "float16"},
     {float32, "float32"}, {float64, "float64"}, {complex64, "complex64"}};
 
 // Python that builds a deterministic array `x` of a dtype and shape (NumPy is the reference for its layout).
 std::string make_x(const std::string& dtype, const std::string& shape) {
-  return "n = int(np.prod(" + shape + "))\n"
+  return "n = int(np.prod(" + shape +
+         "))\n"
          "v = (np.arange(n) * 7 % 23 - 11)\n"
-         "x = (v % 2 == 1) if '" + dtype + "' == 'bool' else v.astype('" + dtype + "')\n"
-         "if '" + dtype + "'.startswith('uint'): x = (np.arange(n) * 7 % 23).astype('" + dtype + "')\n"
-         "if '" + dtype + "' == 'complex64': x = (v + 0.5j * v[::-1]).astype('complex64')\n"
-         "x = x.reshape(" + shape + ")\n";
+         "x = (v % 2 == 1) if '" +
+         dtype + "' == 'bool' else v.astype('" + dtype +
+         "')\n"
+         "if '" +
+         dtype + "'.startswith('uint'): x = (np.arange(n) * 7 % 23).astype('" + dtype +
+         "')\n"
+         "if '" +
+         dtype +
+         "' == 'complex64': x = (v + 0.5j * v[::-1]).astype('complex64')\n"
+         "x = x.reshape(" +
+         shape + ")\n";
 }
 
 TEST(Npy, LoadsFilesWrittenByNumpyInEveryOrderAndByteOrder) {
@@ -33,10 +41,9 @@ TEST(Npy, LoadsFilesWrittenByNumpyInEveryOrderAndByteOrder) {
   for (const auto& [dtype, name] : kNumpyDtypes) {
     for (const auto& variant : variants) {
       std::string stem = dir.path(name + variant.substr(0, 1) + (variant[1] == '<' ? "le" : "be"));
-      script += make_x(name, variant[0] == 'F' ? "(3, 4, 2)" : "(2, 5)") +
-                "y = x.astype(x.dtype.newbyteorder('" + variant.substr(1) + "'))\n" +
-                (variant[0] == 'F' ? "y = np.asfortranarray(y)\n" : "") + "np.save('" + stem + ".npy', y)\n" +
-                "open('" + stem + ".raw', 'wb').write(np.ascontiguousarray(x).tobytes())\n";
+      script += make_x(name, variant[0] == 'F' ? "(3, 4, 2)" : "(2, 5)") + "y = x.astype(x.dtype.newbyteorder('" +
+                variant.substr(1) + "'))\n" + (variant[0] == 'F' ? "y = np.asfortranarray(y)\n" : "") + "np.save('" +
+                stem + ".npy', y)\n" + "open('" + stem + ".raw', 'wb').write(np.ascontiguousarray(x).tobytes())\n";
     }
   }
   run_python(script);
@@ -64,11 +71,19 @@ TEST(Npy, NumpyLoadsWhatNuvecSaves) {
         io::save_npy(stem + ".npy", a, {fortran, big});
         written.emplace_back(stem, a);
         EXPECT_TRUE(array_equal(load(std::make_shared<io::FileReader>(stem + ".npy")), a).item<bool>());
-        script += "x = np.load('" + stem + ".npy')\n"
-                  "assert x.dtype.newbyteorder('=') == np.dtype('" + name + "'), x.dtype\n"
-                  "assert x.dtype.byteorder in " + (big ? "('>', '|')" : "('=', '<', '|')") + ", x.dtype\n"
-                  "assert x.flags.f_contiguous == " + (fortran ? "True" : "False") + "\n"
-                  "open('" + stem + ".raw', 'wb').write(np.ascontiguousarray(x).astype(x.dtype.newbyteorder('<')).tobytes())\n";
+        script += "x = np.load('" + stem +
+                  ".npy')\n"
+                  "assert x.dtype.newbyteorder('=') == np.dtype('" +
+                  name +
+                  "'), x.dtype\n"
+                  "assert x.dtype.byteorder in " +
+                  (big ? "('>', '|')" : "('=', '<', '|')") +
+                  ", x.dtype\n"
+                  "assert x.flags.f_contiguous == " +
+                  (fortran ? "True" : "False") +
+                  "\n"
+                  "open('" +
+                  stem + ".raw', 'wb').write(np.ascontiguousarray(x).astype(x.dtype.newbyteorder('<')).tobytes())\n";
       }
     }
   }
@@ -131,11 +146,14 @@ TEST(Npz, NumpyLoadsWhatNuvecSaves) {
   arrays.insert_or_assign("bf16", random_array({4}, bfloat16, rng));
   for (bool compressed : {false, true}) {
     io::save_npz(dir.path("x.npz"), arrays, compressed);
-    run_python("z = np.load('" + dir.path("x.npz") + "')\n"
-               "for k in z.files: open('" + dir.path("") + "' + k + '.raw', 'wb').write(z[k].tobytes())\n"
+    run_python("z = np.load('" + dir.path("x.npz") +
+               "')\n"
+               "for k in z.files: open('" +
+               dir.path("") +
+               "' + k + '.raw', 'wb').write(z[k].tobytes())\n"
                "import zipfile\n"
-               "assert all(i.compress_type == " + (compressed ? "8" : "0") + " for i in zipfile.ZipFile('" +
-               dir.path("x.npz") + "').infolist())\n");
+               "assert all(i.compress_type == " +
+               (compressed ? "8" : "0") + " for i in zipfile.ZipFile('" + dir.path("x.npz") + "').infolist())\n");
     auto back = io::load_npz(dir.path("x.npz"));
     for (const auto& [name, a] : arrays) {
       EXPECT_EQ(read_file(dir.path(name + ".raw")), raw_bytes(a)) << name;
@@ -168,20 +186,24 @@ TEST(Npy, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_NE(error_for({'N', 'U', 'M', 'P', 'Y', 'x', 1, 0}).find("wrong magic"), std::string::npos);
   EXPECT_NE(error_for(header("{}", 7)).find("unsupported format version 7"), std::string::npos);
   EXPECT_NE(error_for(header("{'descr': '<U10', 'fortran_order': False, 'shape': (1,), }"))
-                .find("unsupported dtype descr '<U10'"), std::string::npos);
+                .find("unsupported dtype descr '<U10'"),
+            std::string::npos);
   EXPECT_NE(error_for(header("{'descr': '<f4', 'shape': (1,), }")).find("needs 'descr'"), std::string::npos);
   EXPECT_NE(error_for(header("{'descr': '<f4', 'fortran_order': Maybe, 'shape': (1,), }")).find("True or False"),
             std::string::npos);
   EXPECT_NE(error_for(header("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }")).find("truncated data"),
             std::string::npos);
   EXPECT_NE(error_for(header("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 1), }"))
-                .find("larger than 2^31 - 1"), std::string::npos);
+                .find("larger than 2^31 - 1"),
+            std::string::npos);
   EXPECT_NE(error_for(header("{'descr': '<f8', 'fortran_order': False, 'shape': (2147483647, 2147483647, "
                              "2147483647, 2147483647), }"))
-                .find("overflows"), std::string::npos);
+                .find("overflows"),
+            std::string::npos);
   EXPECT_NE(error_for(header("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 2147483647, 2147483647, "
                              "2147483647), }"))
-                .find("overflows"), std::string::npos);
+                .find("overflows"),
+            std::string::npos);
   auto long_header = header("{'descr': '<f4'", 2);
   long_header[8] = 0xFF;  // the header length now runs past the end
   EXPECT_NE(error_for(long_header).find("truncated file: the header needs"), std::string::npos);

@@ -85,15 +85,16 @@ TEST(Safetensors, SavedFilesFollowTheSpecification) {
   save_safetensors(dir.path("a.safetensors"),
                    {{"x", array({1.0f, 2.0f}, float64)}, {"y", array({7}, int8)}, {"z", array({3, 4}, int16)}},
                    {{"k", "v"}});
-  std::string out = run_python(
-      "import json, struct\nb = open('" + dir.path("a.safetensors") + "', 'rb').read()\n"
-      "n = struct.unpack('<Q', b[:8])[0]\nh = json.loads(b[8:8 + n])\nassert (8 + n) % 8 == 0\n"
-      "assert h.pop('__metadata__') == {'k': 'v'}\n"
-      "for k in sorted(h):\n"
-      "    s, e = h[k]['data_offsets']\n"
-      "    dt = {'F64': '<f8', 'I8': '<i1', 'I16': '<i2'}[h[k]['dtype']]\n"
-      "    assert s % np.dtype(dt).itemsize == 0\n"
-      "    print(k, h[k]['shape'], np.frombuffer(b[8 + n + s:8 + n + e], dt).tolist())\n");
+  std::string out =
+      run_python("import json, struct\nb = open('" + dir.path("a.safetensors") +
+                 "', 'rb').read()\n"
+                 "n = struct.unpack('<Q', b[:8])[0]\nh = json.loads(b[8:8 + n])\nassert (8 + n) % 8 == 0\n"
+                 "assert h.pop('__metadata__') == {'k': 'v'}\n"
+                 "for k in sorted(h):\n"
+                 "    s, e = h[k]['data_offsets']\n"
+                 "    dt = {'F64': '<f8', 'I8': '<i1', 'I16': '<i2'}[h[k]['dtype']]\n"
+                 "    assert s % np.dtype(dt).itemsize == 0\n"
+                 "    print(k, h[k]['shape'], np.frombuffer(b[8 + n + s:8 + n + e], dt).tolist())\n");
   EXPECT_EQ(out, "x [2] [1.0, 2.0]\ny [1] [7]\nz [2] [3, 4]\n");
 }
 
@@ -147,7 +148,8 @@ TEST(Safetensors, MalformedFilesNameTheFileAndTheProblem) {
   std::vector<unsigned char> four(4, 0);
   EXPECT_NE(error_for({1, 2, 3}).find("truncated file"), std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[1],"data_offsets":[0,4]})"), {}))
-                .find("lie outside the data buffer"), std::string::npos);
+                .find("lie outside the data buffer"),
+            std::string::npos);
   std::vector<unsigned char> huge;
   put<uint64_t>(huge, uint64_t{1} << 40);
   EXPECT_NE(error_for(huge).find("exceeds the limit"), std::string::npos);
@@ -160,26 +162,37 @@ TEST(Safetensors, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_NE(error_for(file_from("{\"\xff\":{}}", {})).find("invalid UTF-8"), std::string::npos);
   EXPECT_NE(error_for(file_from("{\"\xc0\x80\":{}}", {})).find("invalid UTF-8"), std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F8_E4M3","shape":[4],"data_offsets":[0,4]})"), four))
-                .find("unknown or unsupported dtype \"F8_E4M3\""), std::string::npos);
-  EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[2],"data_offsets":[0,4]})"), four))
-                .find("needs 8"), std::string::npos);
+                .find("unknown or unsupported dtype \"F8_E4M3\""),
+            std::string::npos);
+  EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[2],"data_offsets":[0,4]})"), four)).find("needs 8"),
+            std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[2147483647,2147483647,2147483647],)"
-                                       R"("data_offsets":[0,4]})"), four))
-                .find("overflows"), std::string::npos);
+                                       R"("data_offsets":[0,4]})"),
+                                four))
+                .find("overflows"),
+            std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[0,2147483647,2147483647,2147483647],)"
-                                       R"("data_offsets":[0,0]})"), {}))
-                .find("overflows"), std::string::npos);
-  EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[-1],"data_offsets":[0,4]})"), four))
-                .find("shape entries"), std::string::npos);
-  EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551616]})"),
-                                four)).find("two non-negative integers"), std::string::npos);
+                                       R"("data_offsets":[0,0]})"),
+                                {}))
+                .find("overflows"),
+            std::string::npos);
+  EXPECT_NE(
+      error_for(file_from(tensor(R"({"dtype":"F32","shape":[-1],"data_offsets":[0,4]})"), four)).find("shape entries"),
+      std::string::npos);
+  EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"F32","shape":[1],"data_offsets":[0,18446744073709551616]})"), four))
+                .find("two non-negative integers"),
+            std::string::npos);
   EXPECT_NE(error_for(file_from(R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]},)"
-                                R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})", four))
-                .find("overlap or hole"), std::string::npos);
+                                R"("b":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
+                                four))
+                .find("overlap or hole"),
+            std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"U8","shape":[2],"data_offsets":[0,2]})"), four))
-                .find("cover 2 bytes of a 4-byte"), std::string::npos);
-  EXPECT_NE(error_for(file_from(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"a":{}})", {}))
-                .find("duplicate key"), std::string::npos);
+                .find("cover 2 bytes of a 4-byte"),
+            std::string::npos);
+  EXPECT_NE(
+      error_for(file_from(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"a":{}})", {})).find("duplicate key"),
+      std::string::npos);
   EXPECT_NE(error_for(file_from(tensor(R"({"dtype":"U8","shape":[0]})"), {})).find("needs dtype, shape"),
             std::string::npos);
   EXPECT_NE(error_for(file_from(R"({"__metadata__":{"k":1}})", {})).find("is not a string"), std::string::npos);
@@ -187,7 +200,9 @@ TEST(Safetensors, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_NE(error_for(file_from("{\"t\":" + deep, {})).find("nested deeper"), std::string::npos);
   EXPECT_NE(error_of([&] { load_safetensors(dir.path("missing.safetensors")); }).find("cannot open the file"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { save_safetensors(dir.path("s"), {{"__metadata__", array(1)}}); }).find("reserved"),
+  EXPECT_NE(error_of([&] {
+              save_safetensors(dir.path("s"), {{"__metadata__", array(1)}});
+            }).find("reserved"),
             std::string::npos);
 }
 
