@@ -5,7 +5,7 @@ PRESET ?= release
 JOBS ?= $(shell nproc)
 BUILD := build/$(PRESET)
 
-.PHONY: all deps configure build demo test bench install clean
+.PHONY: all deps configure build demo test bench fuzz install clean
 
 all: build
 
@@ -31,6 +31,11 @@ test: build
 bench: configure
 	@cmake --build $(BUILD) -j $(JOBS) --target nuvec_bench
 	@/usr/bin/python3 bench/run_core.py --build $(BUILD)
+
+## Builds the parsers' libFuzzer targets (clang, ASan, UBSan) and runs each for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@JOBS=$(JOBS) fuzz/run.sh $(FUZZ_SECONDS)
 
 PREFIX ?= /usr/local
 install: build

@@ -16,3 +16,4 @@
 #include "nuvec/core/random.h"
 #include "nuvec/core/shape.h"
 #include "nuvec/core/transforms.h"
+#include "nuvec/io/io.h"

@@ -6,9 +6,18 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config ccache
   libgtest-dev libgmock-dev libbenchmark-dev
-  libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev
+  libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev zlib1g-dev
   python3 python3-numpy python3-torch
+  dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo
+  clang libclang-rt-dev  # libFuzzer for fuzz/run.sh
 )
+
+# Test client: Hugging Face's GGUF reader, which the io tests run with Node when Node is installed.
+npm_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/npm"
+if command -v npm >/dev/null && [[ ! -d "$npm_dir/node_modules/@huggingface/gguf" ]]; then
+  npm install --silent --no-audit --no-fund --prefix "$npm_dir" @huggingface/gguf@0.4.6 || \
+    echo "nuvec: npm could not install @huggingface/gguf; the GGUF cross-check test will be skipped"
+fi
 
 missing=()
 for package in "${packages[@]}"; do

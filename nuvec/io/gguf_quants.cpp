@@ -1,0 +1,309 @@
+#include "nuvec/io/gguf_quants.h"
+
+#include <cstring>
+
+#include "nuvec/core/half.h"
+#include "nuvec/io/blob.h"
+
+namespace nuvec::io::detail {
+
+namespace {
+
+constexpr GGMLTypeInfo kTypes[] = {
+    {GGMLType::F32, "F32", 1, 4, 0, 1, float32},        {GGMLType::F16, "F16", 1, 2, 0, 1, float16},
+    {GGMLType::Q4_0, "Q4_0", 32, 18, 4, 32, float32},   {GGMLType::Q4_1, "Q4_1", 32, 20, 4, 32, float32},
+    {GGMLType::Q5_0, "Q5_0", 32, 22, 5, 32, float32},   {GGMLType::Q5_1, "Q5_1", 32, 24, 5, 32, float32},
+    {GGMLType::Q8_0, "Q8_0", 32, 34, 8, 32, float32},   {GGMLType::Q2_K, "Q2_K", 256, 84, 2, 16, float32},
+    {GGMLType::Q3_K, "Q3_K", 256, 110, 3, 16, float32}, {GGMLType::Q4_K, "Q4_K", 256, 144, 4, 32, float32},
+    {GGMLType::Q5_K, "Q5_K", 256, 176, 5, 32, float32}, {GGMLType::Q6_K, "Q6_K", 256, 210, 6, 16, float32},
+    {GGMLType::Q8_K, "Q8_K", 256, 292, 8, 16, float32}, {GGMLType::I8, "I8", 1, 1, 0, 1, int8},
+    {GGMLType::I16, "I16", 1, 2, 0, 1, int16},          {GGMLType::I32, "I32", 1, 4, 0, 1, int32},
+    {GGMLType::I64, "I64", 1, 8, 0, 1, int64},          {GGMLType::F64, "F64", 1, 8, 0, 1, float64},
+    {GGMLType::BF16, "BF16", 1, 2, 0, 1, bfloat16},
+};
+
+float half_at(const unsigned char* p) {
+  float16_t h;
+  h.bits = static_cast<uint16_t>(p[0] | (p[1] << 8));
+  return static_cast<float>(h);
+}
+
+float float_at(const unsigned char* p) {
+  uint32_t bits = static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+                  (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The 6-bit scale and min of sub-block j in the 12 packed bytes of Q4_K and Q5_K.
+void scale_min_k4(int j, const unsigned char* q, int& scale, int& min) {
+  if (j < 4) {
+    scale = q[j] & 63;
+    min = q[j + 4] & 63;
+  } else {
+    scale = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Legacy 32-element blocks: nibbles j and j + 16 share byte j (low nibble first); Q5 adds a fifth bit from qh.
+void decode_legacy(GGMLType type, const unsigned char* b, uint8_t* codes, float* scales, float* biases) {
+  float d = half_at(b);
+  switch (type) {
+    case GGMLType::Q4_0:
+    case GGMLType::Q4_1: {
+      const unsigned char* qs = b + (type == GGMLType::Q4_0 ? 2 : 4);
+      for (int j = 0; j < 16; ++j) {
+        codes[j] = qs[j] & 0xF;
+        codes[j + 16] = qs[j] >> 4;
+      }
+      scales[0] = d;
+      biases[0] = type == GGMLType::Q4_0 ? -8.0f * d : half_at(b + 2);
+      return;
+    }
+    case GGMLType::Q5_0:
+    case GGMLType::Q5_1: {
+      const unsigned char* qh_bytes = b + (type == GGMLType::Q5_0 ? 2 : 4);
+      uint32_t qh = static_cast<uint32_t>(qh_bytes[0]) | (static_cast<uint32_t>(qh_bytes[1]) << 8) |
+                    (static_cast<uint32_t>(qh_bytes[2]) << 16) | (static_cast<uint32_t>(qh_bytes[3]) << 24);
+      const unsigned char* qs = qh_bytes + 4;
+      for (int j = 0; j < 16; ++j) {
+        codes[j] = static_cast<uint8_t>((qs[j] & 0xF) | (((qh >> j) & 1) << 4));
+        codes[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+      }
+      scales[0] = d;
+      biases[0] = type == GGMLType::Q5_0 ? -16.0f * d : half_at(b + 2);
+      return;
+    }
+    case GGMLType::Q8_0: {
+      for (int j = 0; j < 32; ++j) {
+        codes[j] = static_cast<uint8_t>(static_cast<int8_t>(b[2 + j]) + 128);
+      }
+      scales[0] = d;
+      biases[0] = -128.0f * d;
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+void decode_q2_k(const unsigned char* b, uint8_t* codes, float* scales, float* biases) {
+  const unsigned char* sc = b;
+  const unsigned char* q = b + 16;
+  float d = half_at(b + 80);
+  float dmin = half_at(b + 82);
+  int is = 0;
+  int out = 0;
+  for (int n = 0; n < 256; n += 128, q += 32) {
+    for (int shift = 0; shift < 8; shift += 2) {
+      for (int half = 0; half < 2; ++half, ++is) {
+        scales[is] = d * static_cast<float>(sc[is] & 0xF);
+        biases[is] = -dmin * static_cast<float>(sc[is] >> 4);
+        for (int l = 0; l < 16; ++l) {
+          codes[out++] = (q[l + 16 * half] >> shift) & 3;
+        }
+      }
+    }
+  }
+}
+
+void decode_q3_k(const unsigned char* b, uint8_t* codes, float* scales, float* biases) {
+  const unsigned char* hmask = b;
+  const unsigned char* q = b + 32;
+  const unsigned char* packed = b + 96;
+  float d = half_at(b + 108);
+  // Sixteen 6-bit scales: low 4 bits in bytes 0-7 (two per byte), high 2 bits in bytes 8-11.
+  int sc[16];
+  for (int i = 0; i < 16; ++i) {
+    int low = i < 8 ? packed[i] & 0xF : packed[i - 8] >> 4;
+    int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    sc[i] = (low | (high << 4)) - 32;
+  }
+  int is = 0;
+  int out = 0;
+  int m = 1;
+  for (int n = 0; n < 256; n += 128, q += 32) {
+    for (int shift = 0; shift < 8; shift += 2, m <<= 1) {
+      for (int half = 0; half < 2; ++half, ++is) {
+        float dl = d * static_cast<float>(sc[is]);
+        scales[is] = dl;
+        biases[is] = -4.0f * dl;
+        for (int l = 0; l < 16; ++l) {
+          int low = (q[l + 16 * half] >> shift) & 3;
+          int high = (hmask[l + 16 * half] & m) != 0 ? 1 : 0;
+          codes[out++] = static_cast<uint8_t>(low + 4 * high);
+        }
+      }
+    }
+  }
+}
+
+void decode_q45_k(bool five, const unsigned char* b, uint8_t* codes, float* scales, float* biases) {
+  float d = half_at(b);
+  float dmin = half_at(b + 2);
+  const unsigned char* packed = b + 4;
+  const unsigned char* qh = b + 16;
+  const unsigned char* ql = five ? b + 48 : b + 16;
+  int out = 0;
+  for (int j = 0; j < 4; ++j, ql += 32) {
+    for (int half = 0; half < 2; ++half) {
+      int s = 0;
+      int m = 0;
+      scale_min_k4(2 * j + half, packed, s, m);
+      scales[2 * j + half] = d * static_cast<float>(s);
+      biases[2 * j + half] = -dmin * static_cast<float>(m);
+      int bit = 2 * j + half;
+      for (int l = 0; l < 32; ++l) {
+        int code = half == 0 ? ql[l] & 0xF : ql[l] >> 4;
+        if (five && (qh[l] >> bit & 1) != 0) {
+          code += 16;
+        }
+        codes[out++] = static_cast<uint8_t>(code);
+      }
+    }
+  }
+}
+
+void decode_q6_k(const unsigned char* b, uint8_t* codes, float* scales, float* biases) {
+  const unsigned char* ql = b;
+  const unsigned char* qh = b + 128;
+  const auto* sc = reinterpret_cast<const int8_t*>(b + 192);
+  float d = half_at(b + 208);
+  for (int i = 0; i < 16; ++i) {
+    scales[i] = d * static_cast<float>(sc[i]);
+    biases[i] = -32.0f * scales[i];
+  }
+  for (int n = 0; n < 2; ++n, ql += 64, qh += 32) {
+    uint8_t* y = codes + 128 * n;
+    for (int l = 0; l < 32; ++l) {
+      y[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+      y[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      y[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      y[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+void decode_q8_k(const unsigned char* b, uint8_t* codes, float* scales, float* biases) {
+  float d = float_at(b);
+  for (int j = 0; j < 256; ++j) {
+    codes[j] = static_cast<uint8_t>(static_cast<int8_t>(b[4 + j]) + 128);
+  }
+  for (int i = 0; i < 16; ++i) {
+    scales[i] = d;
+    biases[i] = -128.0f * d;
+  }
+}
+
+}  // namespace
+
+const GGMLTypeInfo* ggml_type_info(uint32_t code) {
+  for (const auto& t : kTypes) {
+    if (static_cast<uint32_t>(t.type) == code) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+const GGMLTypeInfo* ggml_type_for(Dtype dtype) {
+  for (const auto& t : kTypes) {
+    if (t.bits == 0 && t.dtype == dtype) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+void decode_block(GGMLType type, const unsigned char* block, uint8_t* codes, float* scales, float* biases) {
+  switch (type) {
+    case GGMLType::Q4_0:
+    case GGMLType::Q4_1:
+    case GGMLType::Q5_0:
+    case GGMLType::Q5_1:
+    case GGMLType::Q8_0:
+      decode_legacy(type, block, codes, scales, biases);
+      return;
+    case GGMLType::Q2_K:
+      decode_q2_k(block, codes, scales, biases);
+      return;
+    case GGMLType::Q3_K:
+      decode_q3_k(block, codes, scales, biases);
+      return;
+    case GGMLType::Q4_K:
+      decode_q45_k(false, block, codes, scales, biases);
+      return;
+    case GGMLType::Q5_K:
+      decode_q45_k(true, block, codes, scales, biases);
+      return;
+    case GGMLType::Q6_K:
+      decode_q6_k(block, codes, scales, biases);
+      return;
+    case GGMLType::Q8_K:
+      decode_q8_k(block, codes, scales, biases);
+      return;
+    case GGMLType::F32:
+    case GGMLType::F16:
+    case GGMLType::I8:
+    case GGMLType::I16:
+    case GGMLType::I32:
+    case GGMLType::I64:
+    case GGMLType::F64:
+    case GGMLType::BF16:
+      return;  // plain types have no blocks
+  }
+}
+
+array dequantize_blocks(const GGMLTypeInfo& info, const unsigned char* blocks, const Shape& shape) {
+  array out = allocate(shape, float32);
+  auto* y = static_cast<float*>(out.raw_data());
+  size_t n_blocks = shape_size(shape) / info.block_elems;
+  uint8_t codes[256];
+  float scales[16];
+  float biases[16];
+  for (size_t i = 0; i < n_blocks; ++i) {
+    decode_block(info.type, blocks + i * info.block_bytes, codes, scales, biases);
+    for (size_t j = 0; j < info.block_elems; ++j) {
+      y[i * info.block_elems + j] = scales[j / info.group] * static_cast<float>(codes[j]) + biases[j / info.group];
+    }
+  }
+  return out;
+}
+
+std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* blocks, const Shape& shape) {
+  Shape w_shape = shape;
+  Shape s_shape = shape;
+  w_shape.back() = static_cast<int32_t>(int64_t{shape.back()} * info.bits / 32);
+  s_shape.back() = static_cast<int32_t>(shape.back() / static_cast<int32_t>(info.group));
+  array w = allocate(w_shape, uint32);
+  array scales = allocate(s_shape, float32);
+  array biases = allocate(s_shape, float32);
+  auto* words = static_cast<uint32_t*>(w.raw_data());
+  if (w.nbytes() == 0) {
+    return {w, scales, biases};
+  }
+  std::memset(words, 0, w.nbytes());
+  auto* s = static_cast<float*>(scales.raw_data());
+  auto* b = static_cast<float*>(biases.raw_data());
+  size_t n_blocks = shape_size(shape) / info.block_elems;
+  size_t groups_per_block = info.block_elems / info.group;
+  uint8_t codes[256];
+  // Each row's bit stream starts on a word boundary: K * bits is a multiple of 32 because K is a multiple of 32.
+  uint64_t bit = 0;
+  for (size_t i = 0; i < n_blocks; ++i) {
+    decode_block(info.type, blocks + i * info.block_bytes, codes, s + i * groups_per_block, b + i * groups_per_block);
+    for (size_t j = 0; j < info.block_elems; ++j, bit += static_cast<uint64_t>(info.bits)) {
+      uint64_t word = bit / 32;
+      unsigned offset = bit % 32;
+      words[word] |= static_cast<uint32_t>(codes[j]) << offset;
+      if (offset + static_cast<unsigned>(info.bits) > 32) {
+        words[word + 1] |= static_cast<uint32_t>(codes[j]) >> (32 - offset);
+      }
+    }
+  }
+  return {w, scales, biases};
+}
+
+}  // namespace nuvec::io::detail
