@@ -1,0 +1,168 @@
+#include "nuvec/nn/pooling.h"
+
+#include <cmath>
+#include <limits>
+
+#include "nuvec/core/ops.h"
+#include "nuvec/nn/scalar.h"
+
+namespace nuvec::nn {
+
+using detail::like;
+
+namespace {
+
+std::vector<int> expand(const Sizes& sizes, int spatial, const std::string& layer, const char* what) {
+  if (sizes.values.size() == 1) {
+    return std::vector<int>(spatial, sizes.values[0]);
+  }
+  if (static_cast<int>(sizes.values.size()) != spatial) {
+    throw_invalid("[" + layer + "] " + what + " needs 1 or " + std::to_string(spatial) + " values; given " +
+                  std::to_string(sizes.values.size()) + ".");
+  }
+  return sizes.values;
+}
+
+}  // namespace
+
+PoolBase::PoolBase(std::string name, int spatial, bool max, const Sizes& kernel, const std::optional<Sizes>& stride,
+                   const Sizes& padding)
+    : name_(std::move(name)),
+      spatial_(spatial),
+      max_(max),
+      kernel_(expand(kernel, spatial, name_, "kernel_size")),
+      stride_(expand(stride.value_or(kernel), spatial, name_, "stride")),
+      padding_(expand(padding, spatial, name_, "padding")) {
+  for (int i = 0; i < spatial; ++i) {
+    if (kernel_[i] < 1 || stride_[i] < 1 || padding_[i] < 0 || 2 * padding_[i] > kernel_[i]) {
+      throw_invalid("[" + name_ + "] needs kernel and stride >= 1 and 0 <= padding <= kernel / 2.");
+    }
+  }
+}
+
+array PoolBase::forward(const array& x) {
+  if (!is_floating(x.dtype())) {
+    fail("expected a floating-point input; given dtype " + std::string(dtype_name(x.dtype())) + ".");
+  }
+  if (x.ndim() != spatial_ + 2 && x.ndim() != spatial_ + 1) {
+    fail("expected input of " + std::to_string(spatial_ + 2) + " axes (N, spatial..., C) or " +
+         std::to_string(spatial_ + 1) + " (spatial..., C); given shape " + shape_string(x.shape()) + ".");
+  }
+  const bool batched = x.ndim() == spatial_ + 2;
+  array in = batched ? x : expand_dims(x, 0);
+  std::vector<int> axes(spatial_);
+  Shape out(spatial_);
+  bool padded = false;
+  for (int i = 0; i < spatial_; ++i) {
+    axes[i] = i + 1;
+    padded = padded || padding_[i] > 0;
+    out[i] = (in.shape(i + 1) + 2 * padding_[i] - kernel_[i]) / stride_[i] + 1;
+    if (out[i] < 1) {
+      fail("kernel " + std::to_string(kernel_[i]) + " does not fit spatial axis " + std::to_string(i) +
+           " of input shape " + shape_string(x.shape()) + ".");
+    }
+  }
+  if (padded) {
+    double fill = max_ ? -std::numeric_limits<double>::infinity() : 0.0;
+    in = pad(in, axes, Shape(padding_.begin(), padding_.end()), Shape(padding_.begin(), padding_.end()),
+             like(in, fill));
+  }
+  bool tiled = true;
+  for (int i = 0; i < spatial_; ++i) {
+    tiled = tiled && stride_[i] == kernel_[i];
+  }
+  array y = in;
+  if (tiled) {
+    // Non-overlapping windows: crop to whole windows, split each axis into (windows, kernel), reduce the kernels.
+    Shape start(in.ndim(), 0);
+    Shape stop = in.shape();
+    Shape split_shape{in.shape(0)};
+    std::vector<int> reduce_axes;
+    for (int i = 0; i < spatial_; ++i) {
+      stop[i + 1] = out[i] * kernel_[i];
+      split_shape.push_back(out[i]);
+      split_shape.push_back(kernel_[i]);
+      reduce_axes.push_back(2 * i + 2);
+    }
+    split_shape.push_back(in.shape(-1));
+    auto windows = reshape(slice(in, start, stop), split_shape);
+    y = max_ ? max(windows, reduce_axes) : mean(windows, reduce_axes);
+  } else {
+    // Overlapping windows: combine one strided slice per kernel offset.
+    int count = 1;
+    for (int k : kernel_) {
+      count *= k;
+    }
+    std::optional<array> acc;
+    for (int flat = 0; flat < count; ++flat) {
+      Shape start(in.ndim(), 0);
+      Shape stop = in.shape();
+      Shape strides(in.ndim(), 1);
+      int rest = flat;
+      for (int i = spatial_ - 1; i >= 0; --i) {
+        int offset = rest % kernel_[i];
+        rest /= kernel_[i];
+        start[i + 1] = offset;
+        stop[i + 1] = offset + (out[i] - 1) * stride_[i] + 1;
+        strides[i + 1] = stride_[i];
+      }
+      auto window = slice(in, start, stop, strides);
+      acc = !acc ? window : (max_ ? maximum(*acc, window) : *acc + window);
+    }
+    y = max_ ? *acc : *acc / like(*acc, count);
+  }
+  return batched ? y : squeeze(y, 0);
+}
+
+Upsample::Upsample(std::vector<float> scale_factor, std::string mode, bool align_corners)
+    : scale_(std::move(scale_factor)), mode_(std::move(mode)), align_corners_(align_corners) {
+  if (mode_ != "nearest" && mode_ != "linear") {
+    throw_invalid("[Upsample] mode must be \"nearest\" or \"linear\"; given \"" + mode_ + "\".");
+  }
+  if (scale_.empty() || scale_.size() > 3) {
+    throw_invalid("[Upsample] needs 1 to 3 scale factors.");
+  }
+}
+
+array Upsample::forward(const array& x) {
+  const int spatial = x.ndim() - 2;
+  if (!is_floating(x.dtype()) || spatial < 1 || spatial > 3 ||
+      (scale_.size() != 1 && static_cast<int>(scale_.size()) != spatial)) {
+    fail("expected a floating-point input (N, spatial..., C) with " + std::to_string(scale_.size()) +
+         " spatial axes; given shape " + shape_string(x.shape()) + " of " + std::string(dtype_name(x.dtype())) +
+         ".");
+  }
+  array y = x;
+  for (int i = 0; i < spatial; ++i) {
+    const int axis = i + 1;
+    const double scale = scale_.size() == 1 ? scale_[0] : scale_[i];
+    const int in_size = x.shape(axis);
+    const int out_size = static_cast<int>(std::floor(in_size * scale));
+    auto positions = arange(0, out_size, float32);
+    if (mode_ == "nearest") {
+      auto index = minimum(astype(floor(positions * array(static_cast<float>(1.0 / scale))), int32),
+                           array(in_size - 1));
+      y = take(y, index, axis);
+      continue;
+    }
+    array source = positions;
+    if (align_corners_) {
+      double ratio = out_size > 1 ? static_cast<double>(in_size - 1) / (out_size - 1) : 0.0;
+      source = positions * array(static_cast<float>(ratio));
+    } else {
+      source = maximum((positions + array(0.5F)) * array(static_cast<float>(1.0 / scale)) - array(0.5F),
+                       array(0.0F));
+    }
+    auto low = minimum(astype(floor(source), int32), array(in_size - 1));
+    auto high = minimum(low + array(1), array(in_size - 1));
+    Shape weight_shape(x.ndim(), 1);
+    weight_shape[axis] = out_size;
+    auto frac = reshape(astype(source - astype(low, float32), x.dtype()), weight_shape);
+    auto a = take(y, low, axis);
+    auto b = take(y, high, axis);
+    y = a + (b - a) * frac;
+  }
+  return y;
+}
+
+}  // namespace nuvec::nn
