@@ -72,7 +72,15 @@ std::string Module::join(const std::string& prefix, const std::string& name) {
 }
 
 std::string Module::describe() const {
-  return "[" + type_name() + (path_.empty() ? "" : " " + path_) + "]";
+  // Appending in place (rather than chained operator+) also avoids a false -Wrestrict in GCC 12.
+  std::string out = "[";
+  out += type_name();
+  if (!path_.empty()) {
+    out += ' ';
+    out += path_;
+  }
+  out += ']';
+  return out;
 }
 
 void Module::fail(const std::string& message) const { throw_invalid(describe() + " " + message); }
