@@ -84,7 +84,9 @@ BatchNorm::BatchNorm(int num_features, float eps, float momentum, bool affine, b
     running_mean = zeros({num_features});
     running_var = ones({num_features});
     register_buffer("running_mean", *running_mean);
+    num_batches_tracked = array(int64_t{0});
     register_buffer("running_var", *running_var);
+    register_buffer("num_batches_tracked", *num_batches_tracked);
   }
 }
 
@@ -103,6 +105,7 @@ array BatchNorm::forward(const array& x) {
       auto keep = like(*running_mean, 1.0 - momentum_);
       *running_mean = stop_gradient(keep * *running_mean + m * astype(mu, running_mean->dtype()));
       *running_var = stop_gradient(keep * *running_var + m * astype(unbiased, running_var->dtype()));
+      *num_batches_tracked = *num_batches_tracked + array(int64_t{1});
     }
     y = (x - mu) * rsqrt(variance + like(variance, eps_));
   } else {

@@ -56,7 +56,8 @@ class GroupNorm : public UnaryModule {
 };
 
 /// Normalizes each channel over the batch and spatial axes. Training uses the batch statistics and updates the
-/// running ones (the unbiased variance, as PyTorch); evaluation uses the running statistics.
+/// running ones (the unbiased variance, as PyTorch) and counts the batches (num_batches_tracked, so PyTorch state
+/// dicts load strictly); evaluation uses the running statistics.
 class BatchNorm : public UnaryModule {
  public:
   explicit BatchNorm(int num_features, float eps = 1e-5F, float momentum = 0.1F, bool affine = true,
@@ -68,6 +69,7 @@ class BatchNorm : public UnaryModule {
   std::optional<array> bias;
   std::optional<array> running_mean;
   std::optional<array> running_var;
+  std::optional<array> num_batches_tracked;
 
  private:
   int num_features_;

@@ -185,15 +185,30 @@ TEST(Norms, BatchNormTrainingAndEvaluation) {
       "with torch.no_grad():\n  m.weight.copy_(T(d)); m.bias.copy_(T(e))\n"
       "f = lambda x: m(T(x).permute(0, 2, 1)).permute(0, 2, 1)\n"
       "y1 = f(a); y2 = f(b); m.eval(); y3 = f(c)\n"
-      "out = (N(y1), N(y2), N(y3), N(m.running_mean), N(m.running_var))";
+      "out = (N(y1), N(y2), N(y3), N(m.running_mean), N(m.running_var), N(m.num_batches_tracked))";
   auto ref = torch_run(code, {x1, x2, x3, *bn.weight, *bn.bias});
   EXPECT_TRUE(close(y1, ref[0], 1e-4));
   EXPECT_TRUE(close(y2, ref[1], 1e-4));
   EXPECT_TRUE(close(y3, ref[2], 1e-4));
   EXPECT_TRUE(close(*bn.running_mean, ref[3], 1e-5));
   EXPECT_TRUE(close(*bn.running_var, ref[4], 1e-5));
-  auto names = bn.parameters();
-  EXPECT_EQ(names.size(), 4U);
+  EXPECT_TRUE(close(*bn.num_batches_tracked, ref[5]));
+  // PyTorch's state dict loads strictly, by name.
+  std::vector<std::string> torch_names{"weight", "bias", "running_mean", "running_var", "num_batches_tracked"};
+  auto state = torch_run(
+      "m = torch.nn.BatchNorm1d(4)\nsd = m.state_dict()\n"
+      "out = (np.array(list(sd.keys()) == ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']),)"
+      " + tuple(N(v) for v in sd.values())",
+      {});
+  ASSERT_EQ(state.size(), 6U);
+  EXPECT_EQ(test::as_doubles(state[0])[0], 1.0) << "PyTorch's BatchNorm state dict names changed";
+  state.erase(state.begin());
+  nn::Params loaded;
+  for (size_t i = 0; i < state.size(); ++i) {
+    loaded.emplace_back(torch_names[i], test::from_host(state[i]));
+  }
+  bn.load_weights(loaded);
+  EXPECT_EQ(bn.parameters().size(), 5U);
   EXPECT_EQ(bn.trainable_parameters().size(), 2U);
 }
 
