@@ -1,5 +1,6 @@
 #include "nuvec/nn/pooling.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -116,13 +117,21 @@ array PoolBase::forward(const array& x) {
 
 Upsample::Upsample(std::vector<float> scale_factor, std::string mode, bool align_corners)
     : scale_(std::move(scale_factor)), mode_(std::move(mode)), align_corners_(align_corners) {
-  if (mode_ != "nearest" && mode_ != "linear") {
-    throw_invalid("[Upsample] mode must be \"nearest\" or \"linear\"; given \"" + mode_ + "\".");
+  if (mode_ != "nearest" && mode_ != "linear" && mode_ != "cubic") {
+    throw_invalid("[Upsample] mode must be \"nearest\", \"linear\" or \"cubic\"; given \"" + mode_ + "\".");
   }
   if (scale_.empty() || scale_.size() > 3) {
     throw_invalid("[Upsample] needs 1 to 3 scale factors.");
   }
 }
+
+namespace {
+
+/// Keys' cubic convolution kernel with a = -0.75 (PyTorch's bicubic), for |x| <= 1 and 1 < |x| < 2.
+double cubic_near(double x) { return ((1.25 * x - 2.25) * x) * x + 1.0; }
+double cubic_far(double x) { return ((-0.75 * x + 3.75) * x - 6.0) * x + 3.0; }
+
+}  // namespace
 
 array Upsample::forward(const array& x) {
   const int spatial = x.ndim() - 2;
@@ -134,33 +143,59 @@ array Upsample::forward(const array& x) {
   }
   array y = x;
   for (int i = 0; i < spatial; ++i) {
+    // Each output position reads a few source positions (taps) along this axis and weighs them; the taps and
+    // weights depend on the position only, so they are small host-built arrays.
     const int axis = i + 1;
     const double scale = scale_.size() == 1 ? scale_[0] : scale_[i];
     const int in_size = x.shape(axis);
     const int out_size = static_cast<int>(std::floor(in_size * scale));
-    auto positions = arange(0, out_size, float32);
-    if (mode_ == "nearest") {
-      auto index = minimum(astype(floor(positions * array(static_cast<float>(1.0 / scale))), int32),
-                           array(in_size - 1));
-      y = take(y, index, axis);
-      continue;
+    const int taps = mode_ == "nearest" ? 1 : (mode_ == "linear" ? 2 : 4);
+    std::vector<int32_t> index(static_cast<size_t>(taps) * out_size);
+    std::vector<float> weight(index.size());
+    auto clamp = [in_size](int v) { return std::min(std::max(v, 0), in_size - 1); };
+    for (int o = 0; o < out_size; ++o) {
+      double src = 0.0;
+      if (mode_ == "nearest") {
+        index[o] = clamp(static_cast<int>(std::floor(o * (1.0 / scale))));
+        weight[o] = 1.0F;
+        continue;
+      }
+      if (align_corners_) {
+        src = out_size > 1 ? o * static_cast<double>(in_size - 1) / (out_size - 1) : 0.0;
+      } else {
+        src = (o + 0.5) / scale - 0.5;
+        if (mode_ == "linear") {
+          src = std::max(src, 0.0);
+        }
+      }
+      const int base = static_cast<int>(std::floor(src));
+      const double t = src - base;
+      if (mode_ == "linear") {
+        index[o] = clamp(base);
+        index[out_size + o] = clamp(base + 1);
+        weight[o] = static_cast<float>(1.0 - t);
+        weight[out_size + o] = static_cast<float>(t);
+      } else {
+        const double w[4] = {cubic_far(t + 1.0), cubic_near(t), cubic_near(1.0 - t), cubic_far(2.0 - t)};
+        for (int k = 0; k < 4; ++k) {
+          index[k * out_size + o] = clamp(base - 1 + k);
+          weight[k * out_size + o] = static_cast<float>(w[k]);
+        }
+      }
     }
-    array source = positions;
-    if (align_corners_) {
-      double ratio = out_size > 1 ? static_cast<double>(in_size - 1) / (out_size - 1) : 0.0;
-      source = positions * array(static_cast<float>(ratio));
-    } else {
-      source = maximum((positions + array(0.5F)) * array(static_cast<float>(1.0 / scale)) - array(0.5F),
-                       array(0.0F));
-    }
-    auto low = minimum(astype(floor(source), int32), array(in_size - 1));
-    auto high = minimum(low + array(1), array(in_size - 1));
     Shape weight_shape(x.ndim(), 1);
     weight_shape[axis] = out_size;
-    auto frac = reshape(astype(source - astype(low, float32), x.dtype()), weight_shape);
-    auto a = take(y, low, axis);
-    auto b = take(y, high, axis);
-    y = a + (b - a) * frac;
+    std::optional<array> acc;
+    for (int k = 0; k < taps; ++k) {
+      auto idx = array(index.begin() + static_cast<std::ptrdiff_t>(k) * out_size, {out_size}, int32);
+      auto tap = take(y, idx, axis);
+      if (taps > 1) {
+        auto w = array(weight.begin() + static_cast<std::ptrdiff_t>(k) * out_size, weight_shape, float32);
+        tap = tap * astype(w, x.dtype());
+      }
+      acc = acc ? *acc + tap : tap;
+    }
+    y = *acc;
   }
   return y;
 }

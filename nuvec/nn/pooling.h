@@ -63,8 +63,8 @@ class AvgPool3d : public PoolBase {
 };
 
 /// Upsampling of the spatial axes of (N, spatial..., C) by a scale per axis: "nearest" (the source index is
-/// floor(out_index / scale), PyTorch's nearest) or "linear" (bi/trilinear, interpolating each axis in turn, with
-/// PyTorch's align_corners semantics).
+/// floor(out_index / scale), PyTorch's nearest), "linear" (bi/trilinear) or "cubic" (Keys' kernel with a = -0.75,
+/// PyTorch's bicubic), each axis interpolated in turn, with PyTorch's align_corners semantics.
 class Upsample : public UnaryModule {
  public:
   explicit Upsample(std::vector<float> scale_factor, std::string mode = "nearest", bool align_corners = false);

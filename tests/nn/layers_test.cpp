@@ -260,6 +260,12 @@ TEST(Upsample, MatchesTorch) {
                       torch_ref("out = N(F.interpolate(T(a).permute(0, 3, 1, 2), scale_factor=2, mode='bilinear', "
                                 "align_corners=" + flag + ").permute(0, 2, 3, 1))", {x}), 1e-5));
   }
+  for (bool align : {false, true}) {
+    std::string flag = align ? "True" : "False";
+    EXPECT_TRUE(close(nn::Upsample({2.0F, 1.5F}, "cubic", align)(x),
+                      torch_ref("out = N(F.interpolate(T(a).permute(0, 3, 1, 2), scale_factor=(2.0, 1.5), "
+                                "mode='bicubic', align_corners=" + flag + ").permute(0, 2, 3, 1))", {x}), 1e-5));
+  }
   auto x1 = random::normal({1, 5, 3});
   EXPECT_TRUE(close(nn::Upsample({3.0F}, "linear")(x1),
                     torch_ref("out = N(F.interpolate(T(a).permute(0, 2, 1), scale_factor=3, mode='linear', "
