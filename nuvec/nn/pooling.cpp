@@ -57,7 +57,8 @@ array PoolBase::forward(const array& x) {
   for (int i = 0; i < spatial_; ++i) {
     axes[i] = i + 1;
     padded = padded || padding_[i] > 0;
-    out[i] = (in.shape(i + 1) + 2 * padding_[i] - kernel_[i]) / stride_[i] + 1;
+    const int span = in.shape(i + 1) + 2 * padding_[i];
+    out[i] = span < kernel_[i] ? 0 : (span - kernel_[i]) / stride_[i] + 1;
     if (out[i] < 1) {
       fail("kernel " + std::to_string(kernel_[i]) + " does not fit spatial axis " + std::to_string(i) +
            " of input shape " + shape_string(x.shape()) + ".");

@@ -344,3 +344,55 @@ TEST(Activations, MatchTorch) {
 
 }  // namespace
 }  // namespace nuvec
+
+namespace nuvec {
+namespace {
+
+using test::error_of;
+
+TEST(Layers, HalfPrecisionKeepsItsDtype) {
+  nn::Sequential model({std::make_shared<nn::Conv2d>(3, 4, 3, 1, 1), std::make_shared<nn::GroupNorm>(2, 4),
+                        std::make_shared<nn::GELU>(), std::make_shared<nn::MaxPool2d>(2),
+                        std::make_shared<nn::LayerNorm>(4), std::make_shared<nn::Linear>(4, 5),
+                        std::make_shared<nn::RMSNorm>(5), std::make_shared<nn::SiLU>()});
+  auto x = random::normal({2, 6, 6, 3});
+  auto reference = model(x);
+  for (Dtype dtype : {float16, bfloat16}) {
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
+    model.apply([dtype](const std::string&, const array& p) { return astype(p, dtype); });
+    auto y = model(astype(x, dtype));
+    EXPECT_EQ(y.dtype(), dtype);
+    double tol = dtype == float16 ? 2e-2 : 1e-1;
+    EXPECT_TRUE(allclose(astype(y, float32), reference, tol, tol).item<bool>());
+    model.apply([](const std::string&, const array& p) { return astype(p, float32); });
+  }
+}
+
+TEST(Layers, EmptyBatchesAndSizeOneAxes) {
+  nn::Linear linear(4, 3);
+  EXPECT_EQ(linear(zeros({0, 4})).shape(), (Shape{0, 3}));
+  EXPECT_EQ(linear(zeros({2, 0, 4})).shape(), (Shape{2, 0, 3}));
+  nn::Conv1d conv(2, 3, 1);
+  EXPECT_EQ(conv(zeros({1, 1, 2})).shape(), (Shape{1, 1, 3}));
+  nn::LayerNorm ln(1);
+  EXPECT_TRUE(array_equal(ln(full({3, 1}, 5.0F)), zeros({3, 1})).item<bool>());
+  EXPECT_EQ(nn::AvgPool1d(1)(ones({2, 3, 4})).shape(), (Shape{2, 3, 4}));
+}
+
+TEST(Layers, ErrorsNameTheLayerAndTheShapes) {
+  EXPECT_EQ(error_of([] { nn::LayerNorm(8)(zeros({2, 4})); }),
+            "[LayerNorm] expected input of shape (..., 8); given shape (2,4).");
+  EXPECT_EQ(error_of([] { nn::BatchNorm(3)(zeros({3})); }), "[BatchNorm] expected input of shape (..., 3); given shape (3).");
+  EXPECT_EQ(error_of([] { nn::Conv1d(2, 3, 2)(zeros({1, 4, 2}, int32)); }),
+            "[Conv1d] expected a floating-point input; given dtype int32.");
+  EXPECT_EQ(error_of([] { nn::MaxPool1d(5)(zeros({1, 3, 2})); }),
+            "[MaxPool1d] kernel 5 does not fit spatial axis 0 of input shape (1,3,2).");
+  EXPECT_EQ(error_of([] { nn::Conv2d(3, 4, {3, 3, 3}); }), "[Conv2d] kernel_size needs 1 or 2 values; given 3.");
+  EXPECT_EQ(error_of([] { nn::GroupNorm(3, 8); }), "[GroupNorm] num_groups (3) must divide dims (8).");
+  EXPECT_EQ(error_of([] { nn::RoPE(8)(zeros({4, 6})); }),
+            "[RoPE] expected input of shape (..., L, D) with D >= 8; given shape (4,6).");
+  EXPECT_EQ(error_of([] { nn::GLU()(zeros({2, 3})); }), "[GLU] expected an even size on axis -1; given shape (2,3).");
+}
+
+}  // namespace
+}  // namespace nuvec
