@@ -9,13 +9,15 @@ namespace nuvec::nn {
 
 using detail::like;
 
-array relu(const array& x) { return maximum(x, like(x, 0.0)); }
+// The piecewise activations select with `where` rather than maximum/minimum: the same values (NaN passes through),
+// and a backward pass that is one select instead of maximum's comparisons and tie handling.
+array relu(const array& x) { return where(less(x, like(x, 0.0)), like(x, 0.0), x); }
 
 array leaky_relu(const array& x, float negative_slope) {
   return where(greater_equal(x, like(x, 0.0)), x, x * like(x, negative_slope));
 }
 
-array relu6(const array& x) { return minimum(maximum(x, like(x, 0.0)), like(x, 6.0)); }
+array relu6(const array& x) { return hard_tanh(x, 0.0F, 6.0F); }
 
 array elu(const array& x, float alpha) {
   return where(greater(x, like(x, 0.0)), x, like(x, alpha) * expm1(x));
@@ -28,7 +30,7 @@ array selu(const array& x) {
 }
 
 array celu(const array& x, float alpha) {
-  return maximum(x, like(x, 0.0)) + minimum(like(x, 0.0), like(x, alpha) * expm1(x / like(x, alpha)));
+  return where(greater(x, like(x, 0.0)), x, like(x, alpha) * expm1(x / like(x, alpha)));
 }
 
 array gelu(const array& x) {
@@ -56,10 +58,10 @@ array hardswish(const array& x) { return x * hard_sigmoid(x); }
 array hard_sigmoid(const array& x) { return relu6(x + like(x, 3.0)) / like(x, 6.0); }
 
 array hard_tanh(const array& x, float min_val, float max_val) {
-  return minimum(maximum(x, like(x, min_val)), like(x, max_val));
+  return where(less(x, like(x, min_val)), like(x, min_val), where(greater(x, like(x, max_val)), like(x, max_val), x));
 }
 
-array prelu(const array& x, const array& alpha) { return maximum(x, like(x, 0.0)) + alpha * minimum(x, like(x, 0.0)); }
+array prelu(const array& x, const array& alpha) { return where(less(x, like(x, 0.0)), alpha * x, x); }
 
 array glu(const array& x, int axis) {
   if (x.ndim() == 0 || x.shape(axis) % 2 != 0) {

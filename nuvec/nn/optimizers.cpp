@@ -38,7 +38,10 @@ Params Optimizer::apply_gradients(const Params& gradients, const Params& paramet
     if (inserted) {
       init_single(parameter, slot->second);
     }
-    updated.emplace_back(name, apply_single(astype(gradient, parameter.dtype()), parameter, slot->second, lr, t));
+    // Gradients often arrive as transposed views (the vjp of x @ w.T); one copy to the parameter's layout keeps
+    // every element-wise op of the update on the contiguous fast path.
+    auto g = contiguous(astype(gradient, parameter.dtype()));
+    updated.emplace_back(name, apply_single(g, parameter, slot->second, lr, t));
   }
   step_ = t;
   return updated;
