@@ -69,13 +69,14 @@ array PoolBase::forward(const array& x) {
     in = pad(in, axes, Shape(padding_.begin(), padding_.end()), Shape(padding_.begin(), padding_.end()),
              like(in, fill));
   }
-  bool tiled = true;
+  bool tiled = !max_;
   for (int i = 0; i < spatial_; ++i) {
     tiled = tiled && stride_[i] == kernel_[i];
   }
   array y = in;
   if (tiled) {
-    // Non-overlapping windows: crop to whole windows, split each axis into (windows, kernel), reduce the kernels.
+    // Non-overlapping average windows: crop to whole windows, split each axis into (windows, kernel), average the
+    // kernels (its backward is one broadcast).
     Shape start(in.ndim(), 0);
     Shape stop = in.shape();
     Shape split_shape{in.shape(0)};
@@ -87,10 +88,10 @@ array PoolBase::forward(const array& x) {
       reduce_axes.push_back(2 * i + 2);
     }
     split_shape.push_back(in.shape(-1));
-    auto windows = reshape(slice(in, start, stop), split_shape);
-    y = max_ ? max(windows, reduce_axes) : mean(windows, reduce_axes);
+    y = mean(reshape(slice(in, start, stop), split_shape), reduce_axes);
   } else {
-    // Overlapping windows: combine one strided slice per kernel offset.
+    // One strided slice per kernel offset, combined in window order. Max keeps the first maximum (and NaN), as
+    // PyTorch does, with selects: forward and backward are a few passes over the output instead of a reduction.
     int count = 1;
     for (int k : kernel_) {
       count *= k;
@@ -109,7 +110,13 @@ array PoolBase::forward(const array& x) {
         strides[i + 1] = stride_[i];
       }
       auto window = slice(in, start, stop, strides);
-      acc = !acc ? window : (max_ ? maximum(*acc, window) : *acc + window);
+      if (!acc) {
+        acc = window;
+      } else if (max_) {
+        acc = where(logical_or(greater(window, *acc), isnan(window)), window, *acc);
+      } else {
+        acc = *acc + window;
+      }
     }
     y = max_ ? *acc : *acc / like(*acc, count);
   }

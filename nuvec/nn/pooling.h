@@ -2,7 +2,8 @@
 
 // Max and average pooling over 1 to 3 spatial axes, channels-last: input (N, spatial..., C) or (spatial..., C)
 // without a batch. Max pooling pads with -inf, average pooling with zeros that count in the mean (PyTorch's
-// count_include_pad=True). The stride defaults to the kernel size.
+// count_include_pad=True). The stride defaults to the kernel size. NaN propagates through max pooling, and among
+// equal maxima the first in window order is the maximum (its gradient goes there), as in PyTorch.
 
 #include <optional>
 #include <string>

@@ -241,6 +241,10 @@ TEST(Pooling, MatchesTorch) {
   EXPECT_TRUE(close(nn::MaxPool3d(2)(x3), torch_ref("out = N(F.max_pool3d(T(a).permute(0, 4, 1, 2, 3), 2).permute(0, 2, 3, 4, 1))", {x3})));
   EXPECT_TRUE(close(nn::AvgPool3d({2, 3, 2}, nn::Sizes{1, 2, 2})(x3),
                     torch_ref("out = N(F.avg_pool3d(T(a).permute(0, 4, 1, 2, 3), (2, 3, 2), (1, 2, 2)).permute(0, 2, 3, 4, 1))", {x3})));
+  // NaN propagates through max pooling.
+  auto with_nan = slice_update(x2, array(std::nanf("")), {0, 1, 1, 0}, {1, 2, 2, 1});
+  EXPECT_TRUE(close(nn::MaxPool2d(2)(with_nan), torch_ref("out = N(F.max_pool2d(T(a).permute(0, 3, 1, 2), 2)"
+                                                          ".permute(0, 2, 3, 1))", {with_nan})));
   // Unbatched input.
   EXPECT_EQ(nn::MaxPool2d(2)(random::normal({6, 6, 3})).shape(), (Shape{3, 3, 3}));
   EXPECT_EQ(error_of([&] { nn::MaxPool2d(2)(random::normal({6, 3})); }),
