@@ -19,9 +19,7 @@ array leaky_relu(const array& x, float negative_slope) {
 
 array relu6(const array& x) { return hard_tanh(x, 0.0F, 6.0F); }
 
-array elu(const array& x, float alpha) {
-  return where(greater(x, like(x, 0.0)), x, like(x, alpha) * expm1(x));
-}
+array elu(const array& x, float alpha) { return where(greater(x, like(x, 0.0)), x, like(x, alpha) * expm1(x)); }
 
 array selu(const array& x) {
   constexpr double alpha = 1.6732632423543772848170429916717;
@@ -33,9 +31,7 @@ array celu(const array& x, float alpha) {
   return where(greater(x, like(x, 0.0)), x, like(x, alpha) * expm1(x / like(x, alpha)));
 }
 
-array gelu(const array& x) {
-  return x * like(x, 0.5) * (like(x, 1.0) + erf(x * like(x, 1.0 / std::sqrt(2.0))));
-}
+array gelu(const array& x) { return x * like(x, 0.5) * (like(x, 1.0) + erf(x * like(x, 1.0 / std::sqrt(2.0)))); }
 
 array gelu_approx(const array& x) {
   const double c = std::sqrt(2.0 / M_PI);

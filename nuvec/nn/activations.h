@@ -1,7 +1,8 @@
 #pragma once
 
 // Activation functions (mlx.nn's names) and their modules. Each function takes any floating-point array; the
-// modules wrap them for Sequential. sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a learned slope per channel (the last axis, channels-last).
+// modules wrap them for Sequential. sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a
+// learned slope per channel (the last axis, channels-last).
 
 #include <string>
 

@@ -73,8 +73,8 @@ array ConvBase::forward(const array& x) {
   } else if (spatial_ == 1) {
     y = conv_transpose1d(x, weight, stride_[0], padding_[0], dilation_[0], output_padding_[0], groups_);
   } else if (spatial_ == 2) {
-    y = conv_transpose2d(x, weight, {stride_[0], stride_[1]}, {padding_[0], padding_[1]},
-                         {dilation_[0], dilation_[1]}, {output_padding_[0], output_padding_[1]}, groups_);
+    y = conv_transpose2d(x, weight, {stride_[0], stride_[1]}, {padding_[0], padding_[1]}, {dilation_[0], dilation_[1]},
+                         {output_padding_[0], output_padding_[1]}, groups_);
   } else {
     y = conv_transpose3d(x, weight, {stride_[0], stride_[1], stride_[2]}, {padding_[0], padding_[1], padding_[2]},
                          {dilation_[0], dilation_[1], dilation_[2]},

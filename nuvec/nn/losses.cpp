@@ -68,8 +68,7 @@ array cross_entropy(const array& logits, const array& targets, const std::option
     auto score = squeeze(take_along_axis(logits, index, axis), axis);
     if (label_smoothing > 0.0F) {
       // (1 - s) * (lse - score) + s * mean(lse - logits) over classes.
-      loss = lse - like(score, 1.0 - label_smoothing) * score -
-             like(score, label_smoothing) * mean(logits, axis);
+      loss = lse - like(score, 1.0 - label_smoothing) * score - like(score, label_smoothing) * mean(logits, axis);
     } else {
       loss = lse - score;
     }
@@ -160,8 +159,8 @@ array margin_ranking_loss(const array& inputs1, const array& inputs2, const arra
   return reduce(loss, reduction);
 }
 
-array triplet_loss(const array& anchors, const array& positives, const array& negatives, int axis, int p,
-                   float margin, float eps, Reduction reduction) {
+array triplet_loss(const array& anchors, const array& positives, const array& negatives, int axis, int p, float margin,
+                   float eps, Reduction reduction) {
   check_same_shape("triplet_loss", anchors, positives, "anchors", "positives");
   check_same_shape("triplet_loss", anchors, negatives, "anchors", "negatives");
   if (p < 1) {

@@ -108,15 +108,15 @@ class Module {
   /// Registers a child-module member; `quantize` and set_child may later swap in a subclass of T.
   template <class T>
   void register_module(std::string name, std::shared_ptr<T>& member) {
-    add_child(std::move(name), [&member]() -> Module* { return member.get(); },
-              [&member, this](const std::string& child, std::shared_ptr<Module> m) {
-                auto typed = std::dynamic_pointer_cast<T>(m);
-                if (!typed) {
-                  throw_invalid(describe() + " cannot put a " + m->type_name() + " in place of child '" + child +
-                                "'.");
-                }
-                member = std::move(typed);
-              });
+    add_child(
+        std::move(name), [&member]() -> Module* { return member.get(); },
+        [&member, this](const std::string& child, std::shared_ptr<Module> m) {
+          auto typed = std::dynamic_pointer_cast<T>(m);
+          if (!typed) {
+            throw_invalid(describe() + " cannot put a " + m->type_name() + " in place of child '" + child + "'.");
+          }
+          member = std::move(typed);
+        });
   }
   /// Registers one child-module slot with how to read and replace it (containers use this).
   void add_child(std::string name, std::function<Module*()> get,

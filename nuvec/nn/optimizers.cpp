@@ -163,7 +163,9 @@ array Adamax::apply_single(const array& gradient, const array& parameter, State&
 Adagrad::Adagrad(LearningRate learning_rate, double eps, double weight_decay)
     : Optimizer(std::move(learning_rate)), eps_(eps), weight_decay_(weight_decay) {}
 
-void Adagrad::init_single(const array& parameter, State& state) { state.insert_or_assign("sum", zeros_like(parameter)); }
+void Adagrad::init_single(const array& parameter, State& state) {
+  state.insert_or_assign("sum", zeros_like(parameter));
+}
 
 array Adagrad::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;

@@ -66,8 +66,8 @@ array PoolBase::forward(const array& x) {
   }
   if (padded) {
     double fill = max_ ? -std::numeric_limits<double>::infinity() : 0.0;
-    in = pad(in, axes, Shape(padding_.begin(), padding_.end()), Shape(padding_.begin(), padding_.end()),
-             like(in, fill));
+    in =
+        pad(in, axes, Shape(padding_.begin(), padding_.end()), Shape(padding_.begin(), padding_.end()), like(in, fill));
   }
   bool tiled = !max_;
   for (int i = 0; i < spatial_; ++i) {
@@ -146,8 +146,7 @@ array Upsample::forward(const array& x) {
   if (!is_floating(x.dtype()) || spatial < 1 || spatial > 3 ||
       (scale_.size() != 1 && static_cast<int>(scale_.size()) != spatial)) {
     fail("expected a floating-point input (N, spatial..., C) with " + std::to_string(scale_.size()) +
-         " spatial axes; given shape " + shape_string(x.shape()) + " of " + std::string(dtype_name(x.dtype())) +
-         ".");
+         " spatial axes; given shape " + shape_string(x.shape()) + " of " + std::string(dtype_name(x.dtype())) + ".");
   }
   array y = x;
   for (int i = 0; i < spatial; ++i) {

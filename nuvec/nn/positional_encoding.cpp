@@ -23,8 +23,7 @@ array RoPE::forward(const array& x, int offset) {
   return fast::rope(x, dims_, traditional_, base_, scale_, offset);
 }
 
-array ALiBi::create_alibi_matrix(int q_sequence_length, int k_sequence_length, int num_heads, int offset,
-                                 Dtype dtype) {
+array ALiBi::create_alibi_matrix(int q_sequence_length, int k_sequence_length, int num_heads, int offset, Dtype dtype) {
   auto q = arange(offset, offset + q_sequence_length, float32);
   auto k = arange(0, k_sequence_length, float32);
   auto distance = -abs(expand_dims(q, 1) - expand_dims(k, 0));
@@ -36,8 +35,8 @@ array ALiBi::create_alibi_matrix(int q_sequence_length, int k_sequence_length, i
 
 array ALiBi::forward(const array& attention_scores, int offset, const std::optional<array>& mask) {
   if (attention_scores.ndim() != 4) {
-    fail("expected attention scores of shape (B, H, L_q, L_k); given shape " +
-         shape_string(attention_scores.shape()) + ".");
+    fail("expected attention scores of shape (B, H, L_q, L_k); given shape " + shape_string(attention_scores.shape()) +
+         ".");
   }
   auto bias = create_alibi_matrix(attention_scores.shape(2), attention_scores.shape(3), attention_scores.shape(1),
                                   offset, attention_scores.dtype());
@@ -46,11 +45,8 @@ array ALiBi::forward(const array& attention_scores, int offset, const std::optio
 }
 
 SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(int dims, float min_freq, float max_freq,
-                                                           std::optional<float> scale, bool cos_first,
-                                                           bool full_turns)
-    : sigmas_(array(0.0F)),
-      scale_(scale.value_or(static_cast<float>(std::sqrt(2.0 / dims)))),
-      cos_first_(cos_first) {
+                                                           std::optional<float> scale, bool cos_first, bool full_turns)
+    : sigmas_(array(0.0F)), scale_(scale.value_or(static_cast<float>(std::sqrt(2.0 / dims)))), cos_first_(cos_first) {
   if (dims < 4 || dims % 2 != 0) {
     throw_invalid("[SinusoidalPositionalEncoding] dims must be an even number >= 4; given " + std::to_string(dims) +
                   ".");

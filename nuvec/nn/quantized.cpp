@@ -18,14 +18,20 @@ void check_quantizable(const std::string& layer, int dims, int group_size) {
 }  // namespace
 
 QuantizedLinear::QuantizedLinear(int input_dims, int output_dims, bool bias, int group_size, int bits)
-    : Linear(input_dims, output_dims, bias), scales(array(0.0F)), biases(array(0.0F)), group_size_(group_size),
+    : Linear(input_dims, output_dims, bias),
+      scales(array(0.0F)),
+      biases(array(0.0F)),
+      group_size_(group_size),
       bits_(bits) {
   init(weight);
 }
 
 QuantizedLinear::QuantizedLinear(const Linear& linear, int group_size, int bits)
-    : Linear(linear.input_dims(), linear.output_dims(), linear.bias.has_value()), scales(array(0.0F)),
-      biases(array(0.0F)), group_size_(group_size), bits_(bits) {
+    : Linear(linear.input_dims(), linear.output_dims(), linear.bias.has_value()),
+      scales(array(0.0F)),
+      biases(array(0.0F)),
+      group_size_(group_size),
+      bits_(bits) {
   bias = linear.bias;
   init(linear.weight);
 }
@@ -48,14 +54,16 @@ array QuantizedLinear::forward(const array& x) {
 }
 
 QuantizedEmbedding::QuantizedEmbedding(int num_embeddings, int dims, int group_size, int bits)
-    : Embedding(num_embeddings, dims), scales(array(0.0F)), biases(array(0.0F)), group_size_(group_size),
-      bits_(bits) {
+    : Embedding(num_embeddings, dims), scales(array(0.0F)), biases(array(0.0F)), group_size_(group_size), bits_(bits) {
   init(weight);
 }
 
 QuantizedEmbedding::QuantizedEmbedding(const Embedding& embedding, int group_size, int bits)
-    : Embedding(embedding.num_embeddings(), embedding.dims()), scales(array(0.0F)), biases(array(0.0F)),
-      group_size_(group_size), bits_(bits) {
+    : Embedding(embedding.num_embeddings(), embedding.dims()),
+      scales(array(0.0F)),
+      biases(array(0.0F)),
+      group_size_(group_size),
+      bits_(bits) {
   init(embedding.weight);
 }
 
@@ -80,16 +88,17 @@ array QuantizedEmbedding::as_linear(const array& x) {
   return quantized_matmul(x, weight, scales, biases, true, group_size_, bits_);
 }
 
-void quantize(Module& model, int group_size, int bits, const std::function<bool(const std::string&, Module&)>& predicate) {
+void quantize(Module& model, int group_size, int bits,
+              const std::function<bool(const std::string&, Module&)>& predicate) {
   model.apply_to_modules([&](const std::string& path, Module& parent) {
     for (const auto& [name, child] : parent.children()) {
       const std::string child_path = path.empty() ? name : path + "." + name;
       if (predicate && !predicate(child_path, *child)) {
         continue;
       }
-      if (auto* linear = dynamic_cast<Linear*>(child);
-          linear != nullptr && dynamic_cast<QuantizedLinear*>(child) == nullptr &&
-          linear->input_dims() % group_size == 0) {
+      if (auto* linear = dynamic_cast<Linear*>(child); linear != nullptr &&
+                                                       dynamic_cast<QuantizedLinear*>(child) == nullptr &&
+                                                       linear->input_dims() % group_size == 0) {
         parent.set_child(name, std::make_shared<QuantizedLinear>(*linear, group_size, bits));
       } else if (auto* embedding = dynamic_cast<Embedding*>(child);
                  embedding != nullptr && dynamic_cast<QuantizedEmbedding*>(child) == nullptr &&

@@ -30,8 +30,8 @@ Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> bo
 struct LearningRate {
   LearningRate(double value) : schedule(constant_schedule(value)) {}  // NOLINT(google-explicit-constructor)
   template <class F>
-    requires(std::invocable<F, int64_t> && !std::is_arithmetic_v<F>)
-  LearningRate(F fn) : schedule(std::move(fn)) {}  // NOLINT(google-explicit-constructor)
+  requires(std::invocable<F, int64_t> && !std::is_arithmetic_v<F>) LearningRate(F fn)
+      : schedule(std::move(fn)) {}  // NOLINT(google-explicit-constructor)
   Schedule schedule;
 };
 

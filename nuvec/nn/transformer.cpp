@@ -10,8 +10,7 @@ namespace nuvec::nn {
 
 MultiHeadAttention::MultiHeadAttention(int dims, int num_heads, std::optional<int> query_input_dims,
                                        std::optional<int> key_input_dims, std::optional<int> value_input_dims,
-                                       std::optional<int> value_dims, std::optional<int> value_output_dims,
-                                       bool bias)
+                                       std::optional<int> value_dims, std::optional<int> value_output_dims, bool bias)
     : num_heads_(num_heads) {
   if (num_heads < 1 || dims % num_heads != 0) {
     throw_invalid("[MultiHeadAttention] num_heads (" + std::to_string(num_heads) + ") must divide dims (" +
@@ -81,9 +80,7 @@ TransformerEncoderLayer::TransformerEncoderLayer(int dims, int num_heads, std::o
 }
 
 array TransformerEncoderLayer::forward(const array& x, const std::optional<array>& mask) {
-  auto mlp = [this](const array& y) {
-    return linear2->forward(dropout2->forward(activation_(linear1->forward(y))));
-  };
+  auto mlp = [this](const array& y) { return linear2->forward(dropout2->forward(activation_(linear1->forward(y)))); };
   if (norm_first_) {
     auto y = ln1->forward(x);
     auto h = x + dropout1->forward(attention->forward(y, y, y, mask));
@@ -121,9 +118,7 @@ TransformerDecoderLayer::TransformerDecoderLayer(int dims, int num_heads, std::o
 
 array TransformerDecoderLayer::forward(const array& x, const array& memory, const std::optional<array>& x_mask,
                                        const std::optional<array>& memory_mask) {
-  auto mlp = [this](const array& y) {
-    return linear2->forward(dropout3->forward(activation_(linear1->forward(y))));
-  };
+  auto mlp = [this](const array& y) { return linear2->forward(dropout3->forward(activation_(linear1->forward(y)))); };
   if (norm_first_) {
     auto y = ln1->forward(x);
     auto h = x + dropout1->forward(self_attention->forward(y, y, y, x_mask));

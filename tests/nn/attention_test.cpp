@@ -54,9 +54,9 @@ TEST(MultiHeadAttention, MatchesTorch) {
   auto y = mha(q, k, v);
   EXPECT_EQ(y.shape(), (Shape{2, 3, 5}));
   auto params = mha.parameters();
-  auto ref = torch_ref(std::string(kAttention) + params_code(params, 'd') +
-                           "out = N(attn(p, '', T(a), T(b), T(c), None, 2))",
-                       with_params({q, k, v}, params));
+  auto ref =
+      torch_ref(std::string(kAttention) + params_code(params, 'd') + "out = N(attn(p, '', T(a), T(b), T(c), None, 2))",
+                with_params({q, k, v}, params));
   EXPECT_TRUE(close(y, ref, 1e-4));
 
   // Self-attention with an additive causal mask.
@@ -66,11 +66,13 @@ TEST(MultiHeadAttention, MatchesTorch) {
   auto mask = nn::MultiHeadAttention::create_additive_causal_mask(5);
   auto ys = self(x, x, x, mask);
   auto sp = self.parameters();
-  auto ref_masked = torch_ref(std::string(kAttention) + params_code(sp, 'c') +
-                                  "out = N(attn(p, '', T(a), T(a), T(a), T(b), 4))",
-                              with_params({x, mask}, sp));
+  auto ref_masked =
+      torch_ref(std::string(kAttention) + params_code(sp, 'c') + "out = N(attn(p, '', T(a), T(a), T(a), T(b), 4))",
+                with_params({x, mask}, sp));
   EXPECT_TRUE(close(ys, ref_masked, 1e-4));
-  EXPECT_EQ(error_of([&] { self(random::normal({5, 8}), x, x); }),
+  EXPECT_EQ(error_of([&] {
+              self(random::normal({5, 8}), x, x);
+            }),
             "[MultiHeadAttention] expected queries (B, L_q, D_q), keys (B, L_k, D_k) and values (B, L_k, D_v); given "
             "shapes (5,8), (2,5,8) and (2,5,8).");
 }
@@ -82,16 +84,19 @@ TEST(Transformer, EncoderLayersMatchTorch) {
     auto x = random::normal({2, 4, 8});
     auto mask = nn::MultiHeadAttention::create_additive_causal_mask(4);
     auto params = layer.parameters();
-    std::string code = std::string(kAttention) + params_code(params, 'c') +
-                       "ln = lambda x, n: F.layer_norm(x, (8,), p[n + '.weight'], p[n + '.bias'])\n"
-                       "mlp = lambda x: F.linear(F.relu(F.linear(x, p['linear1.weight'], p['linear1.bias'])), "
-                       "p['linear2.weight'], p['linear2.bias'])\n"
-                       "x = T(a)\n"
-                       "if " + std::string(norm_first ? "True" : "False") + ":\n"
-                       "    y = ln(x, 'ln1'); h = x + attn(p, 'attention.', y, y, y, T(b), 2); out = h + mlp(ln(h, 'ln2'))\n"
-                       "else:\n"
-                       "    h = ln(x + attn(p, 'attention.', x, x, x, T(b), 2), 'ln1'); out = ln(h + mlp(h), 'ln2')\n"
-                       "out = N(out)";
+    std::string code =
+        std::string(kAttention) + params_code(params, 'c') +
+        "ln = lambda x, n: F.layer_norm(x, (8,), p[n + '.weight'], p[n + '.bias'])\n"
+        "mlp = lambda x: F.linear(F.relu(F.linear(x, p['linear1.weight'], p['linear1.bias'])), "
+        "p['linear2.weight'], p['linear2.bias'])\n"
+        "x = T(a)\n"
+        "if " +
+        std::string(norm_first ? "True" : "False") +
+        ":\n"
+        "    y = ln(x, 'ln1'); h = x + attn(p, 'attention.', y, y, y, T(b), 2); out = h + mlp(ln(h, 'ln2'))\n"
+        "else:\n"
+        "    h = ln(x + attn(p, 'attention.', x, x, x, T(b), 2), 'ln1'); out = ln(h + mlp(h), 'ln2')\n"
+        "out = N(out)";
     EXPECT_TRUE(close(layer(x, mask), torch_ref(code, with_params({x, mask}, params)), 1e-4));
   }
 }
@@ -134,7 +139,9 @@ TEST(PositionalEncoding, RoPE) {
         "ang = pos[:, None] * inv[None, :]\n"
         "c, s = torch.cos(ang), torch.sin(ang)\n"
         "r = x[..., :d]\n"
-        "if " + std::string(traditional ? "True" : "False") + ":\n"
+        "if " +
+        std::string(traditional ? "True" : "False") +
+        ":\n"
         "    x1, x2 = r[..., 0::2], r[..., 1::2]\n"
         "    rot = torch.stack([x1 * c - x2 * s, x1 * s + x2 * c], -1).reshape(r.shape)\n"
         "else:\n"

@@ -50,9 +50,11 @@ TEST(Bilinear, MatchesTorch) {
   nn::Bilinear layer(3, 4, 5);
   auto x1 = random::normal({6, 3});
   auto x2 = random::normal({6, 4});
-  EXPECT_TRUE(close(layer(x1, x2), torch_ref("out = N(F.bilinear(T(a), T(b), T(c), T(d)))",
-                                             {x1, x2, layer.weight, *layer.bias})));
-  EXPECT_EQ(error_of([&] { layer(x1, random::normal({5, 4})); }),
+  EXPECT_TRUE(close(layer(x1, x2),
+                    torch_ref("out = N(F.bilinear(T(a), T(b), T(c), T(d)))", {x1, x2, layer.weight, *layer.bias})));
+  EXPECT_EQ(error_of([&] {
+              layer(x1, random::normal({5, 4}));
+            }),
             "[Bilinear] expected inputs with the same leading axes; given shapes (6,3) and (5,4).");
 }
 
@@ -109,17 +111,22 @@ TEST(Conv, MatchesTorch) {
     auto y = conv->forward(x);
     const std::string d = std::to_string(c.spatial);
     // Channels last to PyTorch's channels first and back.
-    std::string code = "nd = a.ndim\nperm = (0, nd - 1) + tuple(range(1, nd - 1))\nback = (0,) + tuple(range(2, nd)) + (1,)\n"
-                       "y = F.conv" + d + "d(T(a).permute(perm), T(b).permute(perm), T(c), stride=" +
-                       std::to_string(c.stride) + ", padding=" + std::to_string(c.padding) + ", dilation=" +
-                       std::to_string(c.dilation) + ", groups=" + std::to_string(c.groups) + ")\nout = N(y.permute(back))";
+    std::string code =
+        "nd = a.ndim\nperm = (0, nd - 1) + tuple(range(1, nd - 1))\nback = (0,) + tuple(range(2, nd)) + (1,)\n"
+        "y = F.conv" +
+        d + "d(T(a).permute(perm), T(b).permute(perm), T(c), stride=" + std::to_string(c.stride) +
+        ", padding=" + std::to_string(c.padding) + ", dilation=" + std::to_string(c.dilation) +
+        ", groups=" + std::to_string(c.groups) + ")\nout = N(y.permute(back))";
     EXPECT_TRUE(close(y, torch_ref(code, {x, conv->weight, *conv->bias}), 1e-4));
   }
 }
 
 TEST(ConvTranspose, MatchesTorch) {
-  const std::vector<ConvCase> cases{{1, 3, 4, 3, 1, 0, 1, 1}, {1, 4, 2, 3, 2, 1, 1, 1}, {2, 3, 5, 3, 2, 1, 1, 1},
-                                    {2, 2, 3, 2, 1, 0, 2, 1}, {3, 2, 3, 2, 2, 0, 1, 1}};
+  const std::vector<ConvCase> cases{{1, 3, 4, 3, 1, 0, 1, 1},
+                                    {1, 4, 2, 3, 2, 1, 1, 1},
+                                    {2, 3, 5, 3, 2, 1, 1, 1},
+                                    {2, 2, 3, 2, 1, 0, 2, 1},
+                                    {3, 2, 3, 2, 2, 0, 1, 1}};
   for (const auto& c : cases) {
     SCOPED_TRACE("spatial " + std::to_string(c.spatial) + " stride " + std::to_string(c.stride));
     auto conv = make_conv(c, true);
@@ -132,11 +139,13 @@ TEST(ConvTranspose, MatchesTorch) {
     auto y = conv->forward(x);
     const std::string d = std::to_string(c.spatial);
     // nuvec's weight (C_out, k..., C_in) is PyTorch's (C_in, C_out, k...) transposed.
-    std::string code = "nd = a.ndim\nperm = (0, nd - 1) + tuple(range(1, nd - 1))\nback = (0,) + tuple(range(2, nd)) + (1,)\n"
-                       "w = T(b).permute((nd - 1, 0) + tuple(range(1, nd - 1)))\n"
-                       "y = F.conv_transpose" + d + "d(T(a).permute(perm), w, T(c), stride=" + std::to_string(c.stride) +
-                       ", padding=" + std::to_string(c.padding) + ", dilation=" + std::to_string(c.dilation) +
-                       ")\nout = N(y.permute(back))";
+    std::string code =
+        "nd = a.ndim\nperm = (0, nd - 1) + tuple(range(1, nd - 1))\nback = (0,) + tuple(range(2, nd)) + (1,)\n"
+        "w = T(b).permute((nd - 1, 0) + tuple(range(1, nd - 1)))\n"
+        "y = F.conv_transpose" +
+        d + "d(T(a).permute(perm), w, T(c), stride=" + std::to_string(c.stride) +
+        ", padding=" + std::to_string(c.padding) + ", dilation=" + std::to_string(c.dilation) +
+        ")\nout = N(y.permute(back))";
     EXPECT_TRUE(close(y, torch_ref(code, {x, conv->weight, *conv->bias}), 1e-4));
   }
 }
@@ -146,27 +155,35 @@ TEST(Norms, LayerNormRMSNormGroupNormInstanceNorm) {
   nn::LayerNorm ln(6);
   ln.weight = random::normal({6});
   ln.bias = random::normal({6});
-  EXPECT_TRUE(close(ln(x), torch_ref("out = N(F.layer_norm(T(a), (6,), T(b), T(c)))", {x, *ln.weight, *ln.bias}), 1e-4));
+  EXPECT_TRUE(
+      close(ln(x), torch_ref("out = N(F.layer_norm(T(a), (6,), T(b), T(c)))", {x, *ln.weight, *ln.bias}), 1e-4));
   nn::LayerNorm plain(6, 1e-5F, false);
   EXPECT_TRUE(close(plain(x), torch_ref("out = N(F.layer_norm(T(a), (6,)))", {x}), 1e-4));
 
   nn::RMSNorm rms(6, 1e-6F);
   rms.weight = random::normal({6});
-  EXPECT_TRUE(close(rms(x), torch_ref("xx = T(a)\nout = N(xx * torch.rsqrt((xx * xx).mean(-1, keepdim=True) + 1e-6) * T(b))",
-                                      {x, rms.weight}), 1e-4));
+  EXPECT_TRUE(close(rms(x),
+                    torch_ref("xx = T(a)\nout = N(xx * torch.rsqrt((xx * xx).mean(-1, keepdim=True) + 1e-6) * T(b))",
+                              {x, rms.weight}),
+                    1e-4));
 
   nn::GroupNorm gn(3, 6);
   gn.weight = random::normal({6});
   gn.bias = random::normal({6});
-  EXPECT_TRUE(close(gn(x), torch_ref("out = N(F.group_norm(T(a).permute(0, 2, 1), 3, T(b), T(c)).permute(0, 2, 1))",
-                                     {x, *gn.weight, *gn.bias}), 1e-4));
+  EXPECT_TRUE(close(gn(x),
+                    torch_ref("out = N(F.group_norm(T(a).permute(0, 2, 1), 3, T(b), T(c)).permute(0, 2, 1))",
+                              {x, *gn.weight, *gn.bias}),
+                    1e-4));
 
   auto img = random::normal({2, 4, 3, 6});
   nn::InstanceNorm in(6, 1e-5F, true);
   in.weight = random::normal({6});
   in.bias = random::normal({6});
-  EXPECT_TRUE(close(in(img), torch_ref("out = N(F.instance_norm(T(a).permute(0, 3, 1, 2), weight=T(b), bias=T(c))"
-                                       ".permute(0, 2, 3, 1))", {img, *in.weight, *in.bias}), 1e-4));
+  EXPECT_TRUE(close(in(img),
+                    torch_ref("out = N(F.instance_norm(T(a).permute(0, 3, 1, 2), weight=T(b), bias=T(c))"
+                              ".permute(0, 2, 3, 1))",
+                              {img, *in.weight, *in.bias}),
+                    1e-4));
 }
 
 TEST(Norms, BatchNormTrainingAndEvaluation) {
@@ -229,51 +246,72 @@ TEST(Pooling, MatchesTorch) {
     std::string args = std::to_string(c.kernel) + ", " + std::to_string(s) + ", " + std::to_string(c.padding);
     nn::MaxPool2d maxpool(c.kernel, stride, c.padding);
     nn::AvgPool2d avgpool(c.kernel, stride, c.padding);
-    EXPECT_TRUE(close(maxpool(x2), torch_ref("out = N(F.max_pool2d(T(a).permute(0, 3, 1, 2), " + args +
-                                                 ").permute(0, 2, 3, 1))", {x2})));
-    EXPECT_TRUE(close(avgpool(x2), torch_ref("out = N(F.avg_pool2d(T(a).permute(0, 3, 1, 2), " + args +
-                                                 ").permute(0, 2, 3, 1))", {x2})));
+    EXPECT_TRUE(
+        close(maxpool(x2),
+              torch_ref("out = N(F.max_pool2d(T(a).permute(0, 3, 1, 2), " + args + ").permute(0, 2, 3, 1))", {x2})));
+    EXPECT_TRUE(
+        close(avgpool(x2),
+              torch_ref("out = N(F.avg_pool2d(T(a).permute(0, 3, 1, 2), " + args + ").permute(0, 2, 3, 1))", {x2})));
   }
   auto x1 = random::normal({2, 9, 3});
-  EXPECT_TRUE(close(nn::MaxPool1d(3, 2)(x1), torch_ref("out = N(F.max_pool1d(T(a).permute(0, 2, 1), 3, 2).permute(0, 2, 1))", {x1})));
-  EXPECT_TRUE(close(nn::AvgPool1d(2)(x1), torch_ref("out = N(F.avg_pool1d(T(a).permute(0, 2, 1), 2).permute(0, 2, 1))", {x1})));
+  EXPECT_TRUE(close(nn::MaxPool1d(3, 2)(x1),
+                    torch_ref("out = N(F.max_pool1d(T(a).permute(0, 2, 1), 3, 2).permute(0, 2, 1))", {x1})));
+  EXPECT_TRUE(
+      close(nn::AvgPool1d(2)(x1), torch_ref("out = N(F.avg_pool1d(T(a).permute(0, 2, 1), 2).permute(0, 2, 1))", {x1})));
   auto x3 = random::normal({1, 4, 5, 6, 2});
-  EXPECT_TRUE(close(nn::MaxPool3d(2)(x3), torch_ref("out = N(F.max_pool3d(T(a).permute(0, 4, 1, 2, 3), 2).permute(0, 2, 3, 4, 1))", {x3})));
-  EXPECT_TRUE(close(nn::AvgPool3d({2, 3, 2}, nn::Sizes{1, 2, 2})(x3),
-                    torch_ref("out = N(F.avg_pool3d(T(a).permute(0, 4, 1, 2, 3), (2, 3, 2), (1, 2, 2)).permute(0, 2, 3, 4, 1))", {x3})));
+  EXPECT_TRUE(close(nn::MaxPool3d(2)(x3),
+                    torch_ref("out = N(F.max_pool3d(T(a).permute(0, 4, 1, 2, 3), 2).permute(0, 2, 3, 4, 1))", {x3})));
+  EXPECT_TRUE(
+      close(nn::AvgPool3d({2, 3, 2}, nn::Sizes{1, 2, 2})(x3),
+            torch_ref("out = N(F.avg_pool3d(T(a).permute(0, 4, 1, 2, 3), (2, 3, 2), (1, 2, 2)).permute(0, 2, 3, 4, 1))",
+                      {x3})));
   // NaN propagates through max pooling.
   auto with_nan = slice_update(x2, array(std::nanf("")), {0, 1, 1, 0}, {1, 2, 2, 1});
   EXPECT_TRUE(close(nn::MaxPool2d(2)(with_nan), torch_ref("out = N(F.max_pool2d(T(a).permute(0, 3, 1, 2), 2)"
-                                                          ".permute(0, 2, 3, 1))", {with_nan})));
+                                                          ".permute(0, 2, 3, 1))",
+                                                          {with_nan})));
   // Unbatched input.
   EXPECT_EQ(nn::MaxPool2d(2)(random::normal({6, 6, 3})).shape(), (Shape{3, 3, 3}));
-  EXPECT_EQ(error_of([&] { nn::MaxPool2d(2)(random::normal({6, 3})); }),
+  EXPECT_EQ(error_of([&] {
+              nn::MaxPool2d(2)(random::normal({6, 3}));
+            }),
             "[MaxPool2d] expected input of 4 axes (N, spatial..., C) or 3 (spatial..., C); given shape (6,3).");
 }
 
 TEST(Upsample, MatchesTorch) {
   auto x = random::normal({2, 3, 4, 2});
-  EXPECT_TRUE(close(nn::Upsample({2.0F})(x), torch_ref("out = N(F.interpolate(T(a).permute(0, 3, 1, 2), scale_factor=2, "
-                                                       "mode='nearest').permute(0, 2, 3, 1))", {x})));
+  EXPECT_TRUE(
+      close(nn::Upsample({2.0F})(x), torch_ref("out = N(F.interpolate(T(a).permute(0, 3, 1, 2), scale_factor=2, "
+                                               "mode='nearest').permute(0, 2, 3, 1))",
+                                               {x})));
   EXPECT_TRUE(close(nn::Upsample({1.5F, 2.0F})(x),
                     torch_ref("out = N(F.interpolate(T(a).permute(0, 3, 1, 2), scale_factor=(1.5, 2.0), "
-                              "mode='nearest').permute(0, 2, 3, 1))", {x})));
+                              "mode='nearest').permute(0, 2, 3, 1))",
+                              {x})));
   for (bool align : {false, true}) {
     std::string flag = align ? "True" : "False";
     EXPECT_TRUE(close(nn::Upsample({2.0F}, "linear", align)(x),
                       torch_ref("out = N(F.interpolate(T(a).permute(0, 3, 1, 2), scale_factor=2, mode='bilinear', "
-                                "align_corners=" + flag + ").permute(0, 2, 3, 1))", {x}), 1e-5));
+                                "align_corners=" +
+                                    flag + ").permute(0, 2, 3, 1))",
+                                {x}),
+                      1e-5));
   }
   for (bool align : {false, true}) {
     std::string flag = align ? "True" : "False";
     EXPECT_TRUE(close(nn::Upsample({2.0F, 1.5F}, "cubic", align)(x),
                       torch_ref("out = N(F.interpolate(T(a).permute(0, 3, 1, 2), scale_factor=(2.0, 1.5), "
-                                "mode='bicubic', align_corners=" + flag + ").permute(0, 2, 3, 1))", {x}), 1e-5));
+                                "mode='bicubic', align_corners=" +
+                                    flag + ").permute(0, 2, 3, 1))",
+                                {x}),
+                      1e-5));
   }
   auto x1 = random::normal({1, 5, 3});
   EXPECT_TRUE(close(nn::Upsample({3.0F}, "linear")(x1),
                     torch_ref("out = N(F.interpolate(T(a).permute(0, 2, 1), scale_factor=3, mode='linear', "
-                              "align_corners=False).permute(0, 2, 1))", {x1}), 1e-5));
+                              "align_corners=False).permute(0, 2, 1))",
+                              {x1}),
+                    1e-5));
 }
 
 TEST(Dropout, StatisticsAndModes) {
@@ -384,16 +422,25 @@ TEST(Layers, EmptyBatchesAndSizeOneAxes) {
 }
 
 TEST(Layers, ErrorsNameTheLayerAndTheShapes) {
-  EXPECT_EQ(error_of([] { nn::LayerNorm(8)(zeros({2, 4})); }),
+  EXPECT_EQ(error_of([] {
+              nn::LayerNorm(8)(zeros({2, 4}));
+            }),
             "[LayerNorm] expected input of shape (..., 8); given shape (2,4).");
-  EXPECT_EQ(error_of([] { nn::BatchNorm(3)(zeros({3})); }), "[BatchNorm] expected input of shape (..., 3); given shape (3).");
-  EXPECT_EQ(error_of([] { nn::Conv1d(2, 3, 2)(zeros({1, 4, 2}, int32)); }),
+  EXPECT_EQ(error_of([] { nn::BatchNorm(3)(zeros({3})); }),
+            "[BatchNorm] expected input of shape (..., 3); given shape (3).");
+  EXPECT_EQ(error_of([] {
+              nn::Conv1d(2, 3, 2)(zeros({1, 4, 2}, int32));
+            }),
             "[Conv1d] expected a floating-point input; given dtype int32.");
-  EXPECT_EQ(error_of([] { nn::MaxPool1d(5)(zeros({1, 3, 2})); }),
+  EXPECT_EQ(error_of([] {
+              nn::MaxPool1d(5)(zeros({1, 3, 2}));
+            }),
             "[MaxPool1d] kernel 5 does not fit spatial axis 0 of input shape (1,3,2).");
   EXPECT_EQ(error_of([] { nn::Conv2d(3, 4, {3, 3, 3}); }), "[Conv2d] kernel_size needs 1 or 2 values; given 3.");
   EXPECT_EQ(error_of([] { nn::GroupNorm(3, 8); }), "[GroupNorm] num_groups (3) must divide dims (8).");
-  EXPECT_EQ(error_of([] { nn::RoPE(8)(zeros({4, 6})); }),
+  EXPECT_EQ(error_of([] {
+              nn::RoPE(8)(zeros({4, 6}));
+            }),
             "[RoPE] expected input of shape (..., L, D) with D >= 8; given shape (4,6).");
   EXPECT_EQ(error_of([] { nn::GLU()(zeros({2, 3})); }), "[GLU] expected an even size on axis -1; given shape (2,3).");
 }

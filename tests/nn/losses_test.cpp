@@ -29,7 +29,9 @@ TEST(Losses, CrossEntropy) {
                                 {logits, labels})));
     EXPECT_TRUE(close(L::cross_entropy(logits, labels, std::nullopt, -1, 0.2F, reduction),
                       torch_ref("out = N(F.cross_entropy(T(a), torch.tensor(b).long(), label_smoothing=0.2, "
-                                "reduction='" + name + "'))", {logits, labels})));
+                                "reduction='" +
+                                    name + "'))",
+                                {logits, labels})));
   }
   auto probs = softmax(random::normal({6, 5}), -1);
   EXPECT_TRUE(close(L::cross_entropy(logits, probs, std::nullopt, -1, 0.1F, Reduction::mean),
@@ -41,7 +43,9 @@ TEST(Losses, CrossEntropy) {
   EXPECT_TRUE(close(L::cross_entropy(logits3, labels3, weights, 1, 0.0F, Reduction::none),
                     torch_ref("out = N(F.cross_entropy(T(a), torch.tensor(b).long(), reduction='none') * T(c))",
                               {logits3, labels3, weights})));
-  EXPECT_EQ(error_of([&] { L::cross_entropy(logits, array({1, 2})); }),
+  EXPECT_EQ(error_of([&] {
+              L::cross_entropy(logits, array({1, 2}));
+            }),
             "[cross_entropy] class-index targets must have shape (6) (the logits' shape (6,5) without axis -1); given "
             "(2).");
 }
@@ -58,7 +62,8 @@ TEST(Losses, BinaryCrossEntropyAndNll) {
     auto p = sigmoid(logits);
     EXPECT_TRUE(close(L::binary_cross_entropy(p, targets, weights, false, reduction),
                       torch_ref("out = N(F.binary_cross_entropy(T(a), T(b), weight=T(c), reduction='" + name + "'))",
-                                {p, targets, weights}), 1e-4));
+                                {p, targets, weights}),
+                      1e-4));
   }
   // Probabilities of exactly 0 and 1: the log terms clamp at -100.
   auto edge = array({0.0F, 1.0F, 0.5F});
@@ -87,23 +92,26 @@ TEST(Losses, Regression) {
     EXPECT_TRUE(close(L::gaussian_nll_loss(x, y, var, true, 1e-6F, reduction),
                       torch_ref("out = N(F.gaussian_nll_loss(T(a), T(b), T(c), full=True" + r, {x, y, var})));
   }
-  EXPECT_TRUE(close(L::log_cosh_loss(x, y, Reduction::none),
-                    torch_ref("out = N(torch.log(torch.cosh(T(a) - T(b))))", {x, y})));
+  EXPECT_TRUE(
+      close(L::log_cosh_loss(x, y, Reduction::none), torch_ref("out = N(torch.log(torch.cosh(T(a) - T(b))))", {x, y})));
   auto big = array({100.0F, -100.0F});
   EXPECT_TRUE(close(L::log_cosh_loss(big, zeros({2})), torch_ref("out = np.array([100 - np.log(2)] * 2)", {})));
-  EXPECT_EQ(error_of([&] { L::mse_loss(x, zeros({4, 3})); }),
+  EXPECT_EQ(error_of([&] {
+              L::mse_loss(x, zeros({4, 3}));
+            }),
             "[mse_loss] predictions and targets must have the same shape; given (3,4) and (4,3).");
 }
 
 TEST(Losses, DivergenceSimilarityAndMargins) {
   auto logp = log_softmax_ref(random::normal({3, 5}));
   auto logq = log_softmax_ref(random::normal({3, 5}));
-  EXPECT_TRUE(close(L::kl_div_loss(logp, logq, -1, Reduction::mean),
-                    torch_ref("out = N(F.kl_div(T(a), T(b), reduction='none', log_target=True).sum(-1).mean())",
-                              {logp, logq})));
+  EXPECT_TRUE(close(
+      L::kl_div_loss(logp, logq, -1, Reduction::mean),
+      torch_ref("out = N(F.kl_div(T(a), T(b), reduction='none', log_target=True).sum(-1).mean())", {logp, logq})));
   auto x1 = random::normal({4, 6});
   auto x2 = random::normal({4, 6});
-  EXPECT_TRUE(close(L::cosine_similarity_loss(x1, x2, 1), torch_ref("out = N(F.cosine_similarity(T(a), T(b), 1))", {x1, x2})));
+  EXPECT_TRUE(
+      close(L::cosine_similarity_loss(x1, x2, 1), torch_ref("out = N(F.cosine_similarity(T(a), T(b), 1))", {x1, x2})));
   auto scores = random::normal({8});
   auto signs = array({1.0F, -1.0F, 1.0F, 1.0F, -1.0F, -1.0F, 1.0F, -1.0F});
   EXPECT_TRUE(close(L::hinge_loss(scores, signs, Reduction::mean),
@@ -115,9 +123,10 @@ TEST(Losses, DivergenceSimilarityAndMargins) {
   auto a = random::normal({5, 6});
   auto p = random::normal({5, 6});
   auto n = random::normal({5, 6});
-  EXPECT_TRUE(close(L::triplet_loss(a, p, n, -1, 2, 1.0F, 1e-6F, Reduction::none),
-                    torch_ref("out = N(F.triplet_margin_loss(T(a), T(b), T(c), margin=1.0, eps=0, reduction='none'))",
-                              {a, p, n}), 1e-4));
+  EXPECT_TRUE(close(
+      L::triplet_loss(a, p, n, -1, 2, 1.0F, 1e-6F, Reduction::none),
+      torch_ref("out = N(F.triplet_margin_loss(T(a), T(b), T(c), margin=1.0, eps=0, reduction='none'))", {a, p, n}),
+      1e-4));
 }
 
 }  // namespace

@@ -111,7 +111,9 @@ TEST(Module, ApplyUpdateAndTrees) {
 
   model.update({{"blocks.1.q_proj.bias", full({4}, 3.0F)}});
   EXPECT_EQ(sum(model.blocks[1]->q_proj->bias.value()).item<float>(), 12.0F);
-  EXPECT_NE(error_of([&] { model.update({{"blocks.7.q_proj.bias", zeros({4})}}); }).find("blocks.7.q_proj.bias"),
+  EXPECT_NE(error_of([&] {
+              model.update({{"blocks.7.q_proj.bias", zeros({4})}});
+            }).find("blocks.7.q_proj.bias"),
             std::string::npos);
 
   auto tree = model.parameter_tree();
@@ -191,8 +193,8 @@ TEST(Module, SetChildChecksTheType) {
 }
 
 TEST(Module, SequentialNamesFollowPyTorch) {
-  nn::Sequential seq({std::make_shared<nn::Linear>(3, 5), std::make_shared<nn::ReLU>(),
-                      std::make_shared<nn::Linear>(5, 2)});
+  nn::Sequential seq(
+      {std::make_shared<nn::Linear>(3, 5), std::make_shared<nn::ReLU>(), std::make_shared<nn::Linear>(5, 2)});
   EXPECT_EQ(names(seq.parameters()), (std::vector<std::string>{"0.weight", "0.bias", "2.weight", "2.bias"}));
   auto x = random::normal({4, 3});
   auto h = nn::relu(std::dynamic_pointer_cast<nn::Linear>(seq[0])->forward(x));

@@ -64,7 +64,9 @@ std::vector<test::HostArray> torch_trajectory(const std::string& ctor, const Tra
   std::string code =
       "ps = [torch.nn.Parameter(T(a)), torch.nn.Parameter(T(b))]\n"
       "rest = [c, d, e, f, g, h]\n"
-      "opt = torch.optim." + ctor + "\n"
+      "opt = torch.optim." +
+      ctor +
+      "\n"
       "outs = []\n"
       "for s in range(3):\n"
       "    for i, p in enumerate(ps): p.grad = T(rest[2 * s + i])\n"
@@ -86,10 +88,14 @@ TEST(Optimizers, MatchTorch) {
       {"SGD(ps, lr=0.05, momentum=0.8, nesterov=True)",
        [] { return std::make_unique<O::SGD>(0.05, 0.8, 0.0, 0.0, true); }},
       {"Adam(ps, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)",
-       [] { return std::make_unique<O::Adam>(0.01, std::pair{0.8, 0.99}, 1e-6, 0.1); }},
+       [] {
+         return std::make_unique<O::Adam>(0.01, std::pair{0.8, 0.99}, 1e-6, 0.1);
+       }},
       {"AdamW(ps, lr=0.01)", [] { return std::make_unique<O::AdamW>(0.01); }},
       {"Adamax(ps, lr=0.02, weight_decay=0.05)",
-       [] { return std::make_unique<O::Adamax>(0.02, std::pair{0.9, 0.999}, 1e-8, 0.05); }},
+       [] {
+         return std::make_unique<O::Adamax>(0.02, std::pair{0.9, 0.999}, 1e-8, 0.05);
+       }},
       {"Adagrad(ps, lr=0.1, weight_decay=0.01)", [] { return std::make_unique<O::Adagrad>(0.1, 1e-10, 0.01); }},
       {"Adadelta(ps, lr=1.0, rho=0.8)", [] { return std::make_unique<O::AdaDelta>(1.0, 0.8); }},
       {"RMSprop(ps, lr=0.01)", [] { return std::make_unique<O::RMSprop>(0.01); }},
@@ -106,15 +112,16 @@ TEST(Optimizers, MatchTorch) {
 
 /// A NumPy update rule `upd(p, g, st, t)` (st: a dict per parameter) over the trajectory.
 std::vector<test::HostArray> numpy_trajectory(const std::string& rule, const Trajectory& t) {
-  std::string code = rule +
-                     "ps = [np.asarray(a, np.float64), np.asarray(b, np.float64)]\n"
-                     "rest = [c, d, e, f, g, h]\n"
-                     "sts = [{}, {}]\n"
-                     "outs = []\n"
-                     "for s in range(3):\n"
-                     "    ps = [upd(p, np.asarray(rest[2 * s + i], np.float64), sts[i], s + 1) for i, p in enumerate(ps)]\n"
-                     "    outs += ps\n"
-                     "out = tuple(outs)";
+  std::string code =
+      rule +
+      "ps = [np.asarray(a, np.float64), np.asarray(b, np.float64)]\n"
+      "rest = [c, d, e, f, g, h]\n"
+      "sts = [{}, {}]\n"
+      "outs = []\n"
+      "for s in range(3):\n"
+      "    ps = [upd(p, np.asarray(rest[2 * s + i], np.float64), sts[i], s + 1) for i, p in enumerate(ps)]\n"
+      "    outs += ps\n"
+      "out = tuple(outs)";
   std::vector<test::HostArray> hosts;
   for (const auto& in : t.inputs()) {
     hosts.push_back(test::to_host(in));
@@ -195,9 +202,13 @@ TEST(Optimizers, StateSavesAndRestores) {
   for (size_t i = 0; i < next_a.size(); ++i) {
     EXPECT_TRUE(array_equal(next_a[i].second, next_b[i].second).item<bool>()) << next_a[i].first;
   }
-  EXPECT_EQ(error_of([&] { b.set_state({{"w", zeros({2})}}); }),
+  EXPECT_EQ(error_of([&] {
+              b.set_state({{"w", zeros({2})}});
+            }),
             "[Optimizer] cannot place the state entry 'w' (expected \"<parameter>.<slot>\").");
-  EXPECT_EQ(error_of([&] { b.apply_gradients({{"nope", zeros({3})}}, pa); }),
+  EXPECT_EQ(error_of([&] {
+              b.apply_gradients({{"nope", zeros({3})}}, pa);
+            }),
             "[Optimizer] a gradient for 'nope' has no matching parameter.");
 }
 
@@ -260,8 +271,10 @@ TEST(GradientUtilities, ClipAndAccumulate) {
     auto ref = torch_run(
         "ps = [torch.nn.Parameter(torch.zeros(x.shape, dtype=torch.float64)) for x in (a, b)]\n"
         "ps[0].grad = T(a); ps[1].grad = T(b)\n"
-        "n = torch.nn.utils.clip_grad_norm_(ps, " + std::to_string(max_norm) + ")\n"
-        "out = (N(ps[0].grad), N(ps[1].grad), N(n))",
+        "n = torch.nn.utils.clip_grad_norm_(ps, " +
+            std::to_string(max_norm) +
+            ")\n"
+            "out = (N(ps[0].grad), N(ps[1].grad), N(n))",
         {grads[0].second, grads[1].second});
     EXPECT_TRUE(close(norm, ref[2], 1e-5));
     EXPECT_TRUE(close(clipped[0].second, ref[0], 1e-5));

@@ -83,9 +83,7 @@ TEST(Quantized, QuantizeSwapsLayersInPlace) {
 
 TEST(Init, ShapesAndStatistics) {
   auto w = zeros({400, 300});
-  auto stats = [](const array& a) {
-    return std::pair{mean(a).item<float>(), nuvec::std(a).item<float>()};
-  };
+  auto stats = [](const array& a) { return std::pair{mean(a).item<float>(), nuvec::std(a).item<float>()}; };
   auto [m0, s0] = stats(nn::init::normal(1.0, 2.0)(w));
   EXPECT_NEAR(m0, 1.0F, 0.02F);
   EXPECT_NEAR(s0, 2.0F, 0.02F);
