@@ -16,7 +16,7 @@ Sequential& Sequential::append(std::shared_ptr<UnaryModule> layer) {
   layers_.push_back(std::move(layer));
   add_child(
       std::to_string(index), [this, index]() -> Module* { return layers_[index].get(); },
-      [this, index](const std::string& name, std::shared_ptr<Module> m) {
+      [this, index](const std::string& name, const std::shared_ptr<Module>& m) {
         auto typed = std::dynamic_pointer_cast<UnaryModule>(m);
         if (!typed) {
           throw_invalid(describe() + " child '" + name + "' must be a unary module; given a " + m->type_name() + ".");

@@ -48,43 +48,46 @@ class ConvBase : public UnaryModule {
 
 class Conv1d : public ConvBase {
  public:
-  Conv1d(int in_channels, int out_channels, Sizes kernel_size, Sizes stride = 1, Sizes padding = 0, Sizes dilation = 1,
-         int groups = 1, bool bias = true)
+  Conv1d(int in_channels, int out_channels, const Sizes& kernel_size, const Sizes& stride = 1, const Sizes& padding = 0,
+         const Sizes& dilation = 1, int groups = 1, bool bias = true)
       : ConvBase("Conv1d", 1, false, in_channels, out_channels, kernel_size, stride, padding, dilation, 0, groups,
                  bias) {}
 };
 class Conv2d : public ConvBase {
  public:
-  Conv2d(int in_channels, int out_channels, Sizes kernel_size, Sizes stride = 1, Sizes padding = 0, Sizes dilation = 1,
-         int groups = 1, bool bias = true)
+  Conv2d(int in_channels, int out_channels, const Sizes& kernel_size, const Sizes& stride = 1, const Sizes& padding = 0,
+         const Sizes& dilation = 1, int groups = 1, bool bias = true)
       : ConvBase("Conv2d", 2, false, in_channels, out_channels, kernel_size, stride, padding, dilation, 0, groups,
                  bias) {}
 };
 class Conv3d : public ConvBase {
  public:
-  Conv3d(int in_channels, int out_channels, Sizes kernel_size, Sizes stride = 1, Sizes padding = 0, Sizes dilation = 1,
-         int groups = 1, bool bias = true)
+  Conv3d(int in_channels, int out_channels, const Sizes& kernel_size, const Sizes& stride = 1, const Sizes& padding = 0,
+         const Sizes& dilation = 1, int groups = 1, bool bias = true)
       : ConvBase("Conv3d", 3, false, in_channels, out_channels, kernel_size, stride, padding, dilation, 0, groups,
                  bias) {}
 };
 class ConvTranspose1d : public ConvBase {
  public:
-  ConvTranspose1d(int in_channels, int out_channels, Sizes kernel_size, Sizes stride = 1, Sizes padding = 0,
-                  Sizes dilation = 1, Sizes output_padding = 0, int groups = 1, bool bias = true)
+  ConvTranspose1d(int in_channels, int out_channels, const Sizes& kernel_size, const Sizes& stride = 1,
+                  const Sizes& padding = 0, const Sizes& dilation = 1, const Sizes& output_padding = 0, int groups = 1,
+                  bool bias = true)
       : ConvBase("ConvTranspose1d", 1, true, in_channels, out_channels, kernel_size, stride, padding, dilation,
                  output_padding, groups, bias) {}
 };
 class ConvTranspose2d : public ConvBase {
  public:
-  ConvTranspose2d(int in_channels, int out_channels, Sizes kernel_size, Sizes stride = 1, Sizes padding = 0,
-                  Sizes dilation = 1, Sizes output_padding = 0, int groups = 1, bool bias = true)
+  ConvTranspose2d(int in_channels, int out_channels, const Sizes& kernel_size, const Sizes& stride = 1,
+                  const Sizes& padding = 0, const Sizes& dilation = 1, const Sizes& output_padding = 0, int groups = 1,
+                  bool bias = true)
       : ConvBase("ConvTranspose2d", 2, true, in_channels, out_channels, kernel_size, stride, padding, dilation,
                  output_padding, groups, bias) {}
 };
 class ConvTranspose3d : public ConvBase {
  public:
-  ConvTranspose3d(int in_channels, int out_channels, Sizes kernel_size, Sizes stride = 1, Sizes padding = 0,
-                  Sizes dilation = 1, Sizes output_padding = 0, int groups = 1, bool bias = true)
+  ConvTranspose3d(int in_channels, int out_channels, const Sizes& kernel_size, const Sizes& stride = 1,
+                  const Sizes& padding = 0, const Sizes& dilation = 1, const Sizes& output_padding = 0, int groups = 1,
+                  bool bias = true)
       : ConvBase("ConvTranspose3d", 3, true, in_channels, out_channels, kernel_size, stride, padding, dilation,
                  output_padding, groups, bias) {}
 };

@@ -110,7 +110,7 @@ class Module {
   void register_module(std::string name, std::shared_ptr<T>& member) {
     add_child(
         std::move(name), [&member]() -> Module* { return member.get(); },
-        [&member, this](const std::string& child, std::shared_ptr<Module> m) {
+        [&member, this](const std::string& child, const std::shared_ptr<Module>& m) {
           auto typed = std::dynamic_pointer_cast<T>(m);
           if (!typed) {
             throw_invalid(describe() + " cannot put a " + m->type_name() + " in place of child '" + child + "'.");

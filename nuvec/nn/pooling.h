@@ -34,32 +34,38 @@ class PoolBase : public UnaryModule {
 
 class MaxPool1d : public PoolBase {
  public:
-  explicit MaxPool1d(Sizes kernel_size, std::optional<Sizes> stride = std::nullopt, Sizes padding = 0)
+  explicit MaxPool1d(const Sizes& kernel_size, const std::optional<Sizes>& stride = std::nullopt,
+                     const Sizes& padding = 0)
       : PoolBase("MaxPool1d", 1, true, kernel_size, stride, padding) {}
 };
 class MaxPool2d : public PoolBase {
  public:
-  explicit MaxPool2d(Sizes kernel_size, std::optional<Sizes> stride = std::nullopt, Sizes padding = 0)
+  explicit MaxPool2d(const Sizes& kernel_size, const std::optional<Sizes>& stride = std::nullopt,
+                     const Sizes& padding = 0)
       : PoolBase("MaxPool2d", 2, true, kernel_size, stride, padding) {}
 };
 class MaxPool3d : public PoolBase {
  public:
-  explicit MaxPool3d(Sizes kernel_size, std::optional<Sizes> stride = std::nullopt, Sizes padding = 0)
+  explicit MaxPool3d(const Sizes& kernel_size, const std::optional<Sizes>& stride = std::nullopt,
+                     const Sizes& padding = 0)
       : PoolBase("MaxPool3d", 3, true, kernel_size, stride, padding) {}
 };
 class AvgPool1d : public PoolBase {
  public:
-  explicit AvgPool1d(Sizes kernel_size, std::optional<Sizes> stride = std::nullopt, Sizes padding = 0)
+  explicit AvgPool1d(const Sizes& kernel_size, const std::optional<Sizes>& stride = std::nullopt,
+                     const Sizes& padding = 0)
       : PoolBase("AvgPool1d", 1, false, kernel_size, stride, padding) {}
 };
 class AvgPool2d : public PoolBase {
  public:
-  explicit AvgPool2d(Sizes kernel_size, std::optional<Sizes> stride = std::nullopt, Sizes padding = 0)
+  explicit AvgPool2d(const Sizes& kernel_size, const std::optional<Sizes>& stride = std::nullopt,
+                     const Sizes& padding = 0)
       : PoolBase("AvgPool2d", 2, false, kernel_size, stride, padding) {}
 };
 class AvgPool3d : public PoolBase {
  public:
-  explicit AvgPool3d(Sizes kernel_size, std::optional<Sizes> stride = std::nullopt, Sizes padding = 0)
+  explicit AvgPool3d(const Sizes& kernel_size, const std::optional<Sizes>& stride = std::nullopt,
+                     const Sizes& padding = 0)
       : PoolBase("AvgPool3d", 3, false, kernel_size, stride, padding) {}
 };
 
