@@ -43,7 +43,7 @@ ConvBase::ConvBase(std::string name, int spatial, bool transposed, int in_channe
   auto kernel_sizes = per_axis(kernel, spatial, name_, "kernel_size");
   int receptive = std::accumulate(kernel_sizes.begin(), kernel_sizes.end(), 1, std::multiplies<>());
   // As PyTorch: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = C_in / groups * prod(kernel).
-  double scale = 1.0 / std::sqrt(static_cast<double>(in_channels / groups) * receptive);
+  double scale = 1.0 / std::sqrt(static_cast<double>(in_channels) / groups * receptive);
   Shape shape{out_channels};
   shape.insert(shape.end(), kernel_sizes.begin(), kernel_sizes.end());
   shape.push_back(in_channels / groups);

@@ -99,7 +99,7 @@ array BatchNorm::forward(const array& x) {
     auto mu = mean(x, axes);
     auto variance = var(x, axes);
     if (training() && running_mean) {
-      auto count = static_cast<double>(x.size() / num_features_);
+      auto count = static_cast<double>(x.size()) / num_features_;
       auto unbiased = variance * like(variance, count / std::max(count - 1.0, 1.0));
       auto m = like(*running_mean, momentum_);
       auto keep = like(*running_mean, 1.0 - momentum_);

@@ -20,7 +20,9 @@ Schedule step_decay(double init, double decay_rate, int64_t step_size) {
   if (step_size < 1) {
     throw_invalid("[step_decay] step_size must be >= 1; given " + std::to_string(step_size) + ".");
   }
-  return [=](int64_t step) { return init * std::pow(decay_rate, static_cast<double>(step / step_size)); };
+  return [=](int64_t step) {
+    return init * std::pow(decay_rate, std::floor(static_cast<double>(step) / static_cast<double>(step_size)));
+  };
 }
 
 Schedule cosine_decay(double init, int64_t decay_steps, double end) {

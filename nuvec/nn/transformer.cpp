@@ -132,7 +132,7 @@ array TransformerDecoderLayer::forward(const array& x, const array& memory, cons
 }
 
 TransformerEncoder::TransformerEncoder(int num_layers, int dims, int num_heads, std::optional<int> mlp_dims,
-                                       float dropout, ActivationFn activation, bool norm_first)
+                                       float dropout, const ActivationFn& activation, bool norm_first)
     : layers(num_layers), ln(std::make_shared<LayerNorm>(dims)) {
   for (int i = 0; i < num_layers; ++i) {
     layers[i] = std::make_shared<TransformerEncoderLayer>(dims, num_heads, mlp_dims, dropout, activation, norm_first);

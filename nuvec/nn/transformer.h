@@ -98,7 +98,7 @@ class TransformerDecoderLayer : public Module {
 class TransformerEncoder : public Module {
  public:
   TransformerEncoder(int num_layers, int dims, int num_heads, std::optional<int> mlp_dims = std::nullopt,
-                     float dropout = 0.0F, ActivationFn activation = {}, bool norm_first = true);
+                     float dropout = 0.0F, const ActivationFn& activation = {}, bool norm_first = true);
   [[nodiscard]] std::string type_name() const override { return "TransformerEncoder"; }
   array forward(const array& x, const std::optional<array>& mask = std::nullopt);
   array operator()(const array& x, const std::optional<array>& mask = std::nullopt) { return forward(x, mask); }
