@@ -15,3 +15,4 @@
 #include "nuvec/core/print.h"
 #include "nuvec/core/random.h"
 #include "nuvec/core/shape.h"
+#include "nuvec/core/transforms.h"

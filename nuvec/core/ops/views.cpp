@@ -108,7 +108,8 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
   if (shape == a.shape()) {
     return a;
   }
-  return array(std::move(shape), a.dtype(), Reshape{}, {a}, to_stream(s));
+  Reshape primitive{shape};
+  return array(std::move(shape), a.dtype(), std::move(primitive), {a}, to_stream(s));
 }
 
 array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {

@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Forward plus backward of an MLP and a transformer block, nuvec against PyTorch on the CPU, in one run.
+
+    python3 bench/training_vs_torch.py [--bench build/release/bench/training_bench] [--threads 2] [--reps 15]
+                                       [--markdown]
+
+training_bench times nuvec; this script then times PyTorch (Debian's python3-torch under /usr/bin/python3) on the
+same models with torch.set_num_threads(--threads): a 4-layer MLP (batch 256, width 1024, ReLU, cross-entropy
+over 10 classes) and a pre-norm transformer block (batch 8, 128 tokens, width 256, 4 heads, causal attention
+written out, as torch 1.13 has no fused attention, GELU tanh MLP of width 1024; loss mean(out^2)). One step is
+the loss and every parameter's gradient (nuvec: value_and_grad then eval; torch: forward, backward, gradients
+zeroed by set_to_none). Two warm-up steps, then the median of --reps steps. ratio = nuvec / torch (below 1:
+nuvec is faster).
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_BENCH = REPO / "build" / "release" / "bench" / "training_bench"
+TORCH_PYTHON = "/usr/bin/python3"
+TORCH_PATH = "/usr/lib/python3/dist-packages"
+
+
+def torch_worker(threads, reps):
+    import statistics
+    import time
+
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(threads)
+    torch.manual_seed(0)
+
+    def mlp():
+        layers = []
+        for i in range(4):
+            out = 10 if i == 3 else 1024
+            layers += [torch.empty(out, 1024).uniform_(-0.03, 0.03).requires_grad_(),
+                       torch.zeros(out, requires_grad=True)]
+        x = torch.randn(256, 1024)
+        labels = torch.randint(0, 10, (256,))
+
+        def loss():
+            h = x
+            for i in range(4):
+                h = F.linear(h, layers[2 * i], layers[2 * i + 1])
+                if i < 3:
+                    h = torch.relu(h)
+            return F.cross_entropy(h, labels)
+        return "mlp_4x1024_b256", layers, loss
+
+    def block():
+        b, t, d, heads = 8, 128, 256, 4
+
+        def w(o, i):
+            return torch.empty(o, i).uniform_(-0.05, 0.05).requires_grad_()
+
+        def z(n):
+            return torch.zeros(n, requires_grad=True)
+        p = [torch.ones(d, requires_grad=True), z(d), w(3 * d, d), z(3 * d), w(d, d), z(d),
+             torch.ones(d, requires_grad=True), z(d), w(4 * d, d), z(4 * d), w(d, 4 * d), z(d)]
+        x0 = torch.randn(b, t, d)
+        mask = torch.ones(t, t, dtype=torch.bool).tril()
+
+        def loss():
+            x = x0
+            h = F.layer_norm(x, (d,), p[0], p[1], 1e-5)
+            q, k, v = F.linear(h, p[2], p[3]).split(d, -1)
+
+            def split_heads(u):
+                return u.reshape(b, t, heads, d // heads).transpose(1, 2)
+            q, k, v = split_heads(q), split_heads(k), split_heads(v)
+            scores = (q @ k.transpose(-1, -2)) * (1.0 / (d // heads) ** 0.5)
+            attn = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v
+            x = x + F.linear(attn.transpose(1, 2).reshape(b, t, d), p[4], p[5])
+            h = F.layer_norm(x, (d,), p[6], p[7], 1e-5)
+            x = x + F.linear(F.gelu(F.linear(h, p[8], p[9]), approximate="tanh"), p[10], p[11])
+            return (x * x).mean()
+        return "transformer_block_b8_l128_d256", p, loss
+
+    for name, params, loss in (mlp(), block()):
+        def step():
+            for q in params:
+                q.grad = None
+            t0 = time.perf_counter()
+            loss().backward()
+            return (time.perf_counter() - t0) * 1e3
+        step()
+        step()
+        times = [step() for _ in range(reps)]
+        print("row %s median_ms=%.3f min_ms=%.3f reps=%d" % (name, statistics.median(times), min(times), reps),
+              flush=True)
+
+
+def parse(lines):
+    out = {}
+    for line in lines:
+        parts = line.split()
+        if parts and parts[0] == "row":
+            fields = dict(p.split("=", 1) for p in parts[2:])
+            out[parts[1]] = float(fields["median_ms"])
+    return out
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--torch-worker":
+        torch_worker(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", default=str(DEFAULT_BENCH))
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+
+    env = dict(os.environ)
+    env["NUVEC_NUM_THREADS"] = str(args.threads)
+    print("timing nuvec ...", file=sys.stderr)
+    nuvec = parse(subprocess.run([args.bench, "--reps", str(args.reps)], check=True, capture_output=True, text=True,
+                                 env=env).stdout.splitlines())
+    print("timing torch ...", file=sys.stderr)
+    torch_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    torch_env["PYTHONPATH"] = TORCH_PATH
+    torch = parse(subprocess.run([TORCH_PYTHON, __file__, "--torch-worker", str(args.threads), str(args.reps)],
+                                 check=True, capture_output=True, text=True, env=torch_env).stdout.splitlines())
+    header = ["model (forward + backward)", "nuvec ms", "torch ms", "ratio"]
+    table = [[name, "%.2f" % nuvec[name], "%.2f" % torch[name], "%.2f" % (nuvec[name] / torch[name])]
+             for name in nuvec]
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for cells in table:
+            print("| " + " | ".join(cells) + " |")
+    else:
+        widths = [max(len(r[i]) for r in [header] + table) for i in range(len(header))]
+        for cells in [header] + table:
+            print("  ".join(c.rjust(wd) if i else c.ljust(wd) for i, (c, wd) in enumerate(zip(cells, widths))))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,288 @@
+// Rules of gathers, scatters and dynamic slices. A gather's cotangent is a
+// scatter-add of it and a scatter's update cotangent is a gather; vmap turns
+// the mapped axis into one more indexed axis.
+
+#include "nuvec/core/ops.h"
+#include "nuvec/core/transforms/rules.h"
+
+namespace nuvec::detail {
+
+namespace {
+
+const array& or_zeros(const array* t, const array& like, std::optional<array>& holder) {
+  if (t) {
+    return *t;
+  }
+  holder = zeros_like(like);
+  return *holder;
+}
+
+/// Index arrays made mapped, led by an index for the mapped axis itself (of the indices' dtype).
+std::vector<array> mapped_indices(const VmapArgs& args, size_t first, size_t count) {
+  std::vector<array> indices;
+  for (size_t i = first; i < first + count; ++i) {
+    indices.push_back(batched_front(args, i));
+  }
+  Shape shape = indices.empty() ? Shape{args.size} : indices[0].shape();
+  Dtype dtype = indices.empty() ? int32 : indices[0].dtype();
+  Shape column(shape.size(), 1);
+  column[0] = args.size;
+  indices.insert(indices.begin(), broadcast_to(reshape(astype(arange(args.size), dtype), column), shape));
+  return indices;
+}
+
+void check_sum_or_assign(ScatterType type, std::string_view transform, std::string_view name) {
+  if (type != ScatterType::none && type != ScatterType::sum) {
+    throw_no_rule(transform, name, "is only differentiable for scatter and scatter_add, not prod, max or min.");
+  }
+}
+
+}  // namespace
+
+// ---- Gather (inputs x, one index array per axis; output I + slice_sizes)
+
+std::vector<array> vjp_of(const Gather& p, const VjpArgs& args) {
+  const auto& x = args.primals[0];
+  std::vector<array> inputs{zeros_like(x)};
+  inputs.insert(inputs.end(), args.primals.begin() + 1, args.primals.end());
+  inputs.push_back(args.cotangents[0]);
+  return {reapply(Scatter{ScatterType::sum, p.axes}, std::move(inputs), x.shape(), x.dtype())};
+}
+std::vector<array> jvp_of(const Gather& p, const JvpArgs& args) {
+  auto inputs = args.primals;
+  inputs[0] = args.tangents[0];
+  return reapply(p, std::move(inputs), args.outputs);
+}
+Batched vmap_of(const Gather& p, const VmapArgs& args) {
+  size_t count = args.inputs.size() - 1;
+  std::vector<array> inputs{batched_front(args, 0)};
+  auto indices = mapped_indices(args, 1, count);
+  inputs.insert(inputs.end(), indices.begin(), indices.end());
+  std::vector<int> axes = shifted(p.axes);
+  axes.insert(axes.begin(), 0);
+  Shape sizes = p.slice_sizes;
+  sizes.insert(sizes.begin(), 1);
+  Shape gathered = indices[0].shape();
+  gathered.insert(gathered.end(), sizes.begin(), sizes.end());
+  auto out = reapply(Gather{axes, sizes}, std::move(inputs), gathered, args.outputs[0].dtype());
+  Shape shape = args.outputs[0].shape();
+  shape.insert(shape.begin(), args.size);
+  return {{reshape(out, shape)}, {0}};
+}
+
+// ---- GatherAxis (x, indices)
+
+std::vector<array> vjp_of(const GatherAxis& p, const VjpArgs& args) {
+  const auto& x = args.primals[0];
+  return {reapply(ScatterAxis{ScatterType::sum, p.axis}, {zeros_like(x), args.primals[1], args.cotangents[0]},
+                  x.shape(), x.dtype())};
+}
+std::vector<array> jvp_of(const GatherAxis& p, const JvpArgs& args) {
+  return reapply(p, {args.tangents[0], args.primals[1]}, args.outputs);
+}
+Batched vmap_of(const GatherAxis& p, const VmapArgs& args) {
+  return reapply_front(GatherAxis{p.axis + 1}, {batched_front(args, 0), batched_front(args, 1)}, args);
+}
+
+// ---- Scatter (x, one index array per axis, updates)
+
+std::vector<array> vjp_of(const Scatter& p, const VjpArgs& args) {
+  check_sum_or_assign(p.type, "vjp", p.name);
+  const auto& ct = args.cotangents[0];
+  const auto& updates = args.primals.back();
+  std::vector<array> indices(args.primals.begin() + 1, args.primals.end() - 1);
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a == 0) {
+      if (p.type == ScatterType::sum) {
+        grads.push_back(ct);
+      } else {
+        std::vector<array> inputs{ct};
+        inputs.insert(inputs.end(), indices.begin(), indices.end());
+        inputs.push_back(zeros_like(updates));
+        grads.push_back(reapply(Scatter{ScatterType::none, p.axes}, std::move(inputs), ct.shape(), ct.dtype()));
+      }
+    } else {
+      size_t index_rank = indices.empty() ? 0 : static_cast<size_t>(indices[0].ndim());
+      Shape sizes(updates.shape().begin() + static_cast<std::ptrdiff_t>(index_rank), updates.shape().end());
+      std::vector<array> inputs{ct};
+      inputs.insert(inputs.end(), indices.begin(), indices.end());
+      grads.push_back(reapply(Gather{p.axes, sizes}, std::move(inputs), updates.shape(), updates.dtype()));
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const Scatter& p, const JvpArgs& args) {
+  check_sum_or_assign(p.type, "jvp", p.name);
+  auto inputs = args.primals;
+  std::optional<array> zx;
+  std::optional<array> zu;
+  inputs[0] = or_zeros(tangent_of(args, 0), args.primals[0], zx);
+  inputs.back() = or_zeros(tangent_of(args, args.primals.size() - 1), args.primals.back(), zu);
+  return reapply(p, std::move(inputs), args.outputs);
+}
+Batched vmap_of(const Scatter& p, const VmapArgs& args) {
+  size_t count = args.inputs.size() - 2;
+  std::vector<array> inputs{batched_front(args, 0)};
+  auto indices = mapped_indices(args, 1, count);
+  inputs.insert(inputs.end(), indices.begin(), indices.end());
+  auto updates = batched_front(args, args.inputs.size() - 1);
+  Shape shape = updates.shape();
+  shape.insert(shape.begin() + static_cast<std::ptrdiff_t>(indices[0].ndim()), 1);
+  inputs.push_back(reshape(updates, shape));
+  std::vector<int> axes = shifted(p.axes);
+  axes.insert(axes.begin(), 0);
+  return reapply_front(Scatter{p.type, axes}, std::move(inputs), args);
+}
+
+// ---- ScatterAxis (x, indices, updates)
+
+std::vector<array> vjp_of(const ScatterAxis& p, const VjpArgs& args) {
+  check_sum_or_assign(p.type, "vjp", p.name);
+  const auto& ct = args.cotangents[0];
+  const auto& indices = args.primals[1];
+  const auto& updates = args.primals[2];
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a == 0) {
+      grads.push_back(p.type == ScatterType::sum
+                          ? ct
+                          : reapply(ScatterAxis{ScatterType::none, p.axis}, {ct, indices, zeros_like(updates)},
+                                    ct.shape(), ct.dtype()));
+    } else {
+      grads.push_back(reapply(GatherAxis{p.axis}, {ct, indices}, updates.shape(), updates.dtype()));
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const ScatterAxis& p, const JvpArgs& args) {
+  check_sum_or_assign(p.type, "jvp", p.name);
+  std::optional<array> zx;
+  std::optional<array> zu;
+  return reapply(p,
+                 {or_zeros(tangent_of(args, 0), args.primals[0], zx), args.primals[1],
+                  or_zeros(tangent_of(args, 2), args.primals[2], zu)},
+                 args.outputs);
+}
+Batched vmap_of(const ScatterAxis& p, const VmapArgs& args) {
+  return reapply_front(ScatterAxis{p.type, p.axis + 1},
+                       {batched_front(args, 0), batched_front(args, 1), batched_front(args, 2)}, args);
+}
+
+// ---- MaskedScatter (x, bool mask of x's shape, flat source)
+
+std::vector<array> vjp_of(const MaskedScatter&, const VjpArgs& args) {
+  const auto& mask = args.primals[1];
+  const auto& source = args.primals[2];
+  const auto& ct = args.cotangents[0];
+  // The k-th true position (row-major) took source[k] when k < source.size().
+  auto flat_mask = flatten(mask);
+  auto position = cumsum(astype(flat_mask, int32)) - 1;
+  auto n = static_cast<int>(source.size());
+  auto written = reshape(logical_and(flat_mask, less(position, array(n))), mask.shape());
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a == 0) {
+      grads.push_back(where(written, zeros_like(ct), ct));
+    } else {
+      auto target = where(flat_mask, position, full(position.shape(), n, int32));
+      grads.push_back(reshape(scatter_add_axis(zeros({n}, ct.dtype()), target, flatten(ct), 0), source.shape()));
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const MaskedScatter& p, const JvpArgs& args) {
+  std::optional<array> zx;
+  std::optional<array> zs;
+  return reapply(p,
+                 {or_zeros(tangent_of(args, 0), args.primals[0], zx), args.primals[1],
+                  or_zeros(tangent_of(args, 2), args.primals[2], zs)},
+                 args.outputs);
+}
+Batched vmap_of(const MaskedScatter& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+
+// ---- SliceUpdate (x, update)
+
+std::vector<array> vjp_of(const SliceUpdate& p, const VjpArgs& args) {
+  check_sum_or_assign(p.type, "vjp", p.name);
+  const auto& ct = args.cotangents[0];
+  const auto& update = args.primals[1];
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a == 0) {
+      grads.push_back(p.type == ScatterType::sum ? ct
+                                                 : reapply(SliceUpdate{p.start, p.strides, ScatterType::none},
+                                                           {ct, zeros_like(update)}, ct.shape(), ct.dtype()));
+    } else {
+      grads.push_back(reapply(Slice{p.start, p.strides}, {ct}, update.shape(), update.dtype()));
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const SliceUpdate& p, const JvpArgs& args) {
+  check_sum_or_assign(p.type, "jvp", p.name);
+  std::optional<array> zx;
+  std::optional<array> zu;
+  return reapply(p,
+                 {or_zeros(tangent_of(args, 0), args.primals[0], zx),
+                  or_zeros(tangent_of(args, 1), args.primals[1], zu)},
+                 args.outputs);
+}
+Batched vmap_of(const SliceUpdate& p, const VmapArgs& args) {
+  SliceUpdate q = p;
+  q.start.insert(q.start.begin(), 0);
+  q.strides.insert(q.strides.begin(), 1);
+  return reapply_front(q, {batched_front(args, 0), batched_front(args, 1)}, args);
+}
+
+// ---- DynamicSlice (x, start) and DynamicSliceUpdate (x, update, start)
+
+std::vector<array> vjp_of(const DynamicSlice& p, const VjpArgs& args) {
+  const auto& x = args.primals[0];
+  return {reapply(DynamicSliceUpdate{p.axes}, {zeros_like(x), args.cotangents[0], args.primals[1]}, x.shape(),
+                  x.dtype())};
+}
+std::vector<array> jvp_of(const DynamicSlice& p, const JvpArgs& args) {
+  return reapply(p, {args.tangents[0], args.primals[1]}, args.outputs);
+}
+Batched vmap_of(const DynamicSlice& p, const VmapArgs& args) {
+  if (args.axes[1] >= 0) {
+    return vmap_by_loop(p, args);
+  }
+  Shape size = p.slice_size;
+  size.insert(size.begin(), args.size);
+  return reapply_front(DynamicSlice{shifted(p.axes), size}, {moved_front(args, 0), args.inputs[1]}, args);
+}
+
+std::vector<array> vjp_of(const DynamicSliceUpdate& p, const VjpArgs& args) {
+  const auto& ct = args.cotangents[0];
+  const auto& update = args.primals[1];
+  const auto& start = args.primals[2];
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a == 0) {
+      grads.push_back(reapply(p, {ct, zeros_like(update), start}, ct.shape(), ct.dtype()));
+    } else {
+      grads.push_back(reapply(DynamicSlice{p.axes, update.shape()}, {ct, start}, update.shape(), update.dtype()));
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const DynamicSliceUpdate& p, const JvpArgs& args) {
+  std::optional<array> zx;
+  std::optional<array> zu;
+  return reapply(p,
+                 {or_zeros(tangent_of(args, 0), args.primals[0], zx),
+                  or_zeros(tangent_of(args, 1), args.primals[1], zu), args.primals[2]},
+                 args.outputs);
+}
+Batched vmap_of(const DynamicSliceUpdate& p, const VmapArgs& args) {
+  if (args.axes[2] >= 0) {
+    return vmap_by_loop(p, args);
+  }
+  return reapply_front(DynamicSliceUpdate{shifted(p.axes)}, {batched_front(args, 0), batched_front(args, 1),
+                                                             args.inputs[2]},
+                       args);
+}
+
+}  // namespace nuvec::detail

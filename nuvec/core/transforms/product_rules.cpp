@@ -1,0 +1,619 @@
+// Rules of matrix products, quantized products, FFTs, convolution and the
+// fused ops of nuvec::fast (whose rules transform their compositions).
+
+#include "nuvec/core/fast.h"
+#include "nuvec/core/ops.h"
+#include "nuvec/core/transforms/rules.h"
+
+namespace nuvec::detail {
+
+namespace {
+
+array mT(const array& a) { return swapaxes(a, -1, -2); }
+
+/// A mapped operand of a batched product: mapped axis in front, or a leading axis of 1 when not mapped (so
+/// broadcasting pairs it with every mapped slice).
+array product_operand(const VmapArgs& args, size_t i) {
+  return args.axes[i] < 0 ? expand_dims(args.inputs[i], 0) : moveaxis(args.inputs[i], args.axes[i], 0);
+}
+
+/// Sum over argnums of the primitive applied with one input replaced by its tangent (multilinear primitives).
+array multilinear_jvp(const Primitive& p, const JvpArgs& args) {
+  std::optional<array> total;
+  for (size_t k = 0; k < args.argnums.size(); ++k) {
+    auto inputs = args.primals;
+    inputs[static_cast<size_t>(args.argnums[k])] = args.tangents[k];
+    auto term = reapply(p, inputs, args.outputs)[0];
+    total = total ? add(*total, term) : term;
+  }
+  return *total;
+}
+
+}  // namespace
+
+// ---- Matmul and AddMM (inputs a, b[, c]; equal batch shapes)
+
+std::vector<array> vjp_of(const Matmul&, const VjpArgs& args) {
+  const auto& ct = args.cotangents[0];
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    grads.push_back(a == 0 ? matmul(ct, mT(args.primals[1])) : matmul(mT(args.primals[0]), ct));
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const Matmul& p, const JvpArgs& args) { return {multilinear_jvp(p, args)}; }
+Batched vmap_of(const Matmul&, const VmapArgs& args) {
+  return {{matmul(product_operand(args, 0), product_operand(args, 1))}, {0}};
+}
+
+std::vector<array> vjp_of(const AddMM& p, const VjpArgs& args) {
+  const auto& ct = args.cotangents[0];
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a == 2) {
+      grads.push_back(sum_to_shape(ct * p.beta, args.primals[2].shape()));
+    } else {
+      grads.push_back((a == 0 ? matmul(ct, mT(args.primals[1])) : matmul(mT(args.primals[0]), ct)) * p.alpha);
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const AddMM& p, const JvpArgs& args) {
+  const auto& y = args.outputs[0];
+  std::optional<array> total;
+  for (size_t k = 0; k < args.argnums.size(); ++k) {
+    int a = args.argnums[k];
+    const auto& t = args.tangents[k];
+    auto term = a == 2 ? t * p.beta
+                       : (a == 0 ? matmul(t, args.primals[1]) : matmul(args.primals[0], t)) * p.alpha;
+    total = total ? add(*total, term) : term;
+  }
+  return {broadcast_to(*total, y.shape())};
+}
+Batched vmap_of(const AddMM& p, const VmapArgs& args) {
+  return {{addmm(product_operand(args, 2), product_operand(args, 0), product_operand(args, 1), p.alpha, p.beta)},
+          {0}};
+}
+
+// ---- Quantization
+
+std::vector<array> vjp_of(const Quantize& p, const VjpArgs&) {
+  throw_no_rule("vjp", p.name, "is not differentiable (rounding to integers).");
+}
+std::vector<array> jvp_of(const Quantize& p, const JvpArgs&) {
+  throw_no_rule("jvp", p.name, "is not differentiable (rounding to integers).");
+}
+Batched vmap_of(const Quantize& p, const VmapArgs& args) { return reapply_front(p, {moved_front(args, 0)}, args); }
+
+namespace {
+/// The cotangent of a dequantized matrix, grouped as (..., groups, group_size).
+array grouped(const array& a, int group_size) {
+  Shape shape = a.shape();
+  shape.back() /= group_size;
+  shape.push_back(group_size);
+  return reshape(a, shape);
+}
+}  // namespace
+
+std::vector<array> vjp_of(const Dequantize& p, const VjpArgs& args) {
+  const auto& ct = args.cotangents[0];
+  const auto& scales = args.primals[1];
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a == 1) {
+      auto q = dequantize(args.primals[0], ones_like(scales), zeros_like(scales), p.group_size, p.bits);
+      grads.push_back(sum(grouped(ct * q, p.group_size), -1));
+    } else {
+      grads.push_back(sum(grouped(ct, p.group_size), -1));
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const Dequantize& p, const JvpArgs& args) {
+  // Linear in (scales, biases) together.
+  const array* ts = tangent_of(args, 1);
+  const array* tb = tangent_of(args, 2);
+  const auto& scales = args.primals[1];
+  return reapply(p, {args.primals[0], ts ? *ts : zeros_like(scales), tb ? *tb : zeros_like(scales)}, args.outputs);
+}
+Batched vmap_of(const Dequantize& p, const VmapArgs& args) {
+  return reapply_front(p, {batched_front(args, 0), batched_front(args, 1), batched_front(args, 2)}, args);
+}
+
+std::vector<array> vjp_of(const QuantizedMatmul& p, const VjpArgs& args) {
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a != 0) {
+      throw_no_rule("vjp", p.name, "is differentiable with respect to x only, not the scales or biases.");
+    }
+    grads.push_back(quantized_matmul(args.cotangents[0], args.primals[1], args.primals[2], args.primals[3],
+                                     !p.transpose, p.group_size, p.bits));
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const QuantizedMatmul& p, const JvpArgs& args) {
+  if (args.argnums.size() != 1 || args.argnums[0] != 0) {
+    throw_no_rule("jvp", p.name, "is differentiable with respect to x only, not the scales or biases.");
+  }
+  return {multilinear_jvp(p, args)};
+}
+Batched vmap_of(const QuantizedMatmul& p, const VmapArgs& args) {
+  if (args.axes[1] >= 0 || args.axes[2] >= 0 || args.axes[3] >= 0) {
+    return vmap_by_loop(p, args);
+  }
+  auto inputs = args.inputs;
+  inputs[0] = moved_front(args, 0);
+  return reapply_front(p, std::move(inputs), args);
+}
+
+std::vector<array> vjp_of(const GatherQMM& p, const VjpArgs& args) {
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    if (a != 0) {
+      throw_no_rule("vjp", p.name, "is differentiable with respect to x only, not the scales or biases.");
+    }
+    // out[i] = x[lhs[i]] @ W[rhs[i]]: each product's cotangent goes back to the x it read.
+    const auto& x = args.primals[0];
+    const auto& ct = args.cotangents[0];
+    const auto& lhs = args.primals[4];
+    const auto& rhs = args.primals[5];
+    auto per_product = gather_qmm(ct, args.primals[1], args.primals[2], args.primals[3], std::nullopt, rhs,
+                                  !p.transpose, p.group_size, p.bits);
+    int batches = static_cast<int>(x.size() / static_cast<size_t>(x.shape(-2) * x.shape(-1)));
+    auto flat = reshape(per_product, {-1, 1, x.shape(-2), x.shape(-1)});
+    auto summed = scatter_add(zeros({batches, x.shape(-2), x.shape(-1)}, x.dtype()), {flatten(lhs)}, flat,
+                              std::vector<int>{0});
+    grads.push_back(reshape(summed, x.shape()));
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const GatherQMM& p, const JvpArgs& args) {
+  if (args.argnums.size() != 1 || args.argnums[0] != 0) {
+    throw_no_rule("jvp", p.name, "is differentiable with respect to x only, not the scales or biases.");
+  }
+  return {multilinear_jvp(p, args)};
+}
+Batched vmap_of(const GatherQMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+
+std::vector<array> vjp_of(const Fp8Cast& p, const VjpArgs&) {
+  throw_no_rule("vjp", p.name, "is not differentiable (an integer code).");
+}
+std::vector<array> jvp_of(const Fp8Cast&, const JvpArgs& args) { return {zeros_like(args.outputs[0])}; }
+Batched vmap_of(const Fp8Cast& p, const VmapArgs& args) { return reapply_front(p, {moved_front(args, 0)}, args); }
+
+// ---- FFT. Cotangents of complex values are dL/dRe + i dL/dIm (PyTorch's convention).
+
+std::vector<array> vjp_of(const FFT& p, const VjpArgs& args) {
+  const auto& x = args.primals[0];
+  const auto& y = args.outputs[0];
+  const auto& ct = args.cotangents[0];
+  double n = 1.0;
+  for (int a : p.axes) {
+    n *= (p.real && p.inverse && a == p.axes.back()) ? y.shape(a) : (p.real ? x.shape(a) : y.shape(a));
+  }
+  if (!p.real) {
+    // y = F x (forward) or F^H x / n (inverse): the adjoint is n * inverse or forward / n.
+    auto back = reapply(FFT{p.axes, !p.inverse, false}, {ct}, x.shape(), complex64);
+    return {p.inverse ? back * static_cast<float>(1.0 / n) : back * static_cast<float>(n)};
+  }
+  if (!p.inverse) {
+    // rfft: zero-fill the missing half, take the adjoint of the full transform, keep the real part.
+    int last = p.axes.back();
+    auto full = pad(ct, std::vector<int>{last}, Shape{0}, Shape{x.shape(last) - ct.shape(last)},
+                    array(complex64_t{0.0F, 0.0F}));
+    auto back = reapply(FFT{p.axes, true, false}, {full}, x.shape(), complex64);
+    return {astype(real(back) * static_cast<float>(n), x.dtype())};
+  }
+  // irfft: the adjoint is rfft / n, with the frequencies that stand for two (k and n - k) counted twice.
+  int last = p.axes.back();
+  int length = y.shape(last);
+  auto spectrum = reapply(FFT{p.axes, false, true}, {ct}, x.shape(), complex64);
+  int m = x.shape(last);
+  Shape weight_shape(static_cast<size_t>(x.ndim()), 1);
+  weight_shape[static_cast<size_t>(last)] = m;
+  std::vector<float> weights(static_cast<size_t>(m), 2.0F);
+  weights[0] = 1.0F;
+  if (length % 2 == 0 && m > 1) {
+    weights.back() = 1.0F;
+  }
+  auto w = reshape(array(weights.begin(), Shape{m}), weight_shape);
+  return {spectrum * (w * static_cast<float>(1.0 / n))};
+}
+std::vector<array> jvp_of(const FFT& p, const JvpArgs& args) {
+  return reapply(p, {astype(args.tangents[0], args.primals[0].dtype())}, args.outputs);
+}
+Batched vmap_of(const FFT& p, const VmapArgs& args) {
+  FFT q = p;
+  for (auto& a : q.axes) {
+    a += 1;
+  }
+  return reapply_front(q, {moved_front(args, 0)}, args);
+}
+
+// ---- Convolution (channels last; weight (C_out, kernel..., C_in / groups))
+
+namespace {
+
+/// The weight with input and output channels swapped within each group: (C_in, kernel..., C_out / groups).
+array swap_channels(const array& w, int groups) {
+  int c_out = w.shape(0);
+  int c_in_group = w.shape(-1);
+  Shape split = w.shape();
+  split[0] = c_out / groups;
+  split.insert(split.begin(), groups);
+  auto g = reshape(w, split);  // (groups, C_out/g, kernel..., C_in/g)
+  int nd = g.ndim();
+  std::vector<int> perm{0, nd - 1};
+  for (int i = 2; i < nd - 1; ++i) {
+    perm.push_back(i);
+  }
+  perm.push_back(1);
+  auto t = transpose(g, perm);  // (groups, C_in/g, kernel..., C_out/g)
+  Shape merged(t.shape().begin() + 1, t.shape().end());
+  merged[0] = groups * c_in_group;
+  return reshape(t, merged);
+}
+
+array flip_spatial(const array& w) {
+  std::vector<int> axes;
+  for (int i = 1; i < w.ndim() - 1; ++i) {
+    axes.push_back(i);
+  }
+  return flip(w, axes);
+}
+
+array conv_input_vjp(const Convolution& p, const array& x, const array& w, const array& ct) {
+  size_t nd = p.stride.size();
+  std::vector<int> lo(nd);
+  std::vector<int> hi(nd);
+  for (size_t i = 0; i < nd; ++i) {
+    auto axis = static_cast<int>(i) + 1;
+    int kernel = w.shape(axis);
+    int padded = (x.shape(axis) - 1) * p.input_dilation[i] + 1 + p.padding_lo[i] + p.padding_hi[i];
+    int span = p.kernel_dilation[i] * (kernel - 1);
+    int unused = (padded - span - 1) % p.stride[i];
+    lo[i] = span;
+    hi[i] = span + unused;
+  }
+  auto padded_grad = conv_general(ct, swap_channels(w, p.groups), std::vector<int>(nd, 1), lo, hi, p.kernel_dilation,
+                                  p.stride, p.groups, !p.flip);
+  // Drop the padding, then keep the positions the input's elements occupied after input dilation.
+  Shape start(static_cast<size_t>(x.ndim()), 0);
+  Shape stop = padded_grad.shape();
+  Shape strides(static_cast<size_t>(x.ndim()), 1);
+  for (size_t i = 0; i < nd; ++i) {
+    start[i + 1] = p.padding_lo[i];
+    stop[i + 1] = p.padding_lo[i] + (x.shape(static_cast<int>(i) + 1) - 1) * p.input_dilation[i] + 1;
+    strides[i + 1] = p.input_dilation[i];
+  }
+  return slice(padded_grad, start, stop, strides);
+}
+
+array conv_weight_vjp(const Convolution& p, const array& x, const array& w, const array& ct) {
+  // w[co, k, ci] = sum_{n, o} ct[n, o, co] x_padded[n, o * stride + k * dilation, ci]: a convolution whose batch is
+  // the input channels and whose channels are the batch.
+  int nd = static_cast<int>(p.stride.size());
+  std::vector<int> to_channels_first{x.ndim() - 1};
+  for (int i = 1; i <= nd; ++i) {
+    to_channels_first.push_back(i);
+  }
+  to_channels_first.push_back(0);
+  int c_in_group = w.shape(-1);
+  int c_out_group = w.shape(0) / p.groups;
+  std::vector<array> parts;
+  for (int g = 0; g < p.groups; ++g) {
+    auto xg = x;
+    if (p.groups > 1) {
+      Shape start(static_cast<size_t>(x.ndim()), 0);
+      start.back() = g * c_in_group;
+      Shape stop = x.shape();
+      stop.back() = (g + 1) * c_in_group;
+      xg = slice(x, start, stop);
+    }
+    auto cg = ct;
+    if (p.groups > 1) {
+      Shape start(static_cast<size_t>(ct.ndim()), 0);
+      start.back() = g * c_out_group;
+      Shape stop = ct.shape();
+      stop.back() = (g + 1) * c_out_group;
+      cg = slice(ct, start, stop);
+    }
+    auto grad = conv_general(transpose(xg, to_channels_first), transpose(cg, to_channels_first), p.kernel_dilation,
+                             p.padding_lo, p.padding_hi, p.stride, p.input_dilation, 1, false);
+    // (C_in/g, spans..., C_out/g): keep the kernel's extent, then to (C_out/g, kernel..., C_in/g).
+    Shape stop = grad.shape();
+    for (int i = 1; i <= nd; ++i) {
+      stop[static_cast<size_t>(i)] = w.shape(i);
+    }
+    grad = slice(grad, Shape(static_cast<size_t>(grad.ndim()), 0), stop);
+    std::vector<int> perm{grad.ndim() - 1};
+    for (int i = 1; i <= nd; ++i) {
+      perm.push_back(i);
+    }
+    perm.push_back(0);
+    parts.push_back(transpose(grad, perm));
+  }
+  auto grad = p.groups == 1 ? parts[0] : concatenate(parts, 0);
+  return p.flip ? flip_spatial(grad) : grad;
+}
+
+}  // namespace
+
+std::vector<array> vjp_of(const Convolution& p, const VjpArgs& args) {
+  const auto& x = args.primals[0];
+  const auto& w = args.primals[1];
+  const auto& ct = args.cotangents[0];
+  std::vector<array> grads;
+  for (int a : args.argnums) {
+    grads.push_back(a == 0 ? conv_input_vjp(p, x, w, ct) : conv_weight_vjp(p, x, w, ct));
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const Convolution& p, const JvpArgs& args) { return {multilinear_jvp(p, args)}; }
+Batched vmap_of(const Convolution& p, const VmapArgs& args) {
+  if (args.axes[1] >= 0) {
+    return vmap_by_loop(p, args);
+  }
+  // The mapped axis joins the batch axis.
+  auto x = moveaxis(args.inputs[0], args.axes[0], 0);
+  Shape merged(x.shape().begin() + 1, x.shape().end());
+  merged[0] *= args.size;
+  const auto& out = args.outputs[0];
+  Shape out_merged = out.shape();
+  out_merged[0] *= args.size;
+  auto y = reapply(p, {reshape(x, merged), args.inputs[1]}, out_merged, out.dtype());
+  Shape split = out.shape();
+  split.insert(split.begin(), args.size);
+  return {{reshape(y, split)}, {0}};
+}
+
+// ---- nuvec::fast: the rules of each op's composition from plain ops.
+
+namespace {
+
+Function rms_norm_function(const RMSNorm& p) {
+  return [p](const std::vector<array>& in) {
+    return std::vector<array>{
+        fast::detail::rms_norm_composed(in[0], p.has_weight ? std::optional<array>(in[1]) : std::nullopt, p.eps)};
+  };
+}
+
+Function layer_norm_function(const LayerNorm& p) {
+  return [p](const std::vector<array>& in) {
+    size_t next = 1;
+    std::optional<array> weight;
+    std::optional<array> bias;
+    if (p.has_weight) {
+      weight = in[next++];
+    }
+    if (p.has_bias) {
+      bias = in[next];
+    }
+    return std::vector<array>{fast::detail::layer_norm_composed(in[0], weight, bias, p.eps)};
+  };
+}
+
+Function rope_function(const RoPE& p) {
+  return [p](const std::vector<array>& in) {
+    std::optional<array> freqs = p.has_freqs ? std::optional<array>(in[2]) : std::nullopt;
+    std::optional<float> base = p.has_freqs ? std::nullopt : std::optional<float>(p.base);
+    return std::vector<array>{fast::detail::rope_composed(in[0], p.dims, p.traditional, base, p.scale, in[1], freqs)};
+  };
+}
+
+Function attention_function(const ScaledDotProductAttention& p) {
+  return [p](const std::vector<array>& in) {
+    size_t next = 3;
+    std::optional<array> mask;
+    std::optional<array> sinks;
+    if (p.mask != AttentionMask::none) {
+      mask = in[next++];
+    }
+    if (p.has_sinks) {
+      sinks = in[next];
+    }
+    std::string mode = p.causal ? "causal" : (mask ? "array" : "");
+    return std::vector<array>{
+        fast::detail::scaled_dot_product_attention_composed(in[0], in[1], in[2], p.scale, mode, mask, sinks)};
+  };
+}
+
+bool only_first_mapped(const VmapArgs& args) {
+  for (size_t i = 1; i < args.axes.size(); ++i) {
+    if (args.axes[i] >= 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<array> vjp_of(const RMSNorm& p, const VjpArgs& args) { return vjp_through(rms_norm_function(p), args); }
+std::vector<array> jvp_of(const RMSNorm& p, const JvpArgs& args) { return jvp_through(rms_norm_function(p), args); }
+Batched vmap_of(const RMSNorm& p, const VmapArgs& args) {
+  if (only_first_mapped(args)) {
+    auto inputs = args.inputs;
+    inputs[0] = moved_front(args, 0);
+    return reapply_front(p, std::move(inputs), args);
+  }
+  return vmap_through(rms_norm_function(p), args);
+}
+
+std::vector<array> vjp_of(const LayerNorm& p, const VjpArgs& args) {
+  return vjp_through(layer_norm_function(p), args);
+}
+std::vector<array> jvp_of(const LayerNorm& p, const JvpArgs& args) {
+  return jvp_through(layer_norm_function(p), args);
+}
+Batched vmap_of(const LayerNorm& p, const VmapArgs& args) {
+  if (only_first_mapped(args)) {
+    auto inputs = args.inputs;
+    inputs[0] = moved_front(args, 0);
+    return reapply_front(p, std::move(inputs), args);
+  }
+  return vmap_through(layer_norm_function(p), args);
+}
+
+std::vector<array> vjp_of(const RoPE& p, const VjpArgs& args) { return vjp_through(rope_function(p), args); }
+std::vector<array> jvp_of(const RoPE& p, const JvpArgs& args) { return jvp_through(rope_function(p), args); }
+Batched vmap_of(const RoPE& p, const VmapArgs& args) { return vmap_through(rope_function(p), args); }
+
+std::vector<array> vjp_of(const ScaledDotProductAttention& p, const VjpArgs& args) {
+  return vjp_through(attention_function(p), args);
+}
+std::vector<array> jvp_of(const ScaledDotProductAttention& p, const JvpArgs& args) {
+  return jvp_through(attention_function(p), args);
+}
+Batched vmap_of(const ScaledDotProductAttention& p, const VmapArgs& args) {
+  return vmap_through(attention_function(p), args);
+}
+
+// ---- Masked, gathered and segmented products, Hadamard
+
+namespace {
+
+/// A block mask (..., rows / bs, cols / bs rounded up) spread to elements (..., rows, cols).
+array element_mask(const array& mask, int block_size, int rows, int cols) {
+  auto spread = repeat(repeat(mask, block_size, -2), block_size, -1);
+  Shape stop = spread.shape();
+  stop[stop.size() - 2] = rows;
+  stop.back() = cols;
+  return slice(spread, Shape(stop.size(), 0), stop);
+}
+
+array masked(const array& x, const array& mask) {
+  return mask.dtype() == bool_ ? where(mask, x, zeros_like(x)) : x * astype(mask, x.dtype());
+}
+
+/// block_masked_mm from plain ops, for its vjp: inputs a, b, [mask_out], [mask_lhs, mask_rhs].
+Function block_masked_function(const BlockMaskedMM& p) {
+  return [p](const std::vector<array>& in) {
+    auto a = in[0];
+    auto b = in[1];
+    bool has_out = in.size() == 3 || in.size() == 5;
+    bool has_operands = in.size() >= 4;
+    if (has_operands) {
+      const auto& lhs = in[in.size() - 2];
+      const auto& rhs = in[in.size() - 1];
+      a = masked(a, element_mask(lhs, p.block_size, a.shape(-2), a.shape(-1)));
+      b = masked(b, element_mask(rhs, p.block_size, b.shape(-2), b.shape(-1)));
+    }
+    auto out = matmul(a, b);
+    if (has_out) {
+      out = masked(out, element_mask(in[2], p.block_size, out.shape(-2), out.shape(-1)));
+    }
+    return std::vector<array>{out};
+  };
+}
+
+}  // namespace
+
+std::vector<array> vjp_of(const BlockMaskedMM& p, const VjpArgs& args) {
+  for (int a : args.argnums) {
+    if (a >= 2) {
+      throw_no_rule("vjp", p.name, "is not differentiable with respect to its masks.");
+    }
+  }
+  return vjp_through(block_masked_function(p), args);
+}
+std::vector<array> jvp_of(const BlockMaskedMM& p, const JvpArgs& args) {
+  for (int a : args.argnums) {
+    if (a >= 2) {
+      throw_no_rule("jvp", p.name, "is not differentiable with respect to its masks.");
+    }
+  }
+  return {multilinear_jvp(p, args)};
+}
+Batched vmap_of(const BlockMaskedMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+
+std::vector<array> vjp_of(const GatherMM& p, const VjpArgs& args) {
+  // out[i] = a[lhs[i]] @ b[rhs[i]]: gather both operands explicitly, differentiate the batched product, and
+  // scatter each cotangent back to the matrix it read.
+  const auto& a = args.primals[0];
+  const auto& b = args.primals[1];
+  const auto& ct = args.cotangents[0];
+  auto lhs = flatten(args.primals[2]);
+  auto rhs = flatten(args.primals[3]);
+  auto flat_a = reshape(a, {-1, a.shape(-2), a.shape(-1)});
+  auto flat_b = reshape(b, {-1, b.shape(-2), b.shape(-1)});
+  auto flat_ct = reshape(ct, {-1, ct.shape(-2), ct.shape(-1)});
+  std::vector<array> grads;
+  for (int which : args.argnums) {
+    if (which >= 2) {
+      throw_no_rule("vjp", p.name, "is not differentiable with respect to its indices.");
+    }
+    if (which == 0) {
+      auto per = matmul(flat_ct, mT(take(flat_b, rhs, 0)));
+      auto summed = scatter_add(zeros_like(flat_a), {lhs}, expand_dims(per, 1), std::vector<int>{0});
+      grads.push_back(reshape(summed, a.shape()));
+    } else {
+      auto per = matmul(mT(take(flat_a, lhs, 0)), flat_ct);
+      auto summed = scatter_add(zeros_like(flat_b), {rhs}, expand_dims(per, 1), std::vector<int>{0});
+      grads.push_back(reshape(summed, b.shape()));
+    }
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const GatherMM& p, const JvpArgs& args) {
+  for (int a : args.argnums) {
+    if (a >= 2) {
+      throw_no_rule("jvp", p.name, "is not differentiable with respect to its indices.");
+    }
+  }
+  return {multilinear_jvp(p, args)};
+}
+Batched vmap_of(const GatherMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+
+std::vector<array> vjp_of(const SegmentedMM& p, const VjpArgs& args) {
+  // out[s] = a[:, segment s] @ b[segment s, :]: differentiate the explicit sum over segments.
+  for (int a : args.argnums) {
+    if (a == 2) {
+      throw_no_rule("vjp", p.name, "is not differentiable with respect to its segments.");
+    }
+  }
+  const auto& segments = args.primals[2];
+  Function f = [&](const std::vector<array>& ab) {
+    const auto& a = ab[0];
+    const auto& b = ab[1];
+    int k = a.shape(-1);
+    auto positions = arange(k);
+    auto starts = slice(segments, Shape(static_cast<size_t>(segments.ndim()), 0), [&] {
+      Shape stop = segments.shape();
+      stop.back() = 1;
+      return stop;
+    }());
+    Shape end_start(static_cast<size_t>(segments.ndim()), 0);
+    end_start.back() = 1;
+    auto ends = slice(segments, end_start, segments.shape());
+    // mask (..., K): positions inside each segment; out = (a * mask) @ b per segment.
+    auto mask = logical_and(greater_equal(positions, astype(starts, int32)), less(positions, astype(ends, int32)));
+    auto masked_a = expand_dims(a, -3) * expand_dims(astype(mask, a.dtype()), -2);
+    return std::vector<array>{matmul(masked_a, b)};
+  };
+  std::vector<array> grads;
+  auto both = vjp(f, {args.primals[0], args.primals[1]}, args.cotangents).second;
+  for (int a : args.argnums) {
+    grads.push_back(both[static_cast<size_t>(a)]);
+  }
+  return grads;
+}
+std::vector<array> jvp_of(const SegmentedMM& p, const JvpArgs& args) {
+  for (int a : args.argnums) {
+    if (a == 2) {
+      throw_no_rule("jvp", p.name, "is not differentiable with respect to its segments.");
+    }
+  }
+  return {multilinear_jvp(p, args)};
+}
+Batched vmap_of(const SegmentedMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+
+std::vector<array> vjp_of(const Hadamard& p, const VjpArgs& args) {
+  return reapply(p, {args.cotangents[0]}, args.outputs);  // symmetric
+}
+std::vector<array> jvp_of(const Hadamard& p, const JvpArgs& args) {
+  return reapply(p, {args.tangents[0]}, args.outputs);
+}
+Batched vmap_of(const Hadamard& p, const VmapArgs& args) { return reapply_front(p, {moved_front(args, 0)}, args); }
+
+}  // namespace nuvec::detail
