@@ -17,3 +17,4 @@
 #include "nuvec/nn/quantized.h"
 #include "nuvec/nn/schedulers.h"
 #include "nuvec/nn/transformer.h"
+#include "nuvec/nn/value_and_grad.h"
