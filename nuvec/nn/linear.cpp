@@ -4,8 +4,40 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
+#include "nuvec/core/transforms.h"
 
 namespace nuvec::nn {
+
+namespace {
+
+// x @ w.T (+ b) for a 2-d x with PyTorch's backward: dx = dy @ w, dw = dy.T @ x, db = sum(dy). The weight gradient
+// comes out in the weight's own row-major layout; the generic product rule gives a transposed view, which every
+// element-wise op of the optimizer then reads through the slow strided path.
+std::vector<array> linear_vjp(const std::vector<array>& primals, const std::vector<array>& cotangents,
+                              const std::vector<array>&) {
+  const auto& dy = cotangents[0];
+  std::vector<array> grads{matmul(dy, primals[1]), matmul(transpose(dy), primals[0])};
+  if (primals.size() == 3) {
+    grads.push_back(sum(dy, 0));
+  }
+  return grads;
+}
+
+const Function& linear_with_bias() {
+  static const Function fn = custom_vjp(
+      [](const std::vector<array>& in) -> std::vector<array> { return {addmm(in[2], in[0], transpose(in[1]))}; },
+      linear_vjp);
+  return fn;
+}
+
+const Function& linear_without_bias() {
+  static const Function fn = custom_vjp(
+      [](const std::vector<array>& in) -> std::vector<array> { return {matmul(in[0], transpose(in[1]))}; },
+      linear_vjp);
+  return fn;
+}
+
+}  // namespace
 
 Linear::Linear(int input_dims, int output_dims, bool bias)
     : weight(random::uniform(-1.0 / std::sqrt(input_dims), 1.0 / std::sqrt(input_dims), {output_dims, input_dims})),
@@ -25,8 +57,7 @@ array Linear::forward(const array& x) {
   Shape out_shape = x.shape();
   out_shape.back() = output_dims_;
   auto x2 = x.ndim() == 2 ? x : reshape(x, {-1, input_dims_});
-  auto wt = transpose(weight);
-  auto y = bias ? addmm(*bias, x2, wt) : matmul(x2, wt);
+  auto y = bias ? linear_with_bias()({x2, weight, *bias})[0] : linear_without_bias()({x2, weight})[0];
   return x.ndim() == 2 ? y : reshape(y, out_shape);
 }
 
