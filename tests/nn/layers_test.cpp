@@ -447,3 +447,43 @@ TEST(Layers, ErrorsNameTheLayerAndTheShapes) {
 
 }  // namespace
 }  // namespace nuvec
+
+namespace nuvec {
+namespace {
+
+using test::close;
+using test::torch_ref;
+
+TEST(Layers, RandomShapesMatchTorch) {
+  std::mt19937 rng(1234);
+  auto pick = [&rng](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  for (int trial = 0; trial < 6; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    int in = pick(2, 9);
+    int out = pick(1, 9);
+    auto batch = test::random_shape(pick(0, 3), rng, 4);
+    Shape shape = batch;
+    shape.push_back(in);
+    nn::Linear linear(in, out);
+    auto x = random::normal(shape);
+    EXPECT_TRUE(close(linear(x), torch_ref("out = N(F.linear(T(a), T(b), T(c)))", {x, linear.weight, *linear.bias})));
+    nn::LayerNorm ln(in);
+    EXPECT_TRUE(close(ln(x), torch_ref("out = N(F.layer_norm(T(a), (a.shape[-1],)))", {x}), 1e-4));
+
+    int kernel = pick(1, 4);
+    int stride = pick(1, 3);
+    int length = pick(kernel, 12);
+    int padding = pick(0, kernel / 2);
+    nn::Conv1d conv(in, out, kernel, stride, padding);
+    auto seq = random::normal({pick(1, 3), length, in});
+    std::string args = ", stride=" + std::to_string(stride) + ", padding=" + std::to_string(padding) + ")";
+    EXPECT_TRUE(close(
+        conv(seq),
+        torch_ref("out = N(F.conv1d(T(a).permute(0, 2, 1), T(b).permute(0, 2, 1), T(c)" + args + ".permute(0, 2, 1))",
+                  {seq, conv.weight, *conv.bias}),
+        1e-4));
+  }
+}
+
+}  // namespace
+}  // namespace nuvec
