@@ -149,4 +149,23 @@ array TransformerEncoder::forward(const array& x, const std::optional<array>& ma
   return ln->forward(y);
 }
 
+TransformerDecoder::TransformerDecoder(int num_layers, int dims, int num_heads, std::optional<int> mlp_dims,
+                                       float dropout, const ActivationFn& activation, bool norm_first)
+    : layers(num_layers), ln(std::make_shared<LayerNorm>(dims)) {
+  for (int i = 0; i < num_layers; ++i) {
+    layers[i] = std::make_shared<TransformerDecoderLayer>(dims, num_heads, mlp_dims, dropout, activation, norm_first);
+    register_module("layers." + std::to_string(i), layers[i]);
+  }
+  register_module("ln", ln);
+}
+
+array TransformerDecoder::forward(const array& x, const array& memory, const std::optional<array>& x_mask,
+                                  const std::optional<array>& memory_mask) {
+  array y = x;
+  for (const auto& layer : layers) {
+    y = layer->forward(y, memory, x_mask, memory_mask);
+  }
+  return ln->forward(y);
+}
+
 }  // namespace nuvec::nn

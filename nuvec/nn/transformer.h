@@ -107,4 +107,21 @@ class TransformerEncoder : public Module {
   std::shared_ptr<LayerNorm> ln;
 };
 
+/// A stack of decoder layers (layers.0, layers.1, ...) and a final layer norm (ln).
+class TransformerDecoder : public Module {
+ public:
+  TransformerDecoder(int num_layers, int dims, int num_heads, std::optional<int> mlp_dims = std::nullopt,
+                     float dropout = 0.0F, const ActivationFn& activation = {}, bool norm_first = true);
+  [[nodiscard]] std::string type_name() const override { return "TransformerDecoder"; }
+  array forward(const array& x, const array& memory, const std::optional<array>& x_mask = std::nullopt,
+                const std::optional<array>& memory_mask = std::nullopt);
+  array operator()(const array& x, const array& memory, const std::optional<array>& x_mask = std::nullopt,
+                   const std::optional<array>& memory_mask = std::nullopt) {
+    return forward(x, memory, x_mask, memory_mask);
+  }
+
+  std::vector<std::shared_ptr<TransformerDecoderLayer>> layers;
+  std::shared_ptr<LayerNorm> ln;
+};
+
 }  // namespace nuvec::nn

@@ -125,6 +125,13 @@ TEST(Transformer, EncoderStackNames) {
   ASSERT_NE(nn::find_param(params, "ln.bias"), nullptr);
   EXPECT_EQ(encoder.layers[1]->attention->query_proj->path(), "layers.1.attention.query_proj");
   EXPECT_EQ(encoder(random::normal({1, 3, 8})).shape(), (Shape{1, 3, 8}));
+  nn::TransformerDecoder decoder(2, 8, 2);
+  ASSERT_NE(nn::find_param(decoder.parameters(), "layers.1.cross_attention.out_proj.weight"), nullptr);
+  // The stack is its layers in turn, then the final norm.
+  auto x = random::normal({1, 3, 8});
+  auto memory = random::normal({1, 4, 8});
+  auto expected = decoder.ln->forward(decoder.layers[1]->forward(decoder.layers[0]->forward(x, memory), memory));
+  EXPECT_TRUE(allclose(decoder(x, memory), expected).item<bool>());
 }
 
 TEST(PositionalEncoding, RoPE) {
