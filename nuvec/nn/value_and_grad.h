@@ -14,13 +14,12 @@
 namespace nuvec::nn {
 
 /// A loss of a model's inputs (a scalar array).
-using LossFn = std::function<array(const std::vector<array> &)>;
+using LossFn = std::function<array(const std::vector<array>&)>;
 /// (inputs) -> (loss, gradients named as trainable_parameters()).
-using ModuleValueAndGradFn =
-    std::function<std::pair<array, Params>(const std::vector<array> &)>;
+using ModuleValueAndGradFn = std::function<std::pair<array, Params>(const std::vector<array>&)>;
 
 /// `loss` and its gradient with respect to every trainable parameter of `model`
 /// (which must outlive the result).
-ModuleValueAndGradFn value_and_grad(Module &model, LossFn loss);
+ModuleValueAndGradFn value_and_grad(Module& model, LossFn loss);
 
-} // namespace nuvec::nn
+}  // namespace nuvec::nn
