@@ -17,11 +17,10 @@ namespace {
 using test::close;
 using test::torch_run;
 
-/// Checks the output, the parameter gradients and the input gradient of
-/// `forward` (model parameters p, input x) with PyTorch's. `torch_forward` is
-/// Python computing y from the dict p and the tensor x.
+/// Checks the output, the parameter gradients and the input gradient of `forward` (model parameters p, input x) with
+/// PyTorch's. `torch_forward` is Python computing y from the dict p and the tensor x; `extra` inputs are c, d, ...
 void check_grads(nn::Module& model, const std::function<array(const array&)>& forward, const array& x,
-                 const std::string& torch_forward, double tol = 1e-4) {
+                 const std::string& torch_forward, double tol = 1e-4, const std::vector<array>& extra = {}) {
   auto y = forward(x);
   auto cot = random::normal(y.shape());
   auto [loss, grads] =
@@ -32,9 +31,10 @@ void check_grads(nn::Module& model, const std::function<array(const array&)>& fo
   std::string names;
   std::string values;
   std::vector<array> inputs{x, cot};
+  inputs.insert(inputs.end(), extra.begin(), extra.end());
   for (size_t i = 0; i < params.size(); ++i) {
     names += "'" + params[i].first + "', ";
-    values += "T(" + std::string(1, static_cast<char>('c' + i)) + "), ";
+    values += "T(" + std::string(1, static_cast<char>('c' + extra.size() + i)) + "), ";
     inputs.push_back(params[i].second);
   }
   std::string code = "names = [" + names +
@@ -142,6 +142,32 @@ TEST(Gradients, FrozenParametersAndEmbeddings) {
   linear.freeze();
   EXPECT_EQ(test::error_of([&] { nn::value_and_grad(linear, loss)({}); }),
             "[Linear] has no trainable parameters to differentiate.");
+}
+
+TEST(Gradients, MoreLayers) {
+  nn::InstanceNorm in(3, 1e-5F, true);
+  check_grads(
+      in, [&](const array& x) { return in(x); }, random::normal({2, 5, 3}),
+      "y = F.instance_norm(x.permute(0, 2, 1), weight=p['weight'], bias=p['bias']).permute(0, 2, 1)");
+  nn::Bilinear bilinear(3, 2, 4);
+  auto other = random::normal({5, 2});
+  check_grads(bilinear, [&](const array& x) { return bilinear(x, other); }, random::normal({5, 3}),
+              "y = F.bilinear(x, T(c), p['weight'], p['bias'])", 1e-4, {other});
+  nn::Sequential upsample(
+      {std::make_shared<nn::Upsample>(std::vector<float>{2.0F}, "linear"), std::make_shared<nn::Linear>(2, 3)});
+  check_grads(
+      upsample, [&](const array& x) { return upsample(x); }, random::normal({1, 3, 4, 2}),
+      "h = F.interpolate(x.permute(0, 3, 1, 2), scale_factor=2, mode='bilinear', align_corners=False)\n"
+      "y = F.linear(h.permute(0, 2, 3, 1), p['1.weight'], p['1.bias'])");
+  nn::Sequential rope({std::make_shared<nn::RoPE>(4), std::make_shared<nn::Linear>(4, 2)});
+  check_grads(
+      rope, [&](const array& x) { return rope(x); }, random::normal({2, 3, 4}),
+      "c = torch.cos(torch.arange(3, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, 4, 2, "
+      "dtype=torch.float64) / 4))\n"
+      "s = torch.sin(torch.arange(3, dtype=torch.float64)[:, None] * 10000.0 ** (-torch.arange(0, 4, 2, "
+      "dtype=torch.float64) / 4))\n"
+      "x1, x2 = x[..., :2], x[..., 2:]\n"
+      "y = F.linear(torch.cat([x1 * c - x2 * s, x1 * s + x2 * c], -1), p['1.weight'], p['1.bias'])");
 }
 
 TEST(Gradients, Attention) {
