@@ -1,7 +1,6 @@
-// nuvec's side of bench/nn_vs_torch.py: milliseconds per training step
-// (forward, backward through nn::value_and_grad, Adam update, eval) of the
-// Fashion-MNIST CNN and of an MLP, on random data of the real shapes. Prints
-// "name median_ms" lines. Usage: nn_train_bench [reps]
+// nuvec's side of bench/nn_vs_torch.py: milliseconds per training step (forward, backward through nn::value_and_grad,
+// Adam update, eval) of the Fashion-MNIST CNN and of an MLP, on random data of the real shapes. Prints "name median_ms"
+// lines. Usage: nn_train_bench [reps]
 
 #include <algorithm>
 #include <chrono>
@@ -19,8 +18,7 @@ namespace nn = nuvec::nn;
 
 namespace {
 
-/// conv(1->32, 3x3) relu maxpool(2) conv(32->64, 3x3) relu maxpool(2)
-/// linear(3136->128) relu linear(128->10).
+/// conv(1->32, 3x3) relu maxpool(2) conv(32->64, 3x3) relu maxpool(2) linear(3136->128) relu linear(128->10).
 class FashionCNN : public nn::Module {
  public:
   FashionCNN()

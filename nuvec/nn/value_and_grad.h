@@ -1,8 +1,7 @@
 #pragma once
 
-// Gradients of a loss with respect to a module's trainable parameters
-// (mlx.nn.value_and_grad): the parameters are swapped for the transform's
-// tracers while the loss runs, then restored.
+// Gradients of a loss with respect to a module's trainable parameters (mlx.nn.value_and_grad): the parameters are
+// swapped for the transform's tracers while the loss runs, then restored.
 
 #include <functional>
 #include <utility>
@@ -18,8 +17,7 @@ using LossFn = std::function<array(const std::vector<array>&)>;
 /// (inputs) -> (loss, gradients named as trainable_parameters()).
 using ModuleValueAndGradFn = std::function<std::pair<array, Params>(const std::vector<array>&)>;
 
-/// `loss` and its gradient with respect to every trainable parameter of `model`
-/// (which must outlive the result).
+/// `loss` and its gradient with respect to every trainable parameter of `model` (which must outlive the result).
 ModuleValueAndGradFn value_and_grad(Module& model, LossFn loss);
 
 }  // namespace nuvec::nn

@@ -1,8 +1,7 @@
-// Gradients against PyTorch autograd (float64, same weights and inputs): for
-// each layer, the gradient of sum(layer(x) * cotangent) with respect to every
-// trainable parameter (through nn::value_and_grad) and to the input; the
-// losses' gradients with respect to their inputs; and a small model trained for
-// a few steps with SGD and Adam next to the same model in PyTorch.
+// Gradients against PyTorch autograd (float64, same weights and inputs): for each layer, the gradient of sum(layer(x) *
+// cotangent) with respect to every trainable parameter (through nn::value_and_grad) and to the input; the losses'
+// gradients with respect to their inputs; and a small model trained for a few steps with SGD and Adam next to the same
+// model in PyTorch.
 
 #include <gtest/gtest.h>
 
