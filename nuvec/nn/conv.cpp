@@ -1,0 +1,86 @@
+#include "nuvec/nn/conv.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "nuvec/core/ops.h"
+#include "nuvec/core/random.h"
+
+namespace nuvec::nn {
+
+namespace {
+
+std::vector<int> per_axis(const Sizes& sizes, int spatial, const std::string& layer, const char* what) {
+  if (sizes.values.size() == 1) {
+    return std::vector<int>(spatial, sizes.values[0]);
+  }
+  if (static_cast<int>(sizes.values.size()) != spatial) {
+    throw_invalid("[" + layer + "] " + what + " needs 1 or " + std::to_string(spatial) + " values; given " +
+                  std::to_string(sizes.values.size()) + ".");
+  }
+  return sizes.values;
+}
+
+}  // namespace
+
+ConvBase::ConvBase(std::string name, int spatial, bool transposed, int in_channels, int out_channels,
+                   const Sizes& kernel, const Sizes& stride, const Sizes& padding, const Sizes& dilation,
+                   const Sizes& output_padding, int groups, bool bias)
+    : weight(array(0.0F)),
+      name_(std::move(name)),
+      spatial_(spatial),
+      transposed_(transposed),
+      in_channels_(in_channels),
+      stride_(per_axis(stride, spatial, name_, "stride")),
+      padding_(per_axis(padding, spatial, name_, "padding")),
+      dilation_(per_axis(dilation, spatial, name_, "dilation")),
+      output_padding_(per_axis(output_padding, spatial, name_, "output_padding")),
+      groups_(groups) {
+  if (groups < 1 || in_channels % groups != 0 || out_channels % groups != 0) {
+    throw_invalid("[" + name_ + "] groups (" + std::to_string(groups) + ") must divide in_channels (" +
+                  std::to_string(in_channels) + ") and out_channels (" + std::to_string(out_channels) + ").");
+  }
+  auto kernel_sizes = per_axis(kernel, spatial, name_, "kernel_size");
+  int receptive = std::accumulate(kernel_sizes.begin(), kernel_sizes.end(), 1, std::multiplies<>());
+  // As PyTorch: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = C_in / groups * prod(kernel).
+  double scale = 1.0 / std::sqrt(static_cast<double>(in_channels) / groups * receptive);
+  Shape shape{out_channels};
+  shape.insert(shape.end(), kernel_sizes.begin(), kernel_sizes.end());
+  shape.push_back(in_channels / groups);
+  weight = random::uniform(-scale, scale, shape);
+  if (bias) {
+    this->bias = random::uniform(-scale, scale, {out_channels});
+  }
+  register_parameter("weight", weight);
+  register_parameter("bias", this->bias);
+}
+
+array ConvBase::forward(const array& x) {
+  if (!is_floating(x.dtype())) {
+    fail("expected a floating-point input; given dtype " + std::string(dtype_name(x.dtype())) + ".");
+  }
+  if (x.ndim() != spatial_ + 2 || x.shape(-1) != in_channels_) {
+    std::string expected = "(N";
+    for (int i = 0; i < spatial_; ++i) {
+      expected += ", " + std::string(1, "DHW"[3 - spatial_ + i]);
+    }
+    fail("expected input of shape " + expected + ", " + std::to_string(in_channels_) + ") (channels last); given " +
+         shape_string(x.shape()) + ".");
+  }
+  array y = x;
+  if (!transposed_) {
+    y = conv_general(x, weight, stride_, padding_, padding_, dilation_, std::vector<int>{}, groups_);
+  } else if (spatial_ == 1) {
+    y = conv_transpose1d(x, weight, stride_[0], padding_[0], dilation_[0], output_padding_[0], groups_);
+  } else if (spatial_ == 2) {
+    y = conv_transpose2d(x, weight, {stride_[0], stride_[1]}, {padding_[0], padding_[1]}, {dilation_[0], dilation_[1]},
+                         {output_padding_[0], output_padding_[1]}, groups_);
+  } else {
+    y = conv_transpose3d(x, weight, {stride_[0], stride_[1], stride_[2]}, {padding_[0], padding_[1], padding_[2]},
+                         {dilation_[0], dilation_[1], dilation_[2]},
+                         {output_padding_[0], output_padding_[1], output_padding_[2]}, groups_);
+  }
+  return bias ? y + *bias : y;
+}
+
+}  // namespace nuvec::nn

@@ -1,0 +1,69 @@
+#pragma once
+
+// Dense layers: Identity, Linear (weight (out, in) as PyTorch and MLX), Bilinear (weight (out, in1, in2) as
+// PyTorch) and Embedding (weight (num_embeddings, dims)).
+
+#include <optional>
+#include <string>
+
+#include "nuvec/nn/module.h"
+
+namespace nuvec::nn {
+
+class Identity : public UnaryModule {
+ public:
+  [[nodiscard]] std::string type_name() const override { return "Identity"; }
+  array forward(const array& x) override { return x; }
+};
+
+/// y = x @ weight.T + bias, weights drawn from U(-1/sqrt(in), 1/sqrt(in)).
+class Linear : public UnaryModule {
+ public:
+  Linear(int input_dims, int output_dims, bool bias = true);
+  [[nodiscard]] std::string type_name() const override { return "Linear"; }
+  array forward(const array& x) override;
+  [[nodiscard]] int input_dims() const { return input_dims_; }
+  [[nodiscard]] int output_dims() const { return output_dims_; }
+
+  array weight;
+  std::optional<array> bias;
+
+ protected:
+  int input_dims_;
+  int output_dims_;
+};
+
+/// y[..., o] = x1 @ weight[o] @ x2 + bias[o].
+class Bilinear : public Module {
+ public:
+  Bilinear(int input1_dims, int input2_dims, int output_dims, bool bias = true);
+  [[nodiscard]] std::string type_name() const override { return "Bilinear"; }
+  array forward(const array& x1, const array& x2);
+  array operator()(const array& x1, const array& x2) { return forward(x1, x2); }
+
+  array weight;
+  std::optional<array> bias;
+};
+
+/// A lookup table of `num_embeddings` vectors of `dims`, drawn from N(0, 1/dims).
+class Embedding : public UnaryModule {
+ public:
+  Embedding(int num_embeddings, int dims);
+  [[nodiscard]] std::string type_name() const override { return "Embedding"; }
+  /// The rows of weight at the integer indices x: shape x.shape + (dims).
+  array forward(const array& x) override;
+  /// x @ weight.T: the table used as an output projection (tied embeddings).
+  virtual array as_linear(const array& x);
+  [[nodiscard]] int num_embeddings() const { return num_embeddings_; }
+  [[nodiscard]] int dims() const { return dims_; }
+
+  array weight;
+
+ protected:
+  /// Checks that x holds integer indices.
+  void check_indices(const array& x) const;
+  int num_embeddings_;
+  int dims_;
+};
+
+}  // namespace nuvec::nn

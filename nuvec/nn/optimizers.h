@@ -1,0 +1,242 @@
+#pragma once
+
+// Optimizers (mlx.optimizers' names; update rules as PyTorch's where PyTorch has the optimizer, so trajectories
+// match it step for step). An optimizer maps gradients to new parameters by name, keeps per-parameter state
+// created on first use, and exposes that state as a flat parameter list for saving and restoring.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "nuvec/nn/module.h"
+#include "nuvec/nn/schedulers.h"
+
+namespace nuvec::optimizers {
+
+using nn::Params;
+
+class Optimizer {
+ public:
+  explicit Optimizer(LearningRate learning_rate) : schedule_(std::move(learning_rate.schedule)) {}
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+  virtual ~Optimizer() = default;
+
+  /// One step on the model's trainable parameters with `gradients` (names as trainable_parameters()).
+  void update(nn::Module& model, const Params& gradients);
+  /// One step: the new value of every parameter that has a gradient (functional form of update).
+  Params apply_gradients(const Params& gradients, const Params& parameters);
+
+  /// Steps taken so far.
+  [[nodiscard]] int64_t step() const { return step_; }
+  /// The learning rate the next step uses.
+  [[nodiscard]] double learning_rate() const { return schedule_(step_); }
+
+  /// The state as a flat list: "step" and one "<parameter>.<slot>" entry per state array.
+  [[nodiscard]] Params state() const;
+  /// Restores a state saved by state(); throws on names it cannot place.
+  void set_state(const Params& state);
+
+ protected:
+  using State = std::map<std::string, array>;
+  /// Creates the per-parameter slots.
+  virtual void init_single(const array& parameter, State& state) = 0;
+  /// The new parameter value; `t` is the 1-based number of this step.
+  virtual array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) = 0;
+
+ private:
+  Schedule schedule_;
+  int64_t step_ = 0;
+  std::map<std::string, State> state_;
+};
+
+/// p -= lr * (momentum buffer or gradient), PyTorch's SGD: weight decay adds wd * p to the gradient, the buffer
+/// starts at the first gradient, dampening scales later gradients, Nesterov looks ahead.
+class SGD : public Optimizer {
+ public:
+  explicit SGD(LearningRate learning_rate, double momentum = 0.0, double weight_decay = 0.0, double dampening = 0.0,
+               bool nesterov = false);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  double momentum_;
+  double weight_decay_;
+  double dampening_;
+  bool nesterov_;
+};
+
+/// Adam with bias correction (PyTorch's); weight decay adds wd * p to the gradient.
+class Adam : public Optimizer {
+ public:
+  explicit Adam(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                double weight_decay = 0.0);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  /// The Adam step itself, without weight decay.
+  array adam_step(const array& gradient, const array& parameter, State& state, double lr, int64_t t) const;
+
+  std::pair<double, double> betas_;
+  double eps_;
+  double weight_decay_;
+};
+
+/// Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step.
+class AdamW : public Adam {
+ public:
+  explicit AdamW(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                 double weight_decay = 0.01);
+
+ protected:
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+};
+
+/// Adam with the infinity norm: u = max(b2 u, |g| + eps), p -= lr / (1 - b1^t) * m / u.
+class Adamax : public Optimizer {
+ public:
+  explicit Adamax(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
+                  double weight_decay = 0.0);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  std::pair<double, double> betas_;
+  double eps_;
+  double weight_decay_;
+};
+
+/// s += g^2, p -= lr * g / (sqrt(s) + eps).
+class Adagrad : public Optimizer {
+ public:
+  explicit Adagrad(LearningRate learning_rate, double eps = 1e-10, double weight_decay = 0.0);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  double eps_;
+  double weight_decay_;
+};
+
+/// Zeiler's AdaDelta: p -= lr * sqrt(u + eps) / sqrt(v + eps) * g with running averages v of g^2 and u of the
+/// squared updates.
+class AdaDelta : public Optimizer {
+ public:
+  explicit AdaDelta(LearningRate learning_rate, double rho = 0.9, double eps = 1e-6, double weight_decay = 0.0);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  double rho_;
+  double eps_;
+  double weight_decay_;
+};
+
+/// RMSprop (PyTorch's): v = a v + (1 - a) g^2, p -= lr * g / (sqrt(v) + eps), optionally centered and with
+/// momentum.
+class RMSprop : public Optimizer {
+ public:
+  explicit RMSprop(LearningRate learning_rate, double alpha = 0.99, double eps = 1e-8, double weight_decay = 0.0,
+                   double momentum = 0.0, bool centered = false);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  double alpha_;
+  double eps_;
+  double weight_decay_;
+  double momentum_;
+  bool centered_;
+};
+
+/// Lion (Chen et al. 2023): p -= lr * (sign(b1 m + (1 - b1) g) + wd p), m = b2 m + (1 - b2) g.
+class Lion : public Optimizer {
+ public:
+  explicit Lion(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.99}, double weight_decay = 0.0);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  std::pair<double, double> betas_;
+  double weight_decay_;
+};
+
+/// Adafactor (Shazeer and Stern 2018): factored second moments for matrices (row and column averages), update
+/// clipping by RMS, relative step sizes scaled by the parameter's RMS. The learning rate is used when
+/// relative_step is false.
+class Adafactor : public Optimizer {
+ public:
+  explicit Adafactor(LearningRate learning_rate = 0.0, std::pair<double, double> eps = {1e-30, 1e-3},
+                     double clip_threshold = 1.0, double decay_rate = -0.8, std::optional<double> beta1 = std::nullopt,
+                     double weight_decay = 0.0, bool scale_parameter = true, bool relative_step = true,
+                     bool warmup_init = false);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  std::pair<double, double> eps_;
+  double clip_threshold_;
+  double decay_rate_;
+  std::optional<double> beta1_;
+  double weight_decay_;
+  bool scale_parameter_;
+  bool relative_step_;
+  bool warmup_init_;
+};
+
+/// Muon (Jordan et al. 2024): SGD momentum whose update, for parameters with 2 or more axes (flattened to
+/// (shape[0], rest)), is orthogonalized by `ns_steps` quintic Newton-Schulz iterations and scaled by
+/// sqrt(max(1, rows / cols)); decoupled weight decay p *= 1 - lr * wd. Vectors take the plain momentum update.
+class Muon : public Optimizer {
+ public:
+  explicit Muon(LearningRate learning_rate, double momentum = 0.95, double weight_decay = 0.01, bool nesterov = true,
+                int ns_steps = 5);
+
+ protected:
+  void init_single(const array& parameter, State& state) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+
+ private:
+  double momentum_;
+  double weight_decay_;
+  bool nesterov_;
+  int ns_steps_;
+};
+
+/// Scales the gradients so their global L2 norm is at most max_norm (by max_norm / (norm + 1e-6) when above, as
+/// PyTorch's clip_grad_norm_); returns the clipped gradients and the norm before clipping.
+std::pair<Params, array> clip_grad_norm(const Params& gradients, double max_norm);
+
+/// Sums gradients over several micro-batches and gives their mean, for steps larger than memory allows.
+class GradientAccumulator {
+ public:
+  void add(const Params& gradients);
+  /// The mean of the gradients added since the last reset.
+  [[nodiscard]] Params average() const;
+  [[nodiscard]] int count() const { return count_; }
+  void reset();
+
+ private:
+  Params sum_;
+  int count_ = 0;
+};
+
+}  // namespace nuvec::optimizers

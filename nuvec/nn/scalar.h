@@ -1,0 +1,12 @@
+#pragma once
+
+// Scalars in the dtype of the array they combine with, so half-precision models stay in half precision (a C++
+// float scalar would promote them to float32).
+
+#include "nuvec/core/array.h"
+
+namespace nuvec::nn::detail {
+
+inline array like(const array& x, double value) { return array(value, x.dtype()); }
+
+}  // namespace nuvec::nn::detail

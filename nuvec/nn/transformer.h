@@ -1,0 +1,127 @@
+#pragma once
+
+// Attention and transformer layers with mlx.nn's structure and parameter names (query_proj, key_proj, value_proj,
+// out_proj; attention, ln1, ln2, linear1, linear2). Inputs are (B, L, dims); masks are additive or boolean and
+// broadcast against the scores (B, H, L_q, L_k).
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nuvec/nn/dropout.h"
+#include "nuvec/nn/linear.h"
+#include "nuvec/nn/normalization.h"
+
+namespace nuvec::nn {
+
+using ActivationFn = std::function<array(const array&)>;
+
+class MultiHeadAttention : public Module {
+ public:
+  /// Input and output sizes default to dims (the value size to the key size).
+  MultiHeadAttention(int dims, int num_heads, std::optional<int> query_input_dims = std::nullopt,
+                     std::optional<int> key_input_dims = std::nullopt,
+                     std::optional<int> value_input_dims = std::nullopt, std::optional<int> value_dims = std::nullopt,
+                     std::optional<int> value_output_dims = std::nullopt, bool bias = false);
+  [[nodiscard]] std::string type_name() const override { return "MultiHeadAttention"; }
+  array forward(const array& queries, const array& keys, const array& values,
+                const std::optional<array>& mask = std::nullopt);
+  array operator()(const array& queries, const array& keys, const array& values,
+                   const std::optional<array>& mask = std::nullopt) {
+    return forward(queries, keys, values, mask);
+  }
+  /// An (N, N) additive mask: 0 on and below the diagonal, the dtype's lowest value above it.
+  static array create_additive_causal_mask(int N, Dtype dtype = float32);
+
+  std::shared_ptr<Linear> query_proj;
+  std::shared_ptr<Linear> key_proj;
+  std::shared_ptr<Linear> value_proj;
+  std::shared_ptr<Linear> out_proj;
+
+ private:
+  int num_heads_;
+};
+
+class TransformerEncoderLayer : public Module {
+ public:
+  /// mlp_dims defaults to 4 * dims; norm_first applies the layer norms before attention and MLP (pre-norm).
+  TransformerEncoderLayer(int dims, int num_heads, std::optional<int> mlp_dims = std::nullopt, float dropout = 0.0F,
+                          ActivationFn activation = {}, bool norm_first = true);
+  [[nodiscard]] std::string type_name() const override { return "TransformerEncoderLayer"; }
+  array forward(const array& x, const std::optional<array>& mask = std::nullopt);
+  array operator()(const array& x, const std::optional<array>& mask = std::nullopt) { return forward(x, mask); }
+
+  std::shared_ptr<MultiHeadAttention> attention;
+  std::shared_ptr<LayerNorm> ln1;
+  std::shared_ptr<LayerNorm> ln2;
+  std::shared_ptr<Linear> linear1;
+  std::shared_ptr<Linear> linear2;
+  std::shared_ptr<Dropout> dropout1;
+  std::shared_ptr<Dropout> dropout2;
+
+ private:
+  ActivationFn activation_;
+  bool norm_first_;
+};
+
+class TransformerDecoderLayer : public Module {
+ public:
+  TransformerDecoderLayer(int dims, int num_heads, std::optional<int> mlp_dims = std::nullopt, float dropout = 0.0F,
+                          ActivationFn activation = {}, bool norm_first = true);
+  [[nodiscard]] std::string type_name() const override { return "TransformerDecoderLayer"; }
+  array forward(const array& x, const array& memory, const std::optional<array>& x_mask = std::nullopt,
+                const std::optional<array>& memory_mask = std::nullopt);
+  array operator()(const array& x, const array& memory, const std::optional<array>& x_mask = std::nullopt,
+                   const std::optional<array>& memory_mask = std::nullopt) {
+    return forward(x, memory, x_mask, memory_mask);
+  }
+
+  std::shared_ptr<MultiHeadAttention> self_attention;
+  std::shared_ptr<MultiHeadAttention> cross_attention;
+  std::shared_ptr<LayerNorm> ln1;
+  std::shared_ptr<LayerNorm> ln2;
+  std::shared_ptr<LayerNorm> ln3;
+  std::shared_ptr<Linear> linear1;
+  std::shared_ptr<Linear> linear2;
+  std::shared_ptr<Dropout> dropout1;
+  std::shared_ptr<Dropout> dropout2;
+  std::shared_ptr<Dropout> dropout3;
+
+ private:
+  ActivationFn activation_;
+  bool norm_first_;
+};
+
+/// A stack of encoder layers (layers.0, layers.1, ...) and a final layer norm (ln).
+class TransformerEncoder : public Module {
+ public:
+  TransformerEncoder(int num_layers, int dims, int num_heads, std::optional<int> mlp_dims = std::nullopt,
+                     float dropout = 0.0F, const ActivationFn& activation = {}, bool norm_first = true);
+  [[nodiscard]] std::string type_name() const override { return "TransformerEncoder"; }
+  array forward(const array& x, const std::optional<array>& mask = std::nullopt);
+  array operator()(const array& x, const std::optional<array>& mask = std::nullopt) { return forward(x, mask); }
+
+  std::vector<std::shared_ptr<TransformerEncoderLayer>> layers;
+  std::shared_ptr<LayerNorm> ln;
+};
+
+/// A stack of decoder layers (layers.0, layers.1, ...) and a final layer norm (ln).
+class TransformerDecoder : public Module {
+ public:
+  TransformerDecoder(int num_layers, int dims, int num_heads, std::optional<int> mlp_dims = std::nullopt,
+                     float dropout = 0.0F, const ActivationFn& activation = {}, bool norm_first = true);
+  [[nodiscard]] std::string type_name() const override { return "TransformerDecoder"; }
+  array forward(const array& x, const array& memory, const std::optional<array>& x_mask = std::nullopt,
+                const std::optional<array>& memory_mask = std::nullopt);
+  array operator()(const array& x, const array& memory, const std::optional<array>& x_mask = std::nullopt,
+                   const std::optional<array>& memory_mask = std::nullopt) {
+    return forward(x, memory, x_mask, memory_mask);
+  }
+
+  std::vector<std::shared_ptr<TransformerDecoderLayer>> layers;
+  std::shared_ptr<LayerNorm> ln;
+};
+
+}  // namespace nuvec::nn
