@@ -1,8 +1,11 @@
 #include "nuvec/io/gguf_quants.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "nuvec/core/half.h"
+#include "nuvec/core/ops.h"
 #include "nuvec/io/blob.h"
 
 namespace nuvec::io::detail {
@@ -306,4 +309,138 @@ std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* bl
   return {w, scales, biases};
 }
 
+namespace {
+
+void put_half(unsigned char* p, float v) {
+  float16_t h(v);
+  p[0] = static_cast<unsigned char>(h.bits & 0xFF);
+  p[1] = static_cast<unsigned char>(h.bits >> 8);
+}
+
+// floor(v) clamped to [lo, hi]; NaN gives 0 (a non-finite input must not reach an int conversion).
+int clamp_code(float v, int lo, int hi) {
+  if (!(v == v)) {
+    return 0;
+  }
+  return static_cast<int>(std::clamp(std::floor(v), static_cast<float>(lo), static_cast<float>(hi)));
+}
+
+// One 32-element block of a legacy type. Symmetric types take d from the value of largest magnitude (mapped to the
+// most negative code), asymmetric ones from the range.
+void encode_legacy(GGMLType type, const float* x, unsigned char* b) {
+  bool five = type == GGMLType::Q5_0 || type == GGMLType::Q5_1;
+  int max_code = five ? 31 : 15;
+  uint8_t codes[32];
+  if (type == GGMLType::Q8_0) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) {
+      amax = std::max(amax, std::fabs(x[j]));
+    }
+    float d = amax / 127.0f;
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    for (int j = 0; j < 32; ++j) {
+      b[2 + j] = static_cast<unsigned char>(static_cast<int8_t>(clamp_code(x[j] * id + 0.5f, -127, 127)));
+    }
+    return;
+  }
+  if (type == GGMLType::Q4_0 || type == GGMLType::Q5_0) {
+    float extreme = 0;
+    for (int j = 0; j < 32; ++j) {
+      if (std::fabs(x[j]) > std::fabs(extreme)) {
+        extreme = x[j];
+      }
+    }
+    float half_range = five ? 16.0f : 8.0f;
+    float d = extreme / -half_range;
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    for (int j = 0; j < 32; ++j) {
+      codes[j] = static_cast<uint8_t>(clamp_code(x[j] * id + half_range + 0.5f, 0, max_code));
+    }
+  } else {
+    float lo = x[0];
+    float hi = x[0];
+    for (int j = 1; j < 32; ++j) {
+      lo = std::min(lo, x[j]);
+      hi = std::max(hi, x[j]);
+    }
+    float d = (hi - lo) / static_cast<float>(max_code);
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    put_half(b + 2, lo);
+    for (int j = 0; j < 32; ++j) {
+      codes[j] = static_cast<uint8_t>(clamp_code((x[j] - lo) * id + 0.5f, 0, max_code));
+    }
+  }
+  size_t qh_at = type == GGMLType::Q4_0 || type == GGMLType::Q5_0 ? 2 : 4;
+  unsigned char* qs = b + qh_at + (five ? 4 : 0);
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = static_cast<unsigned char>((codes[j] & 0xF) | ((codes[j + 16] & 0xF) << 4));
+    qh |= static_cast<uint32_t>(codes[j] >> 4) << j;
+    qh |= static_cast<uint32_t>(codes[j + 16] >> 4) << (j + 16);
+  }
+  if (five) {
+    for (int k = 0; k < 4; ++k) {
+      b[qh_at + k] = static_cast<unsigned char>((qh >> (8 * k)) & 0xFF);
+    }
+  }
+}
+
+// A Q8_K block: float32 d from the value of largest magnitude, 256 int8 codes, and the sums of each 16 codes.
+void encode_q8_k(const float* x, unsigned char* b) {
+  float amax = 0;
+  for (int j = 0; j < 256; ++j) {
+    amax = std::max(amax, std::fabs(x[j]));
+  }
+  float d = amax / 127.0f;
+  float id = d != 0 ? 1.0f / d : 0.0f;
+  std::memcpy(b, &d, 4);
+  for (int g = 0; g < 16; ++g) {
+    int sum = 0;
+    for (int l = 0; l < 16; ++l) {
+      int q = clamp_code(x[16 * g + l] * id + 0.5f, -127, 127);
+      b[4 + 16 * g + l] = static_cast<unsigned char>(static_cast<int8_t>(q));
+      sum += q;
+    }
+    auto s = static_cast<int16_t>(sum);
+    std::memcpy(b + 260 + 2 * g, &s, 2);
+  }
+}
+
+}  // namespace
+
 }  // namespace nuvec::io::detail
+
+namespace nuvec::io {
+
+array quantize_blocks(const array& w, GGMLType type) {
+  const auto* info = detail::ggml_type_info(static_cast<uint32_t>(type));
+  bool encodable = type == GGMLType::Q4_0 || type == GGMLType::Q4_1 || type == GGMLType::Q5_0 ||
+                   type == GGMLType::Q5_1 || type == GGMLType::Q8_0 || type == GGMLType::Q8_K;
+  if (info == nullptr || !encodable) {
+    throw_unsupported("[quantize_blocks] nuvec encodes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q8_K; got type " +
+                      std::to_string(static_cast<uint32_t>(type)));
+  }
+  if (w.ndim() == 0 || w.shape(-1) % static_cast<int>(info->block_elems) != 0) {
+    throw_invalid("[quantize_blocks] the last axis must be a multiple of " + std::to_string(info->block_elems) +
+                  " for " + std::string(info->name) + "; got shape " + shape_string(w.shape()));
+  }
+  array x = contiguous(astype(w, float32));
+  x.eval();
+  size_t n_blocks = x.size() / info->block_elems;
+  array out = detail::allocate({static_cast<int32_t>(n_blocks * info->block_bytes)}, uint8);
+  auto* dst = static_cast<unsigned char*>(out.raw_data());
+  const auto* src = x.data<float>();
+  for (size_t i = 0; i < n_blocks; ++i) {
+    if (type == GGMLType::Q8_K) {
+      detail::encode_q8_k(src + i * 256, dst + i * info->block_bytes);
+    } else {
+      detail::encode_legacy(type, src + i * 32, dst + i * info->block_bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace nuvec::io
