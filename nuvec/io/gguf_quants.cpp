@@ -409,6 +409,107 @@ void encode_q8_k(const float* x, unsigned char* b) {
   }
 }
 
+float half_round(float v) { return static_cast<float>(float16_t(v)); }
+
+int nearest(float v, int lo, int hi) { return clamp_code(v + 0.5f, lo, hi); }
+
+// Q4_K and Q5_K: eight 32-element sub-blocks, each with a range from min(0, min) to its max; the sub-blocks' scales
+// and mins are quantized to 6 bits against the super-block's d and dmin.
+void encode_q45_k(bool five, const float* x, unsigned char* b) {
+  int levels = five ? 31 : 15;
+  float scale[8];
+  float min[8];
+  float max_scale = 0;
+  float max_min = 0;
+  for (int k = 0; k < 8; ++k) {
+    float lo = 0;
+    float hi = x[32 * k];
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, x[32 * k + l]);
+      hi = std::max(hi, x[32 * k + l]);
+    }
+    scale[k] = std::max(hi - lo, 0.0f) / static_cast<float>(levels);
+    min[k] = -lo;
+    max_scale = std::max(max_scale, scale[k]);
+    max_min = std::max(max_min, min[k]);
+  }
+  float d = half_round(max_scale / 63);
+  float dmin = half_round(max_min / 63);
+  put_half(b, d);
+  put_half(b + 2, dmin);
+  unsigned char* packed = b + 4;
+  std::memset(packed, 0, 12);
+  uint8_t codes[256];
+  for (int k = 0; k < 8; ++k) {
+    int sc = d > 0 ? nearest(scale[k] / d, 0, 63) : 0;
+    int m = dmin > 0 ? nearest(min[k] / dmin, 0, 63) : 0;
+    if (k < 4) {
+      packed[k] |= static_cast<unsigned char>(sc);
+      packed[k + 4] |= static_cast<unsigned char>(m);
+    } else {
+      packed[k + 4] = static_cast<unsigned char>((sc & 0xF) | ((m & 0xF) << 4));
+      packed[k - 4] |= static_cast<unsigned char>((sc >> 4) << 6);
+      packed[k] |= static_cast<unsigned char>((m >> 4) << 6);
+    }
+    float step = d * static_cast<float>(sc);
+    float offset = dmin * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) {
+      codes[32 * k + l] = static_cast<uint8_t>(step > 0 ? nearest((x[32 * k + l] + offset) / step, 0, levels) : 0);
+    }
+  }
+  unsigned char* qh = b + 16;
+  unsigned char* qs = five ? b + 48 : b + 16;
+  if (five) {
+    std::memset(qh, 0, 32);
+  }
+  for (int j = 0; j < 4; ++j) {
+    for (int l = 0; l < 32; ++l) {
+      uint8_t low = codes[64 * j + l];
+      uint8_t high = codes[64 * j + 32 + l];
+      qs[32 * j + l] = static_cast<unsigned char>((low & 0xF) | ((high & 0xF) << 4));
+      if (five) {
+        qh[l] |= static_cast<unsigned char>(((low >> 4) << (2 * j)) | ((high >> 4) << (2 * j + 1)));
+      }
+    }
+  }
+}
+
+// Q6_K: sixteen 16-element groups with symmetric int8 scales against the super-block's d; codes q - 32.
+void encode_q6_k(const float* x, unsigned char* b) {
+  float scale[16];
+  float max_abs_scale = 0;
+  for (int g = 0; g < 16; ++g) {
+    float amax = 0;
+    for (int l = 0; l < 16; ++l) {
+      amax = std::max(amax, std::fabs(x[16 * g + l]));
+    }
+    scale[g] = amax / 31;
+    max_abs_scale = std::max(max_abs_scale, scale[g]);
+  }
+  float d = half_round(max_abs_scale / 127);
+  uint8_t codes[256];
+  for (int g = 0; g < 16; ++g) {
+    int sc = d > 0 ? nearest(scale[g] / d, 0, 127) : 0;
+    b[192 + g] = static_cast<unsigned char>(static_cast<int8_t>(sc));
+    float step = d * static_cast<float>(sc);
+    for (int l = 0; l < 16; ++l) {
+      codes[16 * g + l] = static_cast<uint8_t>(step > 0 ? nearest(x[16 * g + l] / step, -32, 31) + 32 : 32);
+    }
+  }
+  put_half(b + 208, d);
+  for (int n = 0; n < 2; ++n) {
+    const uint8_t* y = codes + 128 * n;
+    unsigned char* ql = b + 64 * n;
+    unsigned char* qh = b + 128 + 32 * n;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<unsigned char>((y[l] & 0xF) | ((y[l + 64] & 0xF) << 4));
+      ql[l + 32] = static_cast<unsigned char>((y[l + 32] & 0xF) | ((y[l + 96] & 0xF) << 4));
+      qh[l] = static_cast<unsigned char>((y[l] >> 4) | ((y[l + 32] >> 4) << 2) | ((y[l + 64] >> 4) << 4) |
+                                         ((y[l + 96] >> 4) << 6));
+    }
+  }
+}
+
 }  // namespace
 
 }  // namespace nuvec::io::detail
@@ -418,10 +519,12 @@ namespace nuvec::io {
 array quantize_blocks(const array& w, GGMLType type) {
   const auto* info = detail::ggml_type_info(static_cast<uint32_t>(type));
   bool encodable = type == GGMLType::Q4_0 || type == GGMLType::Q4_1 || type == GGMLType::Q5_0 ||
-                   type == GGMLType::Q5_1 || type == GGMLType::Q8_0 || type == GGMLType::Q8_K;
+                   type == GGMLType::Q5_1 || type == GGMLType::Q8_0 || type == GGMLType::Q4_K ||
+                   type == GGMLType::Q5_K || type == GGMLType::Q6_K || type == GGMLType::Q8_K;
   if (info == nullptr || !encodable) {
-    throw_unsupported("[quantize_blocks] nuvec encodes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0 and Q8_K; got type " +
-                      std::to_string(static_cast<uint32_t>(type)));
+    throw_unsupported(
+        "[quantize_blocks] nuvec encodes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K and Q8_K; got type " +
+        std::to_string(static_cast<uint32_t>(type)));
   }
   if (w.ndim() == 0 || w.shape(-1) % static_cast<int>(info->block_elems) != 0) {
     throw_invalid("[quantize_blocks] the last axis must be a multiple of " + std::to_string(info->block_elems) +
@@ -436,6 +539,10 @@ array quantize_blocks(const array& w, GGMLType type) {
   for (size_t i = 0; i < n_blocks; ++i) {
     if (type == GGMLType::Q8_K) {
       detail::encode_q8_k(src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q4_K || type == GGMLType::Q5_K) {
+      detail::encode_q45_k(type == GGMLType::Q5_K, src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q6_K) {
+      detail::encode_q6_k(src + i * 256, dst + i * info->block_bytes);
     } else {
       detail::encode_legacy(type, src + i * 32, dst + i * info->block_bytes);
     }

@@ -337,6 +337,12 @@ TEST(Gguf, EncodedBlocksDecodeWithinOneStepOfTheirValues) {
       {GGMLType::Q5_1, 32, [](float lo, float hi, float) { return (hi - lo) / 31; }},
       {GGMLType::Q8_0, 32, [](float, float, float amax) { return amax / 127; }},
       {GGMLType::Q8_K, 256, [](float, float, float amax) { return amax / 127; }},
+      // The K-quants also round their sub-block scales to 6 or 8 bits: a little over one step of the super-block.
+      {GGMLType::Q4_K, 256,
+       [](float lo, float hi, float) { return 1.25f * (std::max(hi, 0.0f) - std::min(lo, 0.0f)) / 15; }},
+      {GGMLType::Q5_K, 256,
+       [](float lo, float hi, float) { return 1.25f * (std::max(hi, 0.0f) - std::min(lo, 0.0f)) / 31; }},
+      {GGMLType::Q6_K, 256, [](float, float, float amax) { return 1.25f * amax / 31; }},
   };
   for (const auto& c : cases) {
     array x = random::uniform(-3.0, 1.0, {3, 2 * c.block});
@@ -362,7 +368,7 @@ TEST(Gguf, EncodedBlocksDecodeWithinOneStepOfTheirValues) {
               io::quantize_blocks(zeros({2, 33}), GGMLType::Q4_0);
             }).find("multiple of 32"),
             std::string::npos);
-  EXPECT_NE(error_of([] { io::quantize_blocks(zeros({256}), GGMLType::Q6_K); }).find("nuvec encodes"),
+  EXPECT_NE(error_of([] { io::quantize_blocks(zeros({256}), GGMLType::Q3_K); }).find("nuvec encodes"),
             std::string::npos);
 }
 
