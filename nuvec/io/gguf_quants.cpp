@@ -474,6 +474,83 @@ void encode_q45_k(bool five, const float* x, unsigned char* b) {
   }
 }
 
+// Q2_K: sixteen 16-element groups with 4-bit scales and mins against the super-block's d and dmin; 2-bit codes.
+void encode_q2_k(const float* x, unsigned char* b) {
+  float scale[16];
+  float min[16];
+  float max_scale = 0;
+  float max_min = 0;
+  for (int g = 0; g < 16; ++g) {
+    float lo = 0;
+    float hi = x[16 * g];
+    for (int l = 0; l < 16; ++l) {
+      lo = std::min(lo, x[16 * g + l]);
+      hi = std::max(hi, x[16 * g + l]);
+    }
+    scale[g] = std::max(hi - lo, 0.0f) / 3;
+    min[g] = -lo;
+    max_scale = std::max(max_scale, scale[g]);
+    max_min = std::max(max_min, min[g]);
+  }
+  float d = half_round(max_scale / 15);
+  float dmin = half_round(max_min / 15);
+  put_half(b + 80, d);
+  put_half(b + 82, dmin);
+  unsigned char* q = b + 16;
+  std::memset(q, 0, 64);
+  for (int g = 0; g < 16; ++g) {
+    int sc = d > 0 ? nearest(scale[g] / d, 0, 15) : 0;
+    int m = dmin > 0 ? nearest(min[g] / dmin, 0, 15) : 0;
+    b[g] = static_cast<unsigned char>(sc | (m << 4));
+    float step = d * static_cast<float>(sc);
+    float offset = dmin * static_cast<float>(m);
+    // Group g holds elements 16 g ...: chunk n = g / 8, shift 2 j with j = (g % 8) / 2, byte half (g % 2).
+    int n = g / 8;
+    int j = (g % 8) / 2;
+    int half = g % 2;
+    for (int l = 0; l < 16; ++l) {
+      int code = step > 0 ? nearest((x[16 * g + l] + offset) / step, 0, 3) : 0;
+      q[32 * n + 16 * half + l] |= static_cast<unsigned char>(code << (2 * j));
+    }
+  }
+}
+
+// Q3_K: sixteen 16-element groups with signed 6-bit scales against the super-block's d; codes q - 4, the low two
+// bits in qs and the third in hmask.
+void encode_q3_k(const float* x, unsigned char* b) {
+  float scale[16];
+  float max_scale = 0;
+  for (int g = 0; g < 16; ++g) {
+    float amax = 0;
+    for (int l = 0; l < 16; ++l) {
+      amax = std::max(amax, std::fabs(x[16 * g + l]));
+    }
+    scale[g] = amax / 4;
+    max_scale = std::max(max_scale, scale[g]);
+  }
+  float d = half_round(max_scale / 31);
+  put_half(b + 108, d);
+  unsigned char* hmask = b;
+  unsigned char* q = b + 32;
+  unsigned char* packed = b + 96;
+  std::memset(b, 0, 108);
+  for (int g = 0; g < 16; ++g) {
+    int sc = d > 0 ? nearest(scale[g] / d, 0, 31) : 0;
+    int stored = sc + 32;  // 6 bits: low 4 in bytes 0-7, high 2 in bytes 8-11
+    packed[g < 8 ? g : g - 8] |= static_cast<unsigned char>((stored & 0xF) << (g < 8 ? 0 : 4));
+    packed[8 + g % 4] |= static_cast<unsigned char>((stored >> 4) << (2 * (g / 4)));
+    float step = d * static_cast<float>(sc);
+    int n = g / 8;
+    int j = (g % 8) / 2;
+    int half = g % 2;
+    for (int l = 0; l < 16; ++l) {
+      int code = (step > 0 ? nearest(x[16 * g + l] / step, -4, 3) : 0) + 4;
+      q[32 * n + 16 * half + l] |= static_cast<unsigned char>((code & 3) << (2 * j));
+      hmask[16 * half + l] |= static_cast<unsigned char>((code >> 2) << (4 * n + j));
+    }
+  }
+}
+
 // Q6_K: sixteen 16-element groups with symmetric int8 scales against the super-block's d; codes q - 32.
 void encode_q6_k(const float* x, unsigned char* b) {
   float scale[16];
@@ -518,13 +595,11 @@ namespace nuvec::io {
 
 array quantize_blocks(const array& w, GGMLType type) {
   const auto* info = detail::ggml_type_info(static_cast<uint32_t>(type));
-  bool encodable = type == GGMLType::Q4_0 || type == GGMLType::Q4_1 || type == GGMLType::Q5_0 ||
-                   type == GGMLType::Q5_1 || type == GGMLType::Q8_0 || type == GGMLType::Q4_K ||
-                   type == GGMLType::Q5_K || type == GGMLType::Q6_K || type == GGMLType::Q8_K;
-  if (info == nullptr || !encodable) {
+  // Every quantized type nuvec reads has an encoder; plain types need none.
+  if (info == nullptr || info->bits == 0) {
     throw_unsupported(
-        "[quantize_blocks] nuvec encodes Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K and Q8_K; got type " +
-        std::to_string(static_cast<uint32_t>(type)));
+        "[quantize_blocks] expected a quantized type (Q4_0 ... Q8_K); got " +
+        (info == nullptr ? "type " + std::to_string(static_cast<uint32_t>(type)) : std::string(info->name)));
   }
   if (w.ndim() == 0 || w.shape(-1) % static_cast<int>(info->block_elems) != 0) {
     throw_invalid("[quantize_blocks] the last axis must be a multiple of " + std::to_string(info->block_elems) +
@@ -541,6 +616,10 @@ array quantize_blocks(const array& w, GGMLType type) {
       detail::encode_q8_k(src + i * 256, dst + i * info->block_bytes);
     } else if (type == GGMLType::Q4_K || type == GGMLType::Q5_K) {
       detail::encode_q45_k(type == GGMLType::Q5_K, src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q2_K) {
+      detail::encode_q2_k(src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q3_K) {
+      detail::encode_q3_k(src + i * 256, dst + i * info->block_bytes);
     } else if (type == GGMLType::Q6_K) {
       detail::encode_q6_k(src + i * 256, dst + i * info->block_bytes);
     } else {

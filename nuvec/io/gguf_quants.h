@@ -63,10 +63,9 @@ std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* bl
 
 }  // namespace detail
 
-/// Encodes float values (the last axis a multiple of 32, or 256 for the K-quants) as raw GGUF blocks, for writing
-/// with io::save_gguf: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K and Q8_K, rounding each value to the nearest
-/// code against scales taken from the block's extremes (no search for better scales, as llama.cpp's quantizers do).
-/// Q2_K and Q3_K have no encoder; their blocks can still be written raw.
+/// Encodes float values (the last axis a multiple of 32, or 256 for the K-quants) as raw GGUF blocks of any
+/// quantized type above, for writing with io::save_gguf. Each value rounds to the nearest code against scales taken
+/// from its block's extremes (llama.cpp's quantizers also search for better scales).
 array quantize_blocks(const array& w, GGMLType type);
 
 }  // namespace nuvec::io

@@ -338,6 +338,9 @@ TEST(Gguf, EncodedBlocksDecodeWithinOneStepOfTheirValues) {
       {GGMLType::Q8_0, 32, [](float, float, float amax) { return amax / 127; }},
       {GGMLType::Q8_K, 256, [](float, float, float amax) { return amax / 127; }},
       // The K-quants also round their sub-block scales to 6 or 8 bits: a little over one step of the super-block.
+      {GGMLType::Q2_K, 256,
+       [](float lo, float hi, float) { return 1.25f * (std::max(hi, 0.0f) - std::min(lo, 0.0f)) / 3; }},
+      {GGMLType::Q3_K, 256, [](float, float, float amax) { return 1.25f * amax / 4; }},
       {GGMLType::Q4_K, 256,
        [](float lo, float hi, float) { return 1.25f * (std::max(hi, 0.0f) - std::min(lo, 0.0f)) / 15; }},
       {GGMLType::Q5_K, 256,
@@ -368,7 +371,9 @@ TEST(Gguf, EncodedBlocksDecodeWithinOneStepOfTheirValues) {
               io::quantize_blocks(zeros({2, 33}), GGMLType::Q4_0);
             }).find("multiple of 32"),
             std::string::npos);
-  EXPECT_NE(error_of([] { io::quantize_blocks(zeros({256}), GGMLType::Q3_K); }).find("nuvec encodes"),
+  EXPECT_NE(error_of([] {
+              io::quantize_blocks(zeros({256}), GGMLType::F16);
+            }).find("expected a quantized type (Q4_0 ... Q8_K); got F16"),
             std::string::npos);
 }
 
