@@ -1,8 +1,11 @@
 #include "nuvec/io/gguf_quants.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "nuvec/core/half.h"
+#include "nuvec/core/ops.h"
 #include "nuvec/io/blob.h"
 
 namespace nuvec::io::detail {
@@ -306,4 +309,324 @@ std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* bl
   return {w, scales, biases};
 }
 
+namespace {
+
+void put_half(unsigned char* p, float v) {
+  float16_t h(v);
+  p[0] = static_cast<unsigned char>(h.bits & 0xFF);
+  p[1] = static_cast<unsigned char>(h.bits >> 8);
+}
+
+// floor(v) clamped to [lo, hi]; NaN gives 0 (a non-finite input must not reach an int conversion).
+int clamp_code(float v, int lo, int hi) {
+  if (!(v == v)) {
+    return 0;
+  }
+  return static_cast<int>(std::clamp(std::floor(v), static_cast<float>(lo), static_cast<float>(hi)));
+}
+
+// One 32-element block of a legacy type. Symmetric types take d from the value of largest magnitude (mapped to the
+// most negative code), asymmetric ones from the range.
+void encode_legacy(GGMLType type, const float* x, unsigned char* b) {
+  bool five = type == GGMLType::Q5_0 || type == GGMLType::Q5_1;
+  int max_code = five ? 31 : 15;
+  uint8_t codes[32];
+  if (type == GGMLType::Q8_0) {
+    float amax = 0;
+    for (int j = 0; j < 32; ++j) {
+      amax = std::max(amax, std::fabs(x[j]));
+    }
+    float d = amax / 127.0f;
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    for (int j = 0; j < 32; ++j) {
+      b[2 + j] = static_cast<unsigned char>(static_cast<int8_t>(clamp_code(x[j] * id + 0.5f, -127, 127)));
+    }
+    return;
+  }
+  if (type == GGMLType::Q4_0 || type == GGMLType::Q5_0) {
+    float extreme = 0;
+    for (int j = 0; j < 32; ++j) {
+      if (std::fabs(x[j]) > std::fabs(extreme)) {
+        extreme = x[j];
+      }
+    }
+    float half_range = five ? 16.0f : 8.0f;
+    float d = extreme / -half_range;
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    for (int j = 0; j < 32; ++j) {
+      codes[j] = static_cast<uint8_t>(clamp_code(x[j] * id + half_range + 0.5f, 0, max_code));
+    }
+  } else {
+    float lo = x[0];
+    float hi = x[0];
+    for (int j = 1; j < 32; ++j) {
+      lo = std::min(lo, x[j]);
+      hi = std::max(hi, x[j]);
+    }
+    float d = (hi - lo) / static_cast<float>(max_code);
+    float id = d != 0 ? 1.0f / d : 0.0f;
+    put_half(b, d);
+    put_half(b + 2, lo);
+    for (int j = 0; j < 32; ++j) {
+      codes[j] = static_cast<uint8_t>(clamp_code((x[j] - lo) * id + 0.5f, 0, max_code));
+    }
+  }
+  size_t qh_at = type == GGMLType::Q4_0 || type == GGMLType::Q5_0 ? 2 : 4;
+  unsigned char* qs = b + qh_at + (five ? 4 : 0);
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    qs[j] = static_cast<unsigned char>((codes[j] & 0xF) | ((codes[j + 16] & 0xF) << 4));
+    qh |= static_cast<uint32_t>(codes[j] >> 4) << j;
+    qh |= static_cast<uint32_t>(codes[j + 16] >> 4) << (j + 16);
+  }
+  if (five) {
+    for (int k = 0; k < 4; ++k) {
+      b[qh_at + k] = static_cast<unsigned char>((qh >> (8 * k)) & 0xFF);
+    }
+  }
+}
+
+// A Q8_K block: float32 d from the value of largest magnitude, 256 int8 codes, and the sums of each 16 codes.
+void encode_q8_k(const float* x, unsigned char* b) {
+  float amax = 0;
+  for (int j = 0; j < 256; ++j) {
+    amax = std::max(amax, std::fabs(x[j]));
+  }
+  float d = amax / 127.0f;
+  float id = d != 0 ? 1.0f / d : 0.0f;
+  std::memcpy(b, &d, 4);
+  for (int g = 0; g < 16; ++g) {
+    int sum = 0;
+    for (int l = 0; l < 16; ++l) {
+      int q = clamp_code(x[16 * g + l] * id + 0.5f, -127, 127);
+      b[4 + 16 * g + l] = static_cast<unsigned char>(static_cast<int8_t>(q));
+      sum += q;
+    }
+    auto s = static_cast<int16_t>(sum);
+    std::memcpy(b + 260 + 2 * g, &s, 2);
+  }
+}
+
+float half_round(float v) { return static_cast<float>(float16_t(v)); }
+
+int nearest(float v, int lo, int hi) { return clamp_code(v + 0.5f, lo, hi); }
+
+// Q4_K and Q5_K: eight 32-element sub-blocks, each with a range from min(0, min) to its max; the sub-blocks' scales
+// and mins are quantized to 6 bits against the super-block's d and dmin.
+void encode_q45_k(bool five, const float* x, unsigned char* b) {
+  int levels = five ? 31 : 15;
+  float scale[8];
+  float min[8];
+  float max_scale = 0;
+  float max_min = 0;
+  for (int k = 0; k < 8; ++k) {
+    float lo = 0;
+    float hi = x[32 * k];
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, x[32 * k + l]);
+      hi = std::max(hi, x[32 * k + l]);
+    }
+    scale[k] = std::max(hi - lo, 0.0f) / static_cast<float>(levels);
+    min[k] = -lo;
+    max_scale = std::max(max_scale, scale[k]);
+    max_min = std::max(max_min, min[k]);
+  }
+  float d = half_round(max_scale / 63);
+  float dmin = half_round(max_min / 63);
+  put_half(b, d);
+  put_half(b + 2, dmin);
+  unsigned char* packed = b + 4;
+  std::memset(packed, 0, 12);
+  uint8_t codes[256];
+  for (int k = 0; k < 8; ++k) {
+    int sc = d > 0 ? nearest(scale[k] / d, 0, 63) : 0;
+    int m = dmin > 0 ? nearest(min[k] / dmin, 0, 63) : 0;
+    if (k < 4) {
+      packed[k] |= static_cast<unsigned char>(sc);
+      packed[k + 4] |= static_cast<unsigned char>(m);
+    } else {
+      packed[k + 4] = static_cast<unsigned char>((sc & 0xF) | ((m & 0xF) << 4));
+      packed[k - 4] |= static_cast<unsigned char>((sc >> 4) << 6);
+      packed[k] |= static_cast<unsigned char>((m >> 4) << 6);
+    }
+    float step = d * static_cast<float>(sc);
+    float offset = dmin * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) {
+      codes[32 * k + l] = static_cast<uint8_t>(step > 0 ? nearest((x[32 * k + l] + offset) / step, 0, levels) : 0);
+    }
+  }
+  unsigned char* qh = b + 16;
+  unsigned char* qs = five ? b + 48 : b + 16;
+  if (five) {
+    std::memset(qh, 0, 32);
+  }
+  for (int j = 0; j < 4; ++j) {
+    for (int l = 0; l < 32; ++l) {
+      uint8_t low = codes[64 * j + l];
+      uint8_t high = codes[64 * j + 32 + l];
+      qs[32 * j + l] = static_cast<unsigned char>((low & 0xF) | ((high & 0xF) << 4));
+      if (five) {
+        qh[l] |= static_cast<unsigned char>(((low >> 4) << (2 * j)) | ((high >> 4) << (2 * j + 1)));
+      }
+    }
+  }
+}
+
+// Q2_K: sixteen 16-element groups with 4-bit scales and mins against the super-block's d and dmin; 2-bit codes.
+void encode_q2_k(const float* x, unsigned char* b) {
+  float scale[16];
+  float min[16];
+  float max_scale = 0;
+  float max_min = 0;
+  for (int g = 0; g < 16; ++g) {
+    float lo = 0;
+    float hi = x[16 * g];
+    for (int l = 0; l < 16; ++l) {
+      lo = std::min(lo, x[16 * g + l]);
+      hi = std::max(hi, x[16 * g + l]);
+    }
+    scale[g] = std::max(hi - lo, 0.0f) / 3;
+    min[g] = -lo;
+    max_scale = std::max(max_scale, scale[g]);
+    max_min = std::max(max_min, min[g]);
+  }
+  float d = half_round(max_scale / 15);
+  float dmin = half_round(max_min / 15);
+  put_half(b + 80, d);
+  put_half(b + 82, dmin);
+  unsigned char* q = b + 16;
+  std::memset(q, 0, 64);
+  for (int g = 0; g < 16; ++g) {
+    int sc = d > 0 ? nearest(scale[g] / d, 0, 15) : 0;
+    int m = dmin > 0 ? nearest(min[g] / dmin, 0, 15) : 0;
+    b[g] = static_cast<unsigned char>(sc | (m << 4));
+    float step = d * static_cast<float>(sc);
+    float offset = dmin * static_cast<float>(m);
+    // Group g holds elements 16 g ...: chunk n = g / 8, shift 2 j with j = (g % 8) / 2, byte half (g % 2).
+    int n = g / 8;
+    int j = (g % 8) / 2;
+    int half = g % 2;
+    for (int l = 0; l < 16; ++l) {
+      int code = step > 0 ? nearest((x[16 * g + l] + offset) / step, 0, 3) : 0;
+      q[32 * n + 16 * half + l] |= static_cast<unsigned char>(code << (2 * j));
+    }
+  }
+}
+
+// Q3_K: sixteen 16-element groups with signed 6-bit scales against the super-block's d; codes q - 4, the low two
+// bits in qs and the third in hmask.
+void encode_q3_k(const float* x, unsigned char* b) {
+  float scale[16];
+  float max_scale = 0;
+  for (int g = 0; g < 16; ++g) {
+    float amax = 0;
+    for (int l = 0; l < 16; ++l) {
+      amax = std::max(amax, std::fabs(x[16 * g + l]));
+    }
+    scale[g] = amax / 4;
+    max_scale = std::max(max_scale, scale[g]);
+  }
+  float d = half_round(max_scale / 31);
+  put_half(b + 108, d);
+  unsigned char* hmask = b;
+  unsigned char* q = b + 32;
+  unsigned char* packed = b + 96;
+  std::memset(b, 0, 108);
+  for (int g = 0; g < 16; ++g) {
+    int sc = d > 0 ? nearest(scale[g] / d, 0, 31) : 0;
+    int stored = sc + 32;  // 6 bits: low 4 in bytes 0-7, high 2 in bytes 8-11
+    packed[g < 8 ? g : g - 8] |= static_cast<unsigned char>((stored & 0xF) << (g < 8 ? 0 : 4));
+    packed[8 + g % 4] |= static_cast<unsigned char>((stored >> 4) << (2 * (g / 4)));
+    float step = d * static_cast<float>(sc);
+    int n = g / 8;
+    int j = (g % 8) / 2;
+    int half = g % 2;
+    for (int l = 0; l < 16; ++l) {
+      int code = (step > 0 ? nearest(x[16 * g + l] / step, -4, 3) : 0) + 4;
+      q[32 * n + 16 * half + l] |= static_cast<unsigned char>((code & 3) << (2 * j));
+      hmask[16 * half + l] |= static_cast<unsigned char>((code >> 2) << (4 * n + j));
+    }
+  }
+}
+
+// Q6_K: sixteen 16-element groups with symmetric int8 scales against the super-block's d; codes q - 32.
+void encode_q6_k(const float* x, unsigned char* b) {
+  float scale[16];
+  float max_abs_scale = 0;
+  for (int g = 0; g < 16; ++g) {
+    float amax = 0;
+    for (int l = 0; l < 16; ++l) {
+      amax = std::max(amax, std::fabs(x[16 * g + l]));
+    }
+    scale[g] = amax / 31;
+    max_abs_scale = std::max(max_abs_scale, scale[g]);
+  }
+  float d = half_round(max_abs_scale / 127);
+  uint8_t codes[256];
+  for (int g = 0; g < 16; ++g) {
+    int sc = d > 0 ? nearest(scale[g] / d, 0, 127) : 0;
+    b[192 + g] = static_cast<unsigned char>(static_cast<int8_t>(sc));
+    float step = d * static_cast<float>(sc);
+    for (int l = 0; l < 16; ++l) {
+      codes[16 * g + l] = static_cast<uint8_t>(step > 0 ? nearest(x[16 * g + l] / step, -32, 31) + 32 : 32);
+    }
+  }
+  put_half(b + 208, d);
+  for (int n = 0; n < 2; ++n) {
+    const uint8_t* y = codes + 128 * n;
+    unsigned char* ql = b + 64 * n;
+    unsigned char* qh = b + 128 + 32 * n;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<unsigned char>((y[l] & 0xF) | ((y[l + 64] & 0xF) << 4));
+      ql[l + 32] = static_cast<unsigned char>((y[l + 32] & 0xF) | ((y[l + 96] & 0xF) << 4));
+      qh[l] = static_cast<unsigned char>((y[l] >> 4) | ((y[l + 32] >> 4) << 2) | ((y[l + 64] >> 4) << 4) |
+                                         ((y[l + 96] >> 4) << 6));
+    }
+  }
+}
+
+}  // namespace
+
 }  // namespace nuvec::io::detail
+
+namespace nuvec::io {
+
+array quantize_blocks(const array& w, GGMLType type) {
+  const auto* info = detail::ggml_type_info(static_cast<uint32_t>(type));
+  // Every quantized type nuvec reads has an encoder; plain types need none.
+  if (info == nullptr || info->bits == 0) {
+    throw_unsupported(
+        "[quantize_blocks] expected a quantized type (Q4_0 ... Q8_K); got " +
+        (info == nullptr ? "type " + std::to_string(static_cast<uint32_t>(type)) : std::string(info->name)));
+  }
+  if (w.ndim() == 0 || w.shape(-1) % static_cast<int>(info->block_elems) != 0) {
+    throw_invalid("[quantize_blocks] the last axis must be a multiple of " + std::to_string(info->block_elems) +
+                  " for " + std::string(info->name) + "; got shape " + shape_string(w.shape()));
+  }
+  array x = contiguous(astype(w, float32));
+  x.eval();
+  size_t n_blocks = x.size() / info->block_elems;
+  array out = detail::allocate({static_cast<int32_t>(n_blocks * info->block_bytes)}, uint8);
+  auto* dst = static_cast<unsigned char*>(out.raw_data());
+  const auto* src = x.data<float>();
+  for (size_t i = 0; i < n_blocks; ++i) {
+    if (type == GGMLType::Q8_K) {
+      detail::encode_q8_k(src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q4_K || type == GGMLType::Q5_K) {
+      detail::encode_q45_k(type == GGMLType::Q5_K, src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q2_K) {
+      detail::encode_q2_k(src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q3_K) {
+      detail::encode_q3_k(src + i * 256, dst + i * info->block_bytes);
+    } else if (type == GGMLType::Q6_K) {
+      detail::encode_q6_k(src + i * 256, dst + i * info->block_bytes);
+    } else {
+      detail::encode_legacy(type, src + i * 32, dst + i * info->block_bytes);
+    }
+  }
+  return out;
+}
+
+}  // namespace nuvec::io

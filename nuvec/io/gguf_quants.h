@@ -63,4 +63,9 @@ std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* bl
 
 }  // namespace detail
 
+/// Encodes float values (the last axis a multiple of 32, or 256 for the K-quants) as raw GGUF blocks of any
+/// quantized type above, for writing with io::save_gguf. Each value rounds to the nearest code against scales taken
+/// from its block's extremes (llama.cpp's quantizers also search for better scales).
+array quantize_blocks(const array& w, GGMLType type);
+
 }  // namespace nuvec::io

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -318,6 +319,62 @@ TEST(Gguf, PackedFormMatchesDequantizedAndFeedsQuantizedMatmul) {
     array y = quantized_matmul(x, w, packed.at("t.scales"), packed.at("t.biases"), true, 32, info->bits);
     EXPECT_TRUE(allclose(y, matmul(x, transpose(plain)), 1e-4, 1e-4).item<bool>()) << info->name;
   }
+}
+
+TEST(Gguf, EncodedBlocksDecodeWithinOneStepOfTheirValues) {
+  TempDir dir;
+  std::mt19937 rng(12);
+  // The step between codes of each type, from its block's values.
+  struct Case {
+    GGMLType type;
+    int block;
+    std::function<float(float lo, float hi, float amax)> step;
+  };
+  std::vector<Case> cases = {
+      {GGMLType::Q4_0, 32, [](float, float, float amax) { return amax / 8; }},
+      {GGMLType::Q5_0, 32, [](float, float, float amax) { return amax / 16; }},
+      {GGMLType::Q4_1, 32, [](float lo, float hi, float) { return (hi - lo) / 15; }},
+      {GGMLType::Q5_1, 32, [](float lo, float hi, float) { return (hi - lo) / 31; }},
+      {GGMLType::Q8_0, 32, [](float, float, float amax) { return amax / 127; }},
+      {GGMLType::Q8_K, 256, [](float, float, float amax) { return amax / 127; }},
+      // The K-quants also round their sub-block scales to 6 or 8 bits: a little over one step of the super-block.
+      {GGMLType::Q2_K, 256,
+       [](float lo, float hi, float) { return 1.25f * (std::max(hi, 0.0f) - std::min(lo, 0.0f)) / 3; }},
+      {GGMLType::Q3_K, 256, [](float, float, float amax) { return 1.25f * amax / 4; }},
+      {GGMLType::Q4_K, 256,
+       [](float lo, float hi, float) { return 1.25f * (std::max(hi, 0.0f) - std::min(lo, 0.0f)) / 15; }},
+      {GGMLType::Q5_K, 256,
+       [](float lo, float hi, float) { return 1.25f * (std::max(hi, 0.0f) - std::min(lo, 0.0f)) / 31; }},
+      {GGMLType::Q6_K, 256, [](float, float, float amax) { return 1.25f * amax / 31; }},
+  };
+  for (const auto& c : cases) {
+    array x = random::uniform(-3.0, 1.0, {3, 2 * c.block});
+    x.eval();
+    array blocks = io::quantize_blocks(x, c.type);
+    io::FileWriter writer(dir.path("e.gguf"));
+    io::save_gguf(writer, {{"w", c.type, x.shape(), blocks}}, {});
+    array back = io::load_gguf(dir.path("e.gguf"), io::GGUFQuantized::dequantize).first.at("w");
+    auto got = values(back);
+    auto want = values(x);
+    for (size_t start = 0; start < want.size(); start += c.block) {
+      float lo = *std::min_element(want.begin() + start, want.begin() + start + c.block);
+      float hi = *std::max_element(want.begin() + start, want.begin() + start + c.block);
+      float step = c.step(lo, hi, std::max(std::fabs(lo), std::fabs(hi)));
+      for (size_t i = start; i < start + c.block; ++i) {
+        // Half a step of rounding, a whole step where a symmetric type clamps its top code, and the float16
+        // rounding of the scale.
+        EXPECT_LE(std::fabs(got[i] - want[i]), 1.01f * step + 1e-3f) << static_cast<int>(c.type) << " at " << i;
+      }
+    }
+  }
+  EXPECT_NE(error_of([] {
+              io::quantize_blocks(zeros({2, 33}), GGMLType::Q4_0);
+            }).find("multiple of 32"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              io::quantize_blocks(zeros({256}), GGMLType::F16);
+            }).find("expected a quantized type (Q4_0 ... Q8_K); got F16"),
+            std::string::npos);
 }
 
 TEST(Gguf, AnIndependentReaderReadsNuvecFiles) {
