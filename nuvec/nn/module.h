@@ -78,6 +78,10 @@ class Module {
   /// Loads weights by name. Strict: any missing, unexpected or mis-shaped entry throws one error listing all of
   /// them and nothing is changed. Not strict: loads the entries whose name and shape match, reports the rest.
   LoadReport load_weights(const Params& weights, bool strict = true);
+  /// Saves parameters() to a safetensors file (PyTorch and Hugging Face state-dict names).
+  void save_weights(const std::string& file) const;
+  /// load_weights from a safetensors file.
+  LoadReport load_weights(const std::string& file, bool strict = true);
 
   /// Maps every parameter (all of them, or those `filter` accepts) through fn: casts, copies, re-initialization.
   void apply(const std::function<array(const std::string&, const array&)>& fn,

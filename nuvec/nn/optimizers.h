@@ -39,6 +39,9 @@ class Optimizer {
   [[nodiscard]] Params state() const;
   /// Restores a state saved by state(); throws on names it cannot place.
   void set_state(const Params& state);
+  /// state() to, and set_state() from, a safetensors file.
+  void save_state(const std::string& file) const;
+  void load_state(const std::string& file);
 
  protected:
   using State = std::map<std::string, array>;
