@@ -18,10 +18,11 @@ configure: deps
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-## Runs nuvec's main job: the example program.
+## Runs nuvec's main job: trains a CNN on Fashion-MNIST (nuvec train; weights, checkpoint and curves in DEMO_OUT).
+DEMO_OUT ?= runs/fashion-mnist
 demo: configure
-	@cmake --build $(BUILD) -j $(JOBS) --target nuvec_demo
-	@$(BUILD)/examples/nuvec_demo
+	@cmake --build $(BUILD) -j $(JOBS) --target nuvec_cli
+	@$(BUILD)/apps/nuvec train --output $(DEMO_OUT)
 
 ## Builds everything and runs the whole test suite.
 test: build

@@ -9,6 +9,7 @@ packages=(
   libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev zlib1g-dev
   python3 python3-numpy python3-torch
   dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo
+  fortunes  # the text corpus of nuvec gpt
   clang libclang-rt-dev  # libFuzzer for fuzz/run.sh
 )
 

@@ -327,7 +327,9 @@ void array::move_shared_buffer(array other) {
   desc_->data = std::move(other.desc_->data);
   desc_->data_ptr = other.desc_->data_ptr;
   desc_->data_size = other.desc_->data_size;
-  desc_->strides = other.desc_->strides;
+  // A donor of another shape (the size-1 operand of an element-wise op) holds the same dense elements, which
+  // this array reads with its own row-major strides.
+  desc_->strides = other.desc_->shape == desc_->shape ? other.desc_->strides : row_major_strides(desc_->shape);
   desc_->flags = other.desc_->flags;
   desc_->status.store(Status::available, std::memory_order_release);
 }

@@ -6,6 +6,7 @@
 
 #include <random>
 #include <string>
+#include <tuple>
 
 #include "nuvec/cpu/gemm.h"
 #include "tests/support/reference.h"
@@ -349,3 +350,20 @@ TEST_F(MatmulTest, Tensordot) {
 
 }  // namespace
 }  // namespace nuvec::test
+
+namespace nuvec {
+namespace {
+
+TEST(MatmulRegression, SizeOneOperandMadeByADonatingElementwiseOp) {
+  // random::normal({1, 1}) ends in an element-wise op that may donate its scalar operand's buffer; the output
+  // must still carry two strides for the product's kernel.
+  for (const auto& [m, k, n] : std::vector<std::tuple<int, int, int>>{{1, 1, 3}, {1, 1, 1}, {3, 1, 1}}) {
+    auto a = random::normal({m, k});
+    auto b = random::normal({k, n});
+    auto expected = sum(expand_dims(a, -1) * expand_dims(b, 0), 1);
+    EXPECT_TRUE(allclose(matmul(a, b), expected).item<bool>()) << m << "x" << k << " @ " << k << "x" << n;
+  }
+}
+
+}  // namespace
+}  // namespace nuvec

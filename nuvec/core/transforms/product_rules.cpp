@@ -51,9 +51,10 @@ std::vector<array> vjp_of(const AddMM& p, const VjpArgs& args) {
   std::vector<array> grads;
   for (int a : args.argnums) {
     if (a == 2) {
-      grads.push_back(sum_to_shape(ct * p.beta, args.primals[2].shape()));
+      grads.push_back(sum_to_shape(p.beta == 1.0F ? ct : ct * p.beta, args.primals[2].shape()));
     } else {
-      grads.push_back((a == 0 ? matmul(ct, mT(args.primals[1])) : matmul(mT(args.primals[0]), ct)) * p.alpha);
+      auto g = a == 0 ? matmul(ct, mT(args.primals[1])) : matmul(mT(args.primals[0]), ct);
+      grads.push_back(p.alpha == 1.0F ? g : g * p.alpha);
     }
   }
   return grads;
@@ -289,7 +290,53 @@ array conv_input_vjp(const Convolution& p, const array& x, const array& w, const
   return slice(padded_grad, start, stop, strides);
 }
 
+/// The weight cotangent of an ungrouped convolution without input dilation as one matrix product:
+/// w[co, (k, ci)] = ct[(n, o), co]^T @ patches[(n, o), (k, ci)], the patches gathered from the padded input by a
+/// strided view (im2col).
+array conv_weight_vjp_im2col(const Convolution& p, const array& x, const array& w, const array& ct) {
+  int nd = static_cast<int>(p.stride.size());
+  std::vector<int> axes;
+  Shape low;
+  Shape high;
+  for (int i = 0; i < nd; ++i) {
+    axes.push_back(i + 1);
+    low.push_back(p.padding_lo[static_cast<size_t>(i)]);
+    high.push_back(p.padding_hi[static_cast<size_t>(i)]);
+  }
+  auto padded = pad(x, axes, low, high, array(0, x.dtype()));
+  // Row-major strides of the padded input, then the view (N, out..., kernel..., C).
+  std::vector<int64_t> dense(static_cast<size_t>(padded.ndim()), 1);
+  for (int i = padded.ndim() - 2; i >= 0; --i) {
+    dense[static_cast<size_t>(i)] = dense[static_cast<size_t>(i) + 1] * padded.shape(i + 1);
+  }
+  Shape view_shape{x.shape(0)};
+  Strides view_strides{dense[0]};
+  for (int i = 0; i < nd; ++i) {
+    view_shape.push_back(ct.shape(i + 1));
+    view_strides.push_back(dense[static_cast<size_t>(i) + 1] * p.stride[static_cast<size_t>(i)]);
+  }
+  for (int i = 0; i < nd; ++i) {
+    view_shape.push_back(w.shape(i + 1));
+    view_strides.push_back(dense[static_cast<size_t>(i) + 1] * p.kernel_dilation[static_cast<size_t>(i)]);
+  }
+  view_shape.push_back(x.shape(-1));
+  view_strides.push_back(1);
+  int rows = static_cast<int>(ct.size() / static_cast<size_t>(ct.shape(-1)));
+  int columns = static_cast<int>(w.size() / static_cast<size_t>(w.shape(0)));
+  auto patches = reshape(as_strided(padded, view_shape, view_strides, 0), {rows, columns});
+  auto grad = matmul(transpose(reshape(ct, {rows, ct.shape(-1)})), patches);
+  grad = reshape(grad, w.shape());
+  return p.flip ? flip_spatial(grad) : grad;
+}
+
 array conv_weight_vjp(const Convolution& p, const array& x, const array& w, const array& ct) {
+  bool dilated_input = false;
+  for (int d : p.input_dilation) {
+    dilated_input = dilated_input || d != 1;
+  }
+  if (p.groups == 1 && !dilated_input) {
+    return conv_weight_vjp_im2col(p, x, w, ct);
+  }
   // w[co, k, ci] = sum_{n, o} ct[n, o, co] x_padded[n, o * stride + k * dilation, ci]: a convolution whose batch is
   // the input channels and whose channels are the batch.
   int nd = static_cast<int>(p.stride.size());

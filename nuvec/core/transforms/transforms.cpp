@@ -97,13 +97,46 @@ Tape record(const std::vector<array>& outputs, const std::vector<array>& sources
   return tape;
 }
 
+/// Whether `a` is a broadcast of an evaluated scalar zero (what zeros_like builds).
+bool is_zeros(const array& a) {
+  if (!a.has_primitive() || !std::holds_alternative<Broadcast>(a.primitive())) {
+    return false;
+  }
+  const auto& scalar = a.inputs()[0];
+  return !scalar.has_primitive() && scalar.size() == 1 && scalar.is_available() &&
+         detail::read_complex(scalar) == complex64_t{0.0F, 0.0F};
+}
+
+/// The update and slice of `a` when it is a slice written into zeros (the cotangent of a slice), else nullptr.
+const SliceUpdate* slice_into_zeros(const array& a) {
+  if (!a.has_primitive()) {
+    return nullptr;
+  }
+  const auto* p = std::get_if<SliceUpdate>(&a.primitive());
+  return p && p->type == ScatterType::none && is_zeros(a.inputs()[0]) ? p : nullptr;
+}
+
+/// sum + value. A slice's cotangent added to a sum is added into the sum's slice instead of a full-size zero array
+/// (pooling windows, split heads): one buffer, updated in place, instead of one per slice.
+array add_cotangent(const array& sum, const array& value) {
+  if (const auto* p = slice_into_zeros(value)) {
+    return detail::reapply(SliceUpdate{p->start, p->strides, ScatterType::sum}, {sum, value.inputs()[1]},
+                           sum.shape(), sum.dtype());
+  }
+  if (const auto* p = slice_into_zeros(sum)) {
+    return detail::reapply(SliceUpdate{p->start, p->strides, ScatterType::sum}, {value, sum.inputs()[1]},
+                           value.shape(), value.dtype());
+  }
+  return add(sum, value);
+}
+
 void accumulate(std::unordered_map<uintptr_t, array>& sums, const array& target, array value) {
   if (value.dtype() != target.dtype()) {
     value = astype(value, target.dtype());
   }
   auto [it, inserted] = sums.try_emplace(target.id(), value);
   if (!inserted) {
-    it->second = add(it->second, value);
+    it->second = add_cotangent(it->second, value);
   }
 }
 

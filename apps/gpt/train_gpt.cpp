@@ -1,0 +1,118 @@
+#include "apps/gpt/train_gpt.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "apps/gpt/corpus.h"
+#include "nuvec/io/io.h"
+
+namespace nuvec::gpt {
+
+namespace {
+
+/// `batch` windows of context + 1 bytes starting at random offsets of [begin, end): inputs and next-byte targets.
+std::pair<array, array> windows(const std::string& text, size_t begin, size_t end, int batch, int context,
+                                std::mt19937_64& rng) {
+  std::uniform_int_distribution<size_t> offset(begin, end - static_cast<size_t>(context) - 1);
+  std::vector<int> inputs;
+  std::vector<int> targets;
+  for (int b = 0; b < batch; ++b) {
+    size_t start = offset(rng);
+    for (int t = 0; t < context; ++t) {
+      inputs.push_back(static_cast<unsigned char>(text[start + static_cast<size_t>(t)]));
+      targets.push_back(static_cast<unsigned char>(text[start + static_cast<size_t>(t) + 1]));
+    }
+  }
+  return {array(inputs.begin(), {batch, context}, int32), array(targets.begin(), {batch, context}, int32)};
+}
+
+}  // namespace
+
+GptResult train_gpt(const GptOptions& options, std::FILE* log) {
+  auto text = load_corpus(options.corpus_dir);
+  size_t split_at = text.size() * 95 / 100;
+  if (split_at < static_cast<size_t>(options.model.context) * 4) {
+    throw_invalid("[gpt] the corpus in " + options.corpus_dir + " is too small for a context of " +
+                  std::to_string(options.model.context) + " bytes.");
+  }
+  random::seed(options.seed);
+  Gpt model(options.model);
+  int warmup = std::max(1, options.steps / 20);
+  optimizers::AdamW optimizer(optimizers::join_schedules(
+      {optimizers::linear_schedule(0.0, options.learning_rate, warmup),
+       optimizers::cosine_decay(options.learning_rate, options.steps - warmup, options.learning_rate * 0.1)},
+      {warmup}));
+  auto loss_fn = [&](const std::vector<array>& batch) {
+    auto logits = model.forward(batch[0]);
+    return nn::losses::cross_entropy(logits, batch[1], std::nullopt, -1, 0.0F, nn::losses::Reduction::mean);
+  };
+  auto step = nn::value_and_grad(model, loss_fn);
+  std::mt19937_64 rng(options.seed + 17);
+  long params = 0;
+  for (const auto& [name, p] : model.parameters()) {
+    params += static_cast<long>(p.size());
+  }
+  std::fprintf(log, "byte-level GPT: %d layers, width %d, %d heads, context %d, %.2fM parameters; corpus %zu bytes\n",
+               options.model.layers, options.model.dims, options.model.heads, options.model.context, params / 1e6,
+               text.size());
+
+  GptResult result;
+  double window_loss = 0.0;
+  int window_steps = 0;
+  auto started = std::chrono::steady_clock::now();
+  auto window_start = started;
+  for (int s = 1; s <= options.steps; ++s) {
+    auto [inputs, targets] = windows(text, 0, split_at, options.batch_size, options.model.context, rng);
+    auto [loss, grads] = step({inputs, targets});
+    auto [clipped, norm] = optimizers::clip_grad_norm(grads, 1.0);
+    optimizer.update(model, clipped);
+    std::vector<array> pending{loss};
+    for (const auto& [name, p] : model.parameters()) {
+      pending.push_back(p);
+    }
+    for (const auto& [name, st] : optimizer.state()) {
+      pending.push_back(st);
+    }
+    eval(pending);
+    window_loss += loss.item<float>();
+    ++window_steps;
+    if (s % 50 == 0 || s == options.steps) {
+      auto now = std::chrono::steady_clock::now();
+      double seconds = std::chrono::duration<double>(now - window_start).count();
+      double tokens = static_cast<double>(window_steps) * options.batch_size * options.model.context;
+      result.train_loss = window_loss / window_steps;
+      result.tokens_per_second = tokens / seconds;
+      std::fprintf(log, "step %d/%d  loss %.4f  %.0f tokens/s  lr %.2e\n", s, options.steps, result.train_loss,
+                   result.tokens_per_second, optimizer.learning_rate());
+      std::fflush(log);
+      window_loss = 0.0;
+      window_steps = 0;
+      window_start = now;
+    }
+  }
+  std::mt19937_64 held_out(99);
+  double validation = 0.0;
+  constexpr int kValidationBatches = 8;
+  for (int i = 0; i < kValidationBatches; ++i) {
+    auto [inputs, targets] = windows(text, split_at, text.size(), options.batch_size, options.model.context, held_out);
+    validation += loss_fn({inputs, targets}).item<float>();
+  }
+  result.validation_loss = validation / kValidationBatches;
+  std::filesystem::create_directories(options.output_dir);
+  std::unordered_map<std::string, array> weights;
+  for (const auto& [name, p] : model.parameters()) {
+    weights.insert_or_assign(name, p);
+  }
+  save_safetensors(options.output_dir + "/gpt.safetensors", weights, {{"model", "byte-gpt"}});
+  result.sample = sample(model, options.prompt, options.sample_bytes, options.temperature, options.seed);
+  std::fprintf(log, "held-out loss %.4f (%.3f bits per byte); %.1f s in all; wrote %s/gpt.safetensors\n",
+               result.validation_loss, result.validation_loss / std::log(2.0),
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+               options.output_dir.c_str());
+  std::fprintf(log, "--- sample ---\n%s%s\n--------------\n", options.prompt.c_str(), result.sample.c_str());
+  return result;
+}
+
+}  // namespace nuvec::gpt

@@ -1,0 +1,36 @@
+#pragma once
+
+// `nuvec gpt`: trains the byte-level GPT on the fortunes corpus with AdamW (linear warm-up, cosine decay), reports
+// the loss and tokens per second, measures the loss on held-out text, saves the weights and samples text.
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "apps/gpt/model.h"
+
+namespace nuvec::gpt {
+
+struct GptOptions {
+  GptConfig model;
+  int steps = 600;
+  int batch_size = 32;
+  double learning_rate = 3e-3;
+  std::string corpus_dir = "/usr/share/games/fortunes";
+  std::string output_dir = "runs/gpt";
+  std::string prompt = "The ";
+  int sample_bytes = 400;
+  float temperature = 0.8F;
+  uint64_t seed = 0;
+};
+
+struct GptResult {
+  double train_loss = 0.0;       // mean over the last 50 steps
+  double validation_loss = 0.0;  // on the held-out last 5% of the corpus
+  double tokens_per_second = 0.0;
+  std::string sample;
+};
+
+GptResult train_gpt(const GptOptions& options, std::FILE* log = stdout);
+
+}  // namespace nuvec::gpt

@@ -1,0 +1,39 @@
+#pragma once
+
+// `nuvec train`: trains an image classifier on Fashion-MNIST (IDX files) with Adam and a cosine learning-rate
+// decay, shows a progress bar, evaluates on the test set after every epoch, and writes to the output folder:
+// checkpoint.safetensors (model, optimizer state and progress, after every epoch, so a run resumes),
+// model.safetensors (the trained weights, PyTorch-style names), curves.svg (loss and accuracy curves).
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include "apps/train/plot.h"
+
+namespace nuvec::train {
+
+struct TrainOptions {
+  std::string model = "cnn";
+  int epochs = 3;
+  int batch_size = 64;
+  double learning_rate = 2e-3;
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string output_dir = "runs/fashion-mnist";
+  std::optional<std::string> resume;  // a checkpoint.safetensors to continue from
+  uint64_t seed = 0;
+  int stop_after_epochs = 0;  // end this run after so many epochs (0: run to `epochs`); resume continues it
+  int train_limit = 0;        // use only the first n training images (0: all), for quick runs
+  int test_limit = 0;
+};
+
+struct TrainResult {
+  double test_accuracy = 0.0;
+  int epochs_run = 0;
+  Curves curves;
+};
+
+TrainResult train(const TrainOptions& options, std::FILE* log = stdout);
+
+}  // namespace nuvec::train
