@@ -13,13 +13,6 @@ packages=(
   clang libclang-rt-dev  # libFuzzer for fuzz/run.sh
 )
 
-# Test client: Hugging Face's GGUF reader, which the io tests run with Node when Node is installed.
-npm_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/npm"
-if command -v npm >/dev/null && [[ ! -d "$npm_dir/node_modules/@huggingface/gguf" ]]; then
-  npm install --silent --no-audit --no-fund --prefix "$npm_dir" @huggingface/gguf@0.4.6 || \
-    echo "nuvec: npm could not install @huggingface/gguf; the GGUF cross-check test will be skipped"
-fi
-
 missing=()
 for package in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
@@ -27,15 +20,20 @@ for package in "${packages[@]}"; do
   fi
 done
 
-if ((${#missing[@]} == 0)); then
-  exit 0
+if ((${#missing[@]} > 0)); then
+  echo "nuvec: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then
+    sudo_cmd=(sudo)
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "nuvec: installing ${missing[*]}"
-sudo_cmd=()
-if [[ $(id -u) -ne 0 ]]; then
-  sudo_cmd=(sudo)
+# Test client: Hugging Face's GGUF reader, which the io tests run with the machine's Node.js when present.
+npm_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/npm"
+if command -v npm >/dev/null && [[ ! -d "$npm_dir/node_modules/@huggingface/gguf" ]]; then
+  npm install --silent --no-audit --no-fund --prefix "$npm_dir" @huggingface/gguf@0.4.6 || \
+    echo "nuvec: npm could not install @huggingface/gguf; the GGUF cross-check test will be skipped"
 fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
