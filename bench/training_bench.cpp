@@ -1,6 +1,8 @@
 // nuvec's side of bench/training_vs_torch.py: forward plus backward (loss and every gradient evaluated) of a
 // 4-layer MLP (batch 256, width 1024, ReLU, cross-entropy over 10 classes) and of a pre-norm transformer block
-// (batch 8, 128 tokens, width 256, 4 heads, causal attention, GELU MLP of width 1024).
+// (batch 8, 128 tokens, width 256, 4 heads, causal attention, GELU MLP of width 1024); then whole training steps
+// (forward, backward, optimizer update, evaluation) of nuvec train's CNN (batch 64, Adam) and of nuvec gpt's
+// byte-level GPT (batch 32 x 128 bytes, AdamW, gradient clipping).
 // Prints one line per model: "row <name> median_ms=... min_ms=... reps=...". Same inputs and method as the
 // script's PyTorch side: two warm-up steps, then the median of the timed steps.
 
@@ -10,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "apps/gpt/model.h"
+#include "apps/train/models.h"
 #include "nuvec/nuvec.h"
 
 namespace nv = nuvec;
@@ -93,6 +97,76 @@ Model transformer_block() {
 
 }  // namespace
 
+/// Median ms of `reps` calls of `step` after two warm-up calls.
+template <class F>
+double median_ms(F&& step, int reps, double* best) {
+  step();
+  step();
+  std::vector<double> times;
+  for (int r = 0; r < reps; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    step();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(times.begin(), times.end());
+  *best = times.front();
+  return times[times.size() / 2];
+}
+
+/// One optimizer step of `model` on `inputs`, everything evaluated.
+template <class Optimizer>
+void train_step(nv::nn::Module& model, Optimizer& optimizer, const nv::nn::ModuleValueAndGradFn& step, const V& inputs,
+                bool clip) {
+  auto [loss, grads] = step(inputs);
+  if (clip) {
+    grads = nv::optimizers::clip_grad_norm(grads, 1.0).first;
+  }
+  optimizer.update(model, grads);
+  V pending{loss};
+  for (const auto& [name, p] : model.parameters()) {
+    pending.push_back(p);
+  }
+  for (const auto& [name, st] : optimizer.state()) {
+    pending.push_back(st);
+  }
+  nv::eval(pending);
+}
+
+void training_steps(int reps) {
+  double best = 0;
+  {
+    nv::random::seed(3);
+    nv::train::SmallCnn model;
+    nv::optimizers::Adam adam(1e-3);
+    auto images = nv::random::uniform({64, 28, 28, 1});
+    auto labels = nv::random::randint(0, 10, {64});
+    nv::eval(images, labels);
+    auto step = nv::nn::value_and_grad(model, [&](const V& in) {
+      return nv::nn::losses::cross_entropy(model.forward(in[0]), in[1], std::nullopt, -1, 0.0F,
+                                           nv::nn::losses::Reduction::mean);
+    });
+    double ms = median_ms([&] { train_step(model, adam, step, {images, labels}, false); }, reps, &best);
+    std::printf("row cnn_train_step_b64 median_ms=%.3f min_ms=%.3f reps=%d\n", ms, best, reps);
+    std::fflush(stdout);
+  }
+  {
+    nv::random::seed(4);
+    nv::gpt::Gpt model(nv::gpt::GptConfig{});
+    nv::optimizers::AdamW adamw(3e-3);
+    auto tokens = nv::random::randint(0, 256, {32, 129});
+    auto inputs = nv::slice(tokens, {0, 0}, {32, 128});
+    auto targets = nv::slice(tokens, {0, 1}, {32, 129});
+    nv::eval(inputs, targets);
+    auto step = nv::nn::value_and_grad(model, [&](const V& in) {
+      return nv::nn::losses::cross_entropy(model.forward(in[0]), in[1], std::nullopt, -1, 0.0F,
+                                           nv::nn::losses::Reduction::mean);
+    });
+    double ms = median_ms([&] { train_step(model, adamw, step, {inputs, targets}, true); }, reps, &best);
+    std::printf("row gpt_train_step_b32_l128 median_ms=%.3f min_ms=%.3f reps=%d\n", ms, best, reps);
+    std::fflush(stdout);
+  }
+}
+
 int main(int argc, char** argv) {
   int reps = 15;
   for (int i = 1; i < argc; ++i) {
@@ -127,4 +201,5 @@ int main(int argc, char** argv) {
                 times.front(), reps);
     std::fflush(stdout);
   }
+  training_steps(reps);
 }
