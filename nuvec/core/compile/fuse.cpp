@@ -1,5 +1,5 @@
-// Fusion: element-wise nodes of one output shape that feed each other form a
-// group (union-find over their edges); a group of two or more becomes one
+// Fusion: element-wise nodes of one output shape that feed each other, or read
+// one outside value, form a group (union-find over those edges); a group of two or more becomes one
 // Compiled node whose inputs are the values it reads from outside and whose
 // outputs are its values read outside (or returned). A group that would close a
 // cycle through an outside node is left unfused.
@@ -148,6 +148,19 @@ void fuse_graph(Graph& g) {
       if (from >= 0 && can[static_cast<size_t>(from)] && level[static_cast<size_t>(from)] == level[i] &&
           g.values[static_cast<size_t>(a)].shape == shape) {
         uf.unite(i, static_cast<size_t>(from));
+      }
+    }
+  }
+  // Chains of one level and shape that read a common outside value join too: the value is read once.
+  std::map<std::pair<int, std::pair<int, Shape>>, size_t> reader;  // (value, (level, shape)) -> a node reading it
+  for (size_t i = 0; i < n; ++i) {
+    if (!can[i]) continue;
+    const auto& shape = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
+    for (int a : g.nodes[i].args) {
+      int from = producer[static_cast<size_t>(a)];
+      if (from < 0 || !can[static_cast<size_t>(from)]) {
+        auto [it, inserted] = reader.try_emplace({a, {level[i], shape}}, i);
+        if (!inserted) uf.unite(i, it->second);
       }
     }
   }
