@@ -181,6 +181,14 @@ std::string step_expr(const FusedStep& s, const std::vector<Dtype>& arg_dtypes, 
       s.primitive);
 }
 
+/// A generated variable's name: a letter and a number.
+std::string name_of(char prefix, size_t index) {
+  std::string text(1, prefix);
+  text += std::to_string(index);
+  return text;
+}
+std::string name_of(char prefix, int index) { return name_of(prefix, static_cast<size_t>(index)); }
+
 bool generable_dtype(Dtype d) { return d != complex64; }
 
 constexpr std::string_view prelude = R"(#include <cstdint>
@@ -297,7 +305,7 @@ std::string generate_source(const FusedKernel& k) {
   for (const auto& s : k.steps) {
     dtypes.push_back(s.dtype);
   }
-  auto value = [&](int v) { return "v" + std::to_string(v); };
+  auto value = [&](int v) { return name_of('v', v); };
 
   // The element body: loaded inputs in, outputs written at index i.
   src += "static inline __attribute__((always_inline)) void nv_body(";
@@ -345,7 +353,7 @@ std::string generate_source(const FusedKernel& k) {
       text += load(dtypes[i], reads[i]) + ", ";
     }
     for (size_t o = 0; o < k.outputs.size(); ++o) {
-      text += "o" + std::to_string(o) + ", ";
+      text += name_of('o', o) + ", ";
     }
     return text;
   };
@@ -356,10 +364,10 @@ std::string generate_source(const FusedKernel& k) {
   pointers(src);
   std::vector<std::string> reads;
   for (size_t i = 0; i < n_in; ++i) {
-    const auto p = "p" + std::to_string(i);
+    const auto p = name_of('p', i);
     if (k.scalar_inputs[i]) {
       src += "  const " + storage_type(dtypes[i]) + " s" + std::to_string(i) + " = " + p + "[0];\n";
-      reads.push_back("s" + std::to_string(i));
+      reads.push_back(name_of('s', i));
     } else {
       reads.push_back(p + "[i]");
     }
