@@ -1,6 +1,7 @@
 // The CPU kernel of a fused chain: fresh row-contiguous outputs, then the
-// generated kernel's flat entry when every input is row-major of the output's
-// shape (or the one value the kernel reads once), its strided row walk otherwise.
+// generated kernel's flat entry when every input is row-major of the iteration
+// shape (or the one value the kernel reads once), its strided row walk otherwise
+// (always for row kernels, which reduce along the rows).
 
 #include "nuvec/core/compile/fused.h"
 #include "nuvec/cpu/kernels.h"
@@ -11,18 +12,19 @@ namespace nuvec::cpu {
 
 void run(const Compiled& p, const Inputs& in, Outputs& out) {
   const auto& k = *p.kernel;
-  const Shape& shape = out[0].shape();
+  const Shape shape = nuvec::detail::iteration_shape(k, in, out);
   std::vector<void*> outs;
   for (auto& o : out) {
     o.set_data(allocator::malloc(o.nbytes()));
     outs.push_back(o.raw_data());
   }
-  const size_t n = out[0].size();
-  if (n == 0) {
+  const size_t n = shape_size(shape);
+  const size_t rows = shape.empty() ? 1 : shape_size(Shape(shape.begin(), shape.end() - 1));
+  if (n == 0 && (!k.rows || rows == 0)) {
     return;
   }
   std::vector<const void*> ins;
-  bool flat = true;
+  bool flat = !k.rows;
   for (size_t i = 0; i < in.size(); ++i) {
     ins.push_back(in[i].raw_data());
     const bool one_value = k.scalar_inputs[i] && in[i].size() == 1;
@@ -49,8 +51,7 @@ void run(const Compiled& p, const Inputs& in, Outputs& out) {
     }
   }
   const auto inner = static_cast<size_t>(shape.back());
-  const size_t rows = n / inner;
-  const size_t grain = std::max<size_t>(1, elementwise_grain / inner);
+  const size_t grain = std::max<size_t>(1, elementwise_grain / std::max<size_t>(inner, 1));
   parallel_for(rows, grain, [&](size_t begin, size_t end) {
     k.strided(ins.data(), outs.data(), dims.data(), strides.data(), ndim, static_cast<int64_t>(begin),
               static_cast<int64_t>(end));

@@ -242,12 +242,12 @@ TEST_F(Fusion, SeveralOutputsOfOneChain) {
 }
 
 TEST_F(Fusion, ChainsAroundOtherPrimitives) {
-  // A reduction splits the graph: the chains before and after it fuse, the sum stays.
+  // A reduction over another axis splits the graph: the chains before and after it fuse, the sum stays.
   std::mt19937 rng(17);
   auto x = test::random_array({16, 32}, float32, rng);
   auto f = [](const V& xs) {
     auto y = exp(xs[0]) * 2.0F + 1.0F;
-    auto s = sum(y, -1, true);
+    auto s = sum(y, 0, true);
     return V{log(y / s) - 1.0F, y};
   };
   auto eager = f({x});
@@ -256,6 +256,56 @@ TEST_F(Fusion, ChainsAroundOtherPrimitives) {
   EXPECT_EQ(count_primitives(compiled, "Reduce"), 1);
   EXPECT_TRUE(same_values(compiled[0], eager[0], 2e-6));
   EXPECT_TRUE(same_values(compiled[1], eager[1], 2e-6));
+}
+
+TEST_F(Fusion, RowReductionsAndNormalizationsFuse) {
+  // Sums and maxima over the last axis join their chain: a layer norm and a softmax written with plain ops become
+  // one row kernel each, as does a chain that ends in a sum.
+  std::mt19937 rng(19);
+  for (Dtype d : {float32, float64}) {
+    for (const Shape& shape : {Shape{8, 33}, Shape{2, 3, 17}, Shape{1, 2}}) {
+      auto x = test::random_array(shape, d, rng, -3.0, 3.0);
+      auto w = test::random_array({shape.back()}, d, rng);
+      auto b = test::random_array({shape.back()}, d, rng);
+      auto layer_norm = [](const V& xs) {
+        auto mu = mean(xs[0], -1, true);
+        auto xc = xs[0] - mu;
+        auto var = mean(xc * xc, -1, true);
+        return V{xc * rsqrt(var + 1e-5F) * xs[1] + xs[2]};
+      };
+      auto soft = [](const V& xs) {
+        auto e = exp(xs[0] - max(xs[0], -1, true));
+        return V{e / sum(e, -1, true), sum(square(xs[0]) * 0.5F, -1, true)};
+      };
+      const double tol = d == float64 ? 1e-12 : 2e-5;
+      auto ln = compile(layer_norm)({x, w, b});
+      EXPECT_EQ(count_primitives(ln, "Compiled"), 1);
+      EXPECT_EQ(count_primitives(ln, "Reduce"), 0);
+      EXPECT_TRUE(same_values(ln[0], layer_norm({x, w, b})[0], tol)) << shape_string(shape);
+      auto sm = compile(soft)({x});
+      EXPECT_EQ(count_primitives(sm, "Compiled"), 1);
+      auto eager = soft({x});
+      EXPECT_TRUE(same_values(sm[0], eager[0], tol)) << shape_string(shape);
+      EXPECT_TRUE(same_values(sm[1], eager[1], tol)) << shape_string(shape);
+    }
+  }
+  // NaN in a row propagates through the max, as eagerly; a transposed input takes the strided walk.
+  auto x = array({1.0F, NAN, 3.0F, 4.0F, 5.0F, 6.0F}, {2, 3});
+  auto f = [](const V& xs) { return V{exp(xs[0] - max(xs[0], -1, true))}; };
+  EXPECT_TRUE(same_values(compile(f)({x})[0], f({x})[0], 1e-6));
+  auto t = transpose(reshape(arange(12.0F), {3, 4}));
+  EXPECT_TRUE(same_values(compile(f)({t})[0], f({t})[0], 1e-6));
+  // The gradient of a fused layer norm goes through its tape.
+  auto loss = [](const V& xs) {
+    auto mu = mean(xs[0], -1, true);
+    auto xc = xs[0] - mu;
+    return sum(xc * rsqrt(mean(xc * xc, -1, true) + 1e-5F) * xs[0]);
+  };
+  auto xs = V{reshape(arange(12.0F) * 0.3F, {3, 4})};
+  auto expected = grad(loss)(xs)[0];
+  auto compiled = compile([&](const V& in) { return V{loss(in)}; });
+  auto got = grad([&](const V& in) { return compiled(in)[0]; })(xs)[0];
+  EXPECT_TRUE(same_values(got, expected, 1e-4));
 }
 
 }  // namespace

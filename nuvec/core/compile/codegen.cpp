@@ -5,6 +5,7 @@
 
 #include "nuvec/core/compile/codegen.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "nuvec/core/error.h"
@@ -298,7 +299,144 @@ bool can_generate(const Primitive& p, Dtype in, Dtype out) {
   return !step_expr(step, dtypes, {"a", "b", "c"}).empty();
 }
 
+namespace {
+
+/// A row kernel: for each row, one pass over the row per reduction depth (each pass recomputes the element values
+/// it needs from the inputs, which the row keeps in cache), the row values between passes, then a last pass that
+/// writes the element outputs. Memory sees each input read once and each output written once.
+std::string generate_rows_source(const FusedKernel& k) {
+  std::string src(prelude);
+  const auto n_in = static_cast<size_t>(k.num_inputs);
+  std::vector<Dtype> dtypes(k.input_dtypes);
+  for (const auto& s : k.steps) {
+    dtypes.push_back(s.dtype);
+  }
+  auto value = [&](size_t v) { return name_of('v', v); };
+  // A value's stage: how many reductions lie between it and the inputs.
+  std::vector<int> stage(dtypes.size(), 0);
+  int passes = 0;
+  for (size_t s = 0; s < k.steps.size(); ++s) {
+    int st = 0;
+    for (int a : k.steps[s].args) st = std::max(st, stage[static_cast<size_t>(a)]);
+    if (std::holds_alternative<Reduce>(k.steps[s].primitive)) ++st;
+    stage[n_in + s] = st;
+    passes = std::max(passes, st);
+  }
+  auto expr_of = [&](size_t s) {
+    const auto& step = k.steps[s];
+    std::vector<Dtype> arg_dtypes;
+    std::vector<std::string> args;
+    for (int a : step.args) {
+      arg_dtypes.push_back(dtypes[static_cast<size_t>(a)]);
+      args.push_back(value(static_cast<size_t>(a)));
+    }
+    std::string expr = step_expr(step, arg_dtypes, args);
+    if (expr.empty()) {
+      throw_internal("[compile] no generated code for " + std::string(name(step.primitive)) + ".");
+    }
+    return "const " + compute_type(step.dtype) + " " + value(n_in + s) + " = " + rounded(step.dtype, expr) + ";\n";
+  };
+  // Element values up to a stage, computed inside a loop over the row (unused ones the compiler drops).
+  auto element_body = [&](int up_to) {
+    std::string body;
+    for (size_t i = 0; i < n_in; ++i) {
+      if (!k.row_values[i]) {
+        body += "      const " + compute_type(dtypes[i]) + " " + value(i) + " = " +
+                load(dtypes[i], name_of('q', i) + "[j * " + name_of('t', i) + "]") + ";\n";
+      }
+    }
+    for (size_t s = 0; s < k.steps.size(); ++s) {
+      if (!k.row_values[n_in + s] && stage[n_in + s] <= up_to) body += "      " + expr_of(s);
+    }
+    return body;
+  };
+  auto row_steps = [&](int at) {
+    std::string body;
+    for (size_t s = 0; s < k.steps.size(); ++s) {
+      if (k.row_values[n_in + s] && stage[n_in + s] == at && !std::holds_alternative<Reduce>(k.steps[s].primitive)) {
+        body += "    " + expr_of(s);
+      }
+    }
+    return body;
+  };
+
+  src += "extern \"C\" void nuvec_fused_strided(const void* const* in, void* const* out, const int64_t* shape, "
+         "const int64_t* strides, int ndim, int64_t begin, int64_t end) {\n";
+  for (size_t i = 0; i < n_in; ++i) {
+    src += "  const " + storage_type(dtypes[i]) + "* " + name_of('p', i) + " = (const " + storage_type(dtypes[i]) +
+           "*)in[" + std::to_string(i) + "];\n";
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto t = storage_type(dtypes[static_cast<size_t>(k.outputs[o])]);
+    src += "  " + t + "* __restrict " + name_of('o', o) + " = (" + t + "*)out[" + std::to_string(o) + "];\n";
+  }
+  src += "  const int64_t inner = shape[ndim - 1];\n  int64_t index[64] = {0};\n";
+  src += "  int64_t rest = begin;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= shape[d]; }\n";
+  src += "  for (int64_t r = begin; r < end; ++r) {\n";
+  for (size_t i = 0; i < n_in; ++i) {
+    const auto q = name_of('q', i);
+    src += "    const " + storage_type(dtypes[i]) + "* __restrict " + q + " = " + name_of('p', i) + ";\n";
+    src += "    for (int d = 0; d + 1 < ndim; ++d) " + q + " += index[d] * strides[" + std::to_string(i) + " * ndim + d];\n";
+    src += "    const int64_t " + name_of('t', i) + " = strides[" + std::to_string(i) + " * ndim + ndim - 1];\n";
+    if (k.row_values[i]) {
+      src += "    const " + compute_type(dtypes[i]) + " " + value(i) + " = " + load(dtypes[i], q + "[0]") + ";\n";
+    }
+  }
+  src += row_steps(0);
+  for (int pass = 1; pass <= passes; ++pass) {
+    bool only_sums = true;
+    std::string accumulators;
+    std::string names;
+    std::string updates;
+    std::string finish;
+    for (size_t s = 0; s < k.steps.size(); ++s) {
+      const auto* reduce = std::get_if<Reduce>(&k.steps[s].primitive);
+      if (reduce == nullptr || stage[n_in + s] != pass) continue;
+      const auto acc = name_of('a', n_in + s);
+      const auto arg = value(static_cast<size_t>(k.steps[s].args[0]));
+      const auto c = compute_type(k.steps[s].dtype);
+      if (reduce->type == ReduceType::sum) {
+        accumulators += "    " + c + " " + acc + " = 0;\n";
+        updates += "      " + acc + " += " + arg + ";\n";
+      } else {
+        only_sums = false;
+        accumulators += "    " + c + " " + acc + " = -__builtin_inf();\n";
+        updates += "      " + acc + " = (" + arg + " > " + acc + " || " + arg + " != " + arg + " || " + acc + " != " +
+                   acc + ") ? (" + acc + " != " + acc + " ? " + acc + " : " + arg + ") : " + acc + ";\n";
+      }
+      names += (names.empty() ? "" : ", ") + acc;
+      finish += "    const " + c + " " + value(n_in + s) + " = " + acc + ";\n";
+    }
+    src += accumulators;
+    if (only_sums) src += "    _Pragma(\"omp simd reduction(+:" + names + ")\")\n";
+    src += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
+    src += finish + row_steps(pass);
+  }
+  std::string stores;
+  std::string row_stores;
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto v = static_cast<size_t>(k.outputs[o]);
+    if (k.row_values[v]) {
+      row_stores += "    " + name_of('o', o) + "[r] = " + store(dtypes[v], value(v)) + ";\n";
+    } else {
+      stores += "      " + name_of('o', o) + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
+    }
+  }
+  if (!stores.empty()) {
+    src += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(passes) + stores + "    }\n";
+  }
+  src += row_stores;
+  src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
+  src += "  }\n}\n";
+  return src;
+}
+
+}  // namespace
+
 std::string generate_source(const FusedKernel& k) {
+  if (k.rows) {
+    return generate_rows_source(k);
+  }
   std::string src(prelude);
   const auto n_in = static_cast<size_t>(k.num_inputs);
   std::vector<Dtype> dtypes(k.input_dtypes);

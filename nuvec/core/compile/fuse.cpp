@@ -1,8 +1,11 @@
 // Fusion: element-wise nodes of one output shape that feed each other, or read
-// one outside value, form a group (union-find over those edges); a group of two or more becomes one
-// Compiled node whose inputs are the values it reads from outside and whose
-// outputs are its values read outside (or returned). A group that would close a
-// cycle through an outside node is left unfused.
+// one outside value, form a group (union-find over those edges); a group of two
+// or more becomes one Compiled node whose inputs are the values it reads from
+// outside and whose outputs are its values read outside (or returned). Sums and
+// maxima over the last axis join the chain they reduce, with what follows at the
+// row shape and broadcasts back: such a row kernel does a layer norm or a softmax
+// in one pass over memory. A group that would close a cycle through an outside
+// node is left unfused.
 
 #include <algorithm>
 #include <map>
@@ -21,15 +24,41 @@ bool fusable(const Graph& g, const GraphNode& n) {
     return false;
   }
   const Primitive& p = n.primitive;
+  const auto& out = g.values[static_cast<size_t>(n.outs[0])];
+  if (const auto* r = std::get_if<Reduce>(&p)) {
+    const auto& in = g.values[static_cast<size_t>(n.args[0])];
+    const int last = static_cast<int>(in.shape.size()) - 1;
+    return (r->type == ReduceType::sum || r->type == ReduceType::max) && last >= 0 && in.shape.back() > 1 &&
+           r->axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
+           out.dtype == in.dtype;
+  }
   const Family f = family(p);
   if (f != Family::unary && f != Family::binary && !std::holds_alternative<Select>(p) &&
       !std::holds_alternative<AsType>(p) && !std::holds_alternative<Broadcast>(p)) {
     return false;
   }
-  const auto& out = g.values[static_cast<size_t>(n.outs[0])];
   const size_t data_arg = std::holds_alternative<Select>(p) ? 1 : 0;
   const Dtype in = g.values[static_cast<size_t>(n.args[data_arg])].dtype;
   return can_generate(p, in, out.dtype);
+}
+
+/// The shape a fusable node iterates over: a reduction's input shape, a broadcast of rows' output shape, otherwise
+/// its output shape.
+const Shape& base_shape(const Graph& g, const GraphNode& n) {
+  if (std::holds_alternative<Reduce>(n.primitive)) {
+    return g.values[static_cast<size_t>(n.args[0])].shape;
+  }
+  return g.values[static_cast<size_t>(n.outs[0])].shape;
+}
+
+/// Whether the edge from argument a joins node n's group: same shape, a reduction of it, or a broadcast of rows.
+bool joins(const Graph& g, const GraphNode& n, int a) {
+  const auto& arg = g.values[static_cast<size_t>(a)].shape;
+  const auto& out = g.values[static_cast<size_t>(n.outs[0])].shape;
+  if (arg == out || std::holds_alternative<Reduce>(n.primitive)) {
+    return true;
+  }
+  return std::holds_alternative<Broadcast>(n.primitive) && !out.empty() && out.back() > 1 && arg == row_shape(out);
 }
 
 struct UnionFind {
@@ -142,11 +171,10 @@ void fuse_graph(Graph& g) {
   UnionFind uf(n);
   for (size_t i = 0; i < n; ++i) {
     if (!can[i]) continue;
-    const auto& shape = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
     for (int a : g.nodes[i].args) {
       int from = producer[static_cast<size_t>(a)];
       if (from >= 0 && can[static_cast<size_t>(from)] && level[static_cast<size_t>(from)] == level[i] &&
-          g.values[static_cast<size_t>(a)].shape == shape) {
+          joins(g, g.nodes[i], a)) {
         uf.unite(i, static_cast<size_t>(from));
       }
     }
@@ -155,7 +183,7 @@ void fuse_graph(Graph& g) {
   std::map<std::pair<int, std::pair<int, Shape>>, size_t> reader;  // (value, (level, shape)) -> a node reading it
   for (size_t i = 0; i < n; ++i) {
     if (!can[i]) continue;
-    const auto& shape = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
+    const auto& shape = base_shape(g, g.nodes[i]);
     for (int a : g.nodes[i].args) {
       int from = producer[static_cast<size_t>(a)];
       if (from < 0 || !can[static_cast<size_t>(from)]) {
@@ -168,11 +196,32 @@ void fuse_graph(Graph& g) {
   for (size_t i = 0; i < n; ++i) {
     if (can[i]) members[uf.find(i)].push_back(i);
   }
+  // A group iterates over one shape S: its members have shape S or, with reductions, S's rows.
   std::vector<long> group(n, -1);
+  std::map<long, std::pair<Shape, bool>> space;  // group -> (S, row kernel)
   for (const auto& [root, list] : members) {
-    if (list.size() >= 2) {
-      for (size_t i : list) group[i] = static_cast<long>(root);
+    if (list.size() < 2) continue;
+    Shape s;
+    for (size_t i : list) {
+      if (std::holds_alternative<Reduce>(g.nodes[i].primitive)) s = base_shape(g, g.nodes[i]);
     }
+    for (size_t i : list) {
+      const auto& o = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
+      if (s.empty() && std::holds_alternative<Broadcast>(g.nodes[i].primitive) && !o.empty() && o.back() > 1) s = o;
+    }
+    if (s.empty()) s = g.values[static_cast<size_t>(g.nodes[list.front()].outs[0])].shape;
+    bool rows = false;
+    bool valid = true;
+    for (size_t i : list) {
+      const auto& o = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
+      const bool row = o != s && o == row_shape(s);
+      rows = rows || row;
+      valid = valid && (std::holds_alternative<Reduce>(g.nodes[i].primitive) ? base_shape(g, g.nodes[i]) == s && row
+                                                                             : o == s || row);
+    }
+    if (!valid) continue;
+    space[static_cast<long>(root)] = {s, rows};
+    for (size_t i : list) group[i] = static_cast<long>(root);
   }
   for (long bad = group_on_cycle(g, group, producer); bad >= 0; bad = group_on_cycle(g, group, producer)) {
     for (auto& x : group) {
@@ -212,12 +261,16 @@ void fuse_graph(Graph& g) {
         }
       }
     }
+    const auto& [shape, rows] = space.at(gid);
+    kernel->rows = rows;
+    kernel->shape = shape;
     kernel->num_inputs = static_cast<int>(inputs.size());
     for (size_t k = 0; k < inputs.size(); ++k) {
       const auto& v = g.values[static_cast<size_t>(inputs[k])];
       local[inputs[k]] = static_cast<int>(k);
       kernel->input_dtypes.push_back(v.dtype);
       kernel->scalar_inputs.push_back(shape_size(v.shape) == 1);
+      kernel->row_values.push_back(rows && (v.shape.empty() || v.shape.back() == 1));
     }
     GraphNode node{Compiled{}, g.nodes[at].stream, inputs, {}, -1};
     for (size_t i = 0; i < n; ++i) {
@@ -227,6 +280,7 @@ void fuse_graph(Graph& g) {
       const int out = g.nodes[i].outs[0];
       local[out] = kernel->num_inputs + static_cast<int>(kernel->steps.size());
       kernel->steps.push_back(std::move(step));
+      kernel->row_values.push_back(rows && g.values[static_cast<size_t>(out)].shape != shape);
       if (read_outside[static_cast<size_t>(out)]) {
         kernel->outputs.push_back(local[out]);
         node.outs.push_back(out);

@@ -14,7 +14,8 @@
 namespace nuvec::detail {
 
 /// One primitive of a fused chain. Values are numbered: 0 .. num_inputs - 1 are the kernel's inputs, then one per
-/// step in order. Every step's value has the chain's iteration shape.
+/// step in order. A step's value has the chain's iteration shape, or in a row kernel possibly its row shape (the
+/// last axis 1).
 struct FusedStep {
   Primitive primitive;
   std::vector<int> args;
@@ -29,6 +30,12 @@ using StridedEntry = void (*)(const void* const* in, void* const* out, const int
                               int ndim, int64_t begin, int64_t end);
 
 struct FusedKernel {
+  /// A row kernel also holds reductions over the last axis: it walks rows, one pass per reduction depth.
+  bool rows = false;
+  /// The iteration shape when traced.
+  Shape shape;
+  /// Per value (inputs, then steps): whether it has the row shape.
+  std::vector<bool> row_values;
   int num_inputs = 0;
   std::vector<Dtype> input_dtypes;
   /// Inputs of one element when traced: the contiguous entry reads them once.
@@ -38,9 +45,16 @@ struct FusedKernel {
   std::vector<int> outputs;
   std::string source;
   std::shared_ptr<void> library;  // keeps the shared object loaded
-  ContiguousEntry contiguous = nullptr;
-  StridedEntry strided = nullptr;
+  ContiguousEntry contiguous = nullptr;  // null for row kernels
+  StridedEntry strided = nullptr;         // for row kernels: rows [begin, end), all passes
 };
+
+/// The shape with its last axis 1.
+Shape row_shape(Shape shape);
+
+/// The iteration shape of a fused node with these inputs and outputs: an output without the row shape gives it,
+/// else the inputs' broadcast, else the traced shape.
+Shape iteration_shape(const FusedKernel& kernel, const std::vector<array>& inputs, const std::vector<array>& outputs);
 
 /// The chain's tape applied to new inputs with plain primitives; `shape` is the iteration shape.
 std::vector<array> replay_fused(const FusedKernel& kernel, const std::vector<array>& inputs, const Shape& shape);

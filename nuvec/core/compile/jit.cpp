@@ -102,7 +102,7 @@ std::optional<LoadedKernel> open_library(const std::string& path) {
   LoadedKernel k{std::shared_ptr<void>(handle, [](void* h) { dlclose(h); }),
                  reinterpret_cast<ContiguousEntry>(dlsym(handle, "nuvec_fused_contiguous")),
                  reinterpret_cast<StridedEntry>(dlsym(handle, "nuvec_fused_strided"))};
-  if (k.contiguous == nullptr || k.strided == nullptr) {
+  if (k.strided == nullptr) {
     return std::nullopt;
   }
   return k;

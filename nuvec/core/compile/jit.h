@@ -13,7 +13,7 @@ namespace nuvec::detail {
 
 struct LoadedKernel {
   std::shared_ptr<void> library;
-  ContiguousEntry contiguous;
+  ContiguousEntry contiguous;  // null when the source has none (row kernels)
   StridedEntry strided;
 };
 

@@ -164,8 +164,15 @@ std::vector<Shape> infer_shapes(const Graph& g, const GraphNode& n, const std::v
   }
   const Primitive& p = n.primitive;
   const Family f = family(p);
+  if (const auto* c = std::get_if<Compiled>(&p)) {
+    const Shape s = broadcast_of(args);
+    for (int o : c->kernel->outputs) {
+      shapes.push_back(c->kernel->row_values[static_cast<size_t>(o)] ? row_shape(s) : s);
+    }
+    return shapes;
+  }
   if (f == Family::unary || f == Family::binary || std::holds_alternative<Select>(p) ||
-      std::holds_alternative<AsType>(p) || std::holds_alternative<Compiled>(p)) {
+      std::holds_alternative<AsType>(p)) {
     return std::vector<Shape>(n.outs.size(), broadcast_of(args));
   }
   if (std::holds_alternative<Broadcast>(p)) {
@@ -260,19 +267,42 @@ std::vector<array> replay_graph(const Graph& g, const std::vector<array>& inputs
   return outputs;
 }
 
+Shape row_shape(Shape shape) {
+  if (!shape.empty()) {
+    shape.back() = 1;
+  }
+  return shape;
+}
+
+Shape iteration_shape(const FusedKernel& k, const std::vector<array>& inputs, const std::vector<array>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!k.row_values[static_cast<size_t>(k.outputs[i])]) {
+      return outputs[i].shape();
+    }
+  }
+  Shape s;
+  for (const auto& in : inputs) {
+    s = broadcast_shapes(s, in.shape());
+  }
+  return s.size() == k.shape.size() && row_shape(s) != s ? s : k.shape;
+}
+
 std::vector<array> replay_fused(const FusedKernel& k, const std::vector<array>& inputs, const Shape& shape) {
   std::vector<array> vals(inputs);
   const Stream stream = default_stream(default_device());
-  for (const auto& s : k.steps) {
+  const Shape rows = row_shape(shape);
+  for (size_t i = 0; i < k.steps.size(); ++i) {
+    const auto& s = k.steps[i];
+    const Shape& step_shape = k.row_values[inputs.size() + i] ? rows : shape;
     std::vector<array> args;
     for (int a : s.args) {
       args.push_back(vals[static_cast<size_t>(a)]);
     }
     Primitive p = s.primitive;
     if (auto* b = std::get_if<Broadcast>(&p)) {
-      b->shape = shape;
+      b->shape = step_shape;
     }
-    vals.emplace_back(shape, s.dtype, std::move(p), std::move(args), stream);
+    vals.emplace_back(step_shape, s.dtype, std::move(p), std::move(args), stream);
   }
   std::vector<array> outputs;
   for (int o : k.outputs) {
