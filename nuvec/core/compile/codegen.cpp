@@ -336,13 +336,16 @@ std::string generate_rows_source(const FusedKernel& k) {
     }
     return "const " + compute_type(step.dtype) + " " + value(n_in + s) + " = " + rounded(step.dtype, expr) + ";\n";
   };
-  // Element values up to a stage, computed inside a loop over the row (unused ones the compiler drops).
+  // Element values up to a stage, computed inside a loop over the row (unused ones the compiler drops); unit
+  // reads where every element input is contiguous along the row, so that the loop needs no gathers.
+  bool unit = true;
   auto element_body = [&](int up_to) {
     std::string body;
     for (size_t i = 0; i < n_in; ++i) {
       if (!k.row_values[i]) {
+        const auto index = unit ? std::string("j") : "j * " + name_of('t', i);
         body += "      const " + compute_type(dtypes[i]) + " " + value(i) + " = " +
-                load(dtypes[i], name_of('q', i) + "[j * " + name_of('t', i) + "]") + ";\n";
+                load(dtypes[i], name_of('q', i) + "[" + index + "]") + ";\n";
       }
     }
     for (size_t s = 0; s < k.steps.size(); ++s) {
@@ -382,50 +385,60 @@ std::string generate_rows_source(const FusedKernel& k) {
       src += "    const " + compute_type(dtypes[i]) + " " + value(i) + " = " + load(dtypes[i], q + "[0]") + ";\n";
     }
   }
-  src += row_steps(0);
-  for (int pass = 1; pass <= passes; ++pass) {
-    bool only_sums = true;
-    std::string accumulators;
-    std::string names;
-    std::string updates;
-    std::string finish;
-    for (size_t s = 0; s < k.steps.size(); ++s) {
-      const auto* reduce = std::get_if<Reduce>(&k.steps[s].primitive);
-      if (reduce == nullptr || stage[n_in + s] != pass) continue;
-      const auto acc = name_of('a', n_in + s);
-      const auto arg = value(static_cast<size_t>(k.steps[s].args[0]));
-      const auto c = compute_type(k.steps[s].dtype);
-      if (reduce->type == ReduceType::sum) {
-        accumulators += "    " + c + " " + acc + " = 0;\n";
-        updates += "      " + acc + " += " + arg + ";\n";
-      } else {
-        only_sums = false;
-        accumulators += "    " + c + " " + acc + " = -__builtin_inf();\n";
-        updates += "      " + acc + " = (" + arg + " > " + acc + " || " + arg + " != " + arg + " || " + acc + " != " +
-                   acc + ") ? (" + acc + " != " + acc + " ? " + acc + " : " + arg + ") : " + acc + ";\n";
+  auto row_passes = [&](bool unit_reads) {
+    unit = unit_reads;
+    std::string body;
+    for (int pass = 1; pass <= passes; ++pass) {
+      bool only_sums = true;
+      std::string accumulators;
+      std::string names;
+      std::string updates;
+      std::string finish;
+      for (size_t s = 0; s < k.steps.size(); ++s) {
+        const auto* reduce = std::get_if<Reduce>(&k.steps[s].primitive);
+        if (reduce == nullptr || stage[n_in + s] != pass) continue;
+        const auto acc = name_of('a', n_in + s);
+        const auto arg = value(static_cast<size_t>(k.steps[s].args[0]));
+        const auto c = compute_type(k.steps[s].dtype);
+        if (reduce->type == ReduceType::sum) {
+          accumulators += "    " + c + " " + acc + " = 0;\n";
+          updates += "      " + acc + " += " + arg + ";\n";
+        } else {
+          only_sums = false;
+          accumulators += "    " + c + " " + acc + " = -__builtin_inf();\n";
+          updates += "      " + acc + " = (" + arg + " > " + acc + " || " + arg + " != " + arg + " || " + acc + " != " +
+                     acc + ") ? (" + acc + " != " + acc + " ? " + acc + " : " + arg + ") : " + acc + ";\n";
+        }
+        names += (names.empty() ? "" : ", ") + acc;
+        finish += "    const " + c + " " + value(n_in + s) + " = " + acc + ";\n";
       }
-      names += (names.empty() ? "" : ", ") + acc;
-      finish += "    const " + c + " " + value(n_in + s) + " = " + acc + ";\n";
+      body += accumulators;
+      if (only_sums) body += "    _Pragma(\"omp simd reduction(+:" + names + ")\")\n";
+      body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
+      body += finish + row_steps(pass);
     }
-    src += accumulators;
-    if (only_sums) src += "    _Pragma(\"omp simd reduction(+:" + names + ")\")\n";
-    src += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
-    src += finish + row_steps(pass);
-  }
-  std::string stores;
-  std::string row_stores;
-  for (size_t o = 0; o < k.outputs.size(); ++o) {
-    const auto v = static_cast<size_t>(k.outputs[o]);
-    if (k.row_values[v]) {
-      row_stores += "    " + name_of('o', o) + "[r] = " + store(dtypes[v], value(v)) + ";\n";
-    } else {
-      stores += "      " + name_of('o', o) + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
+    std::string stores;
+    std::string row_stores;
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      const auto v = static_cast<size_t>(k.outputs[o]);
+      if (k.row_values[v]) {
+        row_stores += "    " + name_of('o', o) + "[r] = " + store(dtypes[v], value(v)) + ";\n";
+      } else {
+        stores += "      " + name_of('o', o) + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
+      }
     }
+    if (!stores.empty()) {
+      body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(passes) + stores + "    }\n";
+    }
+    body += row_stores;
+    return body;
+  };
+  std::string unit_test = "true";
+  for (size_t i = 0; i < n_in; ++i) {
+    if (!k.row_values[i]) unit_test += " && " + name_of('t', i) + " == 1";
   }
-  if (!stores.empty()) {
-    src += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(passes) + stores + "    }\n";
-  }
-  src += row_stores;
+  src += row_steps(0);
+  src += "    if (" + unit_test + ") {\n" + row_passes(true) + "    } else {\n" + row_passes(false) + "    }\n";
   src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
   src += "  }\n}\n";
   return src;
