@@ -27,9 +27,9 @@ void run(const Compiled& p, const Inputs& in, Outputs& out) {
   bool flat = !k.rows;
   for (size_t i = 0; i < in.size(); ++i) {
     ins.push_back(in[i].raw_data());
-    const bool one_value = k.scalar_inputs[i] && in[i].size() == 1;
+    // The flat entry reads a traced one-element input once: it must still have one element (shapeless calls).
     const bool dense = in[i].shape() == shape && in[i].flags().row_contiguous && in[i].data_size() == n;
-    flat = flat && (one_value || dense);
+    flat = flat && (k.scalar_inputs[i] ? in[i].size() == 1 : dense);
   }
   if (flat || shape.empty()) {
     parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {

@@ -103,6 +103,11 @@ TEST_F(Compile, ShapelessReplaysOnNewShapes) {
     EXPECT_TRUE(same_values(out[1], sum(x * x, -1, true), 1e-6)) << shape_string(shape);
   }
   EXPECT_EQ(traces, 1);
+  // An input of one element when traced may have more later.
+  auto h = compile([](const V& xs) { return V{xs[0] * xs[1] + 2.0F}; }, true);
+  auto big = random::normal({3, 4});
+  EXPECT_TRUE(same_values(h({big, full({1, 1}, 2.0F)})[0], big * 2.0F + 2.0F, 1e-6));
+  EXPECT_TRUE(same_values(h({big, big})[0], big * big + 2.0F, 1e-6));
   // A rank change retraces; a reshape to a traced shape cannot follow new shapes.
   f({random::normal({2, 2, 2}), random::normal({2})});
   EXPECT_EQ(traces, 2);
