@@ -289,6 +289,13 @@ TEST_F(Fusion, RowReductionsAndNormalizationsFuse) {
       EXPECT_TRUE(same_values(sm[1], eager[1], tol)) << shape_string(shape);
     }
   }
+  // The softmax primitive joins the chain that feeds it.
+  auto logits = test::random_array({6, 50}, float32, rng, -5.0, 5.0);
+  auto scaled = [](const V& xs) { return V{softmax(xs[0] * 2.0F + 1.0F, -1)}; };
+  auto sm = compile(scaled)({logits});
+  EXPECT_EQ(count_primitives(sm, "Compiled"), 1);
+  EXPECT_EQ(count_primitives(sm, "Softmax"), 0);
+  EXPECT_TRUE(same_values(sm[0], scaled({logits})[0], 2e-6));
   // NaN in a row propagates through the max, as eagerly; a transposed input takes the strided walk.
   auto x = array({1.0F, NAN, 3.0F, 4.0F, 5.0F, 6.0F}, {2, 3});
   auto f = [](const V& xs) { return V{exp(xs[0] - max(xs[0], -1, true))}; };

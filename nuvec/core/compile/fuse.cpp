@@ -143,11 +143,47 @@ std::vector<GraphNode> sorted(const Graph& g, std::vector<GraphNode> nodes) {
   return result;
 }
 
+/// Softmax nodes over float32 or float64 rewritten as their composition (max, subtract, exp, sum, divide over the
+/// last axis), so that they fuse with the chain that feeds them.
+void expand_softmax(Graph& g) {
+  std::vector<GraphNode> nodes;
+  for (auto& n : g.nodes) {
+    const auto& in = g.values[static_cast<size_t>(n.args[0])];
+    if (!std::holds_alternative<Softmax>(n.primitive) || in.shape.empty() ||
+        (in.dtype != float32 && in.dtype != float64)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    const Shape shape = in.shape;
+    const Dtype dtype = in.dtype;
+    const std::vector<int> last{static_cast<int>(shape.size()) - 1};
+    auto add = [&](Primitive p, std::vector<int> args, const Shape& out, int value = -1) {
+      if (value < 0) {
+        value = static_cast<int>(g.values.size());
+        g.values.push_back({out, dtype});
+      }
+      nodes.push_back({std::move(p), n.stream, std::move(args), {value}, -1});
+      return value;
+    };
+    const int x = n.args[0];
+    const int m = add(Reduce{ReduceType::max, last}, {x}, row_shape(shape));
+    const int z = add(Subtract{}, {x, add(Broadcast{shape}, {m}, shape)}, shape);
+    const int e = add(Exp{}, {z}, shape);
+    const int s = add(Reduce{ReduceType::sum, last}, {e}, row_shape(shape));
+    add(Divide{}, {e, add(Broadcast{shape}, {s}, shape)}, shape, n.outs[0]);
+  }
+  g.nodes = std::move(nodes);
+}
+
 }  // namespace
 
 void fuse_graph(Graph& g) {
+  if (g.nodes.empty() || !compiler_available()) {
+    return;
+  }
+  expand_softmax(g);
   const size_t n = g.nodes.size();
-  if (n < 2 || !compiler_available()) {
+  if (n < 2) {
     return;
   }
   std::vector<int> producer(g.values.size(), -1);
