@@ -241,6 +241,25 @@ TEST_F(Fusion, SeveralOutputsOfOneChain) {
   }
 }
 
+TEST_F(Fusion, LargeOutputsStreamPastTheCaches) {
+  // Over 2^20 elements per thread the kernels write through L1 buffers and streaming stores: flat and row kernels.
+  auto x = random::uniform(-3.0F, 3.0F, {1024, 4096}, float32, random::key(3));
+  auto w = random::uniform(-1.0F, 1.0F, {4096}, float32, random::key(4));
+  auto flat = [](const V& xs) { return V{tanh(xs[0]) * 0.5F + xs[0], xs[0] * xs[0]}; };
+  auto rows = [](const V& xs) {
+    auto xc = xs[0] - mean(xs[0], -1, true);
+    return V{xc * rsqrt(mean(xc * xc, -1, true) + 1e-5F) * xs[1]};
+  };
+  auto flat_out = compile(flat)({x});
+  auto rows_out = compile(rows)({x, w});
+  EXPECT_EQ(count_primitives(flat_out, "Compiled"), 1);
+  EXPECT_EQ(count_primitives(rows_out, "Compiled"), 1);
+  auto flat_eager = flat({x});
+  EXPECT_TRUE(same_values(flat_out[0], flat_eager[0], 2e-6));
+  EXPECT_TRUE(same_values(flat_out[1], flat_eager[1]));
+  EXPECT_TRUE(same_values(rows_out[0], rows({x, w})[0], 1e-4));
+}
+
 TEST_F(Fusion, ChainsAroundOtherPrimitives) {
   // A reduction over another axis splits the graph: the chains before and after it fuse, the sum stays.
   std::mt19937 rng(17);

@@ -278,6 +278,7 @@ template <class To> static inline To nv_float_to_int(double x) {
 // Stores that bypass the caches, for outputs far larger than them.
 constexpr int64_t nv_block = 2048;
 constexpr int64_t nv_stream_min = int64_t(1) << 20;
+constexpr int64_t nv_row_block = 8192;
 #if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -406,6 +407,13 @@ std::string generate_rows_source(const FusedKernel& k) {
     src += "  " + t + "* __restrict " + name_of('o', o) + " = (" + t + "*)out[" + std::to_string(o) + "];\n";
   }
   src += "  const int64_t inner = shape[ndim - 1];\n  int64_t index[64] = {0};\n";
+  src += "  const bool stream_rows = inner <= nv_row_block && (end - begin) * inner >= nv_stream_min;\n";
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto v = static_cast<size_t>(k.outputs[o]);
+    if (!k.row_values[v]) {
+      src += "  alignas(64) " + storage_type(dtypes[v]) + " " + name_of('w', o) + "[nv_row_block];\n";
+    }
+  }
   src += "  int64_t rest = begin;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= shape[d]; }\n";
   src += "  for (int64_t r = begin; r < end; ++r) {\n";
   for (size_t i = 0; i < n_in; ++i) {
@@ -449,18 +457,27 @@ std::string generate_rows_source(const FusedKernel& k) {
       body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
       body += finish + row_steps(pass);
     }
+    // Element outputs: written in place, or (large outputs) into row buffers streamed out past the caches.
     std::string stores;
+    std::string buffered;
+    std::string streams;
     std::string row_stores;
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       const auto v = static_cast<size_t>(k.outputs[o]);
+      const auto out = name_of('o', o);
       if (k.row_values[v]) {
-        row_stores += "    " + name_of('o', o) + "[r] = " + store(dtypes[v], value(v)) + ";\n";
+        row_stores += "    " + out + "[r] = " + store(dtypes[v], value(v)) + ";\n";
       } else {
-        stores += "      " + name_of('o', o) + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
+        stores += "      " + out + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
+        buffered += "      " + name_of('w', o) + "[j] = " + store(dtypes[v], value(v)) + ";\n";
+        streams += "      nv_stream(" + out + " + r * inner, " + name_of('w', o) + ", inner * sizeof(" +
+                   storage_type(dtypes[v]) + "));\n";
       }
     }
     if (!stores.empty()) {
-      body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(passes) + stores + "    }\n";
+      const auto loop = "for (int64_t j = 0; j < inner; ++j) {\n" + element_body(passes);
+      body += "    if (stream_rows) {\n      " + loop + buffered + "      }\n" + streams + "    } else {\n      " + loop +
+              stores + "      }\n    }\n";
     }
     body += row_stores;
     return body;
@@ -472,7 +489,7 @@ std::string generate_rows_source(const FusedKernel& k) {
   src += row_steps(0);
   src += "    if (" + unit_test + ") {\n" + row_passes(true) + "    } else {\n" + row_passes(false) + "    }\n";
   src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
-  src += "  }\n}\n";
+  src += "  }\n  if (stream_rows) nv_stream_fence();\n}\n";
   return src;
 }
 
