@@ -20,7 +20,9 @@ namespace nuvec {
 /// simplification, or everything (the default).
 enum class CompileMode { disabled, no_simplify, no_fuse, enabled };
 
-/// fun traced once per signature of its inputs. With shapeless, the signature holds dtypes and ranks but not
+/// fun traced once per signature of its inputs. What does not depend on the inputs is computed once when traced and
+/// reused: random numbers drawn from the global key inside fun repeat on every call (pass a key as an input, or the
+/// key as state, to draw new ones). With shapeless, the signature holds dtypes and ranks but not
 /// shapes: the graph is replayed on inputs of other shapes without retracing (primitives whose parameters fix a
 /// shape, such as Reshape, then throw).
 Function compile(Function fun, bool shapeless = false);
