@@ -181,6 +181,34 @@ TEST_F(Compile, FallsBackWithoutACompiler) {
   EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1);
 }
 
+TEST_F(Compile, FallsBackWhenTheKernelCacheIsNotWritable) {
+  ::setenv("NUVEC_KERNEL_CACHE", "/proc/nuvec-compile-test-cannot-write", 1);
+  auto f = compile([](const V& xs) { return V{exp(xs[0]) * 7.3125F - xs[0]}; });
+  auto x = array({0.5F, -1.0F});
+  ::testing::internal::CaptureStderr();
+  auto out = f({x});
+  auto log = ::testing::internal::GetCapturedStderr();
+  ::setenv("NUVEC_KERNEL_CACHE", test::test_kernel_cache().c_str(), 1);
+  EXPECT_EQ(count_primitives(out, "Compiled"), 0);
+  EXPECT_TRUE(same_values(out[0], exp(x) * 7.3125F - x));
+  EXPECT_NE(log.find("cannot write kernels"), std::string::npos) << log;
+}
+
+TEST_F(Compile, ErrorsNameTheProblem) {
+  auto f = compile([](const V& xs) { return V{xs[0] + 1.0F}; },
+                   CompileState([] { return std::vector<array*>{nullptr}; }));
+  EXPECT_NE(test::error_of([&] { f({array(1.0F)}); }).find("null array pointer"), std::string::npos);
+  // An error inside the function reaches the caller, and nothing is cached: the next call traces again.
+  int traces = 0;
+  auto g = compile([&](const V& xs) {
+    ++traces;
+    return V{matmul(xs[0], xs[0])};
+  });
+  EXPECT_NE(test::error_of([&] { g({zeros({2, 3})}); }), "(no error)");
+  EXPECT_NE(test::error_of([&] { g({zeros({2, 3})}); }), "(no error)");
+  EXPECT_EQ(traces, 2);
+}
+
 TEST_F(Compile, ConcurrentCallsFromSeveralThreads) {
   std::atomic<int> traces = 0;
   auto f = compile([&](const V& xs) {
