@@ -4,6 +4,7 @@
 
 #include "nuvec/core/allocator.h"
 #include "nuvec/core/array.h"
+#include "nuvec/core/compile.h"
 #include "nuvec/core/device.h"
 #include "nuvec/core/dtype.h"
 #include "nuvec/core/error.h"

@@ -17,6 +17,7 @@ namespace nuvec {
 
 namespace detail {
 struct CustomRules;  // transforms.h: the user's vjp, jvp and vmap of a custom function
+struct FusedKernel;  // compile/fused.h: a fused chain's tape and its generated kernel
 }  // namespace detail
 
 /// A trait on every primitive, read by the backends and by compile (fusion),
@@ -474,6 +475,15 @@ struct ScaledDotProductAttention {
   friend bool operator==(const ScaledDotProductAttention&, const ScaledDotProductAttention&) = default;
 };
 
+/// A chain of element-wise primitives that compile fused into one generated kernel. Inputs: the arrays the chain
+/// reads; outputs: its values used outside the chain. Transforms go through the unfused tape it replaced.
+struct Compiled {
+  static constexpr std::string_view name = "Compiled";
+  static constexpr Family family = Family::other;
+  std::shared_ptr<const detail::FusedKernel> kernel;
+  friend bool operator==(const Compiled&, const Compiled&) = default;
+};
+
 // Indexing. Indices of any integer dtype; a negative index counts from the end once. An index still out of range
 // never reads or writes out of bounds: gathers clamp it (so the slice fits), scatters drop that update.
 
@@ -678,7 +688,9 @@ using Primitive = std::variant<
     // linear algebra
     QRF, SVD, Inverse, Cholesky, LUF, Solve, Eig, Eigh,
     // masked, gathered and segmented products, Hadamard
-    BlockMaskedMM, GatherMM, SegmentedMM, Hadamard>;
+    BlockMaskedMM, GatherMM, SegmentedMM, Hadamard,
+    // compile
+    Compiled>;
 
 template <class P>
 concept UnaryPrimitive = P::family == Family::unary;

@@ -86,4 +86,7 @@ void run(const GatherMM& p, const Inputs& in, Outputs& out);
 void run(const SegmentedMM& p, const Inputs& in, Outputs& out);
 void run(const Hadamard& p, const Inputs& in, Outputs& out);
 
+/// A fused chain of compile: its generated kernel over the iteration space (compiled.cpp).
+void run(const Compiled& p, const Inputs& in, Outputs& out);
+
 }  // namespace nuvec::cpu

@@ -301,4 +301,9 @@ std::vector<array> vjp_of(const Eigh& p, const VjpArgs& args);
 std::vector<array> jvp_of(const Eigh& p, const JvpArgs& args);
 Batched vmap_of(const Eigh& p, const VmapArgs& args);
 
+// ---- compile (compiled_rules.cpp)
+std::vector<array> vjp_of(const Compiled& p, const VjpArgs& args);
+std::vector<array> jvp_of(const Compiled& p, const JvpArgs& args);
+Batched vmap_of(const Compiled& p, const VmapArgs& args);
+
 }  // namespace nuvec::detail

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""compile's benchmark: eager nuvec, compiled nuvec, NumPy and the bandwidth floor side by side, in one run.
+
+    python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown]
+
+compile_bench times nuvec (median of 9 after 2 warm-ups) and measures the copy bandwidth; this script times NumPy
+on the same workloads (float32, 2^24 elements; layer norm over rows of 4096x4096) with the same method, in a child
+/usr/bin/python3 that sees Debian's NumPy. The floor of a row is the bytes it must move (each input read once, each
+output written once) at the measured copy bandwidth.
+"""
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_BENCH = REPO / "build" / "release" / "bench" / "compile_bench"
+
+NUMPY_CODE = r"""
+import time, statistics, numpy as np
+rng = np.random.default_rng(0)
+n = 1 << 24
+x = rng.uniform(-2, 2, n).astype(np.float32)
+x2 = x.reshape(4096, 4096)
+w = rng.uniform(-1, 1, 4096).astype(np.float32)
+b = rng.uniform(-1, 1, 4096).astype(np.float32)
+p, g, m = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(3))
+v = rng.uniform(0, 1, n).astype(np.float32)
+def gelu():
+    return 0.5 * x * (1 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
+def silu():
+    return x / (1 + np.exp(-x))
+def layer_norm():
+    mu = x2.mean(-1, keepdims=True)
+    xc = x2 - mu
+    var = (xc * xc).mean(-1, keepdims=True)
+    return xc / np.sqrt(var + np.float32(1e-5)) * w + b
+def adam():
+    m1 = np.float32(0.9) * m + np.float32(0.1) * g
+    v1 = np.float32(0.999) * v + np.float32(0.001) * g * g
+    return p - np.float32(1e-3) * m1 / (np.sqrt(v1) + np.float32(1e-8)), m1, v1
+for name, f in [("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm), ("adam", adam)]:
+    f(); f()
+    times = []
+    for _ in range(9):
+        t0 = time.perf_counter(); f(); times.append((time.perf_counter() - t0) * 1e3)
+    print(name, statistics.median(times))
+"""
+
+DESCRIPTIONS = {
+    "gelu_tanh": "GELU, tanh form, 2^24 f32",
+    "silu": "x * sigmoid(x), 2^24 f32",
+    "layer_norm": "layer norm from plain ops, 4096x4096 f32",
+    "adam": "Adam update (p, m, v), 2^24 f32",
+}
+
+
+def parse_bench(text):
+    rows, info = {}, {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        fields = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if parts[0] == "row":
+            rows[parts[1]] = {k: float(v) for k, v in fields.items()}
+        else:
+            info[parts[0]] = {k: float(v) for k, v in fields.items()}
+    return rows, info
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bench", default=str(DEFAULT_BENCH))
+    parser.add_argument("--markdown", action="store_true")
+    args = parser.parse_args()
+
+    bench = subprocess.run([args.bench], capture_output=True, text=True, check=True)
+    rows, info = parse_bench(bench.stdout)
+    numpy = subprocess.run(["/usr/bin/python3", "-c", NUMPY_CODE], capture_output=True, text=True, check=True)
+    numpy_ms = {line.split()[0]: float(line.split()[1]) for line in numpy.stdout.splitlines() if line.strip()}
+
+    gbs = info["bandwidth"]["gbs"]
+    header = ["workload", "eager ms", "compiled ms", "numpy ms", "floor ms", "compiled / floor", "eager / compiled"]
+    table = []
+    for name, r in rows.items():
+        floor = r["bytes"] / (gbs * 1e6)
+        table.append([DESCRIPTIONS.get(name, name), f"{r['eager_ms']:.2f}", f"{r['compiled_ms']:.2f}",
+                      f"{numpy_ms.get(name, float('nan')):.2f}", f"{floor:.2f}", f"{r['compiled_ms'] / floor:.2f}x",
+                      f"{r['eager_ms'] / r['compiled_ms']:.2f}x"])
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for row in table:
+            print("| " + " | ".join(row) + " |")
+    else:
+        widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
+        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        for row in table:
+            print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+    print(f"copy bandwidth {gbs:.1f} GB/s (read + write)")
+    fc = info["first_call"]
+    print(f"first call: {fc['compile_ms']:.0f} ms with the compiler (empty kernel cache); a new compiled function of "
+          f"the same graph: {fc['retrace_ms']:.2f} ms (traced again, kernel already built)")
+    oh = info["overhead"]
+    print(f"per call, 4-element GELU: eager {oh['eager_us']:.1f} us, cached compiled {oh['compiled_us']:.1f} us")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

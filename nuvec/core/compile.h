@@ -1,0 +1,50 @@
+#pragma once
+
+// compile: MLX's `compile` for nuvec. A compiled function is traced once per
+// input signature (shapes, dtypes, constants) into a graph of primitives; the
+// graph is simplified (common subexpressions, constant folding, no-op
+// conversions and broadcasts) and its element-wise chains are fused into
+// kernels generated as C++ and built by the system compiler (nuvec/core/compile/).
+// Later calls with the same signature replay the graph on the new inputs.
+
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "nuvec/core/array.h"
+#include "nuvec/core/transforms.h"
+
+namespace nuvec {
+
+/// How much compile does (MLX's modes): nothing (functions run as written), tracing only, tracing and
+/// simplification, or everything (the default).
+enum class CompileMode { disabled, no_simplify, no_fuse, enabled };
+
+/// fun traced once per signature of its inputs. What does not depend on the inputs is computed once when traced and
+/// reused: random numbers drawn from the global key inside fun repeat on every call (pass a key as an input, or the
+/// key as state, to draw new ones). With shapeless, the signature holds dtypes and ranks but not
+/// shapes: the graph is replayed on inputs of other shapes without retracing (primitives whose parameters fix a
+/// shape, such as Reshape, then throw).
+Function compile(Function fun, bool shapeless = false);
+
+/// A function of arrays and numeric constants; the constants' values join the signature (a new value retraces).
+using ConstantFunction = std::function<std::vector<array>(const std::vector<array>&, const std::vector<double>&)>;
+std::function<std::vector<array>(const std::vector<array>&, const std::vector<double>&)> compile(
+    ConstantFunction fun, bool shapeless = false);
+
+/// The arrays a stateful function reads and replaces (model parameters, optimizer moments): called at every call
+/// of the compiled function, which passes their values as implicit inputs and stores their new values back.
+using CompileState = std::function<std::vector<array*>()>;
+Function compile(Function fun, CompileState state, bool shapeless = false);
+
+/// Compile off: compiled functions run their function directly (NUVEC_DISABLE_COMPILE=1 at start-up does this).
+void disable_compile();
+void enable_compile();
+void set_compile_mode(CompileMode mode);
+CompileMode compile_mode();
+
+/// The number of signatures each compiled function keeps traced (least recently used evicted first); 64 at start.
+void set_compile_cache_limit(size_t limit);
+size_t compile_cache_limit();
+
+}  // namespace nuvec

@@ -1,0 +1,625 @@
+// The source generator. Each value of the chain lives in its compute type
+// (float for the 16-bit floats, the element type otherwise) and is rounded to
+// its dtype after every step, so results match the unfused kernels, which round
+// after every primitive.
+
+#include "nuvec/core/compile/codegen.h"
+
+#include <algorithm>
+#include <string_view>
+
+#include "nuvec/core/error.h"
+
+namespace nuvec::detail {
+
+namespace {
+
+bool is_float(Dtype d) { return d == float32 || d == float64 || d == float16 || d == bfloat16; }
+
+/// The C++ type values of `d` are computed in.
+std::string compute_type(Dtype d) {
+  if (d == bool_) return "bool";
+  if (d == float32 || d == float16 || d == bfloat16) return "float";
+  if (d == float64) return "double";
+  if (d == uint8) return "uint8_t";
+  if (d == uint16) return "uint16_t";
+  if (d == uint32) return "uint32_t";
+  if (d == uint64) return "uint64_t";
+  if (d == int8) return "int8_t";
+  if (d == int16) return "int16_t";
+  if (d == int32) return "int32_t";
+  if (d == int64) return "int64_t";
+  throw_internal("[compile] no generated type for " + std::string(dtype_name(d)) + ".");
+}
+
+/// The C++ type elements of `d` are stored as.
+std::string storage_type(Dtype d) {
+  if (d == float16) return "_Float16";
+  if (d == bfloat16) return "uint16_t";
+  return compute_type(d);
+}
+
+std::string load(Dtype d, const std::string& expr) {
+  if (d == float16) return "(float)(" + expr + ")";
+  if (d == bfloat16) return "nv_bf16_load(" + expr + ")";
+  return expr;
+}
+
+std::string store(Dtype d, const std::string& expr) {
+  if (d == float16) return "(_Float16)(" + expr + ")";
+  if (d == bfloat16) return "nv_bf16_store(" + expr + ")";
+  return expr;
+}
+
+/// A compute value rounded to its 16-bit dtype (identity for other dtypes).
+std::string rounded(Dtype d, const std::string& expr) {
+  if (d == float16 || d == bfloat16) return load(d, store(d, expr));
+  return expr;
+}
+
+/// The libm function name of a float or double math call.
+std::string fn(std::string_view name, Dtype d) { return std::string(name) + (d == float64 ? "" : "f"); }
+
+/// Unary primitives: the expression of x, or empty when the dtype has none.
+std::string unary_expr(std::string_view op, Dtype d, const std::string& x) {
+  const bool flt = is_float(d);
+  const bool integer = is_integer(d);
+  const std::string c = compute_type(d);
+  if (op == "Abs") return flt ? fn("__builtin_fabs", d) + "(" + x + ")" : integer ? "nv_abs(" + x + ")" : "";
+  if (op == "Negative") return flt ? "(-" + x + ")" : integer ? "nv_neg(" + x + ")" : "";
+  if (op == "Sign") {
+    if (flt) return "(" + x + " > 0 ? " + c + "(1) : (" + x + " < 0 ? " + c + "(-1) : " + x + "))";
+    return integer ? "(" + c + ")((" + x + " > 0) - (" + x + " < 0))" : "";
+  }
+  if (op == "Square") return d == bool_ ? x : integer ? "nv_mul(" + x + ", " + x + ")" : "(" + x + " * " + x + ")";
+  if (op == "BitwiseInvert") return integer ? "(" + c + ")(~" + x + ")" : "";
+  if (op == "LogicalNot") return d == bool_ ? "(!" + x + ")" : "";
+  if (!flt) return "";
+  if (op == "Floor") return fn("__builtin_floor", d) + "(" + x + ")";
+  if (op == "Ceil") return fn("__builtin_ceil", d) + "(" + x + ")";
+  if (op == "Round") return fn("__builtin_rint", d) + "(" + x + ")";
+  if (op == "Sqrt") return fn("__builtin_sqrt", d) + "(" + x + ")";
+  if (op == "Rsqrt") return "(" + c + "(1) / " + fn("__builtin_sqrt", d) + "(" + x + "))";
+  if (op == "Reciprocal") return "(" + c + "(1) / " + x + ")";
+  if (op == "IsNaN") return "(" + x + " != " + x + ")";
+  if (op == "IsInf") return "(bool)__builtin_isinf(" + x + ")";
+  if (op == "Sigmoid") return "nv_sigmoid(" + x + ")";
+  static constexpr std::pair<std::string_view, std::string_view> math[] = {
+      {"Exp", "exp"},     {"Expm1", "expm1"}, {"Log", "log"},       {"Log2", "log2"},   {"Log10", "log10"},
+      {"Log1p", "log1p"}, {"Sin", "sin"},     {"Cos", "cos"},       {"Tan", "tan"},     {"ArcSin", "asin"},
+      {"ArcCos", "acos"}, {"ArcTan", "atan"}, {"Sinh", "sinh"},     {"Cosh", "cosh"},   {"Tanh", "tanh"},
+      {"ArcSinh", "asinh"}, {"ArcCosh", "acosh"}, {"ArcTanh", "atanh"}, {"Erf", "erf"}};
+  for (const auto& [name, call] : math) {
+    if (op == name) return fn(call, d) + "(" + x + ")";
+  }
+  return "";
+}
+
+/// Binary primitives: the expression of a and b (of dtype d), or empty when the dtype has none.
+std::string binary_expr(const Primitive& p, Dtype d, const std::string& a, const std::string& b) {
+  const std::string_view op = name(p);
+  const bool flt = is_float(d);
+  const bool integer = is_integer(d);
+  const bool boolean = d == bool_;
+  const std::string c = compute_type(d);
+  auto infix = [&](std::string_view sym) { return "(" + a + " " + std::string(sym) + " " + b + ")"; };
+  auto call = [&](std::string_view f) { return std::string(f) + "(" + a + ", " + b + ")"; };
+  if (op == "Add") return boolean ? infix("||") : integer ? call("nv_add") : infix("+");
+  if (op == "Subtract") return boolean ? infix("!=") : integer ? call("nv_sub") : infix("-");
+  if (op == "Multiply") return boolean ? infix("&&") : integer ? call("nv_mul") : infix("*");
+  if (op == "Divide") return boolean ? infix("&&") : integer ? call("nv_floor_divide") : infix("/");
+  if (op == "Remainder") return boolean ? "false" : call("nv_remainder");
+  if (op == "Power") {
+    if (boolean) return "(" + a + " || !" + b + ")";
+    return integer ? call("nv_power") : call(fn("pow", d));
+  }
+  if (op == "Maximum") {
+    if (boolean) return infix("||");
+    if (integer) return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    return "((" + a + " > " + b + " || " + a + " != " + a + ") ? " + a + " : " + b + ")";
+  }
+  if (op == "Minimum") {
+    if (boolean) return infix("&&");
+    if (integer) return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    return "((" + a + " < " + b + " || " + a + " != " + a + ") ? " + a + " : " + b + ")";
+  }
+  if (op == "LogAddExp") return flt ? call("nv_logaddexp") : "";
+  if (op == "ArcTan2") return flt ? call(fn("atan2", d)) : "";
+  if (op == "Equal") {
+    if (flt && std::get<Equal>(p).equal_nan) {
+      return "(" + a + " == " + b + " || (" + a + " != " + a + " && " + b + " != " + b + "))";
+    }
+    return infix("==");
+  }
+  if (op == "NotEqual") return infix("!=");
+  if (op == "Greater") return infix(">");
+  if (op == "GreaterEqual") return infix(">=");
+  if (op == "Less") return infix("<");
+  if (op == "LessEqual") return infix("<=");
+  if (op == "LogicalAnd") return boolean ? infix("&&") : "";
+  if (op == "LogicalOr") return boolean ? infix("||") : "";
+  if (op == "BitwiseAnd") return boolean || integer ? "(" + c + ")" + infix("&") : "";
+  if (op == "BitwiseOr") return boolean || integer ? "(" + c + ")" + infix("|") : "";
+  if (op == "BitwiseXor") return boolean || integer ? "(" + c + ")" + infix("^") : "";
+  if (op == "LeftShift") return integer ? call("nv_shift_left") : "";
+  if (op == "RightShift") return integer ? call("nv_shift_right") : "";
+  return "";
+}
+
+/// numpy's conversion of a compute value of `from` to `to` (as the AsType kernel does), as a compute value.
+std::string convert_expr(Dtype from, Dtype to, const std::string& x) {
+  if (from == to) return x;
+  const std::string t = compute_type(to);
+  if (to == bool_) return "(" + x + " != 0)";
+  if (to == float16) return from == float64 || !is_float(from) ? "(float)(_Float16)(double)(" + x + ")"
+                                                              : "(float)(_Float16)(" + x + ")";
+  if (to == bfloat16) return "nv_bf16_load(nv_bf16_store((float)(" + x + ")))";
+  if (is_integer(to) && is_float(from)) return "nv_float_to_int<" + t + ">((double)(" + x + "))";
+  return "(" + t + ")(" + x + ")";
+}
+
+/// The expression of one step over its argument names, or empty when there is none.
+std::string step_expr(const FusedStep& s, const std::vector<Dtype>& arg_dtypes, const std::vector<std::string>& args) {
+  return std::visit(
+      [&]<class P>(const P& prim) -> std::string {
+        if constexpr (UnaryPrimitive<P>) {
+          if (arg_dtypes[0] != s.dtype && !(P::name == "IsNaN" || P::name == "IsInf")) return "";
+          return unary_expr(P::name, arg_dtypes[0], args[0]);
+        } else if constexpr (BinaryPrimitive<P>) {
+          if (arg_dtypes[0] != arg_dtypes[1]) return "";
+          return binary_expr(s.primitive, arg_dtypes[0], args[0], args[1]);
+        } else if constexpr (std::is_same_v<P, Select>) {
+          if (arg_dtypes[0] != bool_ || arg_dtypes[1] != s.dtype || arg_dtypes[2] != s.dtype) return "";
+          return "(" + args[0] + " ? " + args[1] + " : " + args[2] + ")";
+        } else if constexpr (std::is_same_v<P, AsType>) {
+          return convert_expr(arg_dtypes[0], prim.dtype, args[0]);
+        } else if constexpr (std::is_same_v<P, Broadcast>) {
+          return args[0];
+        } else {
+          return "";
+        }
+      },
+      s.primitive);
+}
+
+/// A generated variable's name: a letter and a number.
+std::string name_of(char prefix, size_t index) {
+  std::string text(1, prefix);
+  text += std::to_string(index);
+  return text;
+}
+std::string name_of(char prefix, int index) { return name_of(prefix, static_cast<size_t>(index)); }
+
+bool generable_dtype(Dtype d) { return d != complex64; }
+
+constexpr std::string_view prelude = R"(#include <cstdint>
+#include <cstring>
+#include <type_traits>
+extern "C" {
+#define NV_SIMD _Pragma("omp declare simd notinbranch")
+#define NV_MATH1(name) NV_SIMD float name##f(float); NV_SIMD double name(double);
+#define NV_MATH2(name) NV_SIMD float name##f(float, float); NV_SIMD double name(double, double);
+NV_MATH1(exp) NV_MATH1(expm1) NV_MATH1(log) NV_MATH1(log2) NV_MATH1(log10) NV_MATH1(log1p)
+NV_MATH1(sin) NV_MATH1(cos) NV_MATH1(tan) NV_MATH1(asin) NV_MATH1(acos) NV_MATH1(atan)
+NV_MATH1(sinh) NV_MATH1(cosh) NV_MATH1(tanh) NV_MATH1(asinh) NV_MATH1(acosh) NV_MATH1(atanh) NV_MATH1(erf)
+NV_MATH2(pow) NV_MATH2(atan2)
+float fmodf(float, float); double fmod(double, double);
+}
+static inline float nv_bf16_load(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; std::memcpy(&f, &u, 4); return f; }
+static inline uint16_t nv_bf16_store(float f) {
+  uint32_t u; std::memcpy(&u, &f, 4);
+  uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? ((u >> 16) | 0x40u) : r);
+}
+template <class T> struct nv_wrap { using type = unsigned; };
+template <> struct nv_wrap<int64_t> { using type = uint64_t; };
+template <> struct nv_wrap<uint64_t> { using type = uint64_t; };
+template <> struct nv_wrap<int32_t> { using type = uint32_t; };
+template <> struct nv_wrap<uint32_t> { using type = uint32_t; };
+template <class T> static inline T nv_add(T a, T b) { using W = typename nv_wrap<T>::type; return (T)((W)a + (W)b); }
+template <class T> static inline T nv_sub(T a, T b) { using W = typename nv_wrap<T>::type; return (T)((W)a - (W)b); }
+template <class T> static inline T nv_mul(T a, T b) { using W = typename nv_wrap<T>::type; return (T)((W)a * (W)b); }
+template <class T> static inline T nv_neg(T a) { return nv_sub((T)0, a); }
+template <class T> static inline T nv_abs(T a) { return (T)-1 < (T)0 && a < (T)0 ? nv_neg(a) : a; }
+template <class T> static inline T nv_floor_divide(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr ((T)-1 < (T)0) {
+    if (b == (T)-1) return nv_neg(a);
+    T q = (T)(a / b);
+    return (a % b != 0 && (a < 0) != (b < 0)) ? (T)(q - 1) : q;
+  } else {
+    return (T)(a / b);
+  }
+}
+template <class T> static inline T nv_remainder(T a, T b) {
+  if (b == 0) return 0;
+  if constexpr ((T)-1 < (T)0) {
+    if (b == (T)-1) return 0;
+    T r = (T)(a % b);
+    return (r != 0 && (r < 0) != (b < 0)) ? (T)(r + b) : r;
+  } else {
+    return (T)(a % b);
+  }
+}
+static inline float nv_remainder(float a, float b) {
+  float m = fmodf(a, b);
+  if (b == 0) return m;
+  if (m != 0) { if ((b < 0) != (m < 0)) m += b; } else { m = __builtin_copysignf(0.0f, b); }
+  return m;
+}
+static inline double nv_remainder(double a, double b) {
+  double m = fmod(a, b);
+  if (b == 0) return m;
+  if (m != 0) { if ((b < 0) != (m < 0)) m += b; } else { m = __builtin_copysign(0.0, b); }
+  return m;
+}
+template <class T> static inline T nv_power(T base, T e) {
+  if constexpr ((T)-1 < (T)0) { if (e < 0) return 0; }
+  T r = 1;
+  for (; e != 0; e = (T)(e >> 1), base = nv_mul(base, base)) { if ((e & 1) != 0) r = nv_mul(r, base); }
+  return r;
+}
+template <class T> static inline T nv_shift_left(T a, T b) {
+  using U = typename nv_wrap<T>::type;
+  if ((uint64_t)(std::make_unsigned_t<T>)b >= sizeof(T) * 8) return 0;
+  return (T)((U)a << b);
+}
+template <class T> static inline T nv_shift_right(T a, T b) {
+  if ((uint64_t)(std::make_unsigned_t<T>)b >= sizeof(T) * 8) return a < 0 ? (T)-1 : (T)0;
+  return (T)(a >> b);
+}
+template <class To> static inline To nv_float_to_int(double x) {
+  if constexpr (sizeof(To) == 8 && (To)-1 > (To)0) {
+    if (x >= 9223372036854775808.0 && x < 18446744073709551616.0) return (To)x;
+  }
+  if (x >= -9223372036854775808.0 && x < 9223372036854775808.0) return (To)(int64_t)x;
+  return (To)INT64_MIN;
+}
+// Stores that bypass the caches, for outputs far larger than them.
+constexpr int64_t nv_block = 2048;
+constexpr int64_t nv_stream_min = int64_t(1) << 20;
+constexpr int64_t nv_row_block = 8192;
+#if defined(__AVX512F__) || defined(__AVX__)
+#include <immintrin.h>
+#endif
+static inline void nv_stream(void* dst, const void* src, int64_t bytes) {
+  char* d = (char*)dst;
+  const char* s = (const char*)src;
+#if defined(__AVX512F__)
+  const int64_t head = (int64_t)((64 - ((uintptr_t)d & 63)) & 63);
+  if (head > bytes) { std::memcpy(d, s, (size_t)bytes); return; }
+  std::memcpy(d, s, (size_t)head);
+  int64_t i = head;
+  for (; i + 64 <= bytes; i += 64) _mm512_stream_si512((__m512i*)(d + i), _mm512_loadu_si512((const void*)(s + i)));
+  std::memcpy(d + i, s + i, (size_t)(bytes - i));
+#elif defined(__AVX__)
+  const int64_t head = (int64_t)((32 - ((uintptr_t)d & 31)) & 31);
+  if (head > bytes) { std::memcpy(d, s, (size_t)bytes); return; }
+  std::memcpy(d, s, (size_t)head);
+  int64_t i = head;
+  for (; i + 32 <= bytes; i += 32) _mm256_stream_si256((__m256i*)(d + i), _mm256_loadu_si256((const __m256i*)(s + i)));
+  std::memcpy(d + i, s + i, (size_t)(bytes - i));
+#else
+  std::memcpy(d, s, (size_t)bytes);
+#endif
+}
+static inline void nv_stream_fence() {
+#if defined(__AVX__)
+  _mm_sfence();
+#endif
+}
+static inline float nv_sigmoid(float x) { float e = expf(-__builtin_fabsf(x)); float r = 1.0f / (1.0f + e); return x >= 0 ? r : e * r; }
+static inline double nv_sigmoid(double x) { double e = exp(-__builtin_fabs(x)); double r = 1.0 / (1.0 + e); return x >= 0 ? r : e * r; }
+static inline float nv_logaddexp(float a, float b) {
+  float d = a - b; float r = (d > 0 ? a : b) + log1pf(expf(-__builtin_fabsf(d)));
+  return a == b ? a + 0.693147180559945309f : r;
+}
+static inline double nv_logaddexp(double a, double b) {
+  double d = a - b; double r = (d > 0 ? a : b) + log1p(exp(-__builtin_fabs(d)));
+  return a == b ? a + 0.693147180559945309 : r;
+}
+)";
+
+}  // namespace
+
+bool can_generate(const Primitive& p, Dtype in, Dtype out) {
+  if (!generable_dtype(in) || !generable_dtype(out)) {
+    return false;
+  }
+  FusedStep step{p, {}, out};
+  const std::vector<Dtype> dtypes = std::holds_alternative<Select>(p) ? std::vector<Dtype>{bool_, out, out}
+                                                                       : std::vector<Dtype>{in, in};
+  return !step_expr(step, dtypes, {"a", "b", "c"}).empty();
+}
+
+namespace {
+
+/// A row kernel: for each row, one pass over the row per reduction depth (each pass recomputes the element values
+/// it needs from the inputs, which the row keeps in cache), the row values between passes, then a last pass that
+/// writes the element outputs. Memory sees each input read once and each output written once.
+std::string generate_rows_source(const FusedKernel& k) {
+  std::string src(prelude);
+  const auto n_in = static_cast<size_t>(k.num_inputs);
+  std::vector<Dtype> dtypes(k.input_dtypes);
+  for (const auto& s : k.steps) {
+    dtypes.push_back(s.dtype);
+  }
+  auto value = [&](size_t v) { return name_of('v', v); };
+  // A value's stage: how many reductions lie between it and the inputs.
+  std::vector<int> stage(dtypes.size(), 0);
+  int passes = 0;
+  for (size_t s = 0; s < k.steps.size(); ++s) {
+    int st = 0;
+    for (int a : k.steps[s].args) st = std::max(st, stage[static_cast<size_t>(a)]);
+    if (std::holds_alternative<Reduce>(k.steps[s].primitive)) ++st;
+    stage[n_in + s] = st;
+    passes = std::max(passes, st);
+  }
+  auto expr_of = [&](size_t s) {
+    const auto& step = k.steps[s];
+    std::vector<Dtype> arg_dtypes;
+    std::vector<std::string> args;
+    for (int a : step.args) {
+      arg_dtypes.push_back(dtypes[static_cast<size_t>(a)]);
+      args.push_back(value(static_cast<size_t>(a)));
+    }
+    std::string expr = step_expr(step, arg_dtypes, args);
+    if (expr.empty()) {
+      throw_internal("[compile] no generated code for " + std::string(name(step.primitive)) + ".");
+    }
+    return "const " + compute_type(step.dtype) + " " + value(n_in + s) + " = " + rounded(step.dtype, expr) + ";\n";
+  };
+  // Element values up to a stage, computed inside a loop over the row (unused ones the compiler drops); unit
+  // reads where every element input is contiguous along the row, so that the loop needs no gathers.
+  bool unit = true;
+  auto element_body = [&](int up_to) {
+    std::string body;
+    for (size_t i = 0; i < n_in; ++i) {
+      if (!k.row_values[i]) {
+        const auto index = unit ? std::string("j") : "j * " + name_of('t', i);
+        body += "      const " + compute_type(dtypes[i]) + " " + value(i) + " = " +
+                load(dtypes[i], name_of('q', i) + "[" + index + "]") + ";\n";
+      }
+    }
+    for (size_t s = 0; s < k.steps.size(); ++s) {
+      if (!k.row_values[n_in + s] && stage[n_in + s] <= up_to) body += "      " + expr_of(s);
+    }
+    return body;
+  };
+  auto row_steps = [&](int at) {
+    std::string body;
+    for (size_t s = 0; s < k.steps.size(); ++s) {
+      if (k.row_values[n_in + s] && stage[n_in + s] == at && !std::holds_alternative<Reduce>(k.steps[s].primitive)) {
+        body += "    " + expr_of(s);
+      }
+    }
+    return body;
+  };
+
+  src += "extern \"C\" void nuvec_fused_strided(const void* const* in, void* const* out, const int64_t* shape, "
+         "const int64_t* strides, int ndim, int64_t begin, int64_t end) {\n";
+  for (size_t i = 0; i < n_in; ++i) {
+    src += "  const " + storage_type(dtypes[i]) + "* " + name_of('p', i) + " = (const " + storage_type(dtypes[i]) +
+           "*)in[" + std::to_string(i) + "];\n";
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto t = storage_type(dtypes[static_cast<size_t>(k.outputs[o])]);
+    src += "  " + t + "* __restrict " + name_of('o', o) + " = (" + t + "*)out[" + std::to_string(o) + "];\n";
+  }
+  src += "  const int64_t inner = shape[ndim - 1];\n  int64_t index[64] = {0};\n";
+  src += "  const bool stream_rows = inner <= nv_row_block && (end - begin) * inner >= nv_stream_min;\n";
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto v = static_cast<size_t>(k.outputs[o]);
+    if (!k.row_values[v]) {
+      src += "  alignas(64) " + storage_type(dtypes[v]) + " " + name_of('w', o) + "[nv_row_block];\n";
+    }
+  }
+  src += "  int64_t rest = begin;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= shape[d]; }\n";
+  src += "  for (int64_t r = begin; r < end; ++r) {\n";
+  for (size_t i = 0; i < n_in; ++i) {
+    const auto q = name_of('q', i);
+    src += "    const " + storage_type(dtypes[i]) + "* __restrict " + q + " = " + name_of('p', i) + ";\n";
+    src += "    for (int d = 0; d + 1 < ndim; ++d) " + q + " += index[d] * strides[" + std::to_string(i) + " * ndim + d];\n";
+    src += "    const int64_t " + name_of('t', i) + " = strides[" + std::to_string(i) + " * ndim + ndim - 1];\n";
+    if (k.row_values[i]) {
+      src += "    const " + compute_type(dtypes[i]) + " " + value(i) + " = " + load(dtypes[i], q + "[0]") + ";\n";
+    }
+  }
+  auto row_passes = [&](bool unit_reads) {
+    unit = unit_reads;
+    std::string body;
+    for (int pass = 1; pass <= passes; ++pass) {
+      bool only_sums = true;
+      std::string accumulators;
+      std::string names;
+      std::string updates;
+      std::string finish;
+      for (size_t s = 0; s < k.steps.size(); ++s) {
+        const auto* reduce = std::get_if<Reduce>(&k.steps[s].primitive);
+        if (reduce == nullptr || stage[n_in + s] != pass) continue;
+        const auto acc = name_of('a', n_in + s);
+        const auto arg = value(static_cast<size_t>(k.steps[s].args[0]));
+        const auto c = compute_type(k.steps[s].dtype);
+        if (reduce->type == ReduceType::sum) {
+          accumulators += "    " + c + " " + acc + " = 0;\n";
+          updates += "      " + acc + " += " + arg + ";\n";
+        } else {
+          only_sums = false;
+          accumulators += "    " + c + " " + acc + " = -__builtin_inf();\n";
+          updates += "      " + acc + " = (" + arg + " > " + acc + " || " + arg + " != " + arg + " || " + acc + " != " +
+                     acc + ") ? (" + acc + " != " + acc + " ? " + acc + " : " + arg + ") : " + acc + ";\n";
+        }
+        names += (names.empty() ? "" : ", ") + acc;
+        finish += "    const " + c + " " + value(n_in + s) + " = " + acc + ";\n";
+      }
+      body += accumulators;
+      if (only_sums) body += "    _Pragma(\"omp simd reduction(+:" + names + ")\")\n";
+      body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
+      body += finish + row_steps(pass);
+    }
+    // Element outputs: written in place, or (large outputs) into row buffers streamed out past the caches.
+    std::string stores;
+    std::string buffered;
+    std::string streams;
+    std::string row_stores;
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      const auto v = static_cast<size_t>(k.outputs[o]);
+      const auto out = name_of('o', o);
+      if (k.row_values[v]) {
+        row_stores += "    " + out + "[r] = " + store(dtypes[v], value(v)) + ";\n";
+      } else {
+        stores += "      " + out + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
+        buffered += "      " + name_of('w', o) + "[j] = " + store(dtypes[v], value(v)) + ";\n";
+        streams += "      nv_stream(" + out + " + r * inner, " + name_of('w', o) + ", inner * sizeof(" +
+                   storage_type(dtypes[v]) + "));\n";
+      }
+    }
+    if (!stores.empty()) {
+      const auto loop = "for (int64_t j = 0; j < inner; ++j) {\n" + element_body(passes);
+      body += "    if (stream_rows) {\n      " + loop + buffered + "      }\n" + streams + "    } else {\n      " + loop +
+              stores + "      }\n    }\n";
+    }
+    body += row_stores;
+    return body;
+  };
+  std::string unit_test = "true";
+  for (size_t i = 0; i < n_in; ++i) {
+    if (!k.row_values[i]) unit_test += " && " + name_of('t', i) + " == 1";
+  }
+  src += row_steps(0);
+  src += "    if (" + unit_test + ") {\n" + row_passes(true) + "    } else {\n" + row_passes(false) + "    }\n";
+  src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
+  src += "  }\n  if (stream_rows) nv_stream_fence();\n}\n";
+  return src;
+}
+
+}  // namespace
+
+std::string generate_source(const FusedKernel& k) {
+  if (k.rows) {
+    return generate_rows_source(k);
+  }
+  std::string src(prelude);
+  const auto n_in = static_cast<size_t>(k.num_inputs);
+  std::vector<Dtype> dtypes(k.input_dtypes);
+  for (const auto& s : k.steps) {
+    dtypes.push_back(s.dtype);
+  }
+  auto value = [&](int v) { return name_of('v', v); };
+
+  // The element body: loaded inputs in, outputs written at index i.
+  src += "static inline __attribute__((always_inline)) void nv_body(";
+  for (size_t i = 0; i < n_in; ++i) {
+    src += compute_type(dtypes[i]) + " " + value(static_cast<int>(i)) + ", ";
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    src += storage_type(dtypes[static_cast<size_t>(k.outputs[o])]) + "* __restrict o" + std::to_string(o) + ", ";
+  }
+  src += "int64_t i) {\n";
+  for (size_t s = 0; s < k.steps.size(); ++s) {
+    const auto& step = k.steps[s];
+    std::vector<Dtype> arg_dtypes;
+    std::vector<std::string> args;
+    for (int a : step.args) {
+      arg_dtypes.push_back(dtypes[static_cast<size_t>(a)]);
+      args.push_back(value(a));
+    }
+    const int v = static_cast<int>(n_in + s);
+    std::string expr = step_expr(step, arg_dtypes, args);
+    if (expr.empty()) {
+      throw_internal("[compile] no generated code for " + std::string(name(step.primitive)) + ".");
+    }
+    src += "  const " + compute_type(step.dtype) + " " + value(v) + " = " + rounded(step.dtype, expr) + ";\n";
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    src += "  o" + std::to_string(o) + "[i] = " + store(dtypes[static_cast<size_t>(k.outputs[o])], value(k.outputs[o])) +
+           ";\n";
+  }
+  src += "}\n";
+
+  auto pointers = [&](std::string& body) {
+    for (size_t i = 0; i < n_in; ++i) {
+      body += "  const " + storage_type(dtypes[i]) + "* __restrict p" + std::to_string(i) + " = (const " +
+              storage_type(dtypes[i]) + "*)in[" + std::to_string(i) + "];\n";
+    }
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      const auto t = storage_type(dtypes[static_cast<size_t>(k.outputs[o])]);
+      body += "  " + t + "* __restrict o" + std::to_string(o) + " = (" + t + "*)out[" + std::to_string(o) + "];\n";
+    }
+  };
+  auto call = [&](const std::vector<std::string>& reads) {
+    std::string text = "nv_body(";
+    for (size_t i = 0; i < n_in; ++i) {
+      text += load(dtypes[i], reads[i]) + ", ";
+    }
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      text += name_of('o', o) + ", ";
+    }
+    return text;
+  };
+
+  // Flat loop over row-major inputs; a scalar input's value is read once.
+  src += "extern \"C\" void nuvec_fused_contiguous(const void* const* in, void* const* out, int64_t begin, "
+         "int64_t end) {\n";
+  pointers(src);
+  std::vector<std::string> reads;
+  for (size_t i = 0; i < n_in; ++i) {
+    const auto p = name_of('p', i);
+    if (k.scalar_inputs[i]) {
+      src += "  const " + storage_type(dtypes[i]) + " s" + std::to_string(i) + " = " + p + "[0];\n";
+      reads.push_back(name_of('s', i));
+    } else {
+      reads.push_back(p + "[i]");
+    }
+  }
+  src += "  if (end - begin < nv_stream_min) {\n";
+  src += "    for (int64_t i = begin; i < end; ++i) {\n      " + call(reads) + "i);\n    }\n    return;\n  }\n";
+  // Large ranges: blocks computed into buffers that stay in L1, then streamed out past the caches, so an output
+  // costs one write of memory instead of a read for ownership plus a write.
+  std::string buffers;
+  std::string streams;
+  std::vector<std::string> block_reads;
+  for (size_t i = 0; i < n_in; ++i) {
+    block_reads.push_back(k.scalar_inputs[i] ? name_of('s', i) : name_of('p', i) + "[b + i]");
+  }
+  std::string block_call = "nv_body(";
+  for (size_t i = 0; i < n_in; ++i) {
+    block_call += load(dtypes[i], block_reads[i]) + ", ";
+  }
+  for (size_t o = 0; o < k.outputs.size(); ++o) {
+    const auto t = storage_type(dtypes[static_cast<size_t>(k.outputs[o])]);
+    buffers += "  alignas(64) " + t + " " + name_of('w', o) + "[nv_block];\n";
+    block_call += name_of('w', o) + ", ";
+    streams += "    nv_stream(" + name_of('o', o) + " + b, " + name_of('w', o) + ", m * sizeof(" + t + "));\n";
+  }
+  src += buffers;
+  src += "  for (int64_t b = begin; b < end; b += nv_block) {\n";
+  src += "    const int64_t m = end - b < nv_block ? end - b : nv_block;\n";
+  src += "    for (int64_t i = 0; i < m; ++i) {\n      " + block_call + "i);\n    }\n" + streams + "  }\n";
+  src += "  nv_stream_fence();\n}\n";
+
+  // Rows of the iteration space: the inner axis walked with each input's stride.
+  src += "extern \"C\" void nuvec_fused_strided(const void* const* in, void* const* out, const int64_t* shape, "
+         "const int64_t* strides, int ndim, int64_t begin, int64_t end) {\n";
+  pointers(src);
+  src += "  const int64_t inner = ndim > 0 ? shape[ndim - 1] : 1;\n";
+  src += "  int64_t index[64] = {0};\n  int64_t off[" + std::to_string(n_in + 1) + "] = {0};\n";
+  src += "  int64_t rest = begin;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= shape[d]; }\n";
+  src += "  for (int64_t r = begin; r < end; ++r) {\n";
+  src += "    for (int k = 0; k < " + std::to_string(n_in) + "; ++k) { off[k] = 0; for (int d = 0; d + 1 < ndim; ++d) "
+         "off[k] += index[d] * strides[k * ndim + d]; }\n";
+  reads.clear();
+  for (size_t i = 0; i < n_in; ++i) {
+    const auto s = std::to_string(i);
+    src += "    const " + storage_type(dtypes[i]) + "* __restrict q" + s + " = p" + s + " + off[" + s + "];\n";
+    src += "    const int64_t t" + s + " = ndim > 0 ? strides[" + s + " * ndim + ndim - 1] : 0;\n";
+    reads.push_back("q" + s + "[j * t" + s + "]");
+  }
+  src += "    const int64_t base = r * inner;\n";
+  src += "    for (int64_t j = 0; j < inner; ++j) {\n      " + call(reads) + "base + j);\n    }\n";
+  src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
+  src += "  }\n}\n";
+  return src;
+}
+
+}  // namespace nuvec::detail

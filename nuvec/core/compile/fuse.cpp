@@ -1,0 +1,348 @@
+// Fusion: element-wise nodes of one output shape that feed each other, or read
+// one outside value, form a group (union-find over those edges); a group of two
+// or more becomes one Compiled node whose inputs are the values it reads from
+// outside and whose outputs are its values read outside (or returned). Sums and
+// maxima over the last axis join the chain they reduce, with what follows at the
+// row shape and broadcasts back: such a row kernel does a layer norm or a softmax
+// in one pass over memory. A group that would close a cycle through an outside
+// node is left unfused.
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "nuvec/core/compile/codegen.h"
+#include "nuvec/core/compile/graph.h"
+#include "nuvec/core/compile/jit.h"
+
+namespace nuvec::detail {
+
+namespace {
+
+bool fusable(const Graph& g, const GraphNode& n) {
+  if (n.outs.size() != 1) {
+    return false;
+  }
+  const Primitive& p = n.primitive;
+  const auto& out = g.values[static_cast<size_t>(n.outs[0])];
+  if (const auto* r = std::get_if<Reduce>(&p)) {
+    const auto& in = g.values[static_cast<size_t>(n.args[0])];
+    const int last = static_cast<int>(in.shape.size()) - 1;
+    return (r->type == ReduceType::sum || r->type == ReduceType::max) && last >= 0 && in.shape.back() > 1 &&
+           r->axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
+           out.dtype == in.dtype;
+  }
+  const Family f = family(p);
+  if (f != Family::unary && f != Family::binary && !std::holds_alternative<Select>(p) &&
+      !std::holds_alternative<AsType>(p) && !std::holds_alternative<Broadcast>(p)) {
+    return false;
+  }
+  const size_t data_arg = std::holds_alternative<Select>(p) ? 1 : 0;
+  const Dtype in = g.values[static_cast<size_t>(n.args[data_arg])].dtype;
+  return can_generate(p, in, out.dtype);
+}
+
+/// The shape a fusable node iterates over: a reduction's input shape, a broadcast of rows' output shape, otherwise
+/// its output shape.
+const Shape& base_shape(const Graph& g, const GraphNode& n) {
+  if (std::holds_alternative<Reduce>(n.primitive)) {
+    return g.values[static_cast<size_t>(n.args[0])].shape;
+  }
+  return g.values[static_cast<size_t>(n.outs[0])].shape;
+}
+
+/// Whether the edge from argument a joins node n's group: same shape, a reduction of it, or a broadcast of rows.
+bool joins(const Graph& g, const GraphNode& n, int a) {
+  const auto& arg = g.values[static_cast<size_t>(a)].shape;
+  const auto& out = g.values[static_cast<size_t>(n.outs[0])].shape;
+  if (arg == out || std::holds_alternative<Reduce>(n.primitive)) {
+    return true;
+  }
+  return std::holds_alternative<Broadcast>(n.primitive) && !out.empty() && out.back() > 1 && arg == row_shape(out);
+}
+
+struct UnionFind {
+  std::vector<size_t> parent;
+  explicit UnionFind(size_t n) : parent(n) { std::iota(parent.begin(), parent.end(), size_t{0}); }
+  size_t find(size_t x) {
+    while (parent[x] != x) {
+      parent[x] = parent[parent[x]];
+      x = parent[x];
+    }
+    return x;
+  }
+  void unite(size_t a, size_t b) { parent[find(a)] = find(b); }
+};
+
+/// Whether the groups (group[n] per node, -1 for none) can be ordered with the other nodes: no path leaves a group
+/// and comes back. Returns a group on a cycle, or -1.
+long group_on_cycle(const Graph& g, const std::vector<long>& group, const std::vector<int>& producer) {
+  // Super nodes: a group id, or a node's own index offset past the groups.
+  const size_t n = g.nodes.size();
+  auto super = [&](size_t node) { return group[node] >= 0 ? static_cast<size_t>(group[node]) : n + node; };
+  std::map<size_t, std::vector<size_t>> edges;
+  std::map<size_t, int> indegree;
+  for (size_t i = 0; i < n; ++i) {
+    indegree.try_emplace(super(i), 0);
+    for (int a : g.nodes[i].args) {
+      int from = producer[static_cast<size_t>(a)];
+      if (from >= 0 && super(static_cast<size_t>(from)) != super(i)) {
+        edges[super(static_cast<size_t>(from))].push_back(super(i));
+        ++indegree[super(i)];
+      }
+    }
+  }
+  std::vector<size_t> ready;
+  for (const auto& [s, d] : indegree) {
+    if (d == 0) ready.push_back(s);
+  }
+  while (!ready.empty()) {
+    size_t s = ready.back();
+    ready.pop_back();
+    for (size_t t : edges[s]) {
+      if (--indegree[t] == 0) ready.push_back(t);
+    }
+  }
+  for (const auto& [s, d] : indegree) {
+    if (d > 0 && s < n) return static_cast<long>(s);
+  }
+  return -1;
+}
+
+/// The nodes in an order where each follows the producers of its arguments (the order given, where it allows).
+std::vector<GraphNode> sorted(const Graph& g, std::vector<GraphNode> nodes) {
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (int o : nodes[i].outs) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+  }
+  std::vector<int> state(nodes.size(), 0);  // 0 new, 1 on the stack, 2 placed
+  std::vector<size_t> order;
+  for (size_t root = 0; root < nodes.size(); ++root) {
+    std::vector<std::pair<size_t, size_t>> stack{{root, 0}};
+    while (!stack.empty()) {
+      auto& [i, next] = stack.back();
+      if (state[i] == 2) {
+        stack.pop_back();
+        continue;
+      }
+      state[i] = 1;
+      if (next < nodes[i].args.size()) {
+        int from = producer[static_cast<size_t>(nodes[i].args[next++])];
+        if (from >= 0 && state[static_cast<size_t>(from)] == 0) {
+          stack.emplace_back(static_cast<size_t>(from), 0);
+        }
+        continue;
+      }
+      state[i] = 2;
+      order.push_back(i);
+      stack.pop_back();
+    }
+  }
+  std::vector<GraphNode> result;
+  for (size_t i : order) result.push_back(std::move(nodes[i]));
+  return result;
+}
+
+/// Softmax nodes over float32 or float64 rewritten as their composition (max, subtract, exp, sum, divide over the
+/// last axis), so that they fuse with the chain that feeds them.
+void expand_softmax(Graph& g) {
+  std::vector<GraphNode> nodes;
+  for (auto& n : g.nodes) {
+    const auto& in = g.values[static_cast<size_t>(n.args[0])];
+    if (!std::holds_alternative<Softmax>(n.primitive) || in.shape.empty() ||
+        (in.dtype != float32 && in.dtype != float64)) {
+      nodes.push_back(std::move(n));
+      continue;
+    }
+    const Shape shape = in.shape;
+    const Dtype dtype = in.dtype;
+    const std::vector<int> last{static_cast<int>(shape.size()) - 1};
+    auto add = [&](Primitive p, std::vector<int> args, const Shape& out, int value = -1) {
+      if (value < 0) {
+        value = static_cast<int>(g.values.size());
+        g.values.push_back({out, dtype});
+      }
+      nodes.push_back({std::move(p), n.stream, std::move(args), {value}, -1});
+      return value;
+    };
+    const int x = n.args[0];
+    const int m = add(Reduce{ReduceType::max, last}, {x}, row_shape(shape));
+    const int z = add(Subtract{}, {x, add(Broadcast{shape}, {m}, shape)}, shape);
+    const int e = add(Exp{}, {z}, shape);
+    const int s = add(Reduce{ReduceType::sum, last}, {e}, row_shape(shape));
+    add(Divide{}, {e, add(Broadcast{shape}, {s}, shape)}, shape, n.outs[0]);
+  }
+  g.nodes = std::move(nodes);
+}
+
+}  // namespace
+
+void fuse_graph(Graph& g) {
+  if (g.nodes.empty() || !compiler_available()) {
+    return;
+  }
+  expand_softmax(g);
+  const size_t n = g.nodes.size();
+  if (n < 2) {
+    return;
+  }
+  std::vector<int> producer(g.values.size(), -1);
+  for (size_t i = 0; i < n; ++i) {
+    for (int o : g.nodes[i].outs) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+  }
+  std::vector<bool> can(n);
+  for (size_t i = 0; i < n; ++i) can[i] = fusable(g, g.nodes[i]);
+  // The number of unfusable nodes on the longest path from the inputs: only nodes of one level join, so no group
+  // can leave through an unfusable node and come back.
+  std::vector<int> level(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    for (int a : g.nodes[i].args) {
+      int from = producer[static_cast<size_t>(a)];
+      if (from >= 0) {
+        const auto f = static_cast<size_t>(from);
+        level[i] = std::max(level[i], level[f] + (can[f] ? 0 : 1));
+      }
+    }
+  }
+  UnionFind uf(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!can[i]) continue;
+    for (int a : g.nodes[i].args) {
+      int from = producer[static_cast<size_t>(a)];
+      if (from >= 0 && can[static_cast<size_t>(from)] && level[static_cast<size_t>(from)] == level[i] &&
+          joins(g, g.nodes[i], a)) {
+        uf.unite(i, static_cast<size_t>(from));
+      }
+    }
+  }
+  // Chains of one level and shape that read a common outside value join too: the value is read once.
+  std::map<std::pair<int, std::pair<int, Shape>>, size_t> reader;  // (value, (level, shape)) -> a node reading it
+  for (size_t i = 0; i < n; ++i) {
+    if (!can[i]) continue;
+    const auto& shape = base_shape(g, g.nodes[i]);
+    for (int a : g.nodes[i].args) {
+      int from = producer[static_cast<size_t>(a)];
+      if (from < 0 || !can[static_cast<size_t>(from)]) {
+        auto [it, inserted] = reader.try_emplace({a, {level[i], shape}}, i);
+        if (!inserted) uf.unite(i, it->second);
+      }
+    }
+  }
+  std::map<size_t, std::vector<size_t>> members;
+  for (size_t i = 0; i < n; ++i) {
+    if (can[i]) members[uf.find(i)].push_back(i);
+  }
+  // A group iterates over one shape S: its members have shape S or, with reductions, S's rows.
+  std::vector<long> group(n, -1);
+  std::map<long, std::pair<Shape, bool>> space;  // group -> (S, row kernel)
+  for (const auto& [root, list] : members) {
+    if (list.size() < 2) continue;
+    Shape s;
+    for (size_t i : list) {
+      if (std::holds_alternative<Reduce>(g.nodes[i].primitive)) s = base_shape(g, g.nodes[i]);
+    }
+    for (size_t i : list) {
+      const auto& o = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
+      if (s.empty() && std::holds_alternative<Broadcast>(g.nodes[i].primitive) && !o.empty() && o.back() > 1) s = o;
+    }
+    if (s.empty()) s = g.values[static_cast<size_t>(g.nodes[list.front()].outs[0])].shape;
+    bool rows = false;
+    bool valid = true;
+    for (size_t i : list) {
+      const auto& o = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
+      const bool row = o != s && o == row_shape(s);
+      rows = rows || row;
+      valid = valid && (std::holds_alternative<Reduce>(g.nodes[i].primitive) ? base_shape(g, g.nodes[i]) == s && row
+                                                                             : o == s || row);
+    }
+    if (!valid) continue;
+    space[static_cast<long>(root)] = {s, rows};
+    for (size_t i : list) group[i] = static_cast<long>(root);
+  }
+  for (long bad = group_on_cycle(g, group, producer); bad >= 0; bad = group_on_cycle(g, group, producer)) {
+    for (auto& x : group) {
+      if (x == bad) x = -1;
+    }
+  }
+
+  // Which values are read outside their group (or returned).
+  std::vector<bool> read_outside(g.values.size(), false);
+  for (int o : g.outputs) read_outside[static_cast<size_t>(o)] = true;
+  for (size_t i = 0; i < n; ++i) {
+    for (int a : g.nodes[i].args) {
+      int from = producer[static_cast<size_t>(a)];
+      if (from >= 0 && (group[i] < 0 || group[static_cast<size_t>(from)] != group[i])) {
+        read_outside[static_cast<size_t>(a)] = true;
+      }
+    }
+  }
+
+  // Build each group's kernel; it takes the place of the group's last member (its inputs all come earlier).
+  std::map<long, GraphNode> fused;
+  std::map<long, size_t> last;
+  for (size_t i = 0; i < n; ++i) {
+    if (group[i] >= 0) last[group[i]] = i;
+  }
+  for (const auto& [gid, at] : last) {
+    auto kernel = std::make_shared<FusedKernel>();
+    std::map<int, int> local;  // graph value -> kernel value
+    std::vector<int> inputs;
+    for (size_t i = 0; i < n; ++i) {
+      if (group[i] != gid) continue;
+      for (int a : g.nodes[i].args) {
+        int from = producer[static_cast<size_t>(a)];
+        if ((from < 0 || group[static_cast<size_t>(from)] != gid) && !local.contains(a)) {
+          local[a] = -static_cast<int>(inputs.size()) - 1;
+          inputs.push_back(a);
+        }
+      }
+    }
+    const auto& [shape, rows] = space.at(gid);
+    kernel->rows = rows;
+    kernel->shape = shape;
+    kernel->num_inputs = static_cast<int>(inputs.size());
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const auto& v = g.values[static_cast<size_t>(inputs[k])];
+      local[inputs[k]] = static_cast<int>(k);
+      kernel->input_dtypes.push_back(v.dtype);
+      kernel->scalar_inputs.push_back(shape_size(v.shape) == 1);
+      kernel->row_values.push_back(rows && (v.shape.empty() || v.shape.back() == 1));
+    }
+    GraphNode node{Compiled{}, g.nodes[at].stream, inputs, {}, -1};
+    for (size_t i = 0; i < n; ++i) {
+      if (group[i] != gid) continue;
+      FusedStep step{g.nodes[i].primitive, {}, g.values[static_cast<size_t>(g.nodes[i].outs[0])].dtype};
+      for (int a : g.nodes[i].args) step.args.push_back(local.at(a));
+      const int out = g.nodes[i].outs[0];
+      local[out] = kernel->num_inputs + static_cast<int>(kernel->steps.size());
+      kernel->steps.push_back(std::move(step));
+      kernel->row_values.push_back(rows && g.values[static_cast<size_t>(out)].shape != shape);
+      if (read_outside[static_cast<size_t>(out)]) {
+        kernel->outputs.push_back(local[out]);
+        node.outs.push_back(out);
+      }
+    }
+    kernel->source = generate_source(*kernel);
+    auto loaded = load_kernel(kernel->source);
+    if (!loaded) {
+      continue;  // left unfused
+    }
+    kernel->library = loaded->library;
+    kernel->contiguous = loaded->contiguous;
+    kernel->strided = loaded->strided;
+    node.primitive = Compiled{std::move(kernel)};
+    fused.emplace(gid, std::move(node));
+  }
+  std::vector<GraphNode> nodes;
+  for (size_t i = 0; i < n; ++i) {
+    auto f = group[i] >= 0 ? fused.find(group[i]) : fused.end();
+    if (f == fused.end()) {
+      nodes.push_back(std::move(g.nodes[i]));
+    } else if (last[group[i]] == i) {
+      nodes.push_back(std::move(f->second));
+    }
+  }
+  g.nodes = sorted(g, std::move(nodes));
+}
+
+}  // namespace nuvec::detail

@@ -1,0 +1,55 @@
+#pragma once
+
+// A traced function as compile keeps it: values numbered inputs first, then
+// constants (evaluated once at trace time: constant folding), then the outputs
+// of the nodes in topological order.
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "nuvec/core/array.h"
+
+namespace nuvec::detail {
+
+struct GraphValue {
+  Shape shape;
+  Dtype dtype;
+};
+
+struct GraphNode {
+  Primitive primitive;
+  Stream stream;
+  std::vector<int> args;
+  std::vector<int> outs;
+  /// For a Broadcast in shapeless mode: an earlier value whose shape is the target (-1: none).
+  int shape_source = -1;
+};
+
+struct Graph {
+  int num_inputs = 0;
+  std::vector<GraphValue> values;
+  std::vector<array> constants;  // value num_inputs + i
+  std::vector<GraphNode> nodes;
+  std::vector<int> outputs;
+
+  [[nodiscard]] bool is_constant(int v) const {
+    return v >= num_inputs && v < num_inputs + static_cast<int>(constants.size());
+  }
+};
+
+using TracedFunction = std::function<std::vector<array>(const std::vector<array>&)>;
+
+/// Runs fun on stand-ins of the inputs and records the graph from them to its outputs.
+Graph trace_graph(const TracedFunction& fun, const std::vector<array>& inputs);
+
+/// Drops no-op conversions, broadcasts and reshapes, merges common subexpressions and unused nodes.
+void simplify_graph(Graph& graph);
+
+/// Replaces element-wise chains by Compiled nodes with generated kernels (none when no compiler runs).
+void fuse_graph(Graph& graph);
+
+/// The graph's outputs for new inputs; with shapeless, shapes are inferred from the inputs.
+std::vector<array> replay_graph(const Graph& graph, const std::vector<array>& inputs, bool shapeless);
+
+}  // namespace nuvec::detail

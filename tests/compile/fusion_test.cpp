@@ -1,0 +1,338 @@
+// Compiled results equal eager results: every fusable op on every dtype it takes, broadcasting patterns,
+// non-contiguous inputs and special values, with the chains fused into Compiled nodes.
+
+#include <functional>
+#include <random>
+
+#include "tests/compile/compile_support.h"
+#include "tests/support/reference.h"
+
+namespace nuvec {
+namespace {
+
+using V = std::vector<array>;
+using test::count_primitives;
+using test::same_values;
+
+const Dtype real_dtypes[] = {bool_, uint8, uint16, uint32, uint64, int8,   int16,
+                             int32, int64, float16, bfloat16, float32, float64};
+
+double tolerance(Dtype d, bool transcendental) {
+  if (d == float16 || d == bfloat16) {
+    return transcendental ? 2e-2 : 0.0;
+  }
+  if (!transcendental) {
+    return 0.0;
+  }
+  return d == float64 ? 1e-13 : 2e-6;
+}
+
+using Chain = std::function<array(const V&)>;
+struct Named {
+  std::string name;
+  Chain f;
+  bool transcendental;
+};
+
+/// Runs the chains eagerly, drops those eager rejects (the op has no such dtype), then runs the others as one
+/// compiled function (one kernel build per call) and compares. Returns how many were compared.
+int check_all(const std::vector<Named>& chains, const V& inputs, const std::string& what) {
+  std::vector<const Named*> kept;
+  V eager;
+  for (const auto& c : chains) {
+    try {
+      auto e = c.f(inputs);
+      e.eval();
+      eager.push_back(e);
+      kept.push_back(&c);
+    } catch (const nuvec::error&) {
+    }
+  }
+  if (kept.empty()) {
+    return 0;
+  }
+  auto compiled = compile([&](const V& xs) {
+    V outs;
+    for (const auto* c : kept) outs.push_back(c->f(xs));
+    return outs;
+  })(inputs);
+  EXPECT_GE(count_primitives(compiled, "Compiled"), 1) << what;
+  for (size_t i = 0; i < kept.size(); ++i) {
+    EXPECT_TRUE(same_values(compiled[i], eager[i], tolerance(eager[i].dtype(), kept[i]->transcendental)))
+        << kept[i]->name << " " << what;
+  }
+  return static_cast<int>(kept.size());
+}
+
+bool check(const Chain& f, const V& inputs, bool transcendental, const std::string& what) {
+  return check_all({{what, f, transcendental}}, inputs, what) == 1;
+}
+
+class Fusion : public ::testing::Test {
+ protected:
+  void SetUp() override { test::test_kernel_cache(); }
+};
+
+TEST_F(Fusion, EveryUnaryOpAndDtype) {
+  using Op = array (*)(const array&, StreamOrDevice);
+  struct Case {
+    const char* name;
+    Op op;
+    bool transcendental;
+  };
+  const Case cases[] = {
+      {"abs", abs, false},         {"negative", negative, false}, {"sign", sign, false},
+      {"floor", floor, false},     {"ceil", ceil, false},         {"round", [](const array& a, StreamOrDevice s) { return round(a, 0, s); }, false},
+      {"square", square, false},   {"sqrt", sqrt, false},         {"rsqrt", rsqrt, false},
+      {"reciprocal", reciprocal, false}, {"exp", exp, true},      {"expm1", expm1, true},
+      {"log", log, true},          {"log2", log2, true},          {"log10", log10, true},
+      {"log1p", log1p, true},      {"sin", sin, true},            {"cos", cos, true},
+      {"tan", tan, true},          {"arcsin", arcsin, true},      {"arccos", arccos, true},
+      {"arctan", arctan, true},    {"sinh", sinh, true},          {"cosh", cosh, true},
+      {"tanh", tanh, true},        {"arcsinh", arcsinh, true},    {"arccosh", arccosh, true},
+      {"arctanh", arctanh, true},  {"sigmoid", sigmoid, true},    {"erf", erf, true},
+      {"isnan", isnan, false},     {"isinf", isinf, false},       {"logical_not", logical_not, false},
+      {"bitwise_invert", bitwise_invert, false}};
+  std::mt19937 rng(7);
+  int checked = 0;
+  for (Dtype d : real_dtypes) {
+    auto x = test::random_array({3, 37}, d, rng, -3.0, 3.0);
+    std::vector<Named> chains;
+    for (const auto& c : cases) {
+      // The op then another one, so that it sits inside a fused chain.
+      chains.push_back({c.name,
+                        [op = c.op](const V& xs) {
+                          auto y = op(xs[0], {});
+                          return y.dtype() == bool_ ? logical_not(y) : square(y);
+                        },
+                        c.transcendental});
+    }
+    checked += check_all(chains, {x}, std::string(dtype_name(d)));
+  }
+  EXPECT_GT(checked, 150);
+}
+
+TEST_F(Fusion, EveryBinaryOpAndDtype) {
+  using Op = array (*)(const array&, const array&, StreamOrDevice);
+  struct Case {
+    const char* name;
+    Op op;
+    bool transcendental;
+  };
+  const Case cases[] = {{"add", add, false},
+                        {"subtract", subtract, false},
+                        {"multiply", multiply, false},
+                        {"divide", divide, false},
+                        {"remainder", remainder, false},
+                        {"power", power, true},
+                        {"maximum", maximum, false},
+                        {"minimum", minimum, false},
+                        {"logaddexp", logaddexp, true},
+                        {"arctan2", arctan2, true},
+                        {"equal", [](const array& a, const array& b, StreamOrDevice s) { return equal(a, b, s); }, false},
+                        {"not_equal", not_equal, false},
+                        {"greater", greater, false},
+                        {"greater_equal", greater_equal, false},
+                        {"less", less, false},
+                        {"less_equal", less_equal, false},
+                        {"logical_and", logical_and, false},
+                        {"logical_or", logical_or, false},
+                        {"bitwise_and", bitwise_and, false},
+                        {"bitwise_or", bitwise_or, false},
+                        {"bitwise_xor", bitwise_xor, false},
+                        {"left_shift", left_shift, false},
+                        {"right_shift", right_shift, false}};
+  std::mt19937 rng(11);
+  int checked = 0;
+  for (Dtype d : real_dtypes) {
+    auto a = test::random_array({4, 33}, d, rng, -4.0, 4.0);
+    auto b = test::random_array({4, 33}, d, rng, -4.0, 4.0);
+    std::vector<Named> chains;
+    for (const auto& c : cases) {
+      chains.push_back({c.name,
+                        [op = c.op](const V& xs) {
+                          auto y = op(xs[0], xs[1], {});
+                          return y.dtype() == bool_ ? logical_not(y) : op(y, xs[1], {});
+                        },
+                        c.transcendental});
+    }
+    checked += check_all(chains, {a, b}, std::string(dtype_name(d)));
+  }
+  EXPECT_GT(checked, 150);
+}
+
+TEST_F(Fusion, ConversionsBetweenEveryPairOfDtypes) {
+  std::mt19937 rng(3);
+  for (Dtype from : real_dtypes) {
+    auto x = test::random_array({5, 9}, from, rng, -300.0, 300.0);
+    std::vector<Named> chains;
+    for (Dtype to : real_dtypes) {
+      chains.push_back({std::string("-> ") + std::string(dtype_name(to)),
+                        [to](const V& xs) { return astype(xs[0] * xs[0], to); }, false});
+      chains.push_back({std::string("-> ") + std::string(dtype_name(to)) + " and back",
+                        [to, from](const V& xs) { return astype(astype(xs[0], to), from) + xs[0]; }, false});
+    }
+    EXPECT_EQ(check_all(chains, {x}, std::string(dtype_name(from))), 26);
+  }
+}
+
+TEST_F(Fusion, SelectAndSpecialValues) {
+  auto x = array({0.0F, -0.0F, 1.0F, -1.0F, NAN, INFINITY, -INFINITY, 1e-40F, 3e38F, -2.5F});
+  auto y = array({NAN, 0.0F, -1.0F, 2.0F, 1.0F, INFINITY, 5.0F, 0.0F, 3e38F, 2.5F});
+  auto f = [](const V& xs) {
+    auto a = xs[0];
+    auto b = xs[1];
+    return where(a > b, maximum(a, b) * 2.0F, minimum(a, b) - sigmoid(a)) + logaddexp(a, b) / (b * b + 1.0F);
+  };
+  EXPECT_TRUE(check(f, {x, y}, true, "select"));
+}
+
+TEST_F(Fusion, BroadcastingPatterns) {
+  std::mt19937 rng(5);
+  const std::vector<std::pair<Shape, Shape>> patterns = {
+      {{4, 5}, {5}}, {{4, 1}, {1, 6}}, {{2, 3, 4}, {3, 1}}, {{7}, {}}, {{1}, {3, 1, 2}}, {{0, 3}, {3}}, {{}, {}}};
+  for (const auto& [sa, sb] : patterns) {
+    auto a = test::random_array(sa, float32, rng);
+    auto b = test::random_array(sb, float32, rng);
+    auto f = [](const V& xs) { return exp(xs[0] * 0.5F) + xs[1] * xs[0] - 1.0F; };
+    auto eager = f({a, b});
+    auto compiled = compile([&](const V& xs) { return V{f(xs)}; })({a, b});
+    EXPECT_TRUE(same_values(compiled[0], eager, 2e-6)) << shape_string(sa) << " " << shape_string(sb);
+  }
+}
+
+TEST_F(Fusion, NonContiguousInputs) {
+  std::mt19937 rng(9);
+  auto base = test::random_array({6, 8}, float32, rng);
+  auto other = test::random_array({8, 6}, float32, rng);
+  const V layouts[] = {
+      {transpose(base), other},                                   // permuted
+      {slice(other, {0, 0}, {8, 6}, {2, 1}), slice(base, {0, 0}, {4, 6}, {1, 1})},  // strided rows
+      {broadcast_to(array({1.0F, 2.0F, 3.0F, 4.0F, 5.0F, 6.0F}), {8, 6}), other},  // a broadcast view
+      {flip(other, 0), transpose(base)}};
+  auto f = [](const V& xs) { return tanh(xs[0]) * xs[1] + square(xs[1]); };
+  for (const auto& inputs : layouts) {
+    V evaluated = inputs;
+    eval(evaluated);
+    auto eager = f(evaluated);
+    auto compiled = compile([&](const V& xs) { return V{f(xs)}; })(evaluated);
+    EXPECT_TRUE(same_values(compiled[0], eager, 2e-6)) << shape_string(evaluated[0].shape()) << " " << shape_string(evaluated[1].shape());
+  }
+}
+
+TEST_F(Fusion, SeveralOutputsOfOneChain) {
+  // The Adam update: three outputs of one kernel.
+  std::mt19937 rng(13);
+  auto p = test::random_array({1000}, float32, rng);
+  auto g = test::random_array({1000}, float32, rng);
+  auto m = test::random_array({1000}, float32, rng);
+  auto v = abs(test::random_array({1000}, float32, rng));
+  auto adam = [](const V& xs) {
+    auto m1 = 0.9F * xs[2] + 0.1F * xs[1];
+    auto v1 = 0.999F * xs[3] + 0.001F * square(xs[1]);
+    auto p1 = xs[0] - 0.01F * m1 / (sqrt(v1) + 1e-8F);
+    return V{p1, m1, v1};
+  };
+  auto eager = adam({p, g, m, v});
+  auto compiled = compile(adam)({p, g, m, v});
+  EXPECT_EQ(count_primitives(compiled, "Compiled"), 1);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(same_values(compiled[i], eager[i], 1e-6)) << i;
+  }
+}
+
+TEST_F(Fusion, LargeOutputsStreamPastTheCaches) {
+  // Over 2^20 elements per thread the kernels write through L1 buffers and streaming stores: flat and row kernels.
+  auto x = random::uniform(-3.0F, 3.0F, {1024, 4096}, float32, random::key(3));
+  auto w = random::uniform(-1.0F, 1.0F, {4096}, float32, random::key(4));
+  auto flat = [](const V& xs) { return V{tanh(xs[0]) * 0.5F + xs[0], xs[0] * xs[0]}; };
+  auto rows = [](const V& xs) {
+    auto xc = xs[0] - mean(xs[0], -1, true);
+    return V{xc * rsqrt(mean(xc * xc, -1, true) + 1e-5F) * xs[1]};
+  };
+  auto flat_out = compile(flat)({x});
+  auto rows_out = compile(rows)({x, w});
+  EXPECT_EQ(count_primitives(flat_out, "Compiled"), 1);
+  EXPECT_EQ(count_primitives(rows_out, "Compiled"), 1);
+  auto flat_eager = flat({x});
+  EXPECT_TRUE(same_values(flat_out[0], flat_eager[0], 2e-6));
+  EXPECT_TRUE(same_values(flat_out[1], flat_eager[1]));
+  EXPECT_TRUE(same_values(rows_out[0], rows({x, w})[0], 1e-4));
+}
+
+TEST_F(Fusion, ChainsAroundOtherPrimitives) {
+  // A reduction over another axis splits the graph: the chains before and after it fuse, the sum stays.
+  std::mt19937 rng(17);
+  auto x = test::random_array({16, 32}, float32, rng);
+  auto f = [](const V& xs) {
+    auto y = exp(xs[0]) * 2.0F + 1.0F;
+    auto s = sum(y, 0, true);
+    return V{log(y / s) - 1.0F, y};
+  };
+  auto eager = f({x});
+  auto compiled = compile(f)({x});
+  EXPECT_EQ(count_primitives(compiled, "Compiled"), 2);
+  EXPECT_EQ(count_primitives(compiled, "Reduce"), 1);
+  EXPECT_TRUE(same_values(compiled[0], eager[0], 2e-6));
+  EXPECT_TRUE(same_values(compiled[1], eager[1], 2e-6));
+}
+
+TEST_F(Fusion, RowReductionsAndNormalizationsFuse) {
+  // Sums and maxima over the last axis join their chain: a layer norm and a softmax written with plain ops become
+  // one row kernel each, as does a chain that ends in a sum.
+  std::mt19937 rng(19);
+  for (Dtype d : {float32, float64}) {
+    for (const Shape& shape : {Shape{8, 33}, Shape{2, 3, 17}, Shape{1, 2}}) {
+      auto x = test::random_array(shape, d, rng, -3.0, 3.0);
+      auto w = test::random_array({shape.back()}, d, rng);
+      auto b = test::random_array({shape.back()}, d, rng);
+      auto layer_norm = [](const V& xs) {
+        auto mu = mean(xs[0], -1, true);
+        auto xc = xs[0] - mu;
+        auto var = mean(xc * xc, -1, true);
+        return V{xc * rsqrt(var + 1e-5F) * xs[1] + xs[2]};
+      };
+      auto soft = [](const V& xs) {
+        auto e = exp(xs[0] - max(xs[0], -1, true));
+        return V{e / sum(e, -1, true), sum(square(xs[0]) * 0.5F, -1, true)};
+      };
+      const double tol = d == float64 ? 1e-12 : 2e-5;
+      auto ln = compile(layer_norm)({x, w, b});
+      EXPECT_EQ(count_primitives(ln, "Compiled"), 1);
+      EXPECT_EQ(count_primitives(ln, "Reduce"), 0);
+      EXPECT_TRUE(same_values(ln[0], layer_norm({x, w, b})[0], tol)) << shape_string(shape);
+      auto sm = compile(soft)({x});
+      EXPECT_EQ(count_primitives(sm, "Compiled"), 1);
+      auto eager = soft({x});
+      EXPECT_TRUE(same_values(sm[0], eager[0], tol)) << shape_string(shape);
+      EXPECT_TRUE(same_values(sm[1], eager[1], tol)) << shape_string(shape);
+    }
+  }
+  // The softmax primitive joins the chain that feeds it.
+  auto logits = test::random_array({6, 50}, float32, rng, -5.0, 5.0);
+  auto scaled = [](const V& xs) { return V{softmax(xs[0] * 2.0F + 1.0F, -1)}; };
+  auto sm = compile(scaled)({logits});
+  EXPECT_EQ(count_primitives(sm, "Compiled"), 1);
+  EXPECT_EQ(count_primitives(sm, "Softmax"), 0);
+  EXPECT_TRUE(same_values(sm[0], scaled({logits})[0], 2e-6));
+  // NaN in a row propagates through the max, as eagerly; a transposed input takes the strided walk.
+  auto x = array({1.0F, NAN, 3.0F, 4.0F, 5.0F, 6.0F}, {2, 3});
+  auto f = [](const V& xs) { return V{exp(xs[0] - max(xs[0], -1, true))}; };
+  EXPECT_TRUE(same_values(compile(f)({x})[0], f({x})[0], 1e-6));
+  auto t = transpose(reshape(arange(12.0F), {3, 4}));
+  EXPECT_TRUE(same_values(compile(f)({t})[0], f({t})[0], 1e-6));
+  // The gradient of a fused layer norm goes through its tape.
+  auto loss = [](const V& xs) {
+    auto mu = mean(xs[0], -1, true);
+    auto xc = xs[0] - mu;
+    return sum(xc * rsqrt(mean(xc * xc, -1, true) + 1e-5F) * xs[0]);
+  };
+  auto xs = V{reshape(arange(12.0F) * 0.3F, {3, 4})};
+  auto expected = grad(loss)(xs)[0];
+  auto compiled = compile([&](const V& in) { return V{loss(in)}; });
+  auto got = grad([&](const V& in) { return compiled(in)[0]; })(xs)[0];
+  EXPECT_TRUE(same_values(got, expected, 1e-4));
+}
+
+}  // namespace
+}  // namespace nuvec
