@@ -84,7 +84,12 @@ double time_training(Model& model, const nv::array& x, const nv::array& y, int r
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Usage: nn_train_bench [REPS] (default 15); anything but a positive count is refused.
   const int reps = argc > 1 ? std::atoi(argv[1]) : 15;
+  if (reps < 1) {
+    std::fprintf(stderr, "usage: %s [repetitions >= 1]\n", argv[0]);
+    return 2;
+  }
   const int batch = 64;
   FashionCNN cnn;
   auto images = nv::random::uniform({batch, 28, 28, 1});
