@@ -14,6 +14,7 @@
 
 #include "apps/gpt/model.h"
 #include "apps/train/models.h"
+#include "apps/train/step.h"
 #include "nuvec/nuvec.h"
 
 namespace nv = nuvec;
@@ -114,22 +115,14 @@ double median_ms(F&& step, int reps, double* best) {
 }
 
 /// One optimizer step of `model` on `inputs`, everything evaluated.
-template <class Optimizer>
-void train_step(nv::nn::Module& model, Optimizer& optimizer, const nv::nn::ModuleValueAndGradFn& step, const V& inputs,
+void train_step(nv::nn::Module& model, nv::optimizers::Optimizer& optimizer, const nv::nn::ModuleValueAndGradFn& step, const V& inputs,
                 bool clip) {
   auto [loss, grads] = step(inputs);
   if (clip) {
     grads = nv::optimizers::clip_grad_norm(grads, 1.0).first;
   }
   optimizer.update(model, grads);
-  V pending{loss};
-  for (const auto& [name, p] : model.parameters()) {
-    pending.push_back(p);
-  }
-  for (const auto& [name, st] : optimizer.state()) {
-    pending.push_back(st);
-  }
-  nv::eval(pending);
+  nv::train::eval_step(loss, model, optimizer);
 }
 
 void training_steps(int reps) {

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "apps/gpt/corpus.h"
+#include "apps/train/step.h"
 #include "nuvec/io/io.h"
 
 namespace nuvec::gpt {
@@ -68,14 +69,7 @@ GptResult train_gpt(const GptOptions& options, std::FILE* log) {
     auto [loss, grads] = step({inputs, targets});
     auto [clipped, norm] = optimizers::clip_grad_norm(grads, 1.0);
     optimizer.update(model, clipped);
-    std::vector<array> pending{loss};
-    for (const auto& [name, p] : model.parameters()) {
-      pending.push_back(p);
-    }
-    for (const auto& [name, st] : optimizer.state()) {
-      pending.push_back(st);
-    }
-    eval(pending);
+    train::eval_step(loss, model, optimizer);
     window_loss += loss.item<float>();
     ++window_steps;
     if (s % 50 == 0 || s == options.steps) {

@@ -7,6 +7,7 @@
 #include "apps/train/dataset.h"
 #include "apps/train/models.h"
 #include "apps/train/progress.h"
+#include "apps/train/step.h"
 #include "nuvec/io/io.h"
 #include "nuvec/nn/nn.h"
 
@@ -134,14 +135,7 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
       auto batch = batch_of(train_set, order, begin, count);
       auto [loss_value, grads] = step({batch.images, batch.labels});
       optimizer.update(*model, grads);
-      std::vector<array> pending{loss_value};
-      for (const auto& [name, p] : model->parameters()) {
-        pending.push_back(p);
-      }
-      for (const auto& [name, st] : optimizer.state()) {
-        pending.push_back(st);
-      }
-      eval(pending);
+      eval_step(loss_value, *model, optimizer);
       double loss = loss_value.item<float>();
       loss_sum += loss;
       ++loss_count;

@@ -329,6 +329,18 @@ array conv_weight_vjp_im2col(const Convolution& p, const array& x, const array& 
   return p.flip ? flip_spatial(grad) : grad;
 }
 
+/// Channels [group * size, (group + 1) * size) of the last axis.
+array group_channels(const array& a, int group, int size) {
+  if (a.shape(-1) == size) {
+    return a;
+  }
+  Shape start(static_cast<size_t>(a.ndim()), 0);
+  start.back() = group * size;
+  Shape stop = a.shape();
+  stop.back() = (group + 1) * size;
+  return slice(a, start, stop);
+}
+
 array conv_weight_vjp(const Convolution& p, const array& x, const array& w, const array& ct) {
   bool dilated_input = false;
   for (int d : p.input_dilation) {
@@ -349,22 +361,8 @@ array conv_weight_vjp(const Convolution& p, const array& x, const array& w, cons
   int c_out_group = w.shape(0) / p.groups;
   std::vector<array> parts;
   for (int g = 0; g < p.groups; ++g) {
-    auto xg = x;
-    if (p.groups > 1) {
-      Shape start(static_cast<size_t>(x.ndim()), 0);
-      start.back() = g * c_in_group;
-      Shape stop = x.shape();
-      stop.back() = (g + 1) * c_in_group;
-      xg = slice(x, start, stop);
-    }
-    auto cg = ct;
-    if (p.groups > 1) {
-      Shape start(static_cast<size_t>(ct.ndim()), 0);
-      start.back() = g * c_out_group;
-      Shape stop = ct.shape();
-      stop.back() = (g + 1) * c_out_group;
-      cg = slice(ct, start, stop);
-    }
+    auto xg = group_channels(x, g, c_in_group);
+    auto cg = group_channels(ct, g, c_out_group);
     auto grad = conv_general(transpose(xg, to_channels_first), transpose(cg, to_channels_first), p.kernel_dilation,
                              p.padding_lo, p.padding_hi, p.stride, p.input_dilation, 1, false);
     // (C_in/g, spans..., C_out/g): keep the kernel's extent, then to (C_out/g, kernel..., C_in/g).
