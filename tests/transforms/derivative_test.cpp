@@ -375,6 +375,22 @@ std::vector<Case> cases() {
       Case{"attention", {{1, 2, 3, 4}, {1, 1, 3, 4}, {1, 1, 3, 4}}, [](const V& x) {
              return V{fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5F, "causal")};
            }},
+      Case{"attention_mask_sinks", {{1, 2, 2, 3}, {1, 2, 4, 3}, {1, 2, 4, 2}, {2}}, [](const V& x) {
+             auto mask = array({true, false, true, true, false, true, true, true}, {2, 4});
+             return V{fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.7F, "array", mask, x[3])};
+           }},
+      // the fused vjps of the fused ops, differentiated again (second derivatives)
+      Case{"rms_norm_vjp", {{2, 3, 4}, {4}, {2, 3, 4}}, [](const V& x) {
+             return vjp([](const V& v) { return V{fast::rms_norm(v[0], v[1], 1e-5F)}; }, {x[0], x[1]}, {x[2]}).second;
+           }},
+      Case{"layer_norm_vjp", {{2, 5}, {5}, {5}, {2, 5}}, [](const V& x) {
+             auto f = [](const V& v) { return V{fast::layer_norm(v[0], v[1], v[2], 1e-5F)}; };
+             return vjp(f, {x[0], x[1], x[2]}, {x[3]}).second;
+           }},
+      Case{"attention_vjp", {{1, 2, 3, 4}, {1, 1, 3, 4}, {1, 1, 3, 4}, {1, 2, 3, 4}}, [](const V& x) {
+             auto f = [](const V& v) { return V{fast::scaled_dot_product_attention(v[0], v[1], v[2], 0.5F, "causal")}; };
+             return vjp(f, {x[0], x[1], x[2]}, {x[3]}).second;
+           }},
       Case{"dequantize_scales", {{2, 2}, {2, 2}}, [](const V& x) {
              auto w = array({0x12345678U, 0x9abcdef0U, 0x0f1e2d3cU, 0x4b5a6978U, 1U, 2U, 3U, 4U}, {2, 4}, uint32);
              return V{dequantize(w, x[0], x[1], 32, 2)};

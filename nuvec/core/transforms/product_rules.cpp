@@ -1,7 +1,6 @@
-// Rules of matrix products, quantized products, FFTs, convolution and the
-// fused ops of nuvec::fast (whose rules transform their compositions).
+// Rules of matrix products, quantized products, FFTs and convolution (the fused ops of nuvec::fast are in
+// fast_rules.cpp).
 
-#include "nuvec/core/fast.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/transforms/rules.h"
 
@@ -410,108 +409,6 @@ Batched vmap_of(const Convolution& p, const VmapArgs& args) {
   Shape split = out.shape();
   split.insert(split.begin(), args.size);
   return {{reshape(y, split)}, {0}};
-}
-
-// ---- nuvec::fast: the rules of each op's composition from plain ops.
-
-namespace {
-
-Function rms_norm_function(const RMSNorm& p) {
-  return [p](const std::vector<array>& in) {
-    return std::vector<array>{
-        fast::detail::rms_norm_composed(in[0], p.has_weight ? std::optional<array>(in[1]) : std::nullopt, p.eps)};
-  };
-}
-
-Function layer_norm_function(const LayerNorm& p) {
-  return [p](const std::vector<array>& in) {
-    size_t next = 1;
-    std::optional<array> weight;
-    std::optional<array> bias;
-    if (p.has_weight) {
-      weight = in[next++];
-    }
-    if (p.has_bias) {
-      bias = in[next];
-    }
-    return std::vector<array>{fast::detail::layer_norm_composed(in[0], weight, bias, p.eps)};
-  };
-}
-
-Function rope_function(const RoPE& p) {
-  return [p](const std::vector<array>& in) {
-    std::optional<array> freqs = p.has_freqs ? std::optional<array>(in[2]) : std::nullopt;
-    std::optional<float> base = p.has_freqs ? std::nullopt : std::optional<float>(p.base);
-    return std::vector<array>{fast::detail::rope_composed(in[0], p.dims, p.traditional, base, p.scale, in[1], freqs)};
-  };
-}
-
-Function attention_function(const ScaledDotProductAttention& p) {
-  return [p](const std::vector<array>& in) {
-    size_t next = 3;
-    std::optional<array> mask;
-    std::optional<array> sinks;
-    if (p.mask != AttentionMask::none) {
-      mask = in[next++];
-    }
-    if (p.has_sinks) {
-      sinks = in[next];
-    }
-    std::string mode = p.causal ? "causal" : (mask ? "array" : "");
-    return std::vector<array>{
-        fast::detail::scaled_dot_product_attention_composed(in[0], in[1], in[2], p.scale, mode, mask, sinks)};
-  };
-}
-
-bool only_first_mapped(const VmapArgs& args) {
-  for (size_t i = 1; i < args.axes.size(); ++i) {
-    if (args.axes[i] >= 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-std::vector<array> vjp_of(const RMSNorm& p, const VjpArgs& args) { return vjp_through(rms_norm_function(p), args); }
-std::vector<array> jvp_of(const RMSNorm& p, const JvpArgs& args) { return jvp_through(rms_norm_function(p), args); }
-Batched vmap_of(const RMSNorm& p, const VmapArgs& args) {
-  if (only_first_mapped(args)) {
-    auto inputs = args.inputs;
-    inputs[0] = moved_front(args, 0);
-    return reapply_front(p, std::move(inputs), args);
-  }
-  return vmap_through(rms_norm_function(p), args);
-}
-
-std::vector<array> vjp_of(const LayerNorm& p, const VjpArgs& args) {
-  return vjp_through(layer_norm_function(p), args);
-}
-std::vector<array> jvp_of(const LayerNorm& p, const JvpArgs& args) {
-  return jvp_through(layer_norm_function(p), args);
-}
-Batched vmap_of(const LayerNorm& p, const VmapArgs& args) {
-  if (only_first_mapped(args)) {
-    auto inputs = args.inputs;
-    inputs[0] = moved_front(args, 0);
-    return reapply_front(p, std::move(inputs), args);
-  }
-  return vmap_through(layer_norm_function(p), args);
-}
-
-std::vector<array> vjp_of(const RoPE& p, const VjpArgs& args) { return vjp_through(rope_function(p), args); }
-std::vector<array> jvp_of(const RoPE& p, const JvpArgs& args) { return jvp_through(rope_function(p), args); }
-Batched vmap_of(const RoPE& p, const VmapArgs& args) { return vmap_through(rope_function(p), args); }
-
-std::vector<array> vjp_of(const ScaledDotProductAttention& p, const VjpArgs& args) {
-  return vjp_through(attention_function(p), args);
-}
-std::vector<array> jvp_of(const ScaledDotProductAttention& p, const JvpArgs& args) {
-  return jvp_through(attention_function(p), args);
-}
-Batched vmap_of(const ScaledDotProductAttention& p, const VmapArgs& args) {
-  return vmap_through(attention_function(p), args);
 }
 
 // ---- Masked, gathered and segmented products, Hadamard
