@@ -68,8 +68,8 @@ array weighted_sum(const std::vector<array>& outputs, const std::vector<array>& 
   for (size_t i = 0; i < actual.size(); ++i) {
     bool same_infinity = std::isinf(expected[i]) && actual[i] == expected[i];
     if (!same_infinity && !(std::abs(actual[i] - expected[i]) <= tolerance * (1.0 + std::abs(expected[i])))) {
-      return ::testing::AssertionFailure() << what << " [" << i << "]: " << actual[i] << " vs finite difference "
-                                           << expected[i];
+      return ::testing::AssertionFailure()
+             << what << " [" << i << "]: " << actual[i] << " vs finite difference " << expected[i];
     }
   }
   return ::testing::AssertionSuccess();
@@ -174,6 +174,16 @@ TEST_P(Derivatives, VmapMatchesLoop) {
 
 array fft_features(const array& z) { return concatenate({real(z), imag(z)}, -1); }
 
+/// Functions of an SVD that do not depend on the signs of the singular vectors: a reconstruction, squares of the
+/// first K columns of U and rows of Vt, and U_K Vt_K.
+std::vector<array> svd_features(const array& a) {
+  auto usv = linalg::svd(a);
+  int k = usv[1].shape(-1);
+  auto u = slice(usv[0], {0, 0}, {a.shape(0), k});
+  auto vt = slice(usv[2], {0, 0}, {k, a.shape(1)});
+  return {matmul(u * usv[1], vt) * 0.5, square(u), square(vt), matmul(u, vt)};
+}
+
 std::vector<Case> cases() {
   using V = std::vector<array>;
   auto unary = [](std::string name, std::function<array(const array&)> op, double low = -2.0, double high = 2.0) {
@@ -181,8 +191,8 @@ std::vector<Case> cases() {
   };
   auto binary = [](std::string name, std::function<array(const array&, const array&)> op, Shape a = {2, 3},
                    Shape b = {3}, double low = -2.0, double high = 2.0) {
-    return Case{std::move(name), {std::move(a), std::move(b)}, [op](const V& x) { return V{op(x[0], x[1])}; }, low,
-                high};
+    return Case{
+        std::move(name), {std::move(a), std::move(b)}, [op](const V& x) { return V{op(x[0], x[1])}; }, low, high};
   };
   std::vector<Case> all{
       unary("abs", [](const array& x) { return abs(x); }),
@@ -303,6 +313,15 @@ std::vector<Case> cases() {
       Case{"scatter", {{4, 3}, {2, 1, 3}}, [](const V& x) {
              return V{scatter(x[0], {array({3, 1})}, x[1], {0}), scatter_add(x[0], {array({2, 2})}, x[1], {0})};
            }},
+      Case{"scatter_reduce", {{4, 3}, {3, 1, 3}}, [](const V& x) {
+             auto idx = array({2, 0, 2});  // a duplicate: two updates meet at row 2
+             return V{scatter_prod(x[0], {idx}, x[1], {0}), scatter_max(x[0], {idx}, x[1], {0}),
+                      scatter_min(x[0], {idx}, x[1], {0})};
+           }},
+      Case{"slice_update_reduce", {{4, 5}, {2, 2}}, [](const V& x) {
+             return V{slice_update_prod(x[0], x[1], {1, 0}, {3, 4}, {1, 2}), slice_update_max(x[0], x[1], {0, 3}, {2, 5}),
+                      slice_update_min(x[0], x[1], {2, 1}, {4, 3})};
+           }},
       Case{"put_along_axis", {{3, 4}, {3, 2}}, [](const V& x) {
              auto idx = array({0, 3, 1, 2, 3, 0}, {3, 2});
              return V{put_along_axis(x[0], idx, x[1], 1), scatter_add_axis(x[0], idx, x[1], 1)};
@@ -365,7 +384,26 @@ std::vector<Case> cases() {
              auto [q, r] = linalg::qr(x[0]);
              return V{q, r};
            }},
+      Case{"qr_wide", {{3, 5}}, [](const V& x) {
+             auto [q, r] = linalg::qr(x[0]);
+             return V{q, r};
+           }},
       Case{"svd_values", {{3, 4}}, [](const V& x) { return V{linalg::svd(x[0], false)[0]}; }},
+      // Sign-invariant functions of the first K singular vectors (the rest of U or Vt is an arbitrary basis).
+      Case{"svd_tall", {{4, 3}}, [](const V& x) { return svd_features(x[0]); }},
+      Case{"svd_wide", {{2, 4}}, [](const V& x) { return svd_features(x[0]); }},
+      Case{"svd_square", {{3, 3}}, [](const V& x) { return svd_features(x[0]); }},
+      Case{"lu_square", {{4, 4}}, [](const V& x) {
+             auto plu = linalg::lu(x[0]);
+             return V{linalg::lu_factor(x[0]).first, plu[1], plu[2]};
+           }},
+      Case{"lu_tall", {{5, 3}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
+      Case{"lu_wide", {{3, 5}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
+      // eig's outputs are complex64 (float32 precision); only phase-invariant functions of eigenvectors.
+      Case{"eig", {{3, 3}}, [](const V& x) {
+             auto [w, v] = linalg::eig(x[0]);
+             return V{fft_features(w), real(v * conjugate(v)), fft_features(linalg::eigvals(x[0] * 2.0))};
+           }, -2.0, 2.0, 1e-3, 2e-3},
       // fused ops
       Case{"rms_norm", {{2, 3, 4}, {4}}, [](const V& x) { return V{fast::rms_norm(x[0], x[1], 1e-5F)}; }},
       Case{"layer_norm", {{2, 5}, {5}, {5}}, [](const V& x) { return V{fast::layer_norm(x[0], x[1], x[2], 1e-5F)}; }},
@@ -394,10 +432,10 @@ std::set<std::string> all_primitive_names(std::index_sequence<I...>) {
 TEST(DerivativeCoverage, EveryPrimitiveHasACaseOrAReason) {
   // Primitives without a derivative: no inputs, integer or bool results, or a clear error by design
   // (transforms_test.cpp checks the errors).
-  const std::set<std::string> underivable{"Arange", "RandomBits", "ArgReduce", "ArgPartition", "SearchSorted",
-                                          "IsNaN", "IsInf", "LogicalNot", "BitwiseInvert", "BitwiseAnd", "BitwiseOr",
-                                          "BitwiseXor", "LeftShift", "RightShift", "Quantize", "Fp8Cast", "LUF",
-                                          "Eig", "View"};
+  const std::set<std::string> underivable{"Arange",    "RandomBits", "ArgReduce",  "ArgPartition",  "SearchSorted",
+                                          "IsNaN",     "IsInf",      "LogicalNot", "BitwiseInvert", "BitwiseAnd",
+                                          "BitwiseOr", "BitwiseXor", "LeftShift",  "RightShift",    "Quantize",
+                                          "Fp8Cast",   "View"};
   // Checked by transforms_test.cpp: float32-only quantized products, and the primitives whose derivative is not
   // the function's (stop_gradient, custom rules); by tests/compile: the fused chains of compile.
   const std::set<std::string> elsewhere{"QuantizedMatmul", "GatherQMM", "StopGradient", "Custom", "Compiled"};

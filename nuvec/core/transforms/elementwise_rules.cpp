@@ -113,8 +113,7 @@ array scaled(const ArcTan2&, const array& v, const Operands& o) {
   return o.which == 0 ? v * o.b / r2 : negative(v) * o.a / r2;
 }
 template <class P>
-  requires BinaryPrimitive<P>
-array scaled(const P&, const array& v, const Operands&) {
+requires BinaryPrimitive<P> array scaled(const P&, const array& v, const Operands&) {
   // Comparisons, logical and bitwise ops: piecewise constant.
   return zeros_like(v);
 }
@@ -232,6 +231,9 @@ std::vector<array> vjp_of(const RandomBits& p, const VjpArgs&) {
 std::vector<array> jvp_of(const RandomBits& p, const JvpArgs&) {
   throw_no_rule("jvp", p.name, "is not differentiable (its input is an integer key).");
 }
-Batched vmap_of(const RandomBits& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+Batched vmap_of(const RandomBits& p, const VmapArgs& args) {
+  // The kernel takes keys (..., 2), one run of bits per key in key order: mapped keys in front give mapped runs.
+  return reapply_front(p, {moved_front(args, 0)}, args);
+}
 
 }  // namespace nuvec::detail

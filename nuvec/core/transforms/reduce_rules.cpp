@@ -119,12 +119,25 @@ Batched vmap_of(const ArgPartition& p, const VmapArgs& args) {
 std::vector<array> vjp_of(const SearchSorted& p, const VjpArgs&) { return integer_output_vjp(p.name); }
 std::vector<array> jvp_of(const SearchSorted&, const JvpArgs& args) { return {zeros_like(args.outputs[0])}; }
 Batched vmap_of(const SearchSorted& p, const VmapArgs& args) {
-  if (args.axes[0] >= 0) {
-    return vmap_by_loop(p, args);  // the sorted array must stay 1-d
-  }
   const auto& out = args.outputs[0];
-  auto v = moveaxis(args.inputs[1], args.axes[1], 0);
-  return {{reapply(p, {args.inputs[0], v}, front_shape(args.size, out.shape()), out.dtype())}, {0}};
+  if (args.axes[0] < 0) {
+    auto v = moveaxis(args.inputs[1], args.axes[1], 0);
+    return {{reapply(p, {args.inputs[0], v}, front_shape(args.size, out.shape()), out.dtype())}, {0}};
+  }
+  // One sorted row per slice: the insertion point is the count of the row's elements ordered before the value (left)
+  // or not after it (right), in the kernel's order where NaN follows every number.
+  auto sorted = moveaxis(args.inputs[0], args.axes[0], 0);  // (B, N)
+  auto v = expand_dims(batched_front(args, 1), -1);         // (B, ..., 1)
+  Shape row(static_cast<size_t>(v.ndim()), 1);
+  row[0] = args.size;
+  row.back() = sorted.shape(1);
+  auto a = reshape(sorted, row);
+  auto before = p.right ? less_equal(a, v) : less(a, v);
+  if (is_floating(a.dtype())) {
+    auto v_nan = isnan(v);
+    before = p.right ? logical_or(before, v_nan) : logical_or(before, logical_and(v_nan, logical_not(isnan(a))));
+  }
+  return {{astype(sum(astype(before, int64), -1), out.dtype())}, {0}};
 }
 
 // ---- Scan. An exclusive scan is the inclusive one shifted by one place, so its rules shift and reuse those.

@@ -61,8 +61,8 @@ Batched vmap_of(const Transpose& p, const VmapArgs& args) {
 
 std::vector<array> vjp_of(const Slice& p, const VjpArgs& args) {
   const auto& x = args.primals[0];
-  return {reapply(SliceUpdate{p.start, p.strides, ScatterType::none}, {zeros_like(x), args.cotangents[0]},
-                  x.shape(), x.dtype())};
+  return {reapply(SliceUpdate{p.start, p.strides, ScatterType::none}, {zeros_like(x), args.cotangents[0]}, x.shape(),
+                  x.dtype())};
 }
 std::vector<array> jvp_of(const Slice& p, const JvpArgs& args) { return linear_jvp(p, args); }
 Batched vmap_of(const Slice& p, const VmapArgs& args) {
@@ -195,8 +195,9 @@ std::vector<array> vjp_of(const Custom& p, const VjpArgs& args) {
   std::vector<array> all = p.rules->vjp ? (*p.rules->vjp)(primals, args.cotangents, args.outputs)
                                         : vjp(p.rules->fun, primals, args.cotangents).second;
   if (all.size() != primals.size()) {
-    throw_no_rule("vjp", p.name, "function's vjp returned " + std::to_string(all.size()) + " cotangents for " +
-                                     std::to_string(primals.size()) + " primals.");
+    throw_no_rule("vjp", p.name,
+                  "function's vjp returned " + std::to_string(all.size()) + " cotangents for " +
+                      std::to_string(primals.size()) + " primals.");
   }
   std::vector<array> grads;
   for (int a : args.argnums) {
@@ -297,13 +298,20 @@ std::vector<array> jvp_of(const Pad& p, const JvpArgs& args) {
   return reapply(p, {tx ? *tx : zeros_like(args.primals[0]), tv ? *tv : zeros_like(args.primals[1])}, args.outputs);
 }
 Batched vmap_of(const Pad& p, const VmapArgs& args) {
-  if (args.axes[1] >= 0) {
-    return vmap_by_loop(p, args);
-  }
   Pad q{shifted(p.axes), p.low, p.high};
-  auto x = moveaxis(args.inputs[0], args.axes[0], 0);
+  auto x = batched_front(args, 0);
   const auto& out = args.outputs[0];
-  return {{reapply(q, {x, args.inputs[1]}, front_shape(args.size, out.shape()), out.dtype())}, {0}};
+  Shape shape = front_shape(args.size, out.shape());
+  if (args.axes[1] < 0) {
+    return {{reapply(q, {x, args.inputs[1]}, shape, out.dtype())}, {0}};
+  }
+  // A mapped pad value: pad with zeros, then each slice's value where a padded mask is false.
+  auto padded = reapply(q, {x, zeros({}, out.dtype())}, shape, out.dtype());
+  auto inside = reapply(q, {ones(x.shape(), bool_), array(false)}, shape, bool_);
+  Shape column(shape.size(), 1);
+  column[0] = args.size;
+  auto value = reshape(moveaxis(args.inputs[1], args.axes[1], 0), column);
+  return {{where(inside, padded, value)}, {0}};
 }
 
 }  // namespace nuvec::detail
