@@ -68,8 +68,8 @@ array weighted_sum(const std::vector<array>& outputs, const std::vector<array>& 
   for (size_t i = 0; i < actual.size(); ++i) {
     bool same_infinity = std::isinf(expected[i]) && actual[i] == expected[i];
     if (!same_infinity && !(std::abs(actual[i] - expected[i]) <= tolerance * (1.0 + std::abs(expected[i])))) {
-      return ::testing::AssertionFailure()
-             << what << " [" << i << "]: " << actual[i] << " vs finite difference " << expected[i];
+      return ::testing::AssertionFailure() << what << " [" << i << "]: " << actual[i] << " vs finite difference "
+                                           << expected[i];
     }
   }
   return ::testing::AssertionSuccess();
@@ -191,8 +191,8 @@ std::vector<Case> cases() {
   };
   auto binary = [](std::string name, std::function<array(const array&, const array&)> op, Shape a = {2, 3},
                    Shape b = {3}, double low = -2.0, double high = 2.0) {
-    return Case{
-        std::move(name), {std::move(a), std::move(b)}, [op](const V& x) { return V{op(x[0], x[1])}; }, low, high};
+    return Case{std::move(name), {std::move(a), std::move(b)}, [op](const V& x) { return V{op(x[0], x[1])}; }, low,
+                high};
   };
   std::vector<Case> all{
       unary("abs", [](const array& x) { return abs(x); }),
@@ -319,8 +319,8 @@ std::vector<Case> cases() {
                       scatter_min(x[0], {idx}, x[1], {0})};
            }},
       Case{"slice_update_reduce", {{4, 5}, {2, 2}}, [](const V& x) {
-             return V{slice_update_prod(x[0], x[1], {1, 0}, {3, 4}, {1, 2}), slice_update_max(x[0], x[1], {0, 3}, {2, 5}),
-                      slice_update_min(x[0], x[1], {2, 1}, {4, 3})};
+             return V{slice_update_prod(x[0], x[1], {1, 0}, {3, 4}, {1, 2}),
+                      slice_update_max(x[0], x[1], {0, 3}, {2, 5}), slice_update_min(x[0], x[1], {2, 1}, {4, 3})};
            }},
       Case{"put_along_axis", {{3, 4}, {3, 2}}, [](const V& x) {
              auto idx = array({0, 3, 1, 2, 3, 0}, {3, 2});
@@ -432,10 +432,9 @@ std::set<std::string> all_primitive_names(std::index_sequence<I...>) {
 TEST(DerivativeCoverage, EveryPrimitiveHasACaseOrAReason) {
   // Primitives without a derivative: no inputs, integer or bool results, or a clear error by design
   // (transforms_test.cpp checks the errors).
-  const std::set<std::string> underivable{"Arange",    "RandomBits", "ArgReduce",  "ArgPartition",  "SearchSorted",
-                                          "IsNaN",     "IsInf",      "LogicalNot", "BitwiseInvert", "BitwiseAnd",
-                                          "BitwiseOr", "BitwiseXor", "LeftShift",  "RightShift",    "Quantize",
-                                          "Fp8Cast",   "View"};
+  const std::set<std::string> underivable{"Arange", "RandomBits", "ArgReduce", "ArgPartition", "SearchSorted",
+                                          "IsNaN", "IsInf", "LogicalNot", "BitwiseInvert", "BitwiseAnd", "BitwiseOr",
+                                          "BitwiseXor", "LeftShift", "RightShift", "Quantize", "Fp8Cast", "View"};
   // Checked by transforms_test.cpp: float32-only quantized products, and the primitives whose derivative is not
   // the function's (stop_gradient, custom rules); by tests/compile: the fused chains of compile.
   const std::set<std::string> elsewhere{"QuantizedMatmul", "GatherQMM", "StopGradient", "Custom", "Compiled"};

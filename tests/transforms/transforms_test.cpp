@@ -128,12 +128,13 @@ TEST(Transforms, CustomVjpReplacesTheDerivative) {
 
 TEST(Transforms, CustomFunctionJvpAndVmap) {
   int vmap_calls = 0;
-  auto f = custom_function([](const V& in) { return V{in[0] * 2.0F}; }, std::nullopt,
-                           [](const V&, const V& tangents, const std::vector<int>&) { return V{tangents[0] * 5.0F}; },
-                           [&](const V& in, const std::vector<int>& axes) {
-                             ++vmap_calls;
-                             return std::make_pair(V{moveaxis(in[0], axes[0], 0) * 2.0F}, std::vector<int>{0});
-                           });
+  auto f = custom_function(
+      [](const V& in) { return V{in[0] * 2.0F}; }, std::nullopt,
+      [](const V&, const V& tangents, const std::vector<int>&) { return V{tangents[0] * 5.0F}; },
+      [&](const V& in, const std::vector<int>& axes) {
+        ++vmap_calls;
+        return std::make_pair(V{moveaxis(in[0], axes[0], 0) * 2.0F}, std::vector<int>{0});
+      });
   auto t = jvp(f, {array({1.0F})}, {array({1.0F})}).second[0];
   EXPECT_EQ(t.item<float>(), 5.0F);
   // Without a custom vjp the function itself is differentiated.
@@ -181,23 +182,16 @@ TEST(Transforms, CheckpointGivesTheSameGradientWithLessMemory) {
 TEST(Transforms, ErrorsNameTheProblem) {
   auto sq = [](const array& x) { return x * x; };
   EXPECT_NE(test::error_of([&] { grad(sq)(array({1.0F, 2.0F})); }).find("must be a scalar"), std::string::npos);
-  EXPECT_NE(test::error_of([&] {
-              vjp(sq, array({1.0F, 2.0F}), array({1.0F}));
-            }).find("cotangent 0 has shape (1,)"),
+  EXPECT_NE(test::error_of([&] { vjp(sq, array({1.0F, 2.0F}), array({1.0F})); }).find("cotangent 0 has shape (1,)"),
             std::string::npos);
-  EXPECT_NE(test::error_of([&] {
-              jvp(sq, array({1.0F, 2.0F}), array({1.0F}));
-            }).find("tangent 0 has shape"),
+  EXPECT_NE(test::error_of([&] { jvp(sq, array({1.0F, 2.0F}), array({1.0F})); }).find("tangent 0 has shape"),
             std::string::npos);
   auto add2 = [](const array& a, const array& b) { return a + b; };
-  EXPECT_NE(test::error_of([&] {
-              vmap(add2)(zeros({2, 3}), zeros({4, 3}));
-            }).find("different sizes"),
+  EXPECT_NE(test::error_of([&] { vmap(add2)(zeros({2, 3}), zeros({4, 3})); }).find("different sizes"),
             std::string::npos);
   EXPECT_NE(test::error_of([&] { vmap(sq, 2)(zeros({2, 3})); }).find("out of range"), std::string::npos);
-  EXPECT_NE(test::error_of([&] {
-              grad([](const V& in) { return sum(in[0]); }, 3)({zeros({2})});
-            }).find("argnum 3 is out of range"),
+  EXPECT_NE(test::error_of([&] { grad([](const V& in) { return sum(in[0]); }, 3)({zeros({2})}); })
+                .find("argnum 3 is out of range"),
             std::string::npos);
   auto quantize_loss = [](const array& a) { return sum(quantize(a, 64, 4)[1]); };
   EXPECT_NE(test::error_of([&] { grad(quantize_loss)(ones({2, 64})); }).find("[vjp] Quantize"), std::string::npos);
@@ -222,7 +216,9 @@ TEST(Transforms, QuantizedMatmulIsDifferentiableInX) {
   auto xs = random::normal({2, 1, 128});
   auto lhs = array({0, 1, 1}, uint32);
   auto rhs = array({1, 0, 1}, uint32);
-  auto gq = [&](const array& a) { return sum(square(gather_qmm(a, eq[0], eq[1], eq[2], lhs, rhs, true, 64, 4))); };
+  auto gq = [&](const array& a) {
+    return sum(square(gather_qmm(a, eq[0], eq[1], eq[2], lhs, rhs, true, 64, 4)));
+  };
   auto gd = [&](const array& a) { return sum(square(gather_mm(a, swapaxes(deq, -1, -2), lhs, rhs))); };
   EXPECT_TRUE(allclose(grad(gq)(xs), grad(gd)(xs), 1e-3, 1e-3).item<bool>());
 }

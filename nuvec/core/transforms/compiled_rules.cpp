@@ -9,7 +9,9 @@ namespace nuvec::detail {
 namespace {
 
 Function tape(const Compiled& p, const Shape& shape) {
-  return [kernel = p.kernel, shape](const std::vector<array>& inputs) { return replay_fused(*kernel, inputs, shape); };
+  return [kernel = p.kernel, shape](const std::vector<array>& inputs) {
+    return replay_fused(*kernel, inputs, shape);
+  };
 }
 
 }  // namespace

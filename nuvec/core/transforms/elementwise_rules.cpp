@@ -113,7 +113,8 @@ array scaled(const ArcTan2&, const array& v, const Operands& o) {
   return o.which == 0 ? v * o.b / r2 : negative(v) * o.a / r2;
 }
 template <class P>
-requires BinaryPrimitive<P> array scaled(const P&, const array& v, const Operands&) {
+  requires BinaryPrimitive<P>
+array scaled(const P&, const array& v, const Operands&) {
   // Comparisons, logical and bitwise ops: piecewise constant.
   return zeros_like(v);
 }

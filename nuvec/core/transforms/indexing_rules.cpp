@@ -233,9 +233,10 @@ std::vector<array> vjp_of(const ScatterAxis& p, const VjpArgs& args) {
   std::vector<array> grads;
   for (int a : args.argnums) {
     if (a == 0) {
-      grads.push_back(p.type == ScatterType::sum ? ct
-                                                 : reapply(ScatterAxis{ScatterType::none, p.axis},
-                                                           {ct, indices, zeros_like(updates)}, ct.shape(), ct.dtype()));
+      grads.push_back(p.type == ScatterType::sum
+                          ? ct
+                          : reapply(ScatterAxis{ScatterType::none, p.axis}, {ct, indices, zeros_like(updates)},
+                                    ct.shape(), ct.dtype()));
     } else {
       grads.push_back(reapply(GatherAxis{p.axis}, {ct, indices}, updates.shape(), updates.dtype()));
     }
@@ -330,9 +331,10 @@ std::vector<array> jvp_of(const SliceUpdate& p, const JvpArgs& args) {
   }
   std::optional<array> zx;
   std::optional<array> zu;
-  return reapply(
-      p, {or_zeros(tangent_of(args, 0), args.primals[0], zx), or_zeros(tangent_of(args, 1), args.primals[1], zu)},
-      args.outputs);
+  return reapply(p,
+                 {or_zeros(tangent_of(args, 0), args.primals[0], zx),
+                  or_zeros(tangent_of(args, 1), args.primals[1], zu)},
+                 args.outputs);
 }
 Batched vmap_of(const SliceUpdate& p, const VmapArgs& args) {
   SliceUpdate q = p;
@@ -345,8 +347,8 @@ Batched vmap_of(const SliceUpdate& p, const VmapArgs& args) {
 
 std::vector<array> vjp_of(const DynamicSlice& p, const VjpArgs& args) {
   const auto& x = args.primals[0];
-  return {
-      reapply(DynamicSliceUpdate{p.axes}, {zeros_like(x), args.cotangents[0], args.primals[1]}, x.shape(), x.dtype())};
+  return {reapply(DynamicSliceUpdate{p.axes}, {zeros_like(x), args.cotangents[0], args.primals[1]}, x.shape(),
+                  x.dtype())};
 }
 std::vector<array> jvp_of(const DynamicSlice& p, const JvpArgs& args) {
   return reapply(p, {args.tangents[0], args.primals[1]}, args.outputs);
@@ -386,8 +388,9 @@ Batched vmap_of(const DynamicSliceUpdate& p, const VmapArgs& args) {
   if (args.axes[2] >= 0) {
     return vmap_by_loop(p, args);
   }
-  return reapply_front(DynamicSliceUpdate{shifted(p.axes)},
-                       {batched_front(args, 0), batched_front(args, 1), args.inputs[2]}, args);
+  return reapply_front(DynamicSliceUpdate{shifted(p.axes)}, {batched_front(args, 0), batched_front(args, 1),
+                                                             args.inputs[2]},
+                       args);
 }
 
 }  // namespace nuvec::detail

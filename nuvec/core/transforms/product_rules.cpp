@@ -65,13 +65,15 @@ std::vector<array> jvp_of(const AddMM& p, const JvpArgs& args) {
   for (size_t k = 0; k < args.argnums.size(); ++k) {
     int a = args.argnums[k];
     const auto& t = args.tangents[k];
-    auto term = a == 2 ? t * p.beta : (a == 0 ? matmul(t, args.primals[1]) : matmul(args.primals[0], t)) * p.alpha;
+    auto term = a == 2 ? t * p.beta
+                       : (a == 0 ? matmul(t, args.primals[1]) : matmul(args.primals[0], t)) * p.alpha;
     total = total ? add(*total, term) : term;
   }
   return {broadcast_to(*total, y.shape())};
 }
 Batched vmap_of(const AddMM& p, const VmapArgs& args) {
-  return {{addmm(product_operand(args, 2), product_operand(args, 0), product_operand(args, 1), p.alpha, p.beta)}, {0}};
+  return {{addmm(product_operand(args, 2), product_operand(args, 0), product_operand(args, 1), p.alpha, p.beta)},
+          {0}};
 }
 
 // ---- Quantization
@@ -582,8 +584,12 @@ Batched vmap_of(const RMSNorm& p, const VmapArgs& args) {
   return vmap_through(rms_norm_function(p), args);
 }
 
-std::vector<array> vjp_of(const LayerNorm& p, const VjpArgs& args) { return vjp_through(layer_norm_function(p), args); }
-std::vector<array> jvp_of(const LayerNorm& p, const JvpArgs& args) { return jvp_through(layer_norm_function(p), args); }
+std::vector<array> vjp_of(const LayerNorm& p, const VjpArgs& args) {
+  return vjp_through(layer_norm_function(p), args);
+}
+std::vector<array> jvp_of(const LayerNorm& p, const JvpArgs& args) {
+  return jvp_through(layer_norm_function(p), args);
+}
 Batched vmap_of(const LayerNorm& p, const VmapArgs& args) {
   if (only_first_mapped(args)) {
     auto inputs = args.inputs;

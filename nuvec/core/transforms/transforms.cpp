@@ -120,12 +120,12 @@ const SliceUpdate* slice_into_zeros(const array& a) {
 /// (pooling windows, split heads): one buffer, updated in place, instead of one per slice.
 array add_cotangent(const array& sum, const array& value) {
   if (const auto* p = slice_into_zeros(value)) {
-    return detail::reapply(SliceUpdate{p->start, p->strides, ScatterType::sum}, {sum, value.inputs()[1]}, sum.shape(),
-                           sum.dtype());
+    return detail::reapply(SliceUpdate{p->start, p->strides, ScatterType::sum}, {sum, value.inputs()[1]},
+                           sum.shape(), sum.dtype());
   }
   if (const auto* p = slice_into_zeros(sum)) {
-    return detail::reapply(SliceUpdate{p->start, p->strides, ScatterType::sum}, {value, sum.inputs()[1]}, value.shape(),
-                           value.dtype());
+    return detail::reapply(SliceUpdate{p->start, p->strides, ScatterType::sum}, {value, sum.inputs()[1]},
+                           value.shape(), value.dtype());
   }
   return add(sum, value);
 }
@@ -230,8 +230,8 @@ int mapped_size(const std::vector<array>& inputs, const std::vector<int>& axes) 
     }
     int n = inputs[i].shape(axes[i]);
     if (size >= 0 && n != size) {
-      throw_invalid("[vmap] mapped axes have different sizes: " + std::to_string(size) + " and " + std::to_string(n) +
-                    " (input " + std::to_string(i) + ").");
+      throw_invalid("[vmap] mapped axes have different sizes: " + std::to_string(size) + " and " +
+                    std::to_string(n) + " (input " + std::to_string(i) + ").");
     }
     size = n;
   }
@@ -255,8 +255,8 @@ std::pair<std::vector<array>, std::vector<array>> vjp(const Function& fun, const
 
 std::pair<array, array> vjp(const std::function<array(const array&)>& fun, const array& primal,
                             const array& cotangent) {
-  auto [outs, grads] =
-      vjp([&](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0])}; }, {primal}, {cotangent});
+  auto [outs, grads] = vjp([&](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0])}; }, {primal},
+                           {cotangent});
   return {outs[0], grads[0]};
 }
 
@@ -304,8 +304,9 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
     for (size_t k = 0; k < outs.size(); ++k) {
       if (is_inexact(outs[k].dtype())) {
         check_rule_shape(results[k], outs[k], p, "jvp");
-        tans.insert_or_assign(outs[k].id(),
-                              results[k].dtype() == outs[k].dtype() ? results[k] : astype(results[k], outs[k].dtype()));
+        tans.insert_or_assign(outs[k].id(), results[k].dtype() == outs[k].dtype()
+                                                ? results[k]
+                                                : astype(results[k], outs[k].dtype()));
       }
     }
   }
@@ -318,9 +319,10 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
   return {std::move(outputs), std::move(out_tangents)};
 }
 
-std::pair<array, array> jvp(const std::function<array(const array&)>& fun, const array& primal, const array& tangent) {
-  auto [outs, tans] =
-      jvp([&](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0])}; }, {primal}, {tangent});
+std::pair<array, array> jvp(const std::function<array(const array&)>& fun, const array& primal,
+                            const array& tangent) {
+  auto [outs, tans] = jvp([&](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0])}; }, {primal},
+                          {tangent});
   return {outs[0], tans[0]};
 }
 
@@ -362,7 +364,9 @@ ValueAndGradFn value_and_grad(const Function& fun, const std::vector<int>& argnu
   };
 }
 
-ValueAndGradFn value_and_grad(const Function& fun, int argnum) { return value_and_grad(fun, std::vector<int>{argnum}); }
+ValueAndGradFn value_and_grad(const Function& fun, int argnum) {
+  return value_and_grad(fun, std::vector<int>{argnum});
+}
 
 std::function<std::pair<array, array>(const array&)> value_and_grad(const std::function<array(const array&)>& fun) {
   auto vg = value_and_grad([fun](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0])}; }, 0);
@@ -447,8 +451,8 @@ Function vmap(const Function& fun, const std::vector<int>& in_axes, const std::v
     }
     std::vector<int> oaxes = out_axes.empty() ? std::vector<int>(outputs.size(), 0) : out_axes;
     if (oaxes.size() != outputs.size()) {
-      throw_invalid("[vmap] got " + std::to_string(oaxes.size()) + " out_axes for " + std::to_string(outputs.size()) +
-                    " outputs.");
+      throw_invalid("[vmap] got " + std::to_string(oaxes.size()) + " out_axes for " +
+                    std::to_string(outputs.size()) + " outputs.");
     }
     std::vector<array> results;
     for (size_t j = 0; j < outputs.size(); ++j) {
@@ -468,13 +472,13 @@ Function vmap(const Function& fun, const std::vector<int>& in_axes, const std::v
 }
 
 std::function<array(const array&)> vmap(const std::function<array(const array&)>& fun, int in_axis, int out_axis) {
-  auto mapped =
-      vmap([fun](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0])}; }, {in_axis}, {out_axis});
+  auto mapped = vmap([fun](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0])}; }, {in_axis},
+                     {out_axis});
   return [mapped](const array& x) { return mapped({x})[0]; };
 }
 
 std::function<array(const array&, const array&)> vmap(const std::function<array(const array&, const array&)>& fun,
-                                                      int in_axis_a, int in_axis_b, int out_axis) {
+                                                       int in_axis_a, int in_axis_b, int out_axis) {
   auto mapped = vmap([fun](const std::vector<array>& xs) { return std::vector<array>{fun(xs[0], xs[1])}; },
                      {in_axis_a, in_axis_b}, {out_axis});
   return [mapped](const array& a, const array& b) { return mapped({a, b})[0]; };
@@ -502,7 +506,9 @@ Function custom_function(Function fun, std::optional<CustomVJPFn> fun_vjp, std::
   };
 }
 
-Function custom_vjp(Function fun, CustomVJPFn fun_vjp) { return custom_function(std::move(fun), std::move(fun_vjp)); }
+Function custom_vjp(Function fun, CustomVJPFn fun_vjp) {
+  return custom_function(std::move(fun), std::move(fun_vjp));
+}
 
 Function checkpoint(Function fun) {
   auto recompute = [fun](const std::vector<array>& primals, const std::vector<array>& cotangents,

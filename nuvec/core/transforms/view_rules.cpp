@@ -61,8 +61,8 @@ Batched vmap_of(const Transpose& p, const VmapArgs& args) {
 
 std::vector<array> vjp_of(const Slice& p, const VjpArgs& args) {
   const auto& x = args.primals[0];
-  return {reapply(SliceUpdate{p.start, p.strides, ScatterType::none}, {zeros_like(x), args.cotangents[0]}, x.shape(),
-                  x.dtype())};
+  return {reapply(SliceUpdate{p.start, p.strides, ScatterType::none}, {zeros_like(x), args.cotangents[0]},
+                  x.shape(), x.dtype())};
 }
 std::vector<array> jvp_of(const Slice& p, const JvpArgs& args) { return linear_jvp(p, args); }
 Batched vmap_of(const Slice& p, const VmapArgs& args) {
@@ -195,9 +195,8 @@ std::vector<array> vjp_of(const Custom& p, const VjpArgs& args) {
   std::vector<array> all = p.rules->vjp ? (*p.rules->vjp)(primals, args.cotangents, args.outputs)
                                         : vjp(p.rules->fun, primals, args.cotangents).second;
   if (all.size() != primals.size()) {
-    throw_no_rule("vjp", p.name,
-                  "function's vjp returned " + std::to_string(all.size()) + " cotangents for " +
-                      std::to_string(primals.size()) + " primals.");
+    throw_no_rule("vjp", p.name, "function's vjp returned " + std::to_string(all.size()) + " cotangents for " +
+                                     std::to_string(primals.size()) + " primals.");
   }
   std::vector<array> grads;
   for (int a : args.argnums) {
