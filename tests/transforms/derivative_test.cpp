@@ -424,6 +424,112 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Primitives, Derivatives, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+/// vmap of f over inputs mapped along in_axes (-1: shared) against f applied to each slice, compared exactly up to
+/// `tolerance`.
+void expect_vmap_like_loop(const Function& f, const std::vector<array>& inputs, const std::vector<int>& in_axes,
+                           double tolerance = 1e-9) {
+  auto mapped = vmap(f, in_axes)(inputs);
+  int size = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (in_axes[i] >= 0) {
+      size = inputs[i].shape(in_axes[i]);
+    }
+  }
+  for (int b = 0; b < size; ++b) {
+    std::vector<array> slice_inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      slice_inputs.push_back(in_axes[i] < 0 ? inputs[i] : take(inputs[i], b, in_axes[i]));
+    }
+    auto expected = f(slice_inputs);
+    for (size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_TRUE(close(values_of(astype(take(mapped[k], b, 0), float64)), values_of(astype(expected[k], float64)),
+                        tolerance, "output " + std::to_string(k) + " of slice " + std::to_string(b)));
+    }
+  }
+}
+
+TEST(BatchedRules, RandomBitsOverMappedKeys) {
+  auto keys = random::split(random::key(3), 4);  // (4, 2)
+  Function f = [](const std::vector<array>& in) {
+    return std::vector<array>{random::bits({3, 5}, 4, in[0]), random::bits({2}, 1, in[0])};
+  };
+  expect_vmap_like_loop(f, {keys}, {0});
+  expect_vmap_like_loop(f, {transpose(keys)}, {1});
+}
+
+TEST(BatchedRules, SearchSortedOverMappedRows) {
+  double nan = std::nan("");
+  auto rows = array({1.0, 2.0, 2.0, nan, -1.0, 0.0, 3.0, 3.0, 0.5, 0.5, 0.5, 0.5}, {3, 4});
+  auto values = array({2.0, nan, -5.0, 3.0, 0.5, 9.0}, {3, 2});
+  for (bool right : {false, true}) {
+    Function f = [right](const std::vector<array>& in) { return std::vector<array>{searchsorted(in[0], in[1], right)}; };
+    expect_vmap_like_loop(f, {rows, values}, {0, 0});
+    expect_vmap_like_loop(f, {rows, values}, {0, -1});
+    expect_vmap_like_loop(f, {transpose(rows), transpose(values)}, {1, 1});
+  }
+}
+
+TEST(BatchedRules, MaskedScatterWithMappedMask) {
+  std::mt19937 rng(5);
+  auto x = test::random_array({3, 4}, float64, rng);
+  auto masks = array({true, false, true, true, false, false, false, false, true, true, true, true}, {3, 4});
+  auto source = test::random_array({3, 3}, float64, rng);
+  Function f = [](const std::vector<array>& in) { return std::vector<array>{masked_scatter(in[0], in[1], in[2])}; };
+  expect_vmap_like_loop(f, {x, masks, source}, {-1, 0, 0});
+  expect_vmap_like_loop(f, {x, masks, source}, {-1, 0, -1});
+}
+
+TEST(BatchedRules, GatheredProductsWithMappedIndices) {
+  std::mt19937 rng(6);
+  auto a = test::random_array({3, 2, 4}, float64, rng);
+  auto b = test::random_array({3, 2, 4, 3}, float64, rng);
+  auto lhs = array({0, 2, 1, 1, 2, 2}, {3, 2}, uint32);
+  auto rhs = array({1, 0, 0, 1, 1, 1}, {3, 2}, uint32);
+  Function f = [](const std::vector<array>& in) { return std::vector<array>{gather_mm(in[0], in[1], in[2], in[3])}; };
+  expect_vmap_like_loop(f, {a, b, lhs, rhs}, {-1, 0, 0, 0});
+  expect_vmap_like_loop(f, {a, b, lhs, rhs}, {-1, -1, 0, -1});
+  expect_vmap_like_loop(f, {a, b, lhs, rhs}, {-1, 0, -1, 0});
+  // segmented_mm: only the segments mapped, or a mapped with shared segments.
+  auto segments = array({0, 2, 1, 4, 0, 0, 3, 4, 2, 3, 0, 4}, {3, 2, 2}, uint32);
+  Function g = [](const std::vector<array>& in) { return std::vector<array>{segmented_mm(in[0], in[1], in[2])}; };
+  auto left = test::random_array({3, 2, 4}, float64, rng);
+  auto right = test::random_array({4, 3}, float64, rng);
+  expect_vmap_like_loop(g, {take(left, 0, 0), right, segments}, {-1, -1, 0});
+  expect_vmap_like_loop(g, {left, right, take(segments, 1, 0)}, {0, -1, -1});
+  // Convolution with a mapped weight and a shared input.
+  auto x = test::random_array({2, 6, 4}, float64, rng);
+  auto w = test::random_array({3, 6, 3, 2}, float64, rng);
+  Function conv = [](const std::vector<array>& in) { return std::vector<array>{conv1d(in[0], in[1], 2, 1, 1, 2)}; };
+  expect_vmap_like_loop(conv, {x, w}, {-1, 0});
+}
+
+TEST(BatchedRules, QuantizedProductsWithMappedWeights) {
+  std::mt19937 rng(7);
+  auto w = test::random_array({3, 8, 64}, float32, rng);
+  auto q = quantize(w, 32, 4);
+  auto x = test::random_array({3, 2, 64}, float32, rng);
+  Function qmm = [](const std::vector<array>& in) {
+    return std::vector<array>{quantized_matmul(in[0], in[1], in[2], in[3], true, 32, 4)};
+  };
+  expect_vmap_like_loop(qmm, {x, q[0], q[1], q[2]}, {0, 0, 0, 0}, 1e-5);
+  expect_vmap_like_loop(qmm, {take(x, 0, 0), q[0], q[1], q[2]}, {-1, 0, 0, 0}, 1e-5);
+  expect_vmap_like_loop(qmm, {x, take(q[0], 0, 0), q[1], take(q[2], 1, 0)}, {0, -1, 0, -1}, 1e-5);
+  // gather_qmm over experts: x, the weights and the indices mapped in turn.
+  auto experts = test::random_array({3, 2, 8, 64}, float32, rng);
+  auto eq = quantize(experts, 32, 4);
+  auto xs = test::random_array({3, 2, 1, 64}, float32, rng);
+  auto lhs = array({0, 1, 1, 0, 0, 1}, {3, 2}, uint32);
+  auto rhs = array({1, 0, 1, 1, 0, 0}, {3, 2}, uint32);
+  Function gqmm = [](const std::vector<array>& in) {
+    return std::vector<array>{gather_qmm(in[0], in[1], in[2], in[3], in[4], in[5], true, 32, 4)};
+  };
+  expect_vmap_like_loop(gqmm, {xs, eq[0], eq[1], eq[2], lhs, rhs}, {0, 0, 0, 0, 0, 0}, 1e-5);
+  expect_vmap_like_loop(gqmm, {xs, take(eq[0], 0, 0), take(eq[1], 0, 0), take(eq[2], 0, 0), lhs, rhs},
+                        {0, -1, -1, -1, -1, 0}, 1e-5);
+  expect_vmap_like_loop(gqmm, {take(xs, 0, 0), eq[0], eq[1], eq[2], take(lhs, 0, 0), rhs}, {-1, 0, 0, 0, -1, -1},
+                        1e-5);
+}
+
 template <size_t... I>
 std::set<std::string> all_primitive_names(std::index_sequence<I...>) {
   return {std::string(std::variant_alternative_t<I, Primitive>::name)...};
