@@ -479,6 +479,20 @@ TEST(BatchedRules, MaskedScatterWithMappedMask) {
   expect_vmap_like_loop(f, {x, masks, source}, {-1, 0, -1});
 }
 
+TEST(BatchedRules, DynamicSlicesWithMappedStarts) {
+  std::mt19937 rng(8);
+  auto x = test::random_array({4, 5, 4}, float64, rng);
+  auto update = test::random_array({4, 2, 3}, float64, rng);
+  // Negative starts count from the end once; starts past the end are clamped so the slice fits.
+  auto starts = array({2, 1, -1, 0, 7, -9, -3, 3}, {4, 2});
+  Function f = [](const std::vector<array>& in) {
+    return std::vector<array>{slice(in[0], in[2], {0, 1}, {2, 3}), slice_update(in[0], in[1], in[2], {0, 1})};
+  };
+  expect_vmap_like_loop(f, {x, update, starts}, {0, 0, 0});
+  expect_vmap_like_loop(f, {take(x, 1, 0), update, starts}, {-1, 0, 0});
+  expect_vmap_like_loop(f, {take(x, 1, 0), take(update, 2, 0), transpose(starts)}, {-1, -1, 1});
+}
+
 TEST(BatchedRules, GatheredProductsWithMappedIndices) {
   std::mt19937 rng(6);
   auto a = test::random_array({3, 2, 4}, float64, rng);

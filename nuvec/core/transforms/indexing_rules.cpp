@@ -353,9 +353,36 @@ std::vector<array> vjp_of(const DynamicSlice& p, const VjpArgs& args) {
 std::vector<array> jvp_of(const DynamicSlice& p, const JvpArgs& args) {
   return reapply(p, {args.tangents[0], args.primals[1]}, args.outputs);
 }
+namespace {
+
+/// For mapped starts (B, axes): a front index arange(B) then one index array (B,) per sliced axis (shifted past the
+/// front axis), of the starts' dtype.
+std::pair<std::vector<array>, std::vector<int>> per_slice_starts(const VmapArgs& args, size_t start,
+                                                                 const std::vector<int>& axes) {
+  auto starts = moveaxis(args.inputs[start], args.axes[start], 0);
+  std::vector<array> indices{astype(arange(args.size), starts.dtype())};
+  for (size_t k = 0; k < axes.size(); ++k) {
+    indices.push_back(take(starts, static_cast<int>(k), 1));
+  }
+  std::vector<int> gather_axes = shifted(axes);
+  gather_axes.insert(gather_axes.begin(), 0);
+  return {std::move(indices), std::move(gather_axes)};
+}
+
+}  // namespace
+
 Batched vmap_of(const DynamicSlice& p, const VmapArgs& args) {
   if (args.axes[1] >= 0) {
-    return vmap_by_loop(p, args);
+    // Mapped starts: a gather of one slice per mapped slice (gathers clamp starts as DynamicSlice does).
+    auto [indices, axes] = per_slice_starts(args, 1, p.axes);
+    std::vector<array> inputs{batched_front(args, 0)};
+    inputs.insert(inputs.end(), indices.begin(), indices.end());
+    Shape sizes = p.slice_size;
+    sizes.insert(sizes.begin(), 1);
+    Shape gathered = sizes;
+    gathered.insert(gathered.begin(), args.size);
+    auto out = reapply(Gather{axes, sizes}, std::move(inputs), gathered, args.outputs[0].dtype());
+    return {{reshape(out, front_shape(args.size, args.outputs[0].shape()))}, {0}};
   }
   Shape size = p.slice_size;
   size.insert(size.begin(), args.size);
@@ -386,7 +413,22 @@ std::vector<array> jvp_of(const DynamicSliceUpdate& p, const JvpArgs& args) {
 }
 Batched vmap_of(const DynamicSliceUpdate& p, const VmapArgs& args) {
   if (args.axes[2] >= 0) {
-    return vmap_by_loop(p, args);
+    // Mapped starts: a scatter of one update per mapped slice, at starts clamped as DynamicSliceUpdate clamps them
+    // (a scatter would drop an update that does not fit).
+    auto x = batched_front(args, 0);
+    auto update = batched_front(args, 1);
+    auto [indices, axes] = per_slice_starts(args, 2, p.axes);
+    for (size_t k = 0; k < p.axes.size(); ++k) {
+      int axis = p.axes[k] + 1;
+      auto& start = indices[k + 1];
+      auto dim = array(x.shape(axis), start.dtype());
+      start = where(less(start, zeros_like(start)), start + dim, start);
+      start = clip(start, array(0, start.dtype()), array(x.shape(axis) - update.shape(axis), start.dtype()));
+    }
+    std::vector<array> inputs{x};
+    inputs.insert(inputs.end(), indices.begin(), indices.end());
+    inputs.push_back(expand_dims(update, 1));
+    return reapply_front(Scatter{ScatterType::none, axes}, std::move(inputs), args);
   }
   return reapply_front(DynamicSliceUpdate{shifted(p.axes)}, {batched_front(args, 0), batched_front(args, 1),
                                                              args.inputs[2]},
