@@ -493,6 +493,16 @@ TEST(BatchedRules, DynamicSlicesWithMappedStarts) {
   expect_vmap_like_loop(f, {take(x, 1, 0), take(update, 2, 0), transpose(starts)}, {-1, -1, 1});
 }
 
+TEST(BatchedRules, ViewOverEveryAxis) {
+  auto x = reshape(arange(24.0F), {2, 3, 4});
+  Function f = [](const std::vector<array>& in) {
+    return std::vector<array>{view(in[0], uint8), view(in[0], int32), view(in[0], uint16)};
+  };
+  for (int axis = 0; axis < 3; ++axis) {
+    expect_vmap_like_loop(f, {x}, {axis});
+  }
+}
+
 TEST(BatchedRules, GatheredProductsWithMappedIndices) {
   std::mt19937 rng(6);
   auto a = test::random_array({3, 2, 4}, float64, rng);

@@ -137,10 +137,8 @@ std::vector<array> jvp_of(const View& p, const JvpArgs& args) {
   return linear_jvp(p, args);
 }
 Batched vmap_of(const View& p, const VmapArgs& args) {
-  if (args.inputs[0].ndim() > 0 && args.axes[0] == args.inputs[0].ndim() - 1) {
-    return vmap_by_loop(p, args);
-  }
-  return front_vmap(p, args);
+  // The op copies an input whose last axis is not contiguous (as a moved mapped axis leaves it) before the view.
+  return {{view(moveaxis(args.inputs[0], args.axes[0], 0), p.dtype)}, {0}};
 }
 
 // ---- StopGradient (its input carries no derivative, so its vjp and jvp never run)
