@@ -318,6 +318,14 @@ std::vector<Case> cases() {
              return V{scatter_prod(x[0], {idx}, x[1], {0}), scatter_max(x[0], {idx}, x[1], {0}),
                       scatter_min(x[0], {idx}, x[1], {0})};
            }},
+      Case{"scatter_axis_reduce", {{3, 4}, {3, 2}}, [](const V& x) {
+             // No public op makes a reducing ScatterAxis; the primitive itself, with duplicates in rows 1 and 2.
+             auto idx = array({0, 3, 1, 1, 2, 2}, {3, 2});
+             auto make = [&](ScatterType type) {
+               return array(x[0].shape(), x[0].dtype(), ScatterAxis{type, 1}, {x[0], idx, x[1]}, x[0].stream());
+             };
+             return V{make(ScatterType::prod), make(ScatterType::max), make(ScatterType::min)};
+           }},
       Case{"slice_update_reduce", {{4, 5}, {2, 2}}, [](const V& x) {
              return V{slice_update_prod(x[0], x[1], {1, 0}, {3, 4}, {1, 2}),
                       slice_update_max(x[0], x[1], {0, 3}, {2, 5}), slice_update_min(x[0], x[1], {2, 1}, {4, 3})};

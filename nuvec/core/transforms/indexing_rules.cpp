@@ -56,13 +56,14 @@ std::vector<array> vjp_reducing_scatter(ScatterType type, const VjpArgs& args, c
   auto one = ones_like(x);
   std::vector<array> grads;
   if (type == ScatterType::prod) {
-    auto is_zero = equal(updates, zeros_like(updates));
+    auto none = zeros_like(updates);
+    auto is_zero = equal(updates, none);
+    auto nonzero = where(is_zero, ones_like(updates), updates);
+    // Per update: how many updates to its target are zero, and the product of the nonzero ones.
     auto zero_count = forms.read(forms.combine(ScatterType::sum, zero, astype(is_zero, x.dtype())));
-    auto nonzero_product =
-        forms.read(forms.combine(ScatterType::prod, one, where(is_zero, ones_like(updates), updates)));
-    auto others = where(is_zero, where(equal(zero_count, ones_like(zero_count)), nonzero_product, zeros_like(updates)),
-                        where(equal(zero_count, zeros_like(zero_count)),
-                              nonzero_product / where(is_zero, ones_like(updates), updates), zeros_like(updates)));
+    auto nonzero_product = forms.read(forms.combine(ScatterType::prod, one, nonzero));
+    auto others = where(is_zero, where(equal(zero_count, ones_like(updates)), nonzero_product, none),
+                        where(equal(zero_count, none), nonzero_product / nonzero, none));
     for (int a : args.argnums) {
       grads.push_back(a == 0 ? ct * forms.combine(ScatterType::prod, one, updates) : forms.read(ct * x) * others);
     }
