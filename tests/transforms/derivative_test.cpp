@@ -407,6 +407,11 @@ std::vector<Case> cases() {
            }},
       Case{"lu_tall", {{5, 3}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
       Case{"lu_wide", {{3, 5}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
+      Case{"factorizations_batched", {{2, 3, 3}, {2, 2, 3}}, [](const V& x) {
+             auto [q, r] = linalg::qr(x[1]);
+             return V{linalg::lu_factor(x[0]).first, fft_features(linalg::eigvals(x[0])), q, r,
+                      linalg::svd(x[1], false)[0]};
+           }, -2.0, 2.0, 1e-3, 2e-3},
       // eig's outputs are complex64 (float32 precision); only phase-invariant functions of eigenvectors.
       Case{"eig", {{3, 3}}, [](const V& x) {
              auto [w, v] = linalg::eig(x[0]);
