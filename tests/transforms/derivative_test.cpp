@@ -480,6 +480,23 @@ TEST(BatchedRules, SearchSortedOverMappedRows) {
     expect_vmap_like_loop(f, {rows, values}, {0, -1});
     expect_vmap_like_loop(f, {transpose(rows), transpose(values)}, {1, 1});
   }
+  // Longer rows with repeated values and NaN tails, values drawn from the same small set (ties on every side).
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> pick(-3, 4);  // 4 stands for NaN
+  auto draw = [&](int count) {
+    std::vector<double> out;
+    for (int i = 0; i < count; ++i) {
+      int k = pick(rng);
+      out.push_back(k == 4 ? nan : k);
+    }
+    return out;
+  };
+  auto long_rows = sort(array(draw(5 * 37).begin(), Shape{5, 37}, float64), 1);
+  auto long_values = array(draw(5 * 20).begin(), Shape{5, 20}, float64);
+  for (bool right : {false, true}) {
+    Function f = [right](const std::vector<array>& in) { return std::vector<array>{searchsorted(in[0], in[1], right)}; };
+    expect_vmap_like_loop(f, {long_rows, long_values}, {0, 0});
+  }
 }
 
 TEST(BatchedRules, MaskedScatterWithMappedMask) {
