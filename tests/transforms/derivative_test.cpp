@@ -405,6 +405,9 @@ std::vector<Case> cases() {
              auto plu = linalg::lu(x[0]);
              return V{linalg::lu_factor(x[0]).first, plu[1], plu[2]};
            }},
+      Case{"det_slogdet", {{3, 3}}, [](const V& x) {  // through lu_factor
+             return V{linalg::det(x[0]), linalg::slogdet(x[0]).second};
+           }},
       Case{"lu_tall", {{5, 3}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
       Case{"lu_wide", {{3, 5}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
       Case{"factorizations_batched", {{2, 3, 3}, {2, 2, 3}}, [](const V& x) {
