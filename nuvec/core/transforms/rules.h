@@ -81,9 +81,6 @@ Batched vmap_through(const Function& f, const VmapArgs& args);
 /// with respect to the cotangents is the jvp.
 std::vector<array> jvp_by_transposing_vjp(const Primitive& p, const JvpArgs& args);
 
-/// The primitive applied to each slice of the mapped axis and the results stacked (a rule for rare cases).
-Batched vmap_by_loop(const Primitive& p, const VmapArgs& args);
-
 /// Axes moved past a new front axis.
 std::vector<int> shifted(const std::vector<int>& axes);
 /// `shape` with a front axis of `size`.
