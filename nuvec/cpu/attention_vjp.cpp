@@ -13,6 +13,12 @@
 // row with every key hidden averages the values, and its constant scores pass no gradient to q and k.
 // The arithmetic is float32 (float64 for float64); float16 and bfloat16 inputs are converted block by block.
 
+#ifndef HWY_COMPILE_ONLY_STATIC
+#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
+#endif
+#include <hwy/contrib/math/math-inl.h>
+#include <hwy/highway.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -28,7 +34,82 @@ namespace nuvec::cpu {
 
 namespace {
 
-constexpr int64_t query_block = 64;
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr int64_t query_block = 128;
+
+template <class A>
+A row_max(const A* s, int64_t n) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto m = hn::Set(d, -std::numeric_limits<A>::infinity());
+  int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    m = hn::Max(m, hn::LoadU(d, s + j));
+  }
+  A result = hn::GetLane(hn::MaxOfLanes(d, m));
+  for (; j < n; ++j) {
+    result = std::max(result, s[j]);
+  }
+  return result;
+}
+
+/// s = exp(s - shift) in place; returns the sum.
+template <class A>
+A exp_sum(A* s, int64_t n, A shift) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto c = hn::Set(d, shift);
+  auto total = hn::Zero(d);
+  int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), c));
+    hn::StoreU(e, d, s + j);
+    total = hn::Add(total, e);
+  }
+  A result = hn::GetLane(hn::SumOfLanes(d, total));
+  for (; j < n; ++j) {
+    s[j] = std::exp(s[j] - shift);
+    result += s[j];
+  }
+  return result;
+}
+
+/// p *= inv in place; returns sum(p * dp) of the scaled p.
+template <class A>
+A normalize_dot(A* p, const A* dp, int64_t n, A inv) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto f = hn::Set(d, inv);
+  auto total = hn::Zero(d);
+  int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    const auto v = hn::Mul(hn::LoadU(d, p + j), f);
+    hn::StoreU(v, d, p + j);
+    total = hn::MulAdd(v, hn::LoadU(d, dp + j), total);
+  }
+  A result = hn::GetLane(hn::SumOfLanes(d, total));
+  for (; j < n; ++j) {
+    p[j] *= inv;
+    result += p[j] * dp[j];
+  }
+  return result;
+}
+
+/// dp = p * (dp - delta) in place: the softmax's backward.
+template <class A>
+void softmax_backward(const A* p, A* dp, int64_t n, A delta) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto c = hn::Set(d, delta);
+  int64_t j = 0;
+  for (; j + lanes <= n; j += lanes) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, p + j), hn::Sub(hn::LoadU(d, dp + j), c)), d, dp + j);
+  }
+  for (; j < n; ++j) {
+    dp[j] = p[j] * (dp[j] - delta);
+  }
+}
 
 template <class T>
 class AttentionVjp {
@@ -170,7 +251,7 @@ class AttentionVjp {
       A* sr = s + r * keys;
       A* dpr = dp + r * keys;
       mask_scores<T>(p_.causal, p_.mask, mask_, offset_, b, h, q0 + r, 0, keys, sr);
-      A m = *std::max_element(sr, sr + keys);
+      A m = row_max(sr, keys);
       // A row whose every key is hidden (boolean mask, causal rows before the first key) averages the values, but
       // its scores are constants: they take no gradient.
       const bool hidden = m == std::numeric_limits<A>::lowest();
@@ -180,19 +261,13 @@ class AttentionVjp {
       }
       // A row of -inf scores (additive masks) has no finite weight: exp(-inf - 0) = 0, then 0 / 0 as in the forward.
       const A shift = m == -std::numeric_limits<A>::infinity() ? A{0} : m;
-      A total = sinks_ != nullptr ? std::exp(sink - shift) : A{0};
-      for (int64_t j = 0; j < keys; ++j) {
-        sr[j] = std::exp(sr[j] - shift);
-        total += sr[j];
-      }
+      const A total = exp_sum(sr, keys, shift) + (sinks_ != nullptr ? std::exp(sink - shift) : A{0});
       const A inv = A{1} / total;
-      A d = A{0};
-      for (int64_t j = 0; j < keys; ++j) {
-        sr[j] *= inv;
-        d += sr[j] * dpr[j];
-      }
-      for (int64_t j = 0; j < keys; ++j) {
-        dpr[j] = hidden ? A{0} : sr[j] * (dpr[j] - d);
+      const A d = normalize_dot(sr, dpr, keys, inv);
+      if (hidden) {
+        std::fill(dpr, dpr + keys, A{0});
+      } else {
+        softmax_backward(sr, dpr, keys, d);
       }
       if (sinks_ != nullptr) {
         sink_gradient -= std::exp(sink - shift) * inv * d;
