@@ -1,17 +1,21 @@
-// The Hadamard kernel: an in-place fast Walsh-Hadamard transform of each row (the last axis, a power of two), in
-// Sylvester order (H_2n = [[H_n, H_n], [H_n, -H_n]]), split across threads by rows.
+// The Hadamard kernel: each row (the last axis, n = m * 2^k with m 1, 12, 20 or 28) becomes scale * (H_m (x) H_2^k)
+// row, split across threads by rows. H_2^k is in Sylvester order (H_2n = [[H_n, H_n], [H_n, -H_n]]); H_m for m > 1
+// is the Paley matrix of hadamard_matrix.h. Read as an m x 2^k matrix X, the row becomes scale * H_m X H_2^k: a fast
+// Walsh-Hadamard transform of each of its m pieces, then each output piece is a signed sum of the m pieces.
 //
-// The first two butterfly stages are done together on groups of four elements; every later stage combines two
-// contiguous half-blocks with a unit-stride loop the compiler vectorizes, and the last stage applies the scale.
-// float32 and float64 rows are transformed in the output buffer (the input's, when it can be donated); float16 and
-// bfloat16 rows go through a float32 scratch row.
+// The fast transform does its first two butterfly stages together on groups of four elements; every later stage
+// combines two contiguous half-blocks with a unit-stride loop the compiler vectorizes, and the last stage applies the
+// scale (when m = 1). float32 and float64 rows are transformed in the output buffer (the input's, when it can be
+// donated); float16 and bfloat16 rows go through a float32 scratch row.
 
 #include <algorithm>
+#include <bit>
 #include <type_traits>
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/hadamard_matrix.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -58,6 +62,50 @@ void fwht(C* x, int64_t n, C scale) {
   }
 }
 
+/// x (m pieces of p elements, m * p >= 2) becomes scale * H_m X H_p; `pieces` is scratch for the m * p results.
+template <class C>
+void transform(C* x, int64_t p, int m, C scale, C* pieces) {
+  if (m == 1) {
+    fwht(x, p, scale);
+    return;
+  }
+  if (p > 1) {
+    for (int i = 0; i < m; ++i) {
+      fwht(x + i * p, p, C{1});
+    }
+  }
+  const int8_t* h = paley_matrix(m).data();
+  for (int i = 0; i < m; ++i) {
+    C* __restrict out = pieces + i * p;
+    std::fill_n(out, p, C{0});
+    for (int j = 0; j < m; ++j) {
+      const C* __restrict in = x + j * p;
+      if (h[i * m + j] > 0) {
+        for (int64_t t = 0; t < p; ++t) {
+          out[t] += in[t];
+        }
+      } else {
+        for (int64_t t = 0; t < p; ++t) {
+          out[t] -= in[t];
+        }
+      }
+    }
+  }
+  for (int64_t t = 0; t < m * p; ++t) {
+    x[t] = pieces[t] * scale;
+  }
+}
+
+/// The m of n = m * 2^k (1 when n is a power of two); the op lets only such sizes through.
+int odd_factor(int64_t n) {
+  for (int m : {12, 20, 28}) {
+    if (n % m == 0 && std::has_single_bit(static_cast<uint64_t>(n / m))) {
+      return m;
+    }
+  }
+  return 1;
+}
+
 /// Rows per thread chunk: about 16K elements.
 size_t row_grain(int64_t n) { return static_cast<size_t>(std::max<int64_t>(1, (int64_t{1} << 14) / n)); }
 
@@ -72,24 +120,28 @@ void run(const Hadamard& p, const Inputs& in, Outputs& out) {
     copy_to_new(x, o);
   }
   const int64_t n = o.shape(-1);
+  const int m = odd_factor(n);
+  const int64_t piece = n / m;
   const auto rows = static_cast<size_t>(o.size() / static_cast<size_t>(n));
   dispatch(o.dtype(), [&]<class T>(type_tag<T>) {
     T* data = o.data<T>();
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       parallel_for(rows, row_grain(n), [&](size_t begin, size_t end) {
+        std::vector<T> pieces(m > 1 ? static_cast<size_t>(n) : 0);
         for (size_t r = begin; r < end; ++r) {
-          fwht<T>(data + static_cast<int64_t>(r) * n, n, static_cast<T>(p.scale));
+          transform<T>(data + static_cast<int64_t>(r) * n, piece, m, static_cast<T>(p.scale), pieces.data());
         }
       });
     } else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
       parallel_for(rows, row_grain(n), [&](size_t begin, size_t end) {
         std::vector<float> row(static_cast<size_t>(n));
+        std::vector<float> pieces(m > 1 ? static_cast<size_t>(n) : 0);
         for (size_t r = begin; r < end; ++r) {
           T* values = data + static_cast<int64_t>(r) * n;
           for (int64_t j = 0; j < n; ++j) {
             row[j] = static_cast<float>(values[j]);
           }
-          fwht<float>(row.data(), n, p.scale);
+          transform<float>(row.data(), piece, m, p.scale, pieces.data());
           for (int64_t j = 0; j < n; ++j) {
             values[j] = static_cast<T>(row[j]);
           }
