@@ -7,9 +7,11 @@
 // inverses and eigh of a symmetric matrix only flip the triangle they read; solve() factors A^T and solves with
 // its transpose (getrs/trtrs with trans = 'T'). Outputs are row-contiguous, written by small transposing loops.
 //
-// Threads: LAPACK is called per matrix. Batches of small matrices (below small_matrix rows, where OpenBLAS's
-// LAPACK stays on the calling thread) are split across nuvec's thread pool; larger matrices run one after the
-// other and OpenBLAS threads inside each call (its count follows nuvec's once a GEMM has run: see gemm.cpp).
+// Threads: LAPACK is called per matrix. Up to serial_matrix rows, OpenBLAS is kept on the calling thread (a
+// SerialBlas guard): its threads made eigh 3x slower at n = 8 to 128 and 1.5x at 256 on a 2-core machine (see
+// bench/README.md). Batches of small matrices (up to small_matrix rows) are split across nuvec's thread pool; larger
+// matrices run one after the other, and above serial_matrix OpenBLAS threads inside each call (its count follows
+// nuvec's: see gemm.cpp).
 //
 // Errors LAPACK discovers (a singular matrix, one that is not positive definite, no convergence) throw here, so
 // the outputs become failed arrays whose message names the op and the matrix of the batch.
@@ -25,6 +27,7 @@
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/lapack.h"
+#include "nuvec/cpu/library_threads.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -36,6 +39,7 @@ using lapack::Int;
 // ---------------------------------------------------------------- tuning
 
 constexpr int64_t small_matrix = 96;      // largest size whose batches are split across the pool (see header)
+constexpr int64_t serial_matrix = 256;    // largest size LAPACK runs without OpenBLAS's threads (see header)
 constexpr int64_t grain_flops = 1 << 14;  // ~n^3 work per pool chunk before splitting pays
 
 // ---------------------------------------------------------------- helpers
@@ -128,10 +132,16 @@ void zero_triangle(T* a, int64_t n, bool upper) {
   }
 }
 
-/// Runs body(begin, end) over `count` matrices of size n: across the pool when they are small, else in order.
+/// Runs body(begin, end) over `count` matrices of size n: across the pool when they are small, else in order; up to
+/// serial_matrix without OpenBLAS's threads.
 template <class F>
 void for_each_matrix(int64_t count, int64_t n, F&& body) {
   const auto matrices = static_cast<size_t>(count);
+  if (n > serial_matrix) {
+    body(size_t{0}, matrices);
+    return;
+  }
+  const SerialBlas serial;
   if (n > small_matrix) {
     body(size_t{0}, matrices);
     return;
