@@ -1,11 +1,12 @@
-// The linear algebra kernels: one LAPACK routine (or two) per matrix of the batch, float32 and float64.
+// The linear algebra kernels: one LAPACK routine (or two) per matrix of the batch, float32 and float64; svd, eig and
+// eigh also complex64 (cgesdd, cgeev, cheevd).
 //
 // Layout: LAPACK reads column-major matrices. A kernel that needs the matrix itself copies its input once into
 // dense column-major scratch (copy_strided takes any strides, so transposed and sliced inputs cost nothing more).
-// A row-major copy read column-major is the transpose, which some kernels use instead of a transposition:
-// inv(A^T) = inv(A)^T, so the inverse of a row-major copy, read back row-major, is inv(A); Cholesky, triangular
-// inverses and eigh of a symmetric matrix only flip the triangle they read; solve() factors A^T and solves with
-// its transpose (getrs/trtrs with trans = 'T'). Outputs are row-contiguous, written by small transposing loops.
+// A row-major copy read column-major is the transpose, which some real kernels use instead of a transposition:
+// inv(A^T) = inv(A)^T, so the inverse of a row-major copy, read back row-major, is inv(A); Cholesky and triangular
+// inverses only flip the triangle they read; solve() factors A^T and solves with its transpose (getrs/trtrs with
+// trans = 'T'). Outputs are row-contiguous, written by small transposing loops.
 //
 // Threads: LAPACK is called per matrix. Up to serial_matrix rows, OpenBLAS is kept on the calling thread (a
 // SerialBlas guard): its threads made eigh 3x slower at n = 8 to 128 and 1.5x at 256 on a 2-core machine (see
@@ -44,11 +45,19 @@ constexpr int64_t grain_flops = 1 << 14;  // ~n^3 work per pool chunk before spl
 
 // ---------------------------------------------------------------- helpers
 
-/// Calls fn(type_tag<T>{}) with T float or double, the two dtypes the ops let through.
-template <class Fn>
+template <class T>
+constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
+
+/// The real type of T: singular values and Hermitian eigenvalues.
+template <class T>
+using Real = decltype(std::abs(std::declval<T>()));
+
+/// Calls fn(type_tag<T>{}) with T float or double (the dtypes the ops let through), or complex64_t for the ops that
+/// take complex input too (Complex).
+template <bool Complex = false, class Fn>
 void dispatch_float(Dtype dtype, const char* op, Fn&& fn) {
   dispatch(dtype, [&]<class T>(type_tag<T> tag) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || (Complex && is_complex_v<T>)) {
       fn(tag);
     } else {
       throw_internal(std::string("[linalg::") + op + "] Unexpected dtype " + std::string(dtype_name(dtype)) + ".");
@@ -162,10 +171,10 @@ void check_arguments(Int info, const char* routine) {
   }
 }
 
-/// The optimal workspace size a LAPACK query (lwork = -1) wrote into `query`.
+/// The optimal workspace size a LAPACK query (lwork = -1) wrote into `query` (the real part, for complex routines).
 template <class T>
 Int workspace(T query) {
-  return std::max<Int>(1, static_cast<Int>(query));
+  return std::max<Int>(1, static_cast<Int>(std::real(query)));
 }
 
 [[noreturn]] void fail(const char* op, const std::string& what, size_t index, int64_t count) {
@@ -226,6 +235,7 @@ void fill_identity(T* out, int64_t count, int64_t n) {
 
 template <class T>
 void svd(const SVD& p, const array& a, Outputs& out) {
+  using R = Real<T>;
   const Int m = a.shape(-2);
   const Int n = a.shape(-1);
   const Int k = std::min(m, n);
@@ -236,9 +246,9 @@ void svd(const SVD& p, const array& a, Outputs& out) {
     u_buffer.emplace(out[0], count * m * m);
     vt_buffer.emplace(out[2], count * n * n);
   }
-  OutputBuffer<T> s_buffer(out[p.compute_uv ? 1 : 0], count * k);
+  OutputBuffer<R> s_buffer(out[p.compute_uv ? 1 : 0], count * k);
   T* u = p.compute_uv ? u_buffer->get() : nullptr;
-  T* s = s_buffer.get();
+  R* s = s_buffer.get();
   T* vt = p.compute_uv ? vt_buffer->get() : nullptr;
   if (k == 0 || count == 0) {
     // No singular values: U and Vt are any orthogonal matrices, the identity as NumPy gives.
@@ -250,21 +260,32 @@ void svd(const SVD& p, const array& a, Outputs& out) {
   }
   const char jobz = p.compute_uv ? 'A' : 'N';
   auto buf = pack<T>(a, true);
+  // The complex routine's real workspace: LAPACK's bound for jobz = 'A', which covers 'N'.
+  const auto rwork_size = static_cast<size_t>(
+      is_complex_v<T> ? int64_t{k} * std::max<int64_t>(5 * int64_t{k} + 7, 2 * int64_t{std::max(m, n)} + 2 * k + 1)
+                      : 0);
+  auto gesdd = [&](T* mat, R* values, T* u_col, T* vt_col, T* work, Int lwork, Int* iwork, R* rwork) {
+    if constexpr (is_complex_v<T>) {
+      return lapack::gesdd(jobz, m, n, mat, m, values, u_col, m, vt_col, n, work, lwork, rwork, iwork);
+    } else {
+      return lapack::gesdd(jobz, m, n, mat, m, values, u_col, m, vt_col, n, work, lwork, iwork);
+    }
+  };
   T query{};
   std::vector<Int> iwork_query(8 * static_cast<size_t>(k));
-  check_arguments(
-      lapack::gesdd(jobz, m, n, buf.data(), m, s, buf.data(), m, buf.data(), n, &query, -1, iwork_query.data()),
-      "gesdd");
+  std::vector<R> rwork_query(rwork_size);
+  check_arguments(gesdd(buf.data(), s, buf.data(), buf.data(), &query, -1, iwork_query.data(), rwork_query.data()),
+                  "gesdd");
   const Int lwork = workspace(query);
   for_each_matrix(count, std::max(m, n), [&](size_t begin, size_t end) {
     std::vector<T> work(lwork);
     std::vector<Int> iwork(8 * static_cast<size_t>(k));
+    std::vector<R> rwork(rwork_size);
     std::vector<T> u_col(p.compute_uv ? static_cast<size_t>(m) * m : 1);
     std::vector<T> vt_col(p.compute_uv ? static_cast<size_t>(n) * n : 1);
     for (size_t i = begin; i < end; ++i) {
       T* mat = buf.data() + i * m * n;
-      Int info = lapack::gesdd(jobz, m, n, mat, m, s + i * k, u_col.data(), m, vt_col.data(), n, work.data(), lwork,
-                               iwork.data());
+      Int info = gesdd(mat, s + i * k, u_col.data(), vt_col.data(), work.data(), lwork, iwork.data(), rwork.data());
       check_arguments(info, "gesdd");
       if (info > 0) {
         fail("svd", "The singular value decomposition did not converge", i, count);
@@ -500,35 +521,86 @@ void eig(const Eig& p, const array& a, Outputs& out) {
   });
 }
 
-template <class T>
-void eigh(const Eigh& p, const array& a, Outputs& out) {
+/// eig of complex64 matrices: cgeev gives the eigenvalues and the eigenvectors (unit columns) as they are.
+void eig_complex(const Eig& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const int64_t count = batch_count(a.shape());
-  OutputBuffer<T> w_buffer(out[0], count * n);
+  OutputBuffer<complex64_t> w_buffer(out[0], count * n);
+  std::optional<OutputBuffer<complex64_t>> v_buffer;
+  if (p.compute_vectors) {
+    v_buffer.emplace(out[1], count * n * n);
+  }
+  complex64_t* w = w_buffer.get();
+  complex64_t* v = p.compute_vectors ? v_buffer->get() : nullptr;
+  if (n == 0 || count == 0) {
+    return;
+  }
+  const char jobvr = p.compute_vectors ? 'V' : 'N';
+  auto buf = pack<complex64_t>(a, true);
+  complex64_t query{};
+  std::vector<float> rwork_query(2 * static_cast<size_t>(n));
+  check_arguments(lapack::geev(jobvr, n, buf.data(), n, w, buf.data(), n, &query, -1, rwork_query.data()), "geev");
+  const Int lwork = workspace(query);
+  for_each_matrix(count, n, [&](size_t begin, size_t end) {
+    std::vector<complex64_t> vr(p.compute_vectors ? static_cast<size_t>(n) * n : 1);
+    std::vector<complex64_t> work(lwork);
+    std::vector<float> rwork(2 * static_cast<size_t>(n));
+    for (size_t i = begin; i < end; ++i) {
+      Int info = lapack::geev(jobvr, n, buf.data() + i * n * n, n, w + i * n, vr.data(), n, work.data(), lwork,
+                              rwork.data());
+      check_arguments(info, "geev");
+      if (info > 0) {
+        fail("eig", "The QR algorithm did not converge", i, count);
+      }
+      if (p.compute_vectors) {
+        from_col_major(vr.data(), n, n, n, v + i * n * n);
+      }
+    }
+  });
+}
+
+template <class T>
+void eigh(const Eigh& p, const array& a, Outputs& out) {
+  using R = Real<T>;
+  const Int n = a.shape(-1);
+  const int64_t count = batch_count(a.shape());
+  OutputBuffer<R> w_buffer(out[0], count * n);
   std::optional<OutputBuffer<T>> v_buffer;
   if (p.compute_vectors) {
     v_buffer.emplace(out[1], count * n * n);
   }
-  T* w = w_buffer.get();
+  R* w = w_buffer.get();
   T* v = p.compute_vectors ? v_buffer->get() : nullptr;
   if (n == 0 || count == 0) {
     return;
   }
   const char jobz = p.compute_vectors ? 'V' : 'N';
-  const char uplo = p.upper ? 'L' : 'U';  // flipped: the row-major copy is A^T to LAPACK
-  auto buf = pack<T>(a, false);
+  const char uplo = p.upper ? 'U' : 'L';
+  auto buf = pack<T>(a, true);  // column-major: for a Hermitian matrix, the transpose would be its conjugate
+  // syevd for real matrices, heevd (with a real workspace) for complex ones.
+  auto evd = [&](T* mat, R* values, T* work, Int lwork, R* rwork, Int lrwork, Int* iwork, Int liwork) {
+    if constexpr (is_complex_v<T>) {
+      return lapack::heevd(jobz, uplo, n, mat, n, values, work, lwork, rwork, lrwork, iwork, liwork);
+    } else {
+      return lapack::syevd(jobz, uplo, n, mat, n, values, work, lwork, iwork, liwork);
+    }
+  };
   T query{};
+  R rquery{};
   Int iquery = 0;
-  check_arguments(lapack::syevd(jobz, uplo, n, buf.data(), n, w, &query, -1, &iquery, -1), "syevd");
+  const char* routine = is_complex_v<T> ? "heevd" : "syevd";
+  check_arguments(evd(buf.data(), w, &query, -1, &rquery, -1, &iquery, -1), routine);
   const Int lwork = workspace(query);
+  const Int lrwork = workspace(rquery);
   const Int liwork = std::max<Int>(1, iquery);
   for_each_matrix(count, n, [&](size_t begin, size_t end) {
     std::vector<T> work(lwork);
+    std::vector<R> rwork(is_complex_v<T> ? lrwork : 0);
     std::vector<Int> iwork(liwork);
     for (size_t i = begin; i < end; ++i) {
       T* mat = buf.data() + i * n * n;
-      Int info = lapack::syevd(jobz, uplo, n, mat, n, w + i * n, work.data(), lwork, iwork.data(), liwork);
-      check_arguments(info, "syevd");
+      Int info = evd(mat, w + i * n, work.data(), lwork, rwork.data(), lrwork, iwork.data(), liwork);
+      check_arguments(info, routine);
       if (info > 0) {
         fail(p.compute_vectors ? "eigh" : "eigvalsh", "The eigenvalue algorithm did not converge", i, count);
       }
@@ -546,7 +618,7 @@ void run(const QRF&, const Inputs& in, Outputs& out) {
 }
 
 void run(const SVD& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "svd", [&]<class T>(type_tag<T>) { svd<T>(p, in[0], out); });
+  dispatch_float<true>(in[0].dtype(), "svd", [&]<class T>(type_tag<T>) { svd<T>(p, in[0], out); });
 }
 
 void run(const Inverse& p, const Inputs& in, Outputs& out) {
@@ -566,11 +638,15 @@ void run(const Solve& p, const Inputs& in, Outputs& out) {
 }
 
 void run(const Eig& p, const Inputs& in, Outputs& out) {
+  if (in[0].dtype() == complex64) {
+    eig_complex(p, in[0], out);
+    return;
+  }
   dispatch_float(in[0].dtype(), "eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
 }
 
 void run(const Eigh& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "eigh", [&]<class T>(type_tag<T>) { eigh<T>(p, in[0], out); });
+  dispatch_float<true>(in[0].dtype(), "eigh", [&]<class T>(type_tag<T>) { eigh<T>(p, in[0], out); });
 }
 
 }  // namespace nuvec::cpu

@@ -1,9 +1,9 @@
 // Linear algebra against NumPy 1.24 (np.linalg, through the oracle in tests/support): every expected value is
 // NumPy's unless a comment says otherwise. Factorizations without a unique answer (QR and SVD signs, LU of
 // rectangular matrices, eigenvectors) are checked by reconstruction and orthogonality, with NumPy computing the
-// products in float64/complex128 on nuvec's outputs. Covered: float32 and float64, batches (broadcast in solve),
-// 1x1 matrices, empty batches and empty matrices, transposed (non-contiguous) inputs, singular inputs failing at
-// evaluation with a clear message, and argument errors.
+// products in float64/complex128 on nuvec's outputs. Covered: float32 and float64 (and complex64 for svd, eig and
+// eigh), batches (broadcast in solve), 1x1 matrices, empty batches and empty matrices, transposed (non-contiguous)
+// inputs, singular inputs failing at evaluation with a clear message, and argument errors.
 
 #include <gtest/gtest.h>
 
@@ -342,6 +342,40 @@ TEST_F(LinalgTest, SolveTriangularReadsOneTriangle) {
   }
 }
 
+TEST_F(LinalgTest, ComplexSvdMatchesAndReconstructs) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{5, 3}, Shape{3, 5}, Shape{2, 3, 4, 2}, Shape{100, 120}}) {
+    SCOPED_TRACE(shape_string(shape));
+    auto a = rand(shape, complex64);
+    auto values = linalg::svd(a, false);
+    ASSERT_EQ(values.size(), 1U);
+    EXPECT_EQ(values[0].dtype(), float32);
+    expect_numpy(values[0], "np.linalg.svd(a, compute_uv=False)", {a});
+    auto usv = linalg::svd(transposed_layout(a));
+    ASSERT_EQ(usv.size(), 3U);
+    EXPECT_EQ(usv[0].dtype(), complex64);
+    EXPECT_EQ(usv[1].dtype(), float32);
+    EXPECT_EQ(usv[2].dtype(), complex64);
+    expect_numpy(usv[1], "np.linalg.svd(a, compute_uv=False)", {a});
+    const std::string k = std::to_string(std::min(shape[shape.size() - 2], shape.back()));
+    const double scale = shape.back() > 10 ? 0.1 : 1.0;  // float32 residuals grow with n
+    expect_small("((b[..., :" + k + "] * c[..., None, :]) @ d[..., :" + k + ", :] - a) * " + std::to_string(scale),
+                 {a, usv[0], usv[1], usv[2]}, float32);
+    // Unitary U and V^H.
+    expect_small("(np.conj(np.swapaxes(a, -1, -2)) @ a - np.eye(a.shape[-1])) * " + std::to_string(scale), {usv[0]},
+                 float32);
+    expect_small("(a @ np.conj(np.swapaxes(a, -1, -2)) - np.eye(a.shape[-1])) * " + std::to_string(scale), {usv[2]},
+                 float32);
+  }
+  // The matrix norms made of singular values take complex matrices too, as float32.
+  auto m = rand({2, 4, 3}, complex64);
+  for (double ord : {2.0, -2.0}) {
+    auto norm = linalg::norm(m, ord, std::vector<int>{1, 2});
+    EXPECT_EQ(norm.dtype(), float32);
+    expect_numpy(norm, "np.linalg.norm(a, ord=" + std::to_string(ord) + ", axis=(1, 2))", {m});
+  }
+  expect_numpy(linalg::norm(m, "nuc", std::vector<int>{-1, -2}), "np.linalg.norm(a, ord='nuc', axis=(-1, -2))", {m});
+}
+
 // ---------------------------------------------------------------- eigenvalues
 
 TEST_F(LinalgTest, EigMatchesNumpy) {
@@ -366,6 +400,47 @@ TEST_F(LinalgTest, EigMatchesNumpy) {
   }
   auto rotation = array({0.0F, -1.0F, 1.0F, 0.0F}, {2, 2});
   expect_numpy(linalg::eigvals(rotation), "np.linalg.eigvals(a)", {rotation});
+}
+
+TEST_F(LinalgTest, ComplexEigMatchesNumpy) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{3, 5, 5}, Shape{100, 100}}) {
+    SCOPED_TRACE(shape_string(shape));
+    auto a = rand(shape, complex64);
+    auto [w, v] = linalg::eig(transposed_layout(a));
+    EXPECT_EQ(w.dtype(), complex64);
+    EXPECT_EQ(v.dtype(), complex64);
+    EXPECT_EQ(w.shape(), Shape(shape.begin(), shape.end() - 1));
+    auto sorted = test::from_host(numpy_ref("np.sort_complex(a)", {w}));
+    expect_numpy(sorted, "np.sort_complex(np.linalg.eigvals(a))", {a});
+    auto sorted_values = test::from_host(numpy_ref("np.sort_complex(a)", {linalg::eigvals(a)}));
+    expect_numpy(sorted_values, "np.sort_complex(np.linalg.eigvals(a))", {a});
+    const double scale = shape.back() > 10 ? 0.1 : 1.0;
+    expect_small("(a @ b - b * c[..., None, :]) * " + std::to_string(scale), {a, v, w}, float32);
+    expect_small("np.linalg.norm(a, axis=-2) - 1", {v}, float32);
+  }
+}
+
+TEST_F(LinalgTest, ComplexEighMatchesNumpy) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{5, 5}, Shape{2, 3, 4, 4}, Shape{110, 110}}) {
+    SCOPED_TRACE(shape_string(shape));
+    auto a = rand(shape, complex64);  // not Hermitian: each UPLO reads its own triangle (and the diagonal's real part)
+    for (const std::string uplo : {"L", "U"}) {
+      auto [w, v] = linalg::eigh(transposed_layout(a), uplo);
+      EXPECT_EQ(w.dtype(), float32);
+      EXPECT_EQ(v.dtype(), complex64);
+      expect_numpy(w, "np.linalg.eigvalsh(a, UPLO='" + uplo + "')", {a});
+      auto values = linalg::eigvalsh(a, uplo);
+      EXPECT_EQ(values.dtype(), float32);
+      expect_numpy(values, "np.linalg.eigvalsh(a, UPLO='" + uplo + "')", {a});
+      const std::string half = uplo == "L" ? "np.tril(a, -1)" : "np.triu(a, 1)";
+      const std::string hermitian = "(" + half + " + np.conj(np.swapaxes(" + half +
+                                    ", -1, -2)) + np.real(a) * np.eye(a.shape[-1]))";
+      const double scale = shape.back() > 10 ? 0.1 : 1.0;
+      expect_small("(" + hermitian + " @ b - b * c[..., None, :]) * " + std::to_string(scale), {a, v, w}, float32);
+      expect_small("(np.conj(np.swapaxes(a, -1, -2)) @ a - np.eye(a.shape[-1])) * " + std::to_string(scale), {v},
+                   float32);
+    }
+  }
 }
 
 TEST_F(LinalgTest, EighMatchesNumpy) {
@@ -542,6 +617,12 @@ TEST_F(LinalgTest, ArgumentErrors) {
             "[linalg::svd] Arrays must have at least 2 dimensions; got shape (3).");
   EXPECT_EQ(error_of([&] { linalg::lu(ints); }), "[linalg::lu] Arrays must have type float32 or float64; got int32.");
   EXPECT_EQ(error_of([&] { linalg::eig(rect); }), "[linalg::eig] Only defined for square matrices; got shape (2,3).");
+  EXPECT_EQ(error_of([&] { linalg::eigvalsh(ints); }),
+            "[linalg::eigvalsh] Arrays must have type float32, float64 or complex64; got int32.");
+  EXPECT_EQ(error_of([&] { linalg::svd(zeros({2, 2}, float16)); }),
+            "[linalg::svd] Arrays must have type float32, float64 or complex64; got float16.");
+  EXPECT_EQ(error_of([&] { linalg::inv(zeros({2, 2}, complex64)); }),
+            "[linalg::inv] Arrays must have type float32 or float64; got complex64.");
   EXPECT_EQ(error_of([&] { linalg::eigh(zeros({3, 3}), "X"); }), "[linalg::eigh] UPLO must be 'L' or 'U'; got 'X'.");
   EXPECT_EQ(error_of([&] {
               linalg::det(zeros({3, 3}, complex64));
