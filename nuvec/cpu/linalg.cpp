@@ -464,6 +464,8 @@ void solve(const Solve& p, const array& a, const array& b, array& out) {
 
 // ---------------------------------------------------------------- eigenvalues
 
+/// The eigenvalues (and right eigenvectors) of general matrices: sgeev/dgeev, whose complex pairs are unpacked
+/// below, or cgeev (with a real workspace), whose results are complex already.
 template <class T>
 void eig(const Eig& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
@@ -480,80 +482,58 @@ void eig(const Eig& p, const array& a, Outputs& out) {
   }
   const char jobvr = p.compute_vectors ? 'V' : 'N';
   auto buf = pack<T>(a, true);
+  const size_t rwork_size = is_complex_v<T> ? 2 * static_cast<size_t>(n) : 0;
+  auto geev = [&](T* mat, T* wr, T* wi, T* vr, T* work, Int lwork, Real<T>* rwork) {
+    if constexpr (is_complex_v<T>) {
+      return lapack::geev(jobvr, n, mat, n, wr, vr, n, work, lwork, rwork);
+    } else {
+      return lapack::geev(jobvr, n, mat, n, wr, wi, vr, n, work, lwork);
+    }
+  };
   T query{};
-  check_arguments(lapack::geev(jobvr, n, buf.data(), n, buf.data(), buf.data(), buf.data(), n, &query, -1), "geev");
+  std::vector<Real<T>> rwork_query(rwork_size);
+  check_arguments(geev(buf.data(), buf.data(), buf.data(), buf.data(), &query, -1, rwork_query.data()), "geev");
   const Int lwork = workspace(query);
   for_each_matrix(count, n, [&](size_t begin, size_t end) {
     std::vector<T> wr(n);
-    std::vector<T> wi(n);
+    std::vector<T> wi(is_complex_v<T> ? 0 : n);
     std::vector<T> vr(p.compute_vectors ? static_cast<size_t>(n) * n : 1);
     std::vector<T> work(lwork);
+    std::vector<Real<T>> rwork(rwork_size);
     for (size_t i = begin; i < end; ++i) {
-      Int info =
-          lapack::geev(jobvr, n, buf.data() + i * n * n, n, wr.data(), wi.data(), vr.data(), n, work.data(), lwork);
+      Int info = geev(buf.data() + i * n * n, wr.data(), wi.data(), vr.data(), work.data(), lwork, rwork.data());
       check_arguments(info, "geev");
       if (info > 0) {
         fail("eig", "The QR algorithm did not converge", i, count);
       }
       complex64_t* wi_out = w + i * n;
-      for (Int j = 0; j < n; ++j) {
-        wi_out[j] = complex64_t(static_cast<float>(wr[j]), static_cast<float>(wi[j]));
-      }
-      if (!p.compute_vectors) {
-        continue;
-      }
-      // A complex pair (j, j + 1) stores its vector as columns re = vr[:, j], im = vr[:, j + 1]; the second
-      // eigenvalue's vector is the conjugate.
-      complex64_t* vi = v + i * n * n;
-      for (Int j = 0; j < n; ++j) {
-        const bool pair = wi[j] != T{0} && j + 1 < n;
-        for (Int row = 0; row < n; ++row) {
-          const auto re = static_cast<float>(vr[row + j * n]);
-          const auto im = pair ? static_cast<float>(vr[row + (j + 1) * n]) : 0.0F;
-          vi[row * n + j] = complex64_t(re, im);
-          if (pair) {
-            vi[row * n + j + 1] = complex64_t(re, -im);
-          }
+      complex64_t* vi = p.compute_vectors ? v + i * n * n : nullptr;
+      if constexpr (is_complex_v<T>) {
+        std::copy_n(wr.data(), n, wi_out);
+        if (vi != nullptr) {
+          from_col_major(vr.data(), n, n, n, vi);
         }
-        j += pair ? 1 : 0;
-      }
-    }
-  });
-}
-
-/// eig of complex64 matrices: cgeev gives the eigenvalues and the eigenvectors (unit columns) as they are.
-void eig_complex(const Eig& p, const array& a, Outputs& out) {
-  const Int n = a.shape(-1);
-  const int64_t count = batch_count(a.shape());
-  OutputBuffer<complex64_t> w_buffer(out[0], count * n);
-  std::optional<OutputBuffer<complex64_t>> v_buffer;
-  if (p.compute_vectors) {
-    v_buffer.emplace(out[1], count * n * n);
-  }
-  complex64_t* w = w_buffer.get();
-  complex64_t* v = p.compute_vectors ? v_buffer->get() : nullptr;
-  if (n == 0 || count == 0) {
-    return;
-  }
-  const char jobvr = p.compute_vectors ? 'V' : 'N';
-  auto buf = pack<complex64_t>(a, true);
-  complex64_t query{};
-  std::vector<float> rwork_query(2 * static_cast<size_t>(n));
-  check_arguments(lapack::geev(jobvr, n, buf.data(), n, w, buf.data(), n, &query, -1, rwork_query.data()), "geev");
-  const Int lwork = workspace(query);
-  for_each_matrix(count, n, [&](size_t begin, size_t end) {
-    std::vector<complex64_t> vr(p.compute_vectors ? static_cast<size_t>(n) * n : 1);
-    std::vector<complex64_t> work(lwork);
-    std::vector<float> rwork(2 * static_cast<size_t>(n));
-    for (size_t i = begin; i < end; ++i) {
-      Int info = lapack::geev(jobvr, n, buf.data() + i * n * n, n, w + i * n, vr.data(), n, work.data(), lwork,
-                              rwork.data());
-      check_arguments(info, "geev");
-      if (info > 0) {
-        fail("eig", "The QR algorithm did not converge", i, count);
-      }
-      if (p.compute_vectors) {
-        from_col_major(vr.data(), n, n, n, v + i * n * n);
+      } else {
+        for (Int j = 0; j < n; ++j) {
+          wi_out[j] = complex64_t(static_cast<float>(wr[j]), static_cast<float>(wi[j]));
+        }
+        if (vi == nullptr) {
+          continue;
+        }
+        // A complex pair (j, j + 1) stores its vector as columns re = vr[:, j], im = vr[:, j + 1]; the second
+        // eigenvalue's vector is the conjugate.
+        for (Int j = 0; j < n; ++j) {
+          const bool pair = wi[j] != T{0} && j + 1 < n;
+          for (Int row = 0; row < n; ++row) {
+            const auto re = static_cast<float>(vr[row + j * n]);
+            const auto im = pair ? static_cast<float>(vr[row + (j + 1) * n]) : 0.0F;
+            vi[row * n + j] = complex64_t(re, im);
+            if (pair) {
+              vi[row * n + j + 1] = complex64_t(re, -im);
+            }
+          }
+          j += pair ? 1 : 0;
+        }
       }
     }
   });
@@ -638,11 +618,7 @@ void run(const Solve& p, const Inputs& in, Outputs& out) {
 }
 
 void run(const Eig& p, const Inputs& in, Outputs& out) {
-  if (in[0].dtype() == complex64) {
-    eig_complex(p, in[0], out);
-    return;
-  }
-  dispatch_float(in[0].dtype(), "eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
+  dispatch_float<true>(in[0].dtype(), "eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
 }
 
 void run(const Eigh& p, const Inputs& in, Outputs& out) {

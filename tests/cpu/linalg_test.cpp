@@ -379,11 +379,11 @@ TEST_F(LinalgTest, ComplexSvdMatchesAndReconstructs) {
 // ---------------------------------------------------------------- eigenvalues
 
 TEST_F(LinalgTest, EigMatchesNumpy) {
-  for (auto dtype : kFloats) {
+  for (auto dtype : {float32, float64, complex64}) {
     SCOPED_TRACE(dtype_name(dtype));
-    for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{3, 5, 5}}) {
+    for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{3, 5, 5}, Shape{100, 100}}) {
       SCOPED_TRACE(shape_string(shape));
-      auto a = rand(shape, dtype);  // real, not symmetric: complex pairs appear
+      auto a = rand(shape, dtype);  // not symmetric: complex eigenvalues (in pairs, for real matrices)
       auto [w, v] = linalg::eig(transposed_layout(a));
       EXPECT_EQ(w.dtype(), complex64);
       EXPECT_EQ(v.dtype(), complex64);
@@ -393,31 +393,15 @@ TEST_F(LinalgTest, EigMatchesNumpy) {
       expect_numpy(sorted, "np.sort_complex(np.linalg.eigvals(a))", {a});
       auto sorted_values = test::from_host(numpy_ref("np.sort_complex(a)", {linalg::eigvals(a)}));
       expect_numpy(sorted_values, "np.sort_complex(np.linalg.eigvals(a))", {a});
-      // A v = v diag(w), unit columns; complex64 outputs limit float64 to single precision here.
-      expect_small("a @ b - b * c[..., None, :]", {a, v, w}, float32);
+      // A v = v diag(w), unit columns; complex64 outputs limit float64 to single precision here, and float32
+      // residuals grow with n.
+      const std::string scale = shape.back() > 10 ? "0.1" : "1";
+      expect_small("(a @ b - b * c[..., None, :]) * " + scale, {a, v, w}, float32);
       expect_small("np.linalg.norm(a, axis=-2) - 1", {v}, float32);
     }
   }
   auto rotation = array({0.0F, -1.0F, 1.0F, 0.0F}, {2, 2});
   expect_numpy(linalg::eigvals(rotation), "np.linalg.eigvals(a)", {rotation});
-}
-
-TEST_F(LinalgTest, ComplexEigMatchesNumpy) {
-  for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{3, 5, 5}, Shape{100, 100}}) {
-    SCOPED_TRACE(shape_string(shape));
-    auto a = rand(shape, complex64);
-    auto [w, v] = linalg::eig(transposed_layout(a));
-    EXPECT_EQ(w.dtype(), complex64);
-    EXPECT_EQ(v.dtype(), complex64);
-    EXPECT_EQ(w.shape(), Shape(shape.begin(), shape.end() - 1));
-    auto sorted = test::from_host(numpy_ref("np.sort_complex(a)", {w}));
-    expect_numpy(sorted, "np.sort_complex(np.linalg.eigvals(a))", {a});
-    auto sorted_values = test::from_host(numpy_ref("np.sort_complex(a)", {linalg::eigvals(a)}));
-    expect_numpy(sorted_values, "np.sort_complex(np.linalg.eigvals(a))", {a});
-    const double scale = shape.back() > 10 ? 0.1 : 1.0;
-    expect_small("(a @ b - b * c[..., None, :]) * " + std::to_string(scale), {a, v, w}, float32);
-    expect_small("np.linalg.norm(a, axis=-2) - 1", {v}, float32);
-  }
 }
 
 TEST_F(LinalgTest, ComplexEighMatchesNumpy) {
