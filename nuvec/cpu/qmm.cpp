@@ -14,17 +14,13 @@
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
 // and rounded once to x's dtype.
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/highway.h>
-
 #include <algorithm>
 #include <utility>
 #include <vector>
 
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/gemm.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/quantized.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -33,7 +29,6 @@ namespace nuvec::cpu {
 
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;
 using quant::Matrix;
 
 constexpr int64_t gemm_rows = 32;       // from this many rows of x, dequantize tiles and call the sgemm
