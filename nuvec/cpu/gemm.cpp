@@ -41,7 +41,6 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/shape.h"
 #include "nuvec/cpu/copy.h"
-#include "nuvec/cpu/library_threads.h"
 #include "nuvec/cpu/onednn.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -78,42 +77,11 @@ OmpSetNumThreads omp_setter() {
 
 }  // namespace
 
-namespace {
-
-std::mutex blas_mutex;  // guards the two below and OpenBLAS's thread count
-int blas_threads = 0;   // the count last given to OpenBLAS (0: none yet)
-int serial_blas = 0;    // live SerialBlas guards
-
-void set_blas_threads(int n) {
-  if (blas_threads != n) {
-    openblas_set_num_threads(n);
-    blas_threads = n;
-  }
-}
-
-}  // namespace
-
-SerialBlas::SerialBlas() {
-  const std::lock_guard lock(blas_mutex);
-  if (serial_blas++ == 0) {
-    set_blas_threads(1);
-  }
-}
-
-SerialBlas::~SerialBlas() {
-  const std::lock_guard lock(blas_mutex);
-  if (--serial_blas == 0) {
-    set_blas_threads(num_threads());
-  }
-}
-
 void sync_library_threads() {
   const int n = num_threads();
-  {
-    const std::lock_guard lock(blas_mutex);
-    if (serial_blas == 0) {  // else a small LAPACK call is running: products on other threads run serial meanwhile
-      set_blas_threads(n);
-    }
+  static std::atomic<int> blas_threads{0};
+  if (blas_threads.exchange(n, std::memory_order_relaxed) != n) {
+    openblas_set_num_threads(n);
   }
   // OpenMP keeps the thread count per calling thread.
   thread_local int omp_threads = 0;

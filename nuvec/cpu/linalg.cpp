@@ -28,7 +28,7 @@
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/lapack.h"
-#include "nuvec/cpu/library_threads.h"
+#include "nuvec/cpu/serial_blas.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {

@@ -4,11 +4,12 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
-#include "nuvec/cpu/library_threads.h"  // sync_library_threads
-
 namespace nuvec::cpu {
 
 /// The CPU engine every oneDNN primitive of nuvec runs on.
 dnnl::engine& engine();
+
+/// Gives OpenBLAS and oneDNN nuvec's thread count before a call (cheap when unchanged).
+void sync_library_threads();
 
 }  // namespace nuvec::cpu
