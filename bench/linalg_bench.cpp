@@ -64,7 +64,11 @@ int main(int argc, char** argv) {
   }
   using Op = std::function<std::vector<array>(const array&)>;
   const std::vector<std::pair<std::string, Op>> ops{
-      {"eigh", [](const array& a) { auto [w, v] = nuvec::linalg::eigh(a); return std::vector<array>{w, v}; }},
+      {"eigh",
+       [](const array& a) {
+         auto [w, v] = nuvec::linalg::eigh(a);
+         return std::vector<array>{w, v};
+       }},
       {"eigvalsh", [](const array& a) { return std::vector<array>{nuvec::linalg::eigvalsh(a)}; }},
       {"svd", [](const array& a) { return nuvec::linalg::svd(a); }},
       {"inv", [](const array& a) { return std::vector<array>{nuvec::linalg::inv(a)}; }},

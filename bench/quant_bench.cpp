@@ -2,7 +2,8 @@
 //
 //   bandwidth copy_gbs=G threads=T                        STREAM-like copy of 512 MiB (read + write counted), best of 7
 //   row NAME median_ms=T floor_ms=F ratio=R ...          decode rows: floor = packed weights + scales + biases / copy
-//   row NAME median_ms=T f32_ms=F ratio=R                prefill rows (transpose t and nt): against matmul(x, w_float.T)
+//   row NAME median_ms=T f32_ms=F ratio=R                prefill rows (t: transpose, nt: not): against
+//                                                        matmul(x, w_float.T)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30).
 
@@ -121,8 +122,8 @@ int main(int argc, char** argv) {
     for (bool transpose : {true, false}) {
       const double ms = time_ms(std::max(3, reps / 6),
                                 [&] { return nuvec::quantized_matmul(xp, q[0], q[1], q[2], transpose, 64, bits); });
-      std::printf("row prefill_%dbit_%s_512x4096x4096 median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n",
-                  bits, transpose ? "t" : "nt", ms, f32_ms, ms / f32_ms, deq_ms);
+      std::printf("row prefill_%dbit_%s_512x4096x4096 median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n", bits,
+                  transpose ? "t" : "nt", ms, f32_ms, ms / f32_ms, deq_ms);
     }
   }
   return 0;

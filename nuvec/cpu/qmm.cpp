@@ -6,9 +6,9 @@
 //     word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5- and 6-bit
 //     codes take a generic path (unpack a row to floats, then SIMD dot products).
 //   - few rows, w (K, N): 2, 4 and 8 bits give each task a block of columns (up to 1 KiB of packed words a row) and
-//     stream it down the K rows with the sums in registers: per vector of packed words, one accumulator per code position and
-//     one for the bias, each lane scaled by its own group; the other widths give each thread a range of columns and
-//     walk the K rows unpacking its slice of each.
+//     stream it down the K rows with the sums in registers: per vector of packed words, one accumulator per code
+//     position and one for the bias, each lane scaled by its own group; the other widths give each thread a range of
+//     columns and walk the K rows unpacking its slice of each.
 //   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm (for
 //     w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K order of the decode path, x reordered to match).
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
@@ -313,8 +313,8 @@ template <int Bits, int GroupSize, class DF>
 struct ColumnDecode {
   static constexpr int values_per_word = 32 / Bits;
   static constexpr int words_per_group = GroupSize * Bits / 32;
-  static constexpr int sums = values_per_word + 1;                  // accumulators per x row: codes, then bias
-  static constexpr int registers = HWY_TARGET <= HWY_AVX3 ? 32 : 16;  // vector registers of the target
+  static constexpr int sums = values_per_word + 1;                           // accumulators per x row: codes, then bias
+  static constexpr int registers = HWY_TARGET <= HWY_AVX3 ? 32 : 16;         // vector registers of the target
   static constexpr int rows_per_pass = std::max(1, (registers - 8) / sums);  // x rows whose sums stay in registers
   static constexpr int64_t block_lines = 16;     // lines per task: 1 KiB of each row with 64-byte vectors
   static constexpr int64_t chunk_rows = 32;      // K rows per pass over the block (their scales converted at once)
@@ -643,8 +643,15 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
     std::vector<float> storage;
     const int64_t n = o.shape(-1);
     const Rows x{float_rows(in[0], storage), static_cast<int64_t>(o.size()) / n, in[0].shape(-1)};
-    const Matrix m{quant::data_of<const uint32_t>(w), scales.raw_data(), biases.raw_data(), w.shape(-2),
-                   p.transpose ? x.k : n, p.bits, p.group_size, load, static_cast<int>(scales.itemsize())};
+    const Matrix m{quant::data_of<const uint32_t>(w),
+                   scales.raw_data(),
+                   biases.raw_data(),
+                   w.shape(-2),
+                   p.transpose ? x.k : n,
+                   p.bits,
+                   p.group_size,
+                   load,
+                   static_cast<int>(scales.itemsize())};
     product(x, m, p.transpose, dst);
   });
 }

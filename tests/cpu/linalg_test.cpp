@@ -417,8 +417,8 @@ TEST_F(LinalgTest, ComplexEighMatchesNumpy) {
       EXPECT_EQ(values.dtype(), float32);
       expect_numpy(values, "np.linalg.eigvalsh(a, UPLO='" + uplo + "')", {a});
       const std::string half = uplo == "L" ? "np.tril(a, -1)" : "np.triu(a, 1)";
-      const std::string hermitian = "(" + half + " + np.conj(np.swapaxes(" + half +
-                                    ", -1, -2)) + np.real(a) * np.eye(a.shape[-1]))";
+      const std::string hermitian =
+          "(" + half + " + np.conj(np.swapaxes(" + half + ", -1, -2)) + np.real(a) * np.eye(a.shape[-1]))";
       const double scale = shape.back() > 10 ? 0.1 : 1.0;
       expect_small("(" + hermitian + " @ b - b * c[..., None, :]) * " + std::to_string(scale), {a, v, w}, float32);
       expect_small("(np.conj(np.swapaxes(a, -1, -2)) @ a - np.eye(a.shape[-1])) * " + std::to_string(scale), {v},
@@ -603,9 +603,13 @@ TEST_F(LinalgTest, ArgumentErrors) {
   EXPECT_EQ(error_of([&] { linalg::eig(rect); }), "[linalg::eig] Only defined for square matrices; got shape (2,3).");
   EXPECT_EQ(error_of([&] { linalg::eigvalsh(ints); }),
             "[linalg::eigvalsh] Arrays must have type float32, float64 or complex64; got int32.");
-  EXPECT_EQ(error_of([&] { linalg::svd(zeros({2, 2}, float16)); }),
+  EXPECT_EQ(error_of([&] {
+              linalg::svd(zeros({2, 2}, float16));
+            }),
             "[linalg::svd] Arrays must have type float32, float64 or complex64; got float16.");
-  EXPECT_EQ(error_of([&] { linalg::inv(zeros({2, 2}, complex64)); }),
+  EXPECT_EQ(error_of([&] {
+              linalg::inv(zeros({2, 2}, complex64));
+            }),
             "[linalg::inv] Arrays must have type float32 or float64; got complex64.");
   EXPECT_EQ(error_of([&] { linalg::eigh(zeros({3, 3}), "X"); }), "[linalg::eigh] UPLO must be 'L' or 'U'; got 'X'.");
   EXPECT_EQ(error_of([&] {

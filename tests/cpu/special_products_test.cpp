@@ -1,8 +1,9 @@
 // kron, vecdot, block_masked_mm, gather_mm, segmented_mm and hadamard_transform against NumPy: np.kron; vecdot as
 // sum(conj(a) * b) (NumPy 1.24 has no np.vecdot); block-masked products with the masks expanded to elements;
 // gather_mm as indexed matmuls; segmented_mm as a loop over slices; the Hadamard matrix built by Sylvester's
-// construction (Kronecker times Paley's second one for 12, 20 and 28 times a power of two). Over float32/float64/bfloat16 (and integers where the op takes them), strided inputs, broadcast
-// batches, empty operands and the error messages.
+// construction (Kronecker times Paley's second one for 12, 20 and 28 times a power of two). Over
+// float32/float64/bfloat16 (and integers where the op takes them), strided inputs, broadcast batches, empty operands
+// and the error messages.
 
 #include <gtest/gtest.h>
 
@@ -413,7 +414,7 @@ TEST_F(SpecialProductsTest, HadamardMatchesSylvester) {
 /// scale * x @ (H_m (x) H_p).T for n = m * p: H_m from Paley's second construction over GF(q), q = m / 2 - 1 (GF(9)
 /// as pairs (a, b) = a + b i with i^2 = -1, numbered a + 3 b), H_p from Sylvester's; in float64, cast to `dtype`.
 std::string paley_reference(int m, int p, const std::string& scale, Dtype dtype) {
-  return "q = " + std::to_string(m / 2 - 1) + "\n" +
+  return "q = " + std::to_string(m / 2 - 1) + "\np = " + std::to_string(p) + "\nscale = " + scale + "\n" +
          "if q == 9:\n"
          "    els = [(a, b) for b in range(3) for a in range(3)]\n"
          "    sub = lambda x, y: ((x[0] - y[0]) % 3, (x[1] - y[1]) % 3)\n"
@@ -431,9 +432,10 @@ std::string paley_reference(int m, int p, const std::string& scale, Dtype dtype)
          "        c[1 + i, 1 + j] = 0 if d == els[0] else (1 if d in sq else -1)\n"
          "hm = np.kron(c, [[1, 1], [1, -1]]) + np.kron(np.eye(q + 1), [[1, -1], [-1, -1]])\n"
          "hp = np.ones((1, 1))\n"
-         "while hp.shape[0] < " + std::to_string(p) + ":\n"
+         "while hp.shape[0] < p:\n"
          "    hp = np.block([[hp, hp], [hp, -hp]])\n"
-         "out = (a.astype(np.float64) @ np.kron(hm, hp).T * " + scale + ").astype(" + np_type(dtype) + ")";
+         "out = (a.astype(np.float64) @ np.kron(hm, hp).T * scale).astype(" +
+         np_type(dtype) + ")";
 }
 
 TEST_F(SpecialProductsTest, HadamardPaleySizes) {
@@ -470,11 +472,15 @@ TEST_F(SpecialProductsTest, HadamardPaleySizes) {
 
 TEST_F(SpecialProductsTest, HadamardErrors) {
   for (int n : {3, 36, 44, 60, 24 * 3}) {
-    EXPECT_EQ(error_of([n] { hadamard_transform(zeros({2, n})); }),
+    EXPECT_EQ(error_of([n] {
+                hadamard_transform(zeros({2, n}));
+              }),
               "[hadamard_transform] The last dimension must be m * 2^k with m 1, 12, 20 or 28; got shape (2," +
                   std::to_string(n) + ").");
   }
-  EXPECT_EQ(error_of([] { hadamard_transform(zeros({2, 0})); }),
+  EXPECT_EQ(error_of([] {
+              hadamard_transform(zeros({2, 0}));
+            }),
             "[hadamard_transform] Does not support empty arrays; got shape (2,0).");
 }
 

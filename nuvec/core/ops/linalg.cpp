@@ -36,8 +36,8 @@ void check_float(Dtype dtype, const char* op) {
 /// svd and the eigenvalue ops also take complex64 (LAPACK's c* routines).
 void check_float_or_complex(Dtype dtype, const char* op) {
   if (dtype != float32 && dtype != float64 && dtype != complex64) {
-    throw_invalid(tag(op) + "Arrays must have type float32, float64 or complex64; got " + std::string(dtype_name(dtype)) +
-                  ".");
+    throw_invalid(tag(op) + "Arrays must have type float32, float64 or complex64; got " +
+                  std::string(dtype_name(dtype)) + ".");
   }
 }
 

@@ -236,8 +236,8 @@ array hadamard_transform(const array& a, std::optional<float> scale, StreamOrDev
   const float factor = scale.value_or(1.0F / std::sqrt(static_cast<float>(n)));
   const Dtype dtype = is_floating(a.dtype()) ? a.dtype() : float32;
   const bool supported = is_power_of_two(n) || std::ranges::any_of(std::array{12, 20, 28}, [n](int m) {
-                            return n % m == 0 && is_power_of_two(n / m);
-                          });
+                           return n % m == 0 && is_power_of_two(n / m);
+                         });
   if (!supported) {
     throw_invalid("[hadamard_transform] The last dimension must be m * 2^k with m 1, 12, 20 or 28; got shape " +
                   shape_string(a.shape()) + ".");
