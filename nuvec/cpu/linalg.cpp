@@ -9,7 +9,7 @@
 // trans = 'T'). Outputs are row-contiguous, written by small transposing loops.
 //
 // Threads: LAPACK is called per matrix. Up to serial_matrix rows, OpenBLAS is kept on the calling thread (a
-// SerialBlas guard): its threads made eigh 3x slower at n = 8 to 128 and 1.5x at 256 on a 2-core machine (see
+// SerialBlas guard): its threads made eigh 1.4 to 3x slower up to n = 256 on a 2-core machine (see
 // bench/README.md). Batches of small matrices (up to small_matrix rows) are split across nuvec's thread pool; larger
 // matrices run one after the other, and above serial_matrix OpenBLAS threads inside each call (its count follows
 // nuvec's: see gemm.cpp).
