@@ -119,7 +119,16 @@ TEST_F(LinalgTest, EmptyBatchesAndMatrices) {
     auto x = linalg::solve(a, zeros({shape[0], shape[1], 2}, float32));
     EXPECT_EQ(x.shape(), (Shape{shape[0], shape[1], 2}));
     x.eval();
+    auto c = zeros(shape, complex64);
+    auto complex_usv = linalg::svd(c);
+    auto [w, v] = linalg::eigh(c);
+    auto [ew, ev] = linalg::eig(c);
+    eval({complex_usv[0], complex_usv[1], complex_usv[2], w, v, ew, ev});
+    EXPECT_EQ(w.shape(), (Shape{shape[0], shape[1]}));
   }
+  // The identity factors of an empty complex SVD.
+  auto complex_wide = zeros({0, 3}, complex64);
+  expect_numpy(linalg::svd(complex_wide)[2], "np.linalg.svd(a)[2]", {complex_wide});
   // Empty matrices: NumPy's det of a 0x0 matrix is 1, its SVD has identity factors.
   auto e = zeros({2, 0, 0}, float64);
   expect_numpy(linalg::det(e), "np.linalg.det(a)", {e});
