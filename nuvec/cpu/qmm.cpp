@@ -336,8 +336,12 @@ struct ColumnDecode {
     const auto lanes = static_cast<int64_t>(hn::Lanes(df));
     const auto mask = hn::Set(du, (1U << Bits) - 1U);
     const auto table = hn::SetTableIndices(df, lane_group);
+    // Every loop over the sums is unrolled, so that they become registers: as an array indexed at run time they would
+    // stay in memory, stored after every update (float loads may alias Highway's vector types).
     V a[R][sums];
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 32
       for (int j = 0; j < sums; ++j) {
         a[r][j] = hn::LoadU(df, acc + r * acc_stride + j * lanes);
       }
@@ -348,6 +352,7 @@ struct ColumnDecode {
       const V scale = hn::TableLookupLanes(hn::LoadU(df, sbk), table);
       const V bias = hn::TableLookupLanes(hn::LoadU(df, sbk + bias_at), table);
       V coef[R];
+#pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         const V xv = hn::Set(df, x[r * ldx + k]);
         coef[r] = hn::Mul(xv, scale);
@@ -355,12 +360,15 @@ struct ColumnDecode {
       }
       unroll<values_per_word>([&]<int J>() {
         const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
+#pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           a[r][J] = hn::MulAdd(q, coef[r], a[r][J]);
         }
       });
     }
+#pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 32
       for (int j = 0; j < sums; ++j) {
         hn::StoreU(a[r][j], df, acc + r * acc_stride + j * lanes);
       }
@@ -415,14 +423,17 @@ struct ColumnDecode {
             const float* sbl = sb.data() + (line0 + line) * lanes / words_per_group - g0;
             float* a = acc.data() + line * sums * lanes;
             int64_t r = 0;
-            for (; r + rows_per_pass <= x.count; r += rows_per_pass) {
-              pass<rows_per_pass>(x.x + r * x.k + k0, x.k, w, words, sbl, sb_stride, bias_at, rows, lane_group.data(),
-                                  a + r * acc_stride, acc_stride);
+            auto passes = [&]<int R>() {
+              for (; r + R <= x.count; r += R) {
+                pass<R>(x.x + r * x.k + k0, x.k, w, words, sbl, sb_stride, bias_at, rows, lane_group.data(),
+                        a + r * acc_stride, acc_stride);
+              }
+            };
+            passes.template operator()<rows_per_pass>();
+            if constexpr (rows_per_pass > 2) {
+              passes.template operator()<2>();  // the rest two at a time, then one
             }
-            for (; r < x.count; ++r) {
-              pass<1>(x.x + r * x.k + k0, x.k, w, words, sbl, sb_stride, bias_at, rows, lane_group.data(),
-                      a + r * acc_stride, acc_stride);
-            }
+            passes.template operator()<1>();
           }
         }
         // Lane l's j-th sum is column (line start) + l * values_per_word + j; its bias sum adds to all of them.

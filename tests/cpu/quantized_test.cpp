@@ -240,11 +240,11 @@ TEST_F(QuantizedTest, QuantizedMatmulDtypesAndLayouts) {
 TEST_F(QuantizedTest, QuantizedMatmulSplitAcrossTasks) {
   // Shapes that split the decode paths into several tasks (of columns, or of K rows), with a short last one; for
   // w (K, N): rows of whole vectors or not (N = 1088, 192), K split into parts (1100, 600) or not, and x row counts
-  // around the number of rows kept in registers at once.
-  for (auto [transpose, k, n] : {std::tuple{true, 512, 601}, std::tuple{false, 64, 1088}, std::tuple{false, 300, 192},
-                                 std::tuple{false, 1100, 1088}, std::tuple{false, 600, 2048}}) {
+  // that take every number of rows kept in registers at once (4, 2 and 1 for 8 bits: 7 = 4 + 2 + 1).
+  for (auto [transpose, k, n, rows] :
+       {std::tuple{true, 512, 601, 2}, std::tuple{false, 64, 1088, 1}, std::tuple{false, 300, 192, 7},
+        std::tuple{false, 1100, 1088, 3}, std::tuple{false, 600, 2048, 6}}) {
     for (int bits : {4, 8, 6, 2}) {
-      const int rows = transpose ? 2 : pick(1, 7);
       SCOPED_TRACE("transpose=" + std::to_string(transpose) + " bits=" + std::to_string(bits) +
                    " k=" + std::to_string(k) + " n=" + std::to_string(n) + " rows=" + std::to_string(rows));
       auto w = rand(transpose ? Shape{n, k} : Shape{k, n}, float32);
