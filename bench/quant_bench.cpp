@@ -5,7 +5,8 @@
 //   row NAME median_ms=T f32_ms=F ratio=R                prefill rows (t: transpose, nt: not): against
 //                                                        matmul(x, w_float.T)
 //
-// Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30).
+// Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
+// --rows N (rows of x in the decode rows, default 1; below 32, where the sgemm path starts).
 
 #include <nuvec/cpu/thread_pool.h>
 #include <nuvec/nuvec.h>
@@ -83,13 +84,20 @@ double time_ms(int reps, const std::function<array()>& fn) {
 
 int main(int argc, char** argv) {
   int reps = 30;
+  int rows = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--rows" && i + 1 < argc) {
+      rows = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--reps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--rows N]\n", argv[0]);
       return 2;
     }
+  }
+  if (reps < 1 || rows < 1) {
+    std::fprintf(stderr, "%s: --reps and --rows must be at least 1\n", argv[0]);
+    return 2;
   }
   const int threads = nuvec::cpu::num_threads();
   const double gbs = copy_gbs(threads);
@@ -99,7 +107,7 @@ int main(int argc, char** argv) {
   constexpr int k = 4096;
   constexpr int n = 4096;
   auto w = random_matrix({n, k}, rng);
-  auto x = random_matrix({1, k}, rng);
+  auto x = random_matrix({rows, k}, rng);
   for (int bits : {4, 8}) {
     auto q = nuvec::quantize(w, 64, bits);
     nuvec::eval(q);
@@ -108,8 +116,8 @@ int main(int argc, char** argv) {
     for (bool transpose : {true, false}) {
       const double ms =
           time_ms(reps, [&] { return nuvec::quantized_matmul(x, q[0], q[1], q[2], transpose, 64, bits); });
-      std::printf("row decode_%dbit_%s median_ms=%.3f floor_ms=%.3f ratio=%.2f weight_gbs=%.2f\n", bits,
-                  transpose ? "t" : "nt", ms, floor_ms, ms / floor_ms, bytes / (ms * 1e-3) / 1e9);
+      std::printf("row decode_%dbit_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f weight_gbs=%.2f\n", bits,
+                  transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms, bytes / (ms * 1e-3) / 1e9);
     }
   }
 
