@@ -31,11 +31,6 @@ nv::array cross_entropy(const nv::array& logits, const nv::array& labels) {
   return nv::mean(nv::logsumexp(logits, -1, true) - picked);
 }
 
-nv::array gelu_tanh(const nv::array& x) {
-  auto inner = (x + x * x * x * 0.044715F) * 0.7978845608F;
-  return x * 0.5F * (nv::tanh(inner) + 1.0F);
-}
-
 struct Model {
   std::string name;
   V params;
@@ -90,7 +85,7 @@ Model transformer_block() {
     auto merged = nv::reshape(nv::transpose(attn, {0, 2, 1, 3}), {batch, tokens, dim});
     x = x + linear(merged, p[4], p[5]);
     h = nv::fast::layer_norm(x, p[6], p[7], 1e-5F);
-    x = x + linear(gelu_tanh(linear(h, p[8], p[9])), p[10], p[11]);
+    x = x + linear(nv::nn::gelu_approx(linear(h, p[8], p[9])), p[10], p[11]);
     return nv::mean(nv::square(x));
   };
   return {"transformer_block_b8_l128_d256", params, data, loss};

@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """Forward plus backward of an MLP and a transformer block, nuvec against PyTorch on the CPU, in one run.
 
-    python3 bench/training_vs_torch.py [--bench build/release/bench/training_bench] [--threads 2] [--reps 15]
-                                       [--markdown]
+    python3 bench/training_vs_torch.py [--bench build/release/bench/training_bench] [--threads 2]
+                                       [--torch-threads 1] [--reps 15] [--rounds 2] [--markdown]
 
-training_bench times nuvec; this script then times PyTorch (Debian's python3-torch under /usr/bin/python3) on the
-same models with torch.set_num_threads(--threads): a 4-layer MLP (batch 256, width 1024, ReLU, cross-entropy
+training_bench times nuvec on --threads threads; this script then times PyTorch (Debian's python3-torch under
+/usr/bin/python3) on the same models with torch.set_num_threads(--torch-threads). The default pairs nuvec on two
+threads with PyTorch's "1 thread", its fastest setting on a 2-core machine: its oneDNN GEMMs still use both cores
+there, and set_num_threads(2) runs 2-3x slower. The models: a 4-layer MLP (batch 256, width 1024, ReLU, cross-entropy
 over 10 classes) and a pre-norm transformer block (batch 8, 128 tokens, width 256, 4 heads, causal attention
 written out, as torch 1.13 has no fused attention, GELU tanh MLP of width 1024; loss mean(out^2)). One step is
 the loss and every parameter's gradient (nuvec: value_and_grad then eval; torch: forward, backward, gradients
 zeroed by set_to_none). Then two whole training steps, optimizer included: nuvec train's CNN (batch 64 of 28x28
 images, Adam; the epoch time is 938 such steps) and nuvec gpt's byte-level GPT (4 layers, width 128, 4 heads,
 batch 32 x 128 bytes, AdamW, gradient clipping at norm 1; tokens per second = 4096 / step time). Two warm-up
-steps, then the median of --reps steps. ratio = nuvec / torch (below 1: nuvec is faster).
+steps, then the median of --reps steps; both sides run --rounds times, alternating, and keep their best median (a
+busy machine slows one round, rarely all). ratio = nuvec / torch (below 1: nuvec is faster).
 """
 
 import argparse
@@ -177,20 +180,29 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bench", default=str(DEFAULT_BENCH))
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
 
     env = dict(os.environ)
     env["NUVEC_NUM_THREADS"] = str(args.threads)
-    print("timing nuvec ...", file=sys.stderr)
-    nuvec = parse(subprocess.run([args.bench, "--reps", str(args.reps)], check=True, capture_output=True, text=True,
-                                 env=env).stdout.splitlines())
-    print("timing torch ...", file=sys.stderr)
     torch_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     torch_env["PYTHONPATH"] = TORCH_PATH
-    torch = parse(subprocess.run([TORCH_PYTHON, __file__, "--torch-worker", str(args.threads), str(args.reps)],
-                                 check=True, capture_output=True, text=True, env=torch_env).stdout.splitlines())
+    nuvec, torch = {}, {}
+
+    def keep_best(best, rows):
+        for name, ms in rows.items():
+            best[name] = min(ms, best.get(name, ms))
+    for round_index in range(args.rounds):
+        print("round %d: timing nuvec ..." % (round_index + 1), file=sys.stderr)
+        keep_best(nuvec, parse(subprocess.run([args.bench, "--reps", str(args.reps)], check=True,
+                                              capture_output=True, text=True, env=env).stdout.splitlines()))
+        print("round %d: timing torch ..." % (round_index + 1), file=sys.stderr)
+        keep_best(torch, parse(subprocess.run(
+            [TORCH_PYTHON, __file__, "--torch-worker", str(args.torch_threads), str(args.reps)], check=True,
+            capture_output=True, text=True, env=torch_env).stdout.splitlines()))
     header = ["model", "nuvec ms", "torch ms", "ratio", "per epoch / throughput (nuvec vs torch)"]
 
     def extra(name):

@@ -14,6 +14,7 @@
 #include "nuvec/core/linalg.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/print.h"
+#include "nuvec/core/profile.h"
 #include "nuvec/core/random.h"
 #include "nuvec/core/shape.h"
 #include "nuvec/core/transforms.h"

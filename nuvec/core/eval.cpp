@@ -1,6 +1,7 @@
 #include "nuvec/core/eval.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -8,6 +9,8 @@
 #include <thread>
 
 #include "nuvec/core/backend.h"
+#include "nuvec/core/profile.h"
+#include "nuvec/core/profile_hook.h"
 
 namespace nuvec {
 
@@ -195,7 +198,13 @@ void run_node(const array& a) {
     }
   }
   try {
-    detail::eval_cpu(a.primitive(), inputs, outputs);
+    if (profile::enabled()) {
+      auto start = std::chrono::steady_clock::now();
+      detail::eval_cpu(a.primitive(), inputs, outputs);
+      profile::detail::record(a, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    } else {
+      detail::eval_cpu(a.primitive(), inputs, outputs);
+    }
   } catch (...) {
     for (auto& out : outputs) {
       out.set_failed(std::current_exception());

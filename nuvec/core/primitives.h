@@ -475,6 +475,36 @@ struct ScaledDotProductAttention {
   friend bool operator==(const ScaledDotProductAttention&, const ScaledDotProductAttention&) = default;
 };
 
+/// The vjp of RMSNorm in one pass per row: inputs x[, weight], the output's cotangent; outputs dx[, dweight].
+struct RMSNormVJP {
+  static constexpr std::string_view name = "RMSNormVJP";
+  static constexpr Family family = Family::other;
+  float eps;
+  bool has_weight;
+  friend bool operator==(const RMSNormVJP&, const RMSNormVJP&) = default;
+};
+/// The vjp of LayerNorm in one pass per row: inputs x[, weight][, bias], the output's cotangent; outputs dx[,
+/// dweight][, dbias].
+struct LayerNormVJP {
+  static constexpr std::string_view name = "LayerNormVJP";
+  static constexpr Family family = Family::other;
+  float eps;
+  bool has_weight;
+  bool has_bias;
+  friend bool operator==(const LayerNormVJP&, const LayerNormVJP&) = default;
+};
+/// The vjp of ScaledDotProductAttention, recomputing the weights block by block instead of storing them: inputs
+/// q, k, v[, mask][, sinks], the output's cotangent; outputs dq, dk, dv[, dsinks] (a mask gets no cotangent).
+struct ScaledDotProductAttentionVJP {
+  static constexpr std::string_view name = "ScaledDotProductAttentionVJP";
+  static constexpr Family family = Family::other;
+  float scale;
+  bool causal;
+  AttentionMask mask;
+  bool has_sinks;
+  friend bool operator==(const ScaledDotProductAttentionVJP&, const ScaledDotProductAttentionVJP&) = default;
+};
+
 /// A chain of element-wise primitives that compile fused into one generated kernel. Inputs: the arrays the chain
 /// reads; outputs: its values used outside the chain. Transforms go through the unfused tape it replaced.
 struct Compiled {
@@ -682,7 +712,7 @@ using Primitive = std::variant<
     // convolution
     Convolution,
     // fast
-    RMSNorm, LayerNorm, RoPE, ScaledDotProductAttention,
+    RMSNorm, LayerNorm, RoPE, ScaledDotProductAttention, RMSNormVJP, LayerNormVJP, ScaledDotProductAttentionVJP,
     // indexing
     Gather, GatherAxis, Scatter, ScatterAxis, MaskedScatter, SliceUpdate, DynamicSlice, DynamicSliceUpdate,
     // linear algebra

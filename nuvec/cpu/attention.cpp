@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/attention.h"
 #include "nuvec/cpu/elementwise.h"
 #include "nuvec/cpu/kernels.h"
 
@@ -42,18 +43,6 @@ constexpr int64_t target_rows = 64;  // rows (query heads x queries) per work it
 constexpr int64_t tiled_min_rows = 4;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-/// Element offsets of a (B, N, L, D) array.
-struct Layout4 {
-  const void* data;
-  int64_t b, h, l, d;
-  explicit Layout4(const array& a)
-      : data(a.raw_data()), b(a.strides(0)), h(a.strides(1)), l(a.strides(2)), d(a.strides(3)) {}
-  template <class T>
-  [[nodiscard]] const T* at(int64_t bi, int64_t hi, int64_t li) const {
-    return static_cast<const T*>(data) + bi * b + hi * h + li * l;
-  }
-};
 
 template <class A>
 A dot(const A* x, const A* y, int64_t n) {
@@ -401,35 +390,7 @@ struct AttentionKernel {
 
   /// Applies the causal limit or the mask to the scores of query `i` of head `h` against keys [j0, j0 + kb).
   void apply_mask(int64_t b, int64_t h, int64_t i, int64_t j0, int64_t kb, A* s) const {
-    const A lowest = std::numeric_limits<A>::lowest();
-    if (p.causal) {
-      for (int64_t j = std::max<int64_t>(0, i + offset + 1 - j0); j < kb; ++j) {
-        s[j] = lowest;
-      }
-      return;
-    }
-    switch (p.mask) {
-      case AttentionMask::none:
-        return;
-      case AttentionMask::boolean: {
-        const array& mask = in[3];
-        const bool* mp = mask.data<bool>() + b * mask.strides(0) + h * mask.strides(1) + i * mask.strides(2);
-        const int64_t ms = mask.strides(3);
-        for (int64_t j = 0; j < kb; ++j) {
-          s[j] = mp[(j0 + j) * ms] ? s[j] : lowest;
-        }
-        return;
-      }
-      case AttentionMask::additive: {
-        const array& mask = in[3];
-        const T* mp = mask.data<T>() + b * mask.strides(0) + h * mask.strides(1) + i * mask.strides(2);
-        const int64_t ms = mask.strides(3);
-        for (int64_t j = 0; j < kb; ++j) {
-          s[j] += static_cast<A>(mp[(j0 + j) * ms]);
-        }
-        return;
-      }
-    }
+    mask_scores<T>(p.causal, p.mask, p.mask == AttentionMask::none ? nullptr : &in[3], offset, b, h, i, j0, kb, s);
   }
 };
 

@@ -37,6 +37,7 @@ struct ConvEntry {
   memory::desc user_weights;
   memory::desc weights;  // the layout the primitive reads
   memory::desc dst;
+  memory::desc scratchpad;  // each execution brings its own (scratchpad_mode::user, see onednn.h)
   dnnl::primitive primitive;
   std::optional<dnnl::reorder> weights_reorder;  // user_weights -> weights, when they differ
 };
@@ -83,7 +84,8 @@ ConvEntry create(const ConvKey& key, const ConvGeometry& g) {
   memory::desc any_weights(wt_dims, dt, tag::any);
   const auto forward = dnnl::prop_kind::forward_inference;
   const auto dilates = tail(g.kernel_dilation, s, -1);
-  ConvEntry entry{src, user_weights, {}, dst, {}, std::nullopt};
+  ConvEntry entry{src, user_weights, {}, dst, {}, {}, std::nullopt};
+  const auto attr = user_scratchpad();
   if (key.transposed) {
     // Output position o gathers input i through tap k where o = i * stride - pad_l + k * dilation.
     memory::dims pad_l;
@@ -95,19 +97,21 @@ ConvEntry create(const ConvKey& key, const ConvGeometry& g) {
     }
     dnnl::deconvolution_forward::desc desc(forward, dnnl::algorithm::deconvolution_direct, src, any_weights, dst,
                                            tail(g.input_dilation, s), dilates, pad_l, pad_r);
-    dnnl::deconvolution_forward::primitive_desc pd(desc, engine());
+    dnnl::deconvolution_forward::primitive_desc pd(desc, attr, engine());
     entry.weights = pd.weights_desc();
+    entry.scratchpad = pd.scratchpad_desc();
     entry.primitive = dnnl::deconvolution_forward(pd);
   } else {
     dnnl::convolution_forward::desc desc(forward, dnnl::algorithm::convolution_direct, src, any_weights, dst,
                                          tail(g.stride, s), dilates, tail(g.pad_lo, s), tail(g.pad_hi, s));
-    dnnl::convolution_forward::primitive_desc pd(desc, engine());
+    dnnl::convolution_forward::primitive_desc pd(desc, attr, engine());
     entry.weights = pd.weights_desc();
+    entry.scratchpad = pd.scratchpad_desc();
     entry.primitive = dnnl::convolution_forward(pd);
   }
   if (entry.weights != user_weights) {
     entry.weights_reorder =
-        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_weights, engine(), entry.weights));
+        dnnl::reorder(dnnl::reorder::primitive_desc(engine(), user_weights, engine(), entry.weights, attr));
   }
   return entry;
 }
@@ -144,18 +148,8 @@ struct Buffer {
   allocator::Buffer buffer;
 };
 
-/// Runs the primitive for `g` (from the cache) on dense operands; false when oneDNN has no implementation.
-bool onednn_run(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out) {
-  static ConvCache cache;
-  sync_library_threads();
-  const bool transposed = g.input_dilation != std::array<int64_t, 3>{1, 1, 1};
-  const ConvKey key{num_threads(), dtype == bfloat16, transposed, g};
-  ConvEntry entry;
-  try {
-    entry = cache.get(key, g);
-  } catch (const dnnl::error&) {
-    return false;
-  }
+/// Runs a cached primitive on dense operands.
+void execute(const ConvEntry& entry, Dtype dtype, const void* in, const void* weight, void* out) {
   try {
     auto& eng = engine();
     thread_local dnnl::stream stream(eng);
@@ -167,13 +161,57 @@ bool onednn_run(const ConvGeometry& g, Dtype dtype, const void* in, const void* 
     if (entry.weights_reorder) {
       reordered.emplace(entry.weights.get_size());
       weights = memory(entry.weights, eng, reordered->buffer.raw_ptr());
-      entry.weights_reorder->execute(stream, user_weights, weights);
+      entry.weights_reorder->execute(stream, {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, weights}});
     }
-    entry.primitive.execute(stream, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    Buffer scratch(entry.scratchpad.get_size());
+    entry.primitive.execute(stream, {{DNNL_ARG_SRC, src},
+                                     {DNNL_ARG_WEIGHTS, weights},
+                                     {DNNL_ARG_DST, dst},
+                                     {DNNL_ARG_SCRATCHPAD, memory(entry.scratchpad, eng, scratch.buffer.raw_ptr())}});
     stream.wait();
   } catch (const dnnl::error& e) {
     throw_internal("[conv] oneDNN " + std::string(dtype_name(dtype)) + " convolution failed: " + e.what());
   }
+}
+
+/// Runs the primitive for `g` on dense operands; false when oneDNN has no implementation. The batch is split
+/// into one piece per thread of nuvec's pool, each a single-threaded primitive (see gemm.cpp on why oneDNN's
+/// OpenMP teams are avoided); a batch smaller than the thread count runs as one primitive on an OpenMP team.
+bool onednn_run(const ConvGeometry& g, Dtype dtype, const void* in, const void* weight, void* out) {
+  static ConvCache cache;
+  sync_library_threads();
+  const int threads = num_threads();
+  const int64_t pieces = g.batch >= threads ? threads : 1;
+  const int team = pieces == 1 ? threads : 1;
+  const bool transposed = g.input_dilation != std::array<int64_t, 3>{1, 1, 1};
+  auto part = [&](int64_t count) {
+    ConvGeometry sub = g;
+    sub.batch = count;
+    return std::pair{ConvKey{team, dtype == bfloat16, transposed, sub}, sub};
+  };
+  try {
+    set_onednn_threads(team);
+    for (int64_t count : {g.batch / pieces, (g.batch + pieces - 1) / pieces}) {
+      auto [key, sub] = part(count);
+      cache.get(key, sub);
+    }
+  } catch (const dnnl::error&) {
+    return false;
+  }
+  const auto item = static_cast<int64_t>(size_of(dtype));
+  const int64_t in_sample = g.c_in * g.in[0] * g.in[1] * g.in[2] * item;
+  const int64_t out_sample = g.c_out * g.out[0] * g.out[1] * g.out[2] * item;
+  parallel_for(static_cast<size_t>(pieces), 1, [&](size_t begin, size_t end) {
+    set_onednn_threads(team);
+    for (auto i = static_cast<int64_t>(begin); i < static_cast<int64_t>(end); ++i) {
+      const int64_t lo = g.batch * i / pieces;
+      const int64_t hi = g.batch * (i + 1) / pieces;
+      auto [key, sub] = part(hi - lo);
+      execute(cache.get(key, sub), dtype, static_cast<const char*>(in) + lo * in_sample, weight,
+              static_cast<char*>(out) + lo * out_sample);
+    }
+  });
+  set_onednn_threads(1);
   return true;
 }
 

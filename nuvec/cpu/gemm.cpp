@@ -15,11 +15,12 @@
 // reference implementation, and a leading dimension larger than the matrix a slower one), so
 // the oneDNN path copies anything else.
 //
-// Threads: OpenBLAS (pthreads) and oneDNN (OpenMP in Debian's build) run their own threads.
-// Both are kept at nuvec's thread count (cpu::num_threads(), NUVEC_NUM_THREADS), so limiting
-// nuvec limits its products too. A product runs on the evaluating thread while nuvec's pool
-// is idle (its workers sleep after 100 us), so the libraries' threads and nuvec's never
-// compete for the cores.
+// Threads: oneDNN runs on one OpenMP thread per calling thread, and nuvec's pool splits its products instead:
+// sgemm by blocks of rows (or of columns, for few rows), batched matmuls by sub-batches. With OpenMP teams of
+// nuvec's thread count, libgomp's workers spun for milliseconds after every product (its default wait policy)
+// while nuvec's pool ran the next element-wise kernel on the same cores: a GPT training step spent 28% of its
+// CPU time spinning there, and batched attention products ran at 17 GFLOP/s instead of 150-200. OpenBLAS
+// (pthreads; float64, complex64 and LAPACK) keeps nuvec's thread count (cpu::num_threads(), NUVEC_NUM_THREADS).
 
 #include "nuvec/cpu/gemm.h"
 
@@ -77,12 +78,7 @@ OmpSetNumThreads omp_setter() {
 
 }  // namespace
 
-void sync_library_threads() {
-  const int n = num_threads();
-  static std::atomic<int> blas_threads{0};
-  if (blas_threads.exchange(n, std::memory_order_relaxed) != n) {
-    openblas_set_num_threads(n);
-  }
+void set_onednn_threads(int n) {
   // OpenMP keeps the thread count per calling thread.
   thread_local int omp_threads = 0;
   if (omp_threads != n) {
@@ -91,6 +87,15 @@ void sync_library_threads() {
     }
     omp_threads = n;
   }
+}
+
+void sync_library_threads() {
+  const int n = num_threads();
+  static std::atomic<int> blas_threads{0};
+  if (blas_threads.exchange(n, std::memory_order_relaxed) != n) {
+    openblas_set_num_threads(n);
+  }
+  set_onednn_threads(1);
 }
 
 namespace {
@@ -175,7 +180,7 @@ void fold_batch(int64_t& batch, int64_t& m, int64_t k, MatrixBatch& a, const Mat
 
 template <class T>
 void blas_call(const BlasLayout& la, const BlasLayout& lb, int64_t m, int64_t n, int64_t k, float alpha, const T* a,
-               const T* b, float beta, T* c) {
+               const T* b, float beta, T* c, int64_t ldc) {
   const auto ta = la.trans ? CblasTrans : CblasNoTrans;
   const auto tb = lb.trans ? CblasTrans : CblasNoTrans;
   const auto bm = static_cast<blasint>(m);
@@ -183,24 +188,61 @@ void blas_call(const BlasLayout& la, const BlasLayout& lb, int64_t m, int64_t n,
   const auto bk = static_cast<blasint>(k);
   const auto lda = static_cast<blasint>(la.ld);
   const auto ldb = static_cast<blasint>(lb.ld);
+  const auto bldc = static_cast<blasint>(ldc);
   if constexpr (std::is_same_v<T, float>) {
     if (sgemm_backend.load(std::memory_order_relaxed) == Sgemm::onednn) {
       auto status =
-          dnnl_sgemm(la.trans ? 'T' : 'N', lb.trans ? 'T' : 'N', m, n, k, alpha, a, la.ld, b, lb.ld, beta, c, n);
+          dnnl_sgemm(la.trans ? 'T' : 'N', lb.trans ? 'T' : 'N', m, n, k, alpha, a, la.ld, b, lb.ld, beta, c, ldc);
       if (status != dnnl_success) {
         throw_internal("[matmul] dnnl_sgemm failed with status " + std::to_string(status) + ".");
       }
     } else {
-      cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, lda, b, ldb, beta, c, bn);
+      cblas_sgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, lda, b, ldb, beta, c, bldc);
     }
   } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, lda, b, ldb, beta, c, bn);
+    cblas_dgemm(CblasRowMajor, ta, tb, bm, bn, bk, alpha, a, lda, b, ldb, beta, c, bldc);
   } else {
     static_assert(std::is_same_v<T, complex64_t>);
     const complex64_t alpha_c(alpha, 0.F);
     const complex64_t beta_c(beta, 0.F);
-    cblas_cgemm(CblasRowMajor, ta, tb, bm, bn, bk, &alpha_c, a, lda, b, ldb, &beta_c, c, bn);
+    cblas_cgemm(CblasRowMajor, ta, tb, bm, bn, bk, &alpha_c, a, lda, b, ldb, &beta_c, c, bldc);
   }
+}
+
+/// Products below this many multiply-adds run on the calling thread: splitting them costs more than it saves.
+constexpr int64_t kSplitWork = int64_t{1} << 18;
+/// Row and column blocks of a split product are multiples of this (whole SIMD vectors of C).
+constexpr int64_t kSplitBlock = 16;
+
+/// The boundary of piece `i` of `pieces` over [0, extent), on a multiple of kSplitBlock.
+int64_t split_point(int64_t extent, int64_t i, int64_t pieces) {
+  return i == pieces ? extent : std::min(extent, (extent * i / pieces + kSplitBlock / 2) / kSplitBlock * kSplitBlock);
+}
+
+/// A float32 product as one single-threaded dnnl_sgemm per piece on nuvec's pool: blocks of rows of c, or blocks of
+/// columns when c has fewer rows than columns (each piece then reads all of b's or a's panel, a small extra cost
+/// against its share of the multiply-adds).
+void parallel_sgemm(const BlasLayout& la, const BlasLayout& lb, int64_t m, int64_t n, int64_t k, float alpha,
+                    const float* a, const float* b, float beta, float* c) {
+  const bool by_rows = m >= n;
+  const int64_t extent = by_rows ? m : n;
+  const int64_t pieces =
+      m * n * k < kSplitWork ? 1 : std::min<int64_t>(num_threads(), (extent + kSplitBlock - 1) / kSplitBlock);
+  parallel_for(static_cast<size_t>(pieces), 1, [&](size_t begin, size_t end) {
+    set_onednn_threads(1);
+    for (auto i = static_cast<int64_t>(begin); i < static_cast<int64_t>(end); ++i) {
+      const int64_t lo = split_point(extent, i, pieces);
+      const int64_t hi = split_point(extent, i + 1, pieces);
+      if (hi <= lo) {
+        continue;
+      }
+      if (by_rows) {
+        blas_call<float>(la, lb, hi - lo, n, k, alpha, a + lo * (la.trans ? 1 : la.ld), b, beta, c + lo * n, n);
+      } else {
+        blas_call<float>(la, lb, m, hi - lo, k, alpha, a, b + lo * (lb.trans ? lb.ld : 1), beta, c + lo, n);
+      }
+    }
+  });
 }
 
 template <class T>
@@ -221,8 +263,15 @@ void blas_gemm(int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, Matr
   }
   sync_library_threads();
   for (int64_t p = 0; p < batch; ++p) {
-    blas_call<T>(*la, *lb, m, n, k, alpha, reinterpret_cast<const T*>(at(a.data, p * a.batch_stride, sizeof(T))),
-                 reinterpret_cast<const T*>(at(b.data, p * b.batch_stride, sizeof(T))), beta, c + p * m * n);
+    const auto* ap = reinterpret_cast<const T*>(at(a.data, p * a.batch_stride, sizeof(T)));
+    const auto* bp = reinterpret_cast<const T*>(at(b.data, p * b.batch_stride, sizeof(T)));
+    if constexpr (std::is_same_v<T, float>) {
+      if (sgemm_backend.load(std::memory_order_relaxed) == Sgemm::onednn) {
+        parallel_sgemm(*la, *lb, m, n, k, alpha, ap, bp, beta, c + p * m * n);
+        continue;
+      }
+    }
+    blas_call<T>(*la, *lb, m, n, k, alpha, ap, bp, beta, c + p * m * n, n);
   }
 }
 
@@ -240,8 +289,7 @@ std::optional<bool> dense_layout(int64_t rows, int64_t cols, int64_t rs, int64_t
 }
 
 struct MatmulKey {
-  int threads;  // oneDNN sizes its work split when a primitive is made
-  bool bf16;    // else f32
+  bool bf16;  // else f32
   int64_t batch;
   bool a_broadcast;
   bool b_broadcast;
@@ -262,6 +310,12 @@ dnnl::engine& engine() {
   return eng;
 }
 
+dnnl::primitive_attr user_scratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 namespace {
 
 dnnl::memory::desc matrix_desc(bool bf16, int64_t batch, int64_t rows, int64_t cols, bool trans) {
@@ -279,6 +333,7 @@ struct MatmulEntry {
   dnnl::memory::desc a;
   dnnl::memory::desc b;
   dnnl::memory::desc c;
+  dnnl::memory::desc scratchpad;
   dnnl::matmul primitive;
 };
 
@@ -307,7 +362,7 @@ class MatmulCache {
     auto a = matrix_desc(key.bf16, batch_dim(key.a_broadcast), key.m, key.k, key.a_trans);
     auto b = matrix_desc(key.bf16, batch_dim(key.b_broadcast), key.k, key.n, key.b_trans);
     auto c = matrix_desc(key.bf16, batch_dim(false), key.m, key.n, false);
-    dnnl::primitive_attr attr;
+    auto attr = user_scratchpad();
     if (key.alpha != 1.F) {
       attr.set_output_scales(0, {key.alpha});
     }
@@ -317,7 +372,7 @@ class MatmulCache {
       attr.set_post_ops(ops);
     }
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine());
-    return MatmulEntry{a, b, c, dnnl::matmul(pd)};
+    return MatmulEntry{a, b, c, pd.scratchpad_desc(), dnnl::matmul(pd)};
   }
 
   static constexpr size_t capacity = 64;
@@ -342,36 +397,43 @@ bool onednn_matmul(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, 
   const bool a_trans = prepare(a, m, k, a_copy);
   const bool b_trans = prepare(b, k, n, b_copy);
   static MatmulCache cache;
-  sync_library_threads();
-  MatmulKey key{num_threads(),
-                dtype == bfloat16,
-                batch,
-                a.batch_stride == 0,
-                b.batch_stride == 0,
-                m,
-                n,
-                k,
-                a_trans,
-                b_trans,
-                alpha,
-                beta};
-  MatmulEntry entry;
+  // Sub-batches on nuvec's pool, each one single-threaded primitive (made for its batch size, so at most two
+  // sizes per product).
+  const int64_t pieces = batch * m * n * k < kSplitWork ? 1 : std::min<int64_t>(num_threads(), batch);
+  auto key_for = [&](int64_t count) {
+    return MatmulKey{dtype == bfloat16, count, a.batch_stride == 0, b.batch_stride == 0, m, n, k,
+                     a_trans, b_trans, alpha, beta};
+  };
   try {
-    entry = cache.get(key);
+    cache.get(key_for(batch / pieces));
+    cache.get(key_for((batch + pieces - 1) / pieces));
   } catch (const dnnl::error&) {
     return false;
   }
-  try {
-    auto& eng = engine();
-    dnnl::memory a_mem(entry.a, eng, const_cast<void*>(a.data));
-    dnnl::memory b_mem(entry.b, eng, const_cast<void*>(b.data));
-    dnnl::memory c_mem(entry.c, eng, c);
-    thread_local dnnl::stream stream(eng);
-    entry.primitive.execute(stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
-    stream.wait();
-  } catch (const dnnl::error& e) {
-    throw_internal("[matmul] oneDNN " + std::string(dtype_name(dtype)) + " matmul failed: " + e.what());
-  }
+  const size_t item = size_of(dtype);
+  parallel_for(static_cast<size_t>(pieces), 1, [&](size_t begin, size_t end) {
+    sync_library_threads();
+    for (auto i = static_cast<int64_t>(begin); i < static_cast<int64_t>(end); ++i) {
+      const int64_t lo = batch * i / pieces;
+      const int64_t hi = batch * (i + 1) / pieces;
+      auto entry = cache.get(key_for(hi - lo));
+      try {
+        auto& eng = engine();
+        dnnl::memory a_mem(entry.a, eng, const_cast<char*>(at(a.data, lo * a.batch_stride, item)));
+        dnnl::memory b_mem(entry.b, eng, const_cast<char*>(at(b.data, lo * b.batch_stride, item)));
+        dnnl::memory c_mem(entry.c, eng, static_cast<char*>(c) + lo * m * n * static_cast<int64_t>(item));
+        thread_local dnnl::stream stream(eng);
+        Scratch scratch(entry.scratchpad.get_size());
+        entry.primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},
+                                         {DNNL_ARG_WEIGHTS, b_mem},
+                                         {DNNL_ARG_DST, c_mem},
+                                         {DNNL_ARG_SCRATCHPAD, dnnl::memory(entry.scratchpad, eng, scratch.get())}});
+        stream.wait();
+      } catch (const dnnl::error& e) {
+        throw_internal("[matmul] oneDNN " + std::string(dtype_name(dtype)) + " matmul failed: " + e.what());
+      }
+    }
+  });
   return true;
 }
 

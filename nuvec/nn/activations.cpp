@@ -2,12 +2,63 @@
 
 #include <cmath>
 
+#include "nuvec/core/compile.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/transforms.h"
 #include "nuvec/nn/scalar.h"
 
 namespace nuvec::nn {
 
 using detail::like;
+
+namespace {
+
+/// An element-wise activation as one compiled kernel (shapeless: traced once per dtype and rank), with a compiled
+/// kernel for its vjp: the forward and the backward pass each read the input once, where the plain compositions run
+/// a kernel per operation both ways (MLX compiles its activations the same way). `derivative(x)` is f'(x); the
+/// backward kernel computes cotangent * f'(x). Transforms of these kernels (second derivatives, jvp, vmap) go through
+/// the plain compositions the compiled functions trace.
+Function fused_activation(array (*f)(const array&), array (*derivative)(const array&)) {
+  auto forward = compile([f](const std::vector<array>& in) { return std::vector<array>{f(in[0])}; }, true);
+  auto backward = compile(
+      [derivative](const std::vector<array>& in) { return std::vector<array>{in[1] * derivative(in[0])}; }, true);
+  return custom_vjp(forward, [backward](const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                        const std::vector<array>&) { return backward({primals[0], cotangents[0]}); });
+}
+
+array gelu_plain(const array& x) { return x * like(x, 0.5) * (like(x, 1.0) + erf(x * like(x, M_SQRT1_2))); }
+array gelu_derivative(const array& x) {
+  // Φ(x) + x φ(x)
+  const double inv_sqrt_2pi = 0.5 * M_2_SQRTPI * M_SQRT1_2;
+  return like(x, 0.5) * (like(x, 1.0) + erf(x * like(x, M_SQRT1_2))) +
+         x * like(x, inv_sqrt_2pi) * exp(like(x, -0.5) * x * x);
+}
+
+constexpr double gelu_c = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double gelu_a = 0.044715;
+array gelu_approx_plain(const array& x) {
+  auto inner = like(x, gelu_c) * (x + like(x, gelu_a) * x * x * x);
+  return like(x, 0.5) * x * (like(x, 1.0) + nuvec::tanh(inner));
+}
+array gelu_approx_derivative(const array& x) {
+  auto x2 = x * x;
+  auto t = nuvec::tanh(like(x, gelu_c) * x * (like(x, 1.0) + like(x, gelu_a) * x2));
+  auto dinner = like(x, gelu_c) * (like(x, 1.0) + like(x, 3 * gelu_a) * x2);
+  return like(x, 0.5) * (like(x, 1.0) + t) + like(x, 0.5) * x * (like(x, 1.0) - t * t) * dinner;
+}
+
+array silu_plain(const array& x) { return x * nuvec::sigmoid(x); }
+array silu_derivative(const array& x) {
+  auto s = nuvec::sigmoid(x);
+  return s * (like(x, 1.0) + x * (like(x, 1.0) - s));
+}
+
+/// Applies a fused activation to a floating array; other dtypes take the plain composition (which promotes).
+array apply(const Function& fused, array (*plain)(const array&), const array& x) {
+  return issubdtype(x.dtype(), floating) ? fused({x})[0] : plain(x);
+}
+
+}  // namespace
 
 // The piecewise activations select with `where` rather than maximum/minimum: the same values (NaN passes through),
 // and a backward pass that is one select instead of maximum's comparisons and tie handling.
@@ -31,17 +82,22 @@ array celu(const array& x, float alpha) {
   return where(greater(x, like(x, 0.0)), x, like(x, alpha) * expm1(x / like(x, alpha)));
 }
 
-array gelu(const array& x) { return x * like(x, 0.5) * (like(x, 1.0) + erf(x * like(x, 1.0 / std::sqrt(2.0)))); }
+array gelu(const array& x) {
+  static const Function fused = fused_activation(gelu_plain, gelu_derivative);
+  return apply(fused, gelu_plain, x);
+}
 
 array gelu_approx(const array& x) {
-  const double c = std::sqrt(2.0 / M_PI);
-  auto inner = like(x, c) * (x + like(x, 0.044715) * x * x * x);
-  return like(x, 0.5) * x * (like(x, 1.0) + nuvec::tanh(inner));
+  static const Function fused = fused_activation(gelu_approx_plain, gelu_approx_derivative);
+  return apply(fused, gelu_approx_plain, x);
 }
 
 array gelu_fast_approx(const array& x) { return x * nuvec::sigmoid(like(x, 1.702) * x); }
 
-array silu(const array& x) { return x * nuvec::sigmoid(x); }
+array silu(const array& x) {
+  static const Function fused = fused_activation(silu_plain, silu_derivative);
+  return apply(fused, silu_plain, x);
+}
 
 array mish(const array& x) { return x * nuvec::tanh(softplus(x)); }
 

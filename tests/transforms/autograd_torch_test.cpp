@@ -129,5 +129,66 @@ out = [torch.autograd.functional.hvp(f, torch.tensor(a), torch.tensor(c))[1].num
   EXPECT_TRUE(test::matches(hvp2, expected[0], 1e-4, 1e-4, false));
 }
 
+TEST(AutogradTorch, ReducingScattersWithZerosAndTies) {
+  // prod: a target with one zero update, one with two, a zero x; max/min: ties split the cotangent evenly.
+  V in{array({1.0, 0.0, 2.0, 3.0, 5.0}), array({2.0, 0.0, 4.0, 0.0, 0.0, 1.5, -1.0}),
+       array({1.0, 2.0, 3.0, 0.0, 0.0}), array({1.0, 1.0, 2.0, 3.0, -1.0, 4.0, -4.0})};
+  auto idx = array({0, 0, 1, 2, 2, 3, 3});
+  auto weights = array({0.5, -1.0, 2.0, 1.5, 0.25});
+  auto loss = [&](const V& p) {
+    auto prod = scatter_prod(p[0], {idx}, reshape(p[1], {7, 1}), {0});
+    auto high = scatter_max(p[2], {idx}, reshape(p[3], {7, 1}), {0});
+    auto low = scatter_min(p[2], {idx}, reshape(p[3], {7, 1}), {0});
+    return sum((prod + high + low * 2.0) * weights);
+  };
+  expect_like_torch(loss, in, {0, 1, 2, 3}, R"(
+import warnings
+warnings.filterwarnings('ignore')  # scatter_reduce is "beta" in PyTorch 1.13
+x, s, y, t = [torch.tensor(v, requires_grad=True) for v in (a, b, c, d)]
+i = torch.tensor([0, 0, 1, 2, 2, 3, 3])
+w = torch.tensor([0.5, -1.0, 2.0, 1.5, 0.25], dtype=torch.float64)
+out = x.scatter_reduce(0, i, s, 'prod') + y.scatter_reduce(0, i, t, 'amax') + 2 * y.scatter_reduce(0, i, t, 'amin')
+loss = (out * w).sum()
+loss.backward()
+out = [loss.detach().numpy()] + [v.grad.numpy() for v in (x, s, y, t)]
+)", 1e-12);
+}
+
+TEST(AutogradTorch, FactorizationsWithVectors) {
+  std::mt19937 rng(6);
+  V in{test::random_array({4, 4}, float64, rng), test::random_array({5, 3}, float64, rng),
+       test::random_array({3, 5}, float64, rng)};
+  // Losses that do not depend on the order of eigenvalues nor on the phase or sign of singular and eigen vectors.
+  auto loss = [](const V& p) {
+    auto [w, v] = linalg::eig(p[0]);
+    auto wr = astype(real(w), float64);
+    auto wi = astype(imag(w), float64);
+    auto rows = reshape(arange(1.0, 5.0, 1.0, float64), {4, 1});
+    auto eig_part = sum(wr * wr * wr) + sum(wi * wi) + sum(astype(real(v * conjugate(v)), float64) * rows * wr);
+    auto usv = linalg::svd(p[1]);
+    auto u = slice(usv[0], {0, 0}, {5, 3});
+    auto svd_part = sum(usv[1] * array({1.0, -2.0, 0.5})) + sum(square(u) * 4.0) +
+                    sum(square(usv[2]) * reshape(arange(3.0, float64), {3, 1}));
+    auto [lu_wide, pivots] = linalg::lu_factor(p[2]);
+    auto lu_square = linalg::lu_factor(p[0]).first;
+    return eig_part + svd_part + sum(lu_wide * reshape(arange(15.0, float64), {3, 5})) + sum(square(lu_square));
+  };
+  expect_like_torch(loss, in, {0, 1, 2}, R"(
+A, B, C = [torch.tensor(v, requires_grad=True) for v in (a, b, c)]
+w, v = torch.linalg.eig(A)
+rows = torch.arange(1.0, 5.0, dtype=torch.float64).reshape(4, 1)
+eig_part = (w.real ** 3).sum() + (w.imag ** 2).sum() + ((v * v.conj()).real * rows * w.real).sum()
+U, S, Vh = torch.linalg.svd(B)
+svd_part = (S * torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)).sum() + (U[:, :3] ** 2 * 4).sum() \
+    + (Vh ** 2 * torch.arange(3.0, dtype=torch.float64).reshape(3, 1)).sum()
+lu_wide = torch.linalg.lu_factor(C)[0]
+lu_square = torch.linalg.lu_factor(A)[0]
+loss = eig_part + svd_part + (lu_wide * torch.arange(15.0, dtype=torch.float64).reshape(3, 5)).sum() \
+    + (lu_square ** 2).sum()
+loss.backward()
+out = [loss.detach().numpy()] + [t.grad.numpy() for t in (A, B, C)]
+)", 1e-4);
+}
+
 }  // namespace
 }  // namespace nuvec

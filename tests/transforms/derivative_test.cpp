@@ -174,6 +174,16 @@ TEST_P(Derivatives, VmapMatchesLoop) {
 
 array fft_features(const array& z) { return concatenate({real(z), imag(z)}, -1); }
 
+/// Functions of an SVD that do not depend on the signs of the singular vectors: a reconstruction, squares of the
+/// first K columns of U and rows of Vt, and U_K Vt_K.
+std::vector<array> svd_features(const array& a) {
+  auto usv = linalg::svd(a);
+  int k = usv[1].shape(-1);
+  auto u = slice(usv[0], {0, 0}, {a.shape(0), k});
+  auto vt = slice(usv[2], {0, 0}, {k, a.shape(1)});
+  return {matmul(u * usv[1], vt) * 0.5, square(u), square(vt), matmul(u, vt)};
+}
+
 std::vector<Case> cases() {
   using V = std::vector<array>;
   auto unary = [](std::string name, std::function<array(const array&)> op, double low = -2.0, double high = 2.0) {
@@ -303,6 +313,23 @@ std::vector<Case> cases() {
       Case{"scatter", {{4, 3}, {2, 1, 3}}, [](const V& x) {
              return V{scatter(x[0], {array({3, 1})}, x[1], {0}), scatter_add(x[0], {array({2, 2})}, x[1], {0})};
            }},
+      Case{"scatter_reduce", {{4, 3}, {3, 1, 3}}, [](const V& x) {
+             auto idx = array({2, 0, 2});  // a duplicate: two updates meet at row 2
+             return V{scatter_prod(x[0], {idx}, x[1], {0}), scatter_max(x[0], {idx}, x[1], {0}),
+                      scatter_min(x[0], {idx}, x[1], {0})};
+           }},
+      Case{"scatter_axis_reduce", {{3, 4}, {3, 2}}, [](const V& x) {
+             // No public op makes a reducing ScatterAxis; the primitive itself, with duplicates in rows 1 and 2.
+             auto idx = array({0, 3, 1, 1, 2, 2}, {3, 2});
+             auto make = [&](ScatterType type) {
+               return array(x[0].shape(), x[0].dtype(), ScatterAxis{type, 1}, {x[0], idx, x[1]}, x[0].stream());
+             };
+             return V{make(ScatterType::prod), make(ScatterType::max), make(ScatterType::min)};
+           }},
+      Case{"slice_update_reduce", {{4, 5}, {2, 2}}, [](const V& x) {
+             return V{slice_update_prod(x[0], x[1], {1, 0}, {3, 4}, {1, 2}),
+                      slice_update_max(x[0], x[1], {0, 3}, {2, 5}), slice_update_min(x[0], x[1], {2, 1}, {4, 3})};
+           }},
       Case{"put_along_axis", {{3, 4}, {3, 2}}, [](const V& x) {
              auto idx = array({0, 3, 1, 2, 3, 0}, {3, 2});
              return V{put_along_axis(x[0], idx, x[1], 1), scatter_add_axis(x[0], idx, x[1], 1)};
@@ -365,7 +392,34 @@ std::vector<Case> cases() {
              auto [q, r] = linalg::qr(x[0]);
              return V{q, r};
            }},
+      Case{"qr_wide", {{3, 5}}, [](const V& x) {
+             auto [q, r] = linalg::qr(x[0]);
+             return V{q, r};
+           }},
       Case{"svd_values", {{3, 4}}, [](const V& x) { return V{linalg::svd(x[0], false)[0]}; }},
+      // Sign-invariant functions of the first K singular vectors (the rest of U or Vt is an arbitrary basis).
+      Case{"svd_tall", {{4, 3}}, [](const V& x) { return svd_features(x[0]); }},
+      Case{"svd_wide", {{2, 4}}, [](const V& x) { return svd_features(x[0]); }},
+      Case{"svd_square", {{3, 3}}, [](const V& x) { return svd_features(x[0]); }},
+      Case{"lu_square", {{4, 4}}, [](const V& x) {
+             auto plu = linalg::lu(x[0]);
+             return V{linalg::lu_factor(x[0]).first, plu[1], plu[2]};
+           }},
+      Case{"det_slogdet", {{3, 3}}, [](const V& x) {  // through lu_factor
+             return V{linalg::det(x[0]), linalg::slogdet(x[0]).second};
+           }},
+      Case{"lu_tall", {{5, 3}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
+      Case{"lu_wide", {{3, 5}}, [](const V& x) { return V{linalg::lu_factor(x[0]).first}; }},
+      Case{"factorizations_batched", {{2, 3, 3}, {2, 2, 3}}, [](const V& x) {
+             auto [q, r] = linalg::qr(x[1]);
+             return V{linalg::lu_factor(x[0]).first, fft_features(linalg::eigvals(x[0])), q, r,
+                      linalg::svd(x[1], false)[0]};
+           }, -2.0, 2.0, 1e-3, 2e-3},
+      // eig's outputs are complex64 (float32 precision); only phase-invariant functions of eigenvectors.
+      Case{"eig", {{3, 3}}, [](const V& x) {
+             auto [w, v] = linalg::eig(x[0]);
+             return V{fft_features(w), real(v * conjugate(v)), fft_features(linalg::eigvals(x[0] * 2.0))};
+           }, -2.0, 2.0, 1e-3, 2e-3},
       // fused ops
       Case{"rms_norm", {{2, 3, 4}, {4}}, [](const V& x) { return V{fast::rms_norm(x[0], x[1], 1e-5F)}; }},
       Case{"layer_norm", {{2, 5}, {5}, {5}}, [](const V& x) { return V{fast::layer_norm(x[0], x[1], x[2], 1e-5F)}; }},
@@ -374,6 +428,22 @@ std::vector<Case> cases() {
            }},
       Case{"attention", {{1, 2, 3, 4}, {1, 1, 3, 4}, {1, 1, 3, 4}}, [](const V& x) {
              return V{fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.5F, "causal")};
+           }},
+      Case{"attention_mask_sinks", {{1, 2, 2, 3}, {1, 2, 4, 3}, {1, 2, 4, 2}, {2}}, [](const V& x) {
+             auto mask = array({true, false, true, true, false, true, true, true}, {2, 4});
+             return V{fast::scaled_dot_product_attention(x[0], x[1], x[2], 0.7F, "array", mask, x[3])};
+           }},
+      // the fused vjps of the fused ops, differentiated again (second derivatives)
+      Case{"rms_norm_vjp", {{2, 3, 4}, {4}, {2, 3, 4}}, [](const V& x) {
+             return vjp([](const V& v) { return V{fast::rms_norm(v[0], v[1], 1e-5F)}; }, {x[0], x[1]}, {x[2]}).second;
+           }},
+      Case{"layer_norm_vjp", {{2, 5}, {5}, {5}, {2, 5}}, [](const V& x) {
+             auto f = [](const V& v) { return V{fast::layer_norm(v[0], v[1], v[2], 1e-5F)}; };
+             return vjp(f, {x[0], x[1], x[2]}, {x[3]}).second;
+           }},
+      Case{"attention_vjp", {{1, 2, 3, 4}, {1, 1, 3, 4}, {1, 1, 3, 4}, {1, 2, 3, 4}}, [](const V& x) {
+             auto f = [](const V& v) { return V{fast::scaled_dot_product_attention(v[0], v[1], v[2], 0.5F, "causal")}; };
+             return vjp(f, {x[0], x[1], x[2]}, {x[3]}).second;
            }},
       Case{"dequantize_scales", {{2, 2}, {2, 2}}, [](const V& x) {
              auto w = array({0x12345678U, 0x9abcdef0U, 0x0f1e2d3cU, 0x4b5a6978U, 1U, 2U, 3U, 4U}, {2, 4}, uint32);
@@ -386,6 +456,153 @@ std::vector<Case> cases() {
 INSTANTIATE_TEST_SUITE_P(Primitives, Derivatives, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
+/// vmap of f over inputs mapped along in_axes (-1: shared) against f applied to each slice, compared exactly up to
+/// `tolerance`.
+void expect_vmap_like_loop(const Function& f, const std::vector<array>& inputs, const std::vector<int>& in_axes,
+                           double tolerance = 1e-9) {
+  auto mapped = vmap(f, in_axes)(inputs);
+  int size = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (in_axes[i] >= 0) {
+      size = inputs[i].shape(in_axes[i]);
+    }
+  }
+  for (int b = 0; b < size; ++b) {
+    std::vector<array> slice_inputs;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      slice_inputs.push_back(in_axes[i] < 0 ? inputs[i] : take(inputs[i], b, in_axes[i]));
+    }
+    auto expected = f(slice_inputs);
+    for (size_t k = 0; k < expected.size(); ++k) {
+      EXPECT_TRUE(close(values_of(astype(take(mapped[k], b, 0), float64)), values_of(astype(expected[k], float64)),
+                        tolerance, "output " + std::to_string(k) + " of slice " + std::to_string(b)));
+    }
+  }
+}
+
+TEST(BatchedRules, RandomBitsOverMappedKeys) {
+  auto keys = random::split(random::key(3), 4);  // (4, 2)
+  Function f = [](const std::vector<array>& in) {
+    return std::vector<array>{random::bits({3, 5}, 4, in[0]), random::bits({2}, 1, in[0])};
+  };
+  expect_vmap_like_loop(f, {keys}, {0});
+  expect_vmap_like_loop(f, {transpose(keys)}, {1});
+}
+
+TEST(BatchedRules, SearchSortedOverMappedRows) {
+  double nan = std::nan("");
+  auto rows = array({1.0, 2.0, 2.0, nan, -1.0, 0.0, 3.0, 3.0, 0.5, 0.5, 0.5, 0.5}, {3, 4});
+  auto values = array({2.0, nan, -5.0, 3.0, 0.5, 9.0}, {3, 2});
+  for (bool right : {false, true}) {
+    Function f = [right](const std::vector<array>& in) { return std::vector<array>{searchsorted(in[0], in[1], right)}; };
+    expect_vmap_like_loop(f, {rows, values}, {0, 0});
+    expect_vmap_like_loop(f, {rows, values}, {0, -1});
+    expect_vmap_like_loop(f, {transpose(rows), transpose(values)}, {1, 1});
+  }
+  // Longer rows with repeated values and NaN tails, values drawn from the same small set (ties on every side).
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> pick(-3, 4);  // 4 stands for NaN
+  auto draw = [&](int count) {
+    std::vector<double> out;
+    for (int i = 0; i < count; ++i) {
+      int k = pick(rng);
+      out.push_back(k == 4 ? nan : k);
+    }
+    return out;
+  };
+  auto long_rows = sort(array(draw(5 * 37).begin(), Shape{5, 37}, float64), 1);
+  auto long_values = array(draw(5 * 20).begin(), Shape{5, 20}, float64);
+  for (bool right : {false, true}) {
+    Function f = [right](const std::vector<array>& in) { return std::vector<array>{searchsorted(in[0], in[1], right)}; };
+    expect_vmap_like_loop(f, {long_rows, long_values}, {0, 0});
+  }
+}
+
+TEST(BatchedRules, MaskedScatterWithMappedMask) {
+  std::mt19937 rng(5);
+  auto x = test::random_array({3, 4}, float64, rng);
+  auto masks = array({true, false, true, true, false, false, false, false, true, true, true, true}, {3, 4});
+  auto source = test::random_array({3, 3}, float64, rng);
+  Function f = [](const std::vector<array>& in) { return std::vector<array>{masked_scatter(in[0], in[1], in[2])}; };
+  expect_vmap_like_loop(f, {x, masks, source}, {-1, 0, 0});
+  expect_vmap_like_loop(f, {x, masks, source}, {-1, 0, -1});
+}
+
+TEST(BatchedRules, DynamicSlicesWithMappedStarts) {
+  std::mt19937 rng(8);
+  auto x = test::random_array({4, 5, 4}, float64, rng);
+  auto update = test::random_array({4, 2, 3}, float64, rng);
+  // Negative starts count from the end once; starts past the end are clamped so the slice fits.
+  auto starts = array({2, 1, -1, 0, 7, -9, -3, 3}, {4, 2});
+  Function f = [](const std::vector<array>& in) {
+    return std::vector<array>{slice(in[0], in[2], {0, 1}, {2, 3}), slice_update(in[0], in[1], in[2], {0, 1})};
+  };
+  expect_vmap_like_loop(f, {x, update, starts}, {0, 0, 0});
+  expect_vmap_like_loop(f, {take(x, 1, 0), update, starts}, {-1, 0, 0});
+  expect_vmap_like_loop(f, {take(x, 1, 0), take(update, 2, 0), transpose(starts)}, {-1, -1, 1});
+}
+
+TEST(BatchedRules, ViewOverEveryAxis) {
+  auto x = reshape(arange(24.0F), {2, 3, 4});
+  Function f = [](const std::vector<array>& in) {
+    return std::vector<array>{view(in[0], uint8), view(in[0], int32), view(in[0], uint16)};
+  };
+  for (int axis = 0; axis < 3; ++axis) {
+    expect_vmap_like_loop(f, {x}, {axis});
+  }
+}
+
+TEST(BatchedRules, GatheredProductsWithMappedIndices) {
+  std::mt19937 rng(6);
+  auto a = test::random_array({3, 2, 4}, float64, rng);
+  auto b = test::random_array({3, 2, 4, 3}, float64, rng);
+  auto lhs = array({0, 2, 1, 1, 2, 2}, {3, 2}, uint32);
+  auto rhs = array({1, 0, 0, 1, 1, 1}, {3, 2}, uint32);
+  Function f = [](const std::vector<array>& in) { return std::vector<array>{gather_mm(in[0], in[1], in[2], in[3])}; };
+  expect_vmap_like_loop(f, {a, b, lhs, rhs}, {-1, 0, 0, 0});
+  expect_vmap_like_loop(f, {a, b, lhs, rhs}, {-1, -1, 0, -1});
+  expect_vmap_like_loop(f, {a, b, lhs, rhs}, {-1, 0, -1, 0});
+  // segmented_mm: only the segments mapped, or a mapped with shared segments.
+  auto segments = array({0, 2, 1, 4, 0, 0, 3, 4, 2, 3, 0, 4}, {3, 2, 2}, uint32);
+  Function g = [](const std::vector<array>& in) { return std::vector<array>{segmented_mm(in[0], in[1], in[2])}; };
+  auto left = test::random_array({3, 2, 4}, float64, rng);
+  auto right = test::random_array({4, 3}, float64, rng);
+  expect_vmap_like_loop(g, {take(left, 0, 0), right, segments}, {-1, -1, 0});
+  expect_vmap_like_loop(g, {left, right, take(segments, 1, 0)}, {0, -1, -1});
+  // Convolution with a mapped weight and a shared input.
+  auto x = test::random_array({2, 6, 4}, float64, rng);
+  auto w = test::random_array({3, 6, 3, 2}, float64, rng);
+  Function conv = [](const std::vector<array>& in) { return std::vector<array>{conv1d(in[0], in[1], 2, 1, 1, 2)}; };
+  expect_vmap_like_loop(conv, {x, w}, {-1, 0});
+}
+
+TEST(BatchedRules, QuantizedProductsWithMappedWeights) {
+  std::mt19937 rng(7);
+  auto w = test::random_array({3, 8, 64}, float32, rng);
+  auto q = quantize(w, 32, 4);
+  auto x = test::random_array({3, 2, 64}, float32, rng);
+  Function qmm = [](const std::vector<array>& in) {
+    return std::vector<array>{quantized_matmul(in[0], in[1], in[2], in[3], true, 32, 4)};
+  };
+  expect_vmap_like_loop(qmm, {x, q[0], q[1], q[2]}, {0, 0, 0, 0}, 1e-5);
+  expect_vmap_like_loop(qmm, {take(x, 0, 0), q[0], q[1], q[2]}, {-1, 0, 0, 0}, 1e-5);
+  expect_vmap_like_loop(qmm, {x, take(q[0], 0, 0), q[1], take(q[2], 1, 0)}, {0, -1, 0, -1}, 1e-5);
+  // gather_qmm over experts: x, the weights and the indices mapped in turn.
+  auto experts = test::random_array({3, 2, 8, 64}, float32, rng);
+  auto eq = quantize(experts, 32, 4);
+  auto xs = test::random_array({3, 2, 1, 64}, float32, rng);
+  auto lhs = array({0, 1, 1, 0, 0, 1}, {3, 2}, uint32);
+  auto rhs = array({1, 0, 1, 1, 0, 0}, {3, 2}, uint32);
+  Function gqmm = [](const std::vector<array>& in) {
+    return std::vector<array>{gather_qmm(in[0], in[1], in[2], in[3], in[4], in[5], true, 32, 4)};
+  };
+  expect_vmap_like_loop(gqmm, {xs, eq[0], eq[1], eq[2], lhs, rhs}, {0, 0, 0, 0, 0, 0}, 1e-5);
+  expect_vmap_like_loop(gqmm, {xs, take(eq[0], 0, 0), take(eq[1], 0, 0), take(eq[2], 0, 0), lhs, rhs},
+                        {0, -1, -1, -1, -1, 0}, 1e-5);
+  expect_vmap_like_loop(gqmm, {take(xs, 0, 0), eq[0], eq[1], eq[2], take(lhs, 0, 0), rhs}, {-1, 0, 0, 0, -1, -1},
+                        1e-5);
+}
+
 template <size_t... I>
 std::set<std::string> all_primitive_names(std::index_sequence<I...>) {
   return {std::string(std::variant_alternative_t<I, Primitive>::name)...};
@@ -396,8 +613,7 @@ TEST(DerivativeCoverage, EveryPrimitiveHasACaseOrAReason) {
   // (transforms_test.cpp checks the errors).
   const std::set<std::string> underivable{"Arange", "RandomBits", "ArgReduce", "ArgPartition", "SearchSorted",
                                           "IsNaN", "IsInf", "LogicalNot", "BitwiseInvert", "BitwiseAnd", "BitwiseOr",
-                                          "BitwiseXor", "LeftShift", "RightShift", "Quantize", "Fp8Cast", "LUF",
-                                          "Eig", "View"};
+                                          "BitwiseXor", "LeftShift", "RightShift", "Quantize", "Fp8Cast", "View"};
   // Checked by transforms_test.cpp: float32-only quantized products, and the primitives whose derivative is not
   // the function's (stop_gradient, custom rules); by tests/compile: the fused chains of compile.
   const std::set<std::string> elsewhere{"QuantizedMatmul", "GatherQMM", "StopGradient", "Custom", "Compiled"};

@@ -2,6 +2,7 @@
 // promotion, dtype promotion and batch broadcasting); inner, outer and tensordot are
 // compositions of reshape, transpose and matmul.
 
+#include <limits>
 #include <numeric>
 
 #include "nuvec/core/ops.h"
@@ -48,8 +49,6 @@ Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* 
     shape.insert(shape.end(), last);
     return shape;
   };
-  a = broadcast_to(astype(a, dtype, s), with({m, k}), s);
-  b = broadcast_to(astype(b, dtype, s), with({k, n}), s);
   Shape final_shape = batch;
   if (in_a.ndim() > 1) {
     final_shape.push_back(m);
@@ -57,6 +56,15 @@ Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* 
   if (in_b.ndim() > 1) {
     final_shape.push_back(n);
   }
+  const auto rows = static_cast<int64_t>(shape_size(batch)) * m;
+  if (b.ndim() == 2 && !batch.empty() && rows <= std::numeric_limits<int32_t>::max()) {
+    // (..., M, K) @ (K, N), a linear layer over a batch: one (... * M, K) @ (K, N) product. Its vjp is then one
+    // GEMM for b's gradient too, instead of a product per batch element summed afterwards.
+    const auto folded = static_cast<int32_t>(rows);
+    return {reshape(astype(a, dtype, s), {folded, k}, s), astype(b, dtype, s), {folded, n}, std::move(final_shape)};
+  }
+  a = broadcast_to(astype(a, dtype, s), with({m, k}), s);
+  b = broadcast_to(astype(b, dtype, s), with({k, n}), s);
   return {std::move(a), std::move(b), with({m, n}), std::move(final_shape)};
 }
 

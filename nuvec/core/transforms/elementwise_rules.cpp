@@ -232,6 +232,9 @@ std::vector<array> vjp_of(const RandomBits& p, const VjpArgs&) {
 std::vector<array> jvp_of(const RandomBits& p, const JvpArgs&) {
   throw_no_rule("jvp", p.name, "is not differentiable (its input is an integer key).");
 }
-Batched vmap_of(const RandomBits& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+Batched vmap_of(const RandomBits& p, const VmapArgs& args) {
+  // The kernel takes keys (..., 2), one run of bits per key in key order: mapped keys in front give mapped runs.
+  return reapply_front(p, {moved_front(args, 0)}, args);
+}
 
 }  // namespace nuvec::detail

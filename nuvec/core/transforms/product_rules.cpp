@@ -1,7 +1,6 @@
-// Rules of matrix products, quantized products, FFTs, convolution and the
-// fused ops of nuvec::fast (whose rules transform their compositions).
+// Rules of matrix products, quantized products, FFTs and convolution (the fused ops of nuvec::fast are in
+// fast_rules.cpp).
 
-#include "nuvec/core/fast.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/transforms/rules.h"
 
@@ -121,60 +120,146 @@ Batched vmap_of(const Dequantize& p, const VmapArgs& args) {
   return reapply_front(p, {batched_front(args, 0), batched_front(args, 1), batched_front(args, 2)}, args);
 }
 
+namespace {
+
+/// The cotangents of the scales and biases of a quantized weight (w = scales * q + biases per group of the last
+/// axis) from the cotangent of the dense weight: sums over each group, of w_bar * q for the scales.
+std::vector<array> quantization_grads(const array& w_bar, const array& w_q, const array& scales, int group_size,
+                                      int bits) {
+  auto q = dequantize(w_q, ones_like(scales), zeros_like(scales), group_size, bits);
+  return {sum(grouped(w_bar * q, group_size), -1), sum(grouped(w_bar, group_size), -1)};
+}
+
+/// The dense weight's cotangent of one product out = x @ w^T (transpose) or x @ w, summed over x's rows.
+array dense_weight_grad(const array& x, const array& ct, bool transpose) {
+  auto rows = reshape(x, {-1, x.shape(-1)});
+  auto cts = reshape(ct, {-1, ct.shape(-1)});
+  return transpose ? matmul(mT(cts), rows) : matmul(mT(rows), cts);
+}
+
+/// The tangent of a quantized product: x's tangent through the same weight plus x through the weight's tangent (w is
+/// linear in scales and biases together).
+array quantized_jvp(const Primitive& p, const JvpArgs& args) {
+  std::optional<array> total;
+  if (const array* tx = tangent_of(args, 0)) {
+    auto inputs = args.primals;
+    inputs[0] = *tx;
+    total = reapply(p, std::move(inputs), args.outputs)[0];
+  }
+  const array* ts = tangent_of(args, 2);
+  const array* tb = tangent_of(args, 3);
+  if (ts || tb) {
+    auto inputs = args.primals;
+    inputs[2] = ts ? *ts : zeros_like(args.primals[2]);
+    inputs[3] = tb ? *tb : zeros_like(args.primals[3]);
+    auto term = reapply(p, std::move(inputs), args.outputs)[0];
+    total = total ? add(*total, term) : term;
+  }
+  return *total;
+}
+
+/// Index input i of a gathered product made mapped, pointing into the operand `operand` whose mapped axis joins its
+/// flattened batch axes in front: each mapped slice b reads matrices b * count onwards, count being the operand's
+/// matrices per slice.
+array offset_indices(const VmapArgs& args, size_t i, size_t operand) {
+  auto indices = batched_front(args, i);
+  if (args.axes[operand] < 0) {
+    return indices;
+  }
+  auto a = moved_front(args, operand);
+  auto count = static_cast<uint32_t>(a.size() / static_cast<size_t>(args.size * a.shape(-1) * a.shape(-2)));
+  Shape column(static_cast<size_t>(indices.ndim()), 1);
+  column[0] = args.size;
+  auto offsets = reshape(arange(0.0, static_cast<double>(args.size), 1.0, uint32) * array(count, uint32), column);
+  return indices + offsets;
+}
+
+}  // namespace
+
 std::vector<array> vjp_of(const QuantizedMatmul& p, const VjpArgs& args) {
+  const auto& x = args.primals[0];
+  const auto& ct = args.cotangents[0];
   std::vector<array> grads;
+  std::optional<std::vector<array>> scale_bias;
   for (int a : args.argnums) {
-    if (a != 0) {
-      throw_no_rule("vjp", p.name, "is differentiable with respect to x only, not the scales or biases.");
+    if (a == 0) {
+      grads.push_back(
+          quantized_matmul(ct, args.primals[1], args.primals[2], args.primals[3], !p.transpose, p.group_size, p.bits));
+      continue;
     }
-    grads.push_back(quantized_matmul(args.cotangents[0], args.primals[1], args.primals[2], args.primals[3],
-                                     !p.transpose, p.group_size, p.bits));
+    if (!scale_bias) {
+      scale_bias = quantization_grads(dense_weight_grad(x, ct, p.transpose), args.primals[1], args.primals[2],
+                                      p.group_size, p.bits);
+    }
+    grads.push_back((*scale_bias)[static_cast<size_t>(a - 2)]);
   }
   return grads;
 }
-std::vector<array> jvp_of(const QuantizedMatmul& p, const JvpArgs& args) {
-  if (args.argnums.size() != 1 || args.argnums[0] != 0) {
-    throw_no_rule("jvp", p.name, "is differentiable with respect to x only, not the scales or biases.");
-  }
-  return {multilinear_jvp(p, args)};
-}
+std::vector<array> jvp_of(const QuantizedMatmul& p, const JvpArgs& args) { return {quantized_jvp(p, args)}; }
 Batched vmap_of(const QuantizedMatmul& p, const VmapArgs& args) {
-  if (args.axes[1] >= 0 || args.axes[2] >= 0 || args.axes[3] >= 0) {
-    return vmap_by_loop(p, args);
+  if (args.axes[1] < 0 && args.axes[2] < 0 && args.axes[3] < 0) {
+    auto inputs = args.inputs;
+    inputs[0] = moved_front(args, 0);
+    return reapply_front(p, std::move(inputs), args);
   }
-  auto inputs = args.inputs;
-  inputs[0] = moved_front(args, 0);
-  return reapply_front(p, std::move(inputs), args);
+  // A mapped weight: one quantized product per slice, x's rows (all of them when x is not mapped) against each.
+  auto x = moved_front(args, 0);
+  auto rows = reshape(x, {args.axes[0] < 0 ? 1 : args.size, -1, x.shape(-1)});
+  auto out = quantized_matmul(rows, batched_front(args, 1), batched_front(args, 2), batched_front(args, 3), p.transpose,
+                              p.group_size, p.bits);
+  return {{reshape(out, front_shape(args.size, args.outputs[0].shape()))}, {0}};
 }
 
 std::vector<array> vjp_of(const GatherQMM& p, const VjpArgs& args) {
+  // out[i] = x[lhs[i]] @ W[rhs[i]]: each product's cotangent goes back to the x and the weight it read.
+  const auto& x = args.primals[0];
+  const auto& w_q = args.primals[1];
+  const auto& scales = args.primals[2];
+  const auto& ct = args.cotangents[0];
+  auto lhs = flatten(args.primals[4]);
+  auto rhs = flatten(args.primals[5]);
   std::vector<array> grads;
+  std::optional<std::vector<array>> scale_bias;
   for (int a : args.argnums) {
-    if (a != 0) {
-      throw_no_rule("vjp", p.name, "is differentiable with respect to x only, not the scales or biases.");
+    if (a == 0) {
+      auto per_product = gather_qmm(ct, w_q, scales, args.primals[3], std::nullopt, args.primals[5], !p.transpose,
+                                    p.group_size, p.bits);
+      int batches = static_cast<int>(x.size() / static_cast<size_t>(x.shape(-2) * x.shape(-1)));
+      auto flat = reshape(per_product, {-1, 1, x.shape(-2), x.shape(-1)});
+      auto summed =
+          scatter_add(zeros({batches, x.shape(-2), x.shape(-1)}, x.dtype()), {lhs}, flat, std::vector<int>{0});
+      grads.push_back(reshape(summed, x.shape()));
+      continue;
     }
-    // out[i] = x[lhs[i]] @ W[rhs[i]]: each product's cotangent goes back to the x it read.
-    const auto& x = args.primals[0];
-    const auto& ct = args.cotangents[0];
-    const auto& lhs = args.primals[4];
-    const auto& rhs = args.primals[5];
-    auto per_product = gather_qmm(ct, args.primals[1], args.primals[2], args.primals[3], std::nullopt, rhs,
-                                  !p.transpose, p.group_size, p.bits);
-    int batches = static_cast<int>(x.size() / static_cast<size_t>(x.shape(-2) * x.shape(-1)));
-    auto flat = reshape(per_product, {-1, 1, x.shape(-2), x.shape(-1)});
-    auto summed = scatter_add(zeros({batches, x.shape(-2), x.shape(-1)}, x.dtype()), {flatten(lhs)}, flat,
-                              std::vector<int>{0});
-    grads.push_back(reshape(summed, x.shape()));
+    if (!scale_bias) {
+      // Each product's dense weight cotangent, summed into the weight matrix it read.
+      auto xs = take(reshape(x, {-1, x.shape(-2), x.shape(-1)}), lhs, 0);
+      auto cts = reshape(ct, {-1, ct.shape(-2), ct.shape(-1)});
+      auto per_product = p.transpose ? matmul(mT(cts), xs) : matmul(mT(xs), cts);
+      Shape dense = scales.shape();
+      dense.back() *= p.group_size;
+      int matrices = static_cast<int>(shape_size(dense) / (dense[dense.size() - 2] * dense.back()));
+      auto summed = scatter_add(zeros({matrices, dense[dense.size() - 2], dense.back()}, x.dtype()), {rhs},
+                                expand_dims(per_product, 1), std::vector<int>{0});
+      scale_bias = quantization_grads(reshape(summed, dense), w_q, scales, p.group_size, p.bits);
+    }
+    grads.push_back((*scale_bias)[static_cast<size_t>(a - 2)]);
   }
   return grads;
 }
-std::vector<array> jvp_of(const GatherQMM& p, const JvpArgs& args) {
-  if (args.argnums.size() != 1 || args.argnums[0] != 0) {
-    throw_no_rule("jvp", p.name, "is differentiable with respect to x only, not the scales or biases.");
+std::vector<array> jvp_of(const GatherQMM& p, const JvpArgs& args) { return {quantized_jvp(p, args)}; }
+Batched vmap_of(const GatherQMM& p, const VmapArgs& args) {
+  // The mapped axis joins the batch axes of x and of the weight; the indices skip to each slice's matrices.
+  size_t weight = args.axes[1] >= 0 ? 1 : (args.axes[2] >= 0 ? 2 : 3);
+  bool weight_mapped = args.axes[1] >= 0 || args.axes[2] >= 0 || args.axes[3] >= 0;
+  std::vector<array> inputs{moved_front(args, 0)};
+  for (size_t i = 1; i <= 3; ++i) {
+    inputs.push_back(weight_mapped ? batched_front(args, i) : args.inputs[i]);
   }
-  return {multilinear_jvp(p, args)};
+  inputs.push_back(offset_indices(args, 4, 0));
+  inputs.push_back(weight_mapped ? offset_indices(args, 5, weight) : batched_front(args, 5));
+  return reapply_front(p, std::move(inputs), args);
 }
-Batched vmap_of(const GatherQMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
 
 std::vector<array> vjp_of(const Fp8Cast& p, const VjpArgs&) {
   throw_no_rule("vjp", p.name, "is not differentiable (an integer code).");
@@ -396,122 +481,33 @@ std::vector<array> vjp_of(const Convolution& p, const VjpArgs& args) {
 }
 std::vector<array> jvp_of(const Convolution& p, const JvpArgs& args) { return {multilinear_jvp(p, args)}; }
 Batched vmap_of(const Convolution& p, const VmapArgs& args) {
-  if (args.axes[1] >= 0) {
-    return vmap_by_loop(p, args);
-  }
-  // The mapped axis joins the batch axis.
-  auto x = moveaxis(args.inputs[0], args.axes[0], 0);
-  Shape merged(x.shape().begin() + 1, x.shape().end());
-  merged[0] *= args.size;
   const auto& out = args.outputs[0];
+  if (args.axes[1] < 0) {
+    // The mapped axis joins the batch axis.
+    auto x = moveaxis(args.inputs[0], args.axes[0], 0);
+    Shape merged(x.shape().begin() + 1, x.shape().end());
+    merged[0] *= args.size;
+    Shape out_merged = out.shape();
+    out_merged[0] *= args.size;
+    auto y = reapply(p, {reshape(x, merged), args.inputs[1]}, out_merged, out.dtype());
+    return {{reshape(y, front_shape(args.size, out.shape()))}, {0}};
+  }
+  // A mapped weight: each slice's channels become groups of one grouped convolution, the input's channels
+  // (N, spatial..., B * C) against the weights stacked along the output channels (B * C_out, kernel..., C_in / g).
+  auto x = moveaxis(batched_front(args, 0), 0, -2);
+  Shape x_merged(x.shape().begin(), x.shape().end() - 1);
+  x_merged.back() *= x.shape(-1);
+  auto w = moveaxis(args.inputs[1], args.axes[1], 0);
+  Shape w_merged(w.shape().begin() + 1, w.shape().end());
+  w_merged[0] *= args.size;
+  Convolution q = p;
+  q.groups *= args.size;
   Shape out_merged = out.shape();
-  out_merged[0] *= args.size;
-  auto y = reapply(p, {reshape(x, merged), args.inputs[1]}, out_merged, out.dtype());
+  out_merged.back() *= args.size;
+  auto y = reapply(q, {reshape(x, x_merged), reshape(w, w_merged)}, out_merged, out.dtype());
   Shape split = out.shape();
-  split.insert(split.begin(), args.size);
-  return {{reshape(y, split)}, {0}};
-}
-
-// ---- nuvec::fast: the rules of each op's composition from plain ops.
-
-namespace {
-
-Function rms_norm_function(const RMSNorm& p) {
-  return [p](const std::vector<array>& in) {
-    return std::vector<array>{
-        fast::detail::rms_norm_composed(in[0], p.has_weight ? std::optional<array>(in[1]) : std::nullopt, p.eps)};
-  };
-}
-
-Function layer_norm_function(const LayerNorm& p) {
-  return [p](const std::vector<array>& in) {
-    size_t next = 1;
-    std::optional<array> weight;
-    std::optional<array> bias;
-    if (p.has_weight) {
-      weight = in[next++];
-    }
-    if (p.has_bias) {
-      bias = in[next];
-    }
-    return std::vector<array>{fast::detail::layer_norm_composed(in[0], weight, bias, p.eps)};
-  };
-}
-
-Function rope_function(const RoPE& p) {
-  return [p](const std::vector<array>& in) {
-    std::optional<array> freqs = p.has_freqs ? std::optional<array>(in[2]) : std::nullopt;
-    std::optional<float> base = p.has_freqs ? std::nullopt : std::optional<float>(p.base);
-    return std::vector<array>{fast::detail::rope_composed(in[0], p.dims, p.traditional, base, p.scale, in[1], freqs)};
-  };
-}
-
-Function attention_function(const ScaledDotProductAttention& p) {
-  return [p](const std::vector<array>& in) {
-    size_t next = 3;
-    std::optional<array> mask;
-    std::optional<array> sinks;
-    if (p.mask != AttentionMask::none) {
-      mask = in[next++];
-    }
-    if (p.has_sinks) {
-      sinks = in[next];
-    }
-    std::string mode = p.causal ? "causal" : (mask ? "array" : "");
-    return std::vector<array>{
-        fast::detail::scaled_dot_product_attention_composed(in[0], in[1], in[2], p.scale, mode, mask, sinks)};
-  };
-}
-
-bool only_first_mapped(const VmapArgs& args) {
-  for (size_t i = 1; i < args.axes.size(); ++i) {
-    if (args.axes[i] >= 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
-
-std::vector<array> vjp_of(const RMSNorm& p, const VjpArgs& args) { return vjp_through(rms_norm_function(p), args); }
-std::vector<array> jvp_of(const RMSNorm& p, const JvpArgs& args) { return jvp_through(rms_norm_function(p), args); }
-Batched vmap_of(const RMSNorm& p, const VmapArgs& args) {
-  if (only_first_mapped(args)) {
-    auto inputs = args.inputs;
-    inputs[0] = moved_front(args, 0);
-    return reapply_front(p, std::move(inputs), args);
-  }
-  return vmap_through(rms_norm_function(p), args);
-}
-
-std::vector<array> vjp_of(const LayerNorm& p, const VjpArgs& args) {
-  return vjp_through(layer_norm_function(p), args);
-}
-std::vector<array> jvp_of(const LayerNorm& p, const JvpArgs& args) {
-  return jvp_through(layer_norm_function(p), args);
-}
-Batched vmap_of(const LayerNorm& p, const VmapArgs& args) {
-  if (only_first_mapped(args)) {
-    auto inputs = args.inputs;
-    inputs[0] = moved_front(args, 0);
-    return reapply_front(p, std::move(inputs), args);
-  }
-  return vmap_through(layer_norm_function(p), args);
-}
-
-std::vector<array> vjp_of(const RoPE& p, const VjpArgs& args) { return vjp_through(rope_function(p), args); }
-std::vector<array> jvp_of(const RoPE& p, const JvpArgs& args) { return jvp_through(rope_function(p), args); }
-Batched vmap_of(const RoPE& p, const VmapArgs& args) { return vmap_through(rope_function(p), args); }
-
-std::vector<array> vjp_of(const ScaledDotProductAttention& p, const VjpArgs& args) {
-  return vjp_through(attention_function(p), args);
-}
-std::vector<array> jvp_of(const ScaledDotProductAttention& p, const JvpArgs& args) {
-  return jvp_through(attention_function(p), args);
-}
-Batched vmap_of(const ScaledDotProductAttention& p, const VmapArgs& args) {
-  return vmap_through(attention_function(p), args);
+  split.insert(split.end() - 1, args.size);
+  return {{moveaxis(reshape(y, split), -2, 0)}, {0}};
 }
 
 // ---- Masked, gathered and segmented products, Hadamard
@@ -570,7 +566,14 @@ std::vector<array> jvp_of(const BlockMaskedMM& p, const JvpArgs& args) {
   }
   return {multilinear_jvp(p, args)};
 }
-Batched vmap_of(const BlockMaskedMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+Batched vmap_of(const BlockMaskedMM& p, const VmapArgs& args) {
+  // Every input already has the product's batch shape: the mapped axis becomes one more batch axis.
+  std::vector<array> inputs;
+  for (size_t i = 0; i < args.inputs.size(); ++i) {
+    inputs.push_back(batched_front(args, i));
+  }
+  return reapply_front(p, std::move(inputs), args);
+}
 
 std::vector<array> vjp_of(const GatherMM& p, const VjpArgs& args) {
   // out[i] = a[lhs[i]] @ b[rhs[i]]: gather both operands explicitly, differentiate the batched product, and
@@ -608,7 +611,11 @@ std::vector<array> jvp_of(const GatherMM& p, const JvpArgs& args) {
   }
   return {multilinear_jvp(p, args)};
 }
-Batched vmap_of(const GatherMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+Batched vmap_of(const GatherMM& p, const VmapArgs& args) {
+  // The mapped axis joins the batch axes of a mapped operand; its indices skip to each slice's matrices.
+  return reapply_front(
+      p, {moved_front(args, 0), moved_front(args, 1), offset_indices(args, 2, 0), offset_indices(args, 3, 1)}, args);
+}
 
 std::vector<array> vjp_of(const SegmentedMM& p, const VjpArgs& args) {
   // out[s] = a[:, segment s] @ b[segment s, :]: differentiate the explicit sum over segments.
@@ -651,7 +658,24 @@ std::vector<array> jvp_of(const SegmentedMM& p, const JvpArgs& args) {
   }
   return {multilinear_jvp(p, args)};
 }
-Batched vmap_of(const SegmentedMM& p, const VmapArgs& args) { return vmap_by_loop(p, args); }
+Batched vmap_of(const SegmentedMM& p, const VmapArgs& args) {
+  if (args.axes[0] < 0 && args.axes[1] < 0) {
+    return reapply_front(p, {args.inputs[0], args.inputs[1], batched_front(args, 2)}, args);
+  }
+  // Mapped operands: the slices of a side by side (M, B * K) and of b stacked (B * K, N), each slice's segments
+  // (clamped to [0, K]) shifted to its own block of the inner axis.
+  auto a = batched_front(args, 0);
+  auto b = batched_front(args, 1);
+  int k = a.shape(-1);
+  auto a_wide = reshape(moveaxis(a, 0, 1), {a.shape(1), args.size * k});
+  auto b_tall = reshape(b, {args.size * k, b.shape(-1)});
+  auto segments = minimum(batched_front(args, 2), array(static_cast<uint32_t>(k), uint32));
+  Shape column(static_cast<size_t>(segments.ndim()), 1);
+  column[0] = args.size;
+  auto offsets = reshape(
+      arange(0.0, static_cast<double>(args.size), 1.0, uint32) * array(static_cast<uint32_t>(k), uint32), column);
+  return reapply_front(p, {a_wide, b_tall, segments + offsets}, args);
+}
 
 std::vector<array> vjp_of(const Hadamard& p, const VjpArgs& args) {
   return reapply(p, {args.cotangents[0]}, args.outputs);  // symmetric

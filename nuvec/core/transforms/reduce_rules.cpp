@@ -119,12 +119,37 @@ Batched vmap_of(const ArgPartition& p, const VmapArgs& args) {
 std::vector<array> vjp_of(const SearchSorted& p, const VjpArgs&) { return integer_output_vjp(p.name); }
 std::vector<array> jvp_of(const SearchSorted&, const JvpArgs& args) { return {zeros_like(args.outputs[0])}; }
 Batched vmap_of(const SearchSorted& p, const VmapArgs& args) {
-  if (args.axes[0] >= 0) {
-    return vmap_by_loop(p, args);  // the sorted array must stay 1-d
-  }
   const auto& out = args.outputs[0];
-  auto v = moveaxis(args.inputs[1], args.axes[1], 0);
-  return {{reapply(p, {args.inputs[0], v}, front_shape(args.size, out.shape()), out.dtype())}, {0}};
+  if (args.axes[0] < 0) {
+    auto v = moveaxis(args.inputs[1], args.axes[1], 0);
+    return {{reapply(p, {args.inputs[0], v}, front_shape(args.size, out.shape()), out.dtype())}, {0}};
+  }
+  // One sorted row per slice: a binary search of all values at once, ceil(log2(N + 1)) halvings of [lo, hi), each a
+  // gather of the rows' middle elements. Ordered before the value (left) or not after it (right) in the kernel's
+  // order, where NaN follows every number.
+  auto sorted = moveaxis(args.inputs[0], args.axes[0], 0);  // (B, N)
+  auto v = reshape(batched_front(args, 1), {args.size, -1});  // (B, M)
+  int n = sorted.shape(1);
+  auto before = [&](const array& a) {
+    auto order = p.right ? less_equal(a, v) : less(a, v);
+    if (!is_floating(a.dtype())) {
+      return order;
+    }
+    auto v_nan = isnan(v);
+    return p.right ? logical_or(order, v_nan) : logical_or(order, logical_and(v_nan, logical_not(isnan(a))));
+  };
+  auto lo = zeros(v.shape(), int64);
+  auto hi = full(v.shape(), n, int64);
+  auto one = array(1, int64);
+  for (int64_t span = n; span > 0; span /= 2) {
+    auto mid = floor_divide(lo + hi, array(2, int64));
+    auto active = less(lo, hi);
+    auto middle = take_along_axis(sorted, minimum(mid, array(std::max(n - 1, 0), int64)), 1);
+    auto right = logical_and(active, before(middle));
+    lo = where(right, mid + one, lo);
+    hi = where(logical_and(active, logical_not(right)), mid, hi);
+  }
+  return {{reshape(astype(lo, out.dtype()), front_shape(args.size, out.shape()))}, {0}};
 }
 
 // ---- Scan. An exclusive scan is the inclusive one shifted by one place, so its rules shift and reuse those.

@@ -90,31 +90,6 @@ std::vector<array> jvp_by_transposing_vjp(const Primitive& p, const JvpArgs& arg
   return vjp(pullback, zero_cotangents, args.tangents).second;
 }
 
-Batched vmap_by_loop(const Primitive& p, const VmapArgs& args) {
-  std::vector<std::vector<array>> slices(args.outputs.size());
-  for (int b = 0; b < args.size; ++b) {
-    std::vector<array> inputs;
-    for (size_t i = 0; i < args.inputs.size(); ++i) {
-      inputs.push_back(args.axes[i] < 0 ? args.inputs[i] : take(args.inputs[i], b, args.axes[i]));
-    }
-    auto outs = reapply(p, std::move(inputs), args.outputs);
-    for (size_t k = 0; k < outs.size(); ++k) {
-      slices[k].push_back(outs[k]);
-    }
-  }
-  std::vector<array> results;
-  for (size_t k = 0; k < args.outputs.size(); ++k) {
-    if (args.size == 0) {
-      Shape shape = args.outputs[k].shape();
-      shape.insert(shape.begin(), 0);
-      results.push_back(zeros(shape, args.outputs[k].dtype()));
-    } else {
-      results.push_back(stack(slices[k], 0));
-    }
-  }
-  return {std::move(results), std::vector<int>(args.outputs.size(), 0)};
-}
-
 std::vector<int> shifted(const std::vector<int>& axes) {
   std::vector<int> out;
   for (int a : axes) {

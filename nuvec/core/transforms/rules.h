@@ -81,9 +81,6 @@ Batched vmap_through(const Function& f, const VmapArgs& args);
 /// with respect to the cotangents is the jvp.
 std::vector<array> jvp_by_transposing_vjp(const Primitive& p, const JvpArgs& args);
 
-/// The primitive applied to each slice of the mapped axis and the results stacked (a rule for rare cases).
-Batched vmap_by_loop(const Primitive& p, const VmapArgs& args);
-
 /// Axes moved past a new front axis.
 std::vector<int> shifted(const std::vector<int>& axes);
 /// `shape` with a front axis of `size`.
@@ -236,6 +233,15 @@ Batched vmap_of(const RoPE& p, const VmapArgs& args);
 std::vector<array> vjp_of(const ScaledDotProductAttention& p, const VjpArgs& args);
 std::vector<array> jvp_of(const ScaledDotProductAttention& p, const JvpArgs& args);
 Batched vmap_of(const ScaledDotProductAttention& p, const VmapArgs& args);
+std::vector<array> vjp_of(const RMSNormVJP& p, const VjpArgs& args);
+std::vector<array> jvp_of(const RMSNormVJP& p, const JvpArgs& args);
+Batched vmap_of(const RMSNormVJP& p, const VmapArgs& args);
+std::vector<array> vjp_of(const LayerNormVJP& p, const VjpArgs& args);
+std::vector<array> jvp_of(const LayerNormVJP& p, const JvpArgs& args);
+Batched vmap_of(const LayerNormVJP& p, const VmapArgs& args);
+std::vector<array> vjp_of(const ScaledDotProductAttentionVJP& p, const VjpArgs& args);
+std::vector<array> jvp_of(const ScaledDotProductAttentionVJP& p, const JvpArgs& args);
+Batched vmap_of(const ScaledDotProductAttentionVJP& p, const VmapArgs& args);
 std::vector<array> vjp_of(const BlockMaskedMM& p, const VjpArgs& args);
 std::vector<array> jvp_of(const BlockMaskedMM& p, const JvpArgs& args);
 Batched vmap_of(const BlockMaskedMM& p, const VmapArgs& args);

@@ -137,10 +137,8 @@ std::vector<array> jvp_of(const View& p, const JvpArgs& args) {
   return linear_jvp(p, args);
 }
 Batched vmap_of(const View& p, const VmapArgs& args) {
-  if (args.inputs[0].ndim() > 0 && args.axes[0] == args.inputs[0].ndim() - 1) {
-    return vmap_by_loop(p, args);
-  }
-  return front_vmap(p, args);
+  // The op copies an input whose last axis is not contiguous (as a moved mapped axis leaves it) before the view.
+  return {{view(moveaxis(args.inputs[0], args.axes[0], 0), p.dtype)}, {0}};
 }
 
 // ---- StopGradient (its input carries no derivative, so its vjp and jvp never run)
@@ -297,13 +295,20 @@ std::vector<array> jvp_of(const Pad& p, const JvpArgs& args) {
   return reapply(p, {tx ? *tx : zeros_like(args.primals[0]), tv ? *tv : zeros_like(args.primals[1])}, args.outputs);
 }
 Batched vmap_of(const Pad& p, const VmapArgs& args) {
-  if (args.axes[1] >= 0) {
-    return vmap_by_loop(p, args);
-  }
   Pad q{shifted(p.axes), p.low, p.high};
-  auto x = moveaxis(args.inputs[0], args.axes[0], 0);
+  auto x = batched_front(args, 0);
   const auto& out = args.outputs[0];
-  return {{reapply(q, {x, args.inputs[1]}, front_shape(args.size, out.shape()), out.dtype())}, {0}};
+  Shape shape = front_shape(args.size, out.shape());
+  if (args.axes[1] < 0) {
+    return {{reapply(q, {x, args.inputs[1]}, shape, out.dtype())}, {0}};
+  }
+  // A mapped pad value: pad with zeros, then each slice's value where a padded mask is false.
+  auto padded = reapply(q, {x, zeros({}, out.dtype())}, shape, out.dtype());
+  auto inside = reapply(q, {ones(x.shape(), bool_), array(false)}, shape, bool_);
+  Shape column(shape.size(), 1);
+  column[0] = args.size;
+  auto value = reshape(moveaxis(args.inputs[1], args.axes[1], 0), column);
+  return {{where(inside, padded, value)}, {0}};
 }
 
 }  // namespace nuvec::detail
