@@ -2,9 +2,11 @@
 //
 //   bandwidth copy_gbs=G threads=T                        STREAM-like copy of 512 MiB (read + write counted), best of 7
 //   row NAME median_ms=T floor_ms=F ratio=R ...          decode rows: floor = packed weights + scales + biases / copy
-//   row NAME median_ms=T f32_ms=F ratio=R                prefill rows: against matmul(x, w_float.T)
+//   row NAME median_ms=T f32_ms=F ratio=R                prefill rows (t: transpose, nt: not): against
+//                                                        matmul(x, w_float.T)
 //
-// Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30).
+// Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
+// --rows N (rows of x in the decode rows, default 1; below 32, where the sgemm path starts).
 
 #include <nuvec/cpu/thread_pool.h>
 #include <nuvec/nuvec.h>
@@ -82,13 +84,20 @@ double time_ms(int reps, const std::function<array()>& fn) {
 
 int main(int argc, char** argv) {
   int reps = 30;
+  int rows = 1;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--rows" && i + 1 < argc) {
+      rows = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--reps N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--rows N]\n", argv[0]);
       return 2;
     }
+  }
+  if (reps < 1 || rows < 1) {
+    std::fprintf(stderr, "%s: --reps and --rows must be at least 1\n", argv[0]);
+    return 2;
   }
   const int threads = nuvec::cpu::num_threads();
   const double gbs = copy_gbs(threads);
@@ -98,7 +107,7 @@ int main(int argc, char** argv) {
   constexpr int k = 4096;
   constexpr int n = 4096;
   auto w = random_matrix({n, k}, rng);
-  auto x = random_matrix({1, k}, rng);
+  auto x = random_matrix({rows, k}, rng);
   for (int bits : {4, 8}) {
     auto q = nuvec::quantize(w, 64, bits);
     nuvec::eval(q);
@@ -107,8 +116,8 @@ int main(int argc, char** argv) {
     for (bool transpose : {true, false}) {
       const double ms =
           time_ms(reps, [&] { return nuvec::quantized_matmul(x, q[0], q[1], q[2], transpose, 64, bits); });
-      std::printf("row decode_%dbit_%s median_ms=%.3f floor_ms=%.3f ratio=%.2f weight_gbs=%.2f\n", bits,
-                  transpose ? "t" : "nt", ms, floor_ms, ms / floor_ms, bytes / (ms * 1e-3) / 1e9);
+      std::printf("row decode_%dbit_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f weight_gbs=%.2f\n", bits,
+                  transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms, bytes / (ms * 1e-3) / 1e9);
     }
   }
 
@@ -117,11 +126,13 @@ int main(int argc, char** argv) {
   for (int bits : {4, 8}) {
     auto q = nuvec::quantize(w, 64, bits);
     nuvec::eval(q);
-    const double ms =
-        time_ms(std::max(3, reps / 6), [&] { return nuvec::quantized_matmul(xp, q[0], q[1], q[2], true, 64, bits); });
     const double deq_ms = time_ms(std::max(3, reps / 6), [&] { return nuvec::dequantize(q[0], q[1], q[2], 64, bits); });
-    std::printf("row prefill_%dbit_512x4096x4096 median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n", bits, ms,
-                f32_ms, ms / f32_ms, deq_ms);
+    for (bool transpose : {true, false}) {
+      const double ms = time_ms(std::max(3, reps / 6),
+                                [&] { return nuvec::quantized_matmul(xp, q[0], q[1], q[2], transpose, 64, bits); });
+      std::printf("row prefill_%dbit_%s_512x4096x4096 median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n", bits,
+                  transpose ? "t" : "nt", ms, f32_ms, ms / f32_ms, deq_ms);
+    }
   }
   return 0;
 }

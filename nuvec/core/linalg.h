@@ -36,7 +36,7 @@ inline array norm(const array& a, int axis, bool keepdims = false, StreamOrDevic
 /// Reduced QR: Q (..., M, K) with orthonormal columns and upper-triangular R (..., K, N), K = min(M, N).
 std::pair<array, array> qr(const array& a, StreamOrDevice s = {});
 
-/// {U (..., M, M), S (..., K), Vt (..., N, N)} with a = U[..., :K] diag(S) Vt[..., :K, :], or {S} alone.
+/// {U (..., M, M), S (..., K), Vt (..., N, N)} with a = U[..., :K] diag(S) Vt[..., :K, :], or {S} alone; S is real.
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s = {});
 inline std::vector<array> svd(const array& a, StreamOrDevice s = {}) { return svd(a, true, s); }
 
@@ -71,9 +71,9 @@ array cross(const array& a, const array& b, int axis = -1, StreamOrDevice s = {}
 /// Eigenvalues and unit eigenvectors (columns) of general square matrices, both complex64.
 std::pair<array, array> eig(const array& a, StreamOrDevice s = {});
 array eigvals(const array& a, StreamOrDevice s = {});
-/// Ascending eigenvalues of symmetric matrices read from the "L" (lower) or "U" (upper) triangle.
+/// Ascending (real) eigenvalues of symmetric or Hermitian matrices read from the "L" or "U" triangle.
 array eigvalsh(const array& a, std::string UPLO = "L", StreamOrDevice s = {});  // NOLINT(readability-identifier-naming)
-/// Ascending eigenvalues and orthonormal eigenvectors (columns) of symmetric matrices.
+/// Ascending eigenvalues and orthonormal (unitary) eigenvectors (columns) of symmetric or Hermitian matrices.
 std::pair<array, array> eigh(const array& a, std::string UPLO = "L",  // NOLINT(readability-identifier-naming)
                              StreamOrDevice s = {});
 

@@ -437,7 +437,7 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices = std::nullop
 /// For each (start, end) pair in segments (..., 2): a[:, start:end] @ b[start:end, :], giving (..., M, N).
 array segmented_mm(array a, array b, array segments, StreamOrDevice s = {});
 
-/// The Walsh-Hadamard transform along the last axis (a power of two), times scale (default 1/sqrt(n)).
+/// The Hadamard transform along the last axis (n = m * 2^k, m 1, 12, 20 or 28), times scale (default 1/sqrt(n)).
 array hadamard_transform(const array& a, std::optional<float> scale = std::nullopt, StreamOrDevice s = {});
 
 /// Einstein summation (numpy's subscripts: implicit or explicit output, ellipsis, repeated indices), computed as a

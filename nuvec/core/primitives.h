@@ -677,7 +677,7 @@ struct SegmentedMM {
   static constexpr Family family = Family::other;
   friend bool operator==(const SegmentedMM&, const SegmentedMM&) = default;
 };
-/// scale * (Sylvester-ordered Walsh-Hadamard transform) along the last axis, whose size is a power of two.
+/// scale * (H_m (x) Sylvester's H_2^k) along the last axis, of size m * 2^k (m 1, 12, 20, 28; cpu/hadamard.cpp).
 struct Hadamard {
   static constexpr std::string_view name = "Hadamard";
   static constexpr Family family = Family::other;

@@ -16,12 +16,6 @@
 // products run as register-tiled micro-kernels (4 rows x 2 vectors), the GEMM-like part of the work.
 // Causal items skip the key blocks that every row of the block masks (exact: those weights underflow to 0).
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/contrib/math/math-inl.h>
-#include <hwy/highway.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -30,13 +24,15 @@
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/attention.h"
 #include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+
+// Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
+#include <hwy/contrib/math/math-inl.h>
 
 namespace nuvec::cpu {
 
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr int64_t key_block = 64;
 constexpr int64_t target_rows = 64;  // rows (query heads x queries) per work item

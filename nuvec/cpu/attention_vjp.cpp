@@ -13,12 +13,6 @@
 // row with every key hidden averages the values, and its constant scores pass no gradient to q and k.
 // The arithmetic is float32 (float64 for float64); float16 and bfloat16 inputs are converted block by block.
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/contrib/math/math-inl.h>
-#include <hwy/highway.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -28,13 +22,15 @@
 #include "nuvec/cpu/attention.h"
 #include "nuvec/cpu/elementwise.h"
 #include "nuvec/cpu/gemm.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+
+// Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
+#include <hwy/contrib/math/math-inl.h>
 
 namespace nuvec::cpu {
 
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr int64_t query_block = 128;
 

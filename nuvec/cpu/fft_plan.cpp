@@ -13,12 +13,7 @@
 //
 // Inverse transforms conjugate the input and output of the forward transform.
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
 #include "nuvec/cpu/fft_plan.h"
-
-#include <hwy/highway.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,13 +24,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu::fft {
 
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t cache_capacity = 16;            // plans kept per kind and precision
 constexpr size_t stage_grain = size_t{1} << 14;  // elements of a stage per work item

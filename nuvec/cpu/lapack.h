@@ -1,14 +1,20 @@
 #pragma once
 
-// LAPACK routines as one overload set over float and double (the s* and d* routines), column-major, through
-// LAPACKE's _work interface: no allocation and no layout conversion inside, workspace sized by the caller with a
-// query (lwork = -1). Each returns LAPACK's info: 0 on success, < 0 for a bad argument (a bug here), > 0 for a
-// property of the matrix (singular, not positive definite, no convergence).
+// LAPACK routines as one overload set over float and double (the s* and d* routines, and the c* routines of svd and
+// the eigenvalue kernels for complex64), column-major, through LAPACKE's _work interface: no allocation and no layout
+// conversion inside, workspace sized by the caller with a query (lwork = -1). Each returns LAPACK's info: 0 on
+// success, < 0 for a bad argument (a bug here), > 0 for a property of the matrix (singular, not positive definite,
+// no convergence).
 
-#include <complex>  // before lapacke.h, which then declares its complex types as std::complex
+#include <complex>
 
-#ifndef LAPACK_COMPLEX_CPP
-#define LAPACK_COMPLEX_CPP
+// LAPACKE's complex types as std::complex: lapack.h (which lapacke.h includes before reading LAPACK_COMPLEX_CPP)
+// takes these definitions when they come first.
+#ifndef lapack_complex_float
+#define lapack_complex_float std::complex<float>
+#endif
+#ifndef lapack_complex_double
+#define lapack_complex_double std::complex<double>
 #endif
 #include <lapacke.h>
 
@@ -85,6 +91,22 @@ inline Int syevd(char jobz, char uplo, Int n, float* a, Int lda, float* w, float
 inline Int syevd(char jobz, char uplo, Int n, double* a, Int lda, double* w, double* work, Int lwork, Int* iwork,
                  Int liwork) {
   return LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, iwork, liwork);
+}
+
+// complex64 (the c* routines), for svd and the eigenvalue ops; they take a real workspace (rwork) besides work.
+using cfloat = std::complex<float>;
+
+inline Int gesdd(char jobz, Int m, Int n, cfloat* a, Int lda, float* s, cfloat* u, Int ldu, cfloat* vt, Int ldvt,
+                 cfloat* work, Int lwork, float* rwork, Int* iwork) {
+  return LAPACKE_cgesdd_work(LAPACK_COL_MAJOR, jobz, m, n, a, lda, s, u, ldu, vt, ldvt, work, lwork, rwork, iwork);
+}
+inline Int geev(char jobvr, Int n, cfloat* a, Int lda, cfloat* w, cfloat* vr, Int ldvr, cfloat* work, Int lwork,
+                float* rwork) {
+  return LAPACKE_cgeev_work(LAPACK_COL_MAJOR, 'N', jobvr, n, a, lda, w, nullptr, 1, vr, ldvr, work, lwork, rwork);
+}
+inline Int heevd(char jobz, char uplo, Int n, cfloat* a, Int lda, float* w, cfloat* work, Int lwork, float* rwork,
+                 Int lrwork, Int* iwork, Int liwork) {
+  return LAPACKE_cheevd_work(LAPACK_COL_MAJOR, jobz, uplo, n, a, lda, w, work, lwork, rwork, lrwork, iwork, liwork);
 }
 
 }  // namespace nuvec::cpu::lapack

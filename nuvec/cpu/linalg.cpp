@@ -1,15 +1,18 @@
-// The linear algebra kernels: one LAPACK routine (or two) per matrix of the batch, float32 and float64.
+// The linear algebra kernels: one LAPACK routine (or two) per matrix of the batch, float32 and float64; svd, eig and
+// eigh also complex64 (cgesdd, cgeev, cheevd).
 //
 // Layout: LAPACK reads column-major matrices. A kernel that needs the matrix itself copies its input once into
 // dense column-major scratch (copy_strided takes any strides, so transposed and sliced inputs cost nothing more).
-// A row-major copy read column-major is the transpose, which some kernels use instead of a transposition:
-// inv(A^T) = inv(A)^T, so the inverse of a row-major copy, read back row-major, is inv(A); Cholesky, triangular
-// inverses and eigh of a symmetric matrix only flip the triangle they read; solve() factors A^T and solves with
-// its transpose (getrs/trtrs with trans = 'T'). Outputs are row-contiguous, written by small transposing loops.
+// A row-major copy read column-major is the transpose, which some real kernels use instead of a transposition:
+// inv(A^T) = inv(A)^T, so the inverse of a row-major copy, read back row-major, is inv(A); Cholesky and triangular
+// inverses only flip the triangle they read; solve() factors A^T and solves with its transpose (getrs/trtrs with
+// trans = 'T'). Outputs are row-contiguous, written by small transposing loops.
 //
-// Threads: LAPACK is called per matrix. Batches of small matrices (below small_matrix rows, where OpenBLAS's
-// LAPACK stays on the calling thread) are split across nuvec's thread pool; larger matrices run one after the
-// other and OpenBLAS threads inside each call (its count follows nuvec's once a GEMM has run: see gemm.cpp).
+// Threads: LAPACK is called per matrix. Up to serial_matrix rows, OpenBLAS is kept on the calling thread (a
+// SerialBlas guard): its threads made eigh 1.4 to 3x slower up to n = 256 on a 2-core machine (see
+// bench/README.md). Batches of small matrices (up to small_matrix rows) are split across nuvec's thread pool; larger
+// matrices run one after the other, and above serial_matrix OpenBLAS threads inside each call (its count follows
+// nuvec's: see gemm.cpp).
 //
 // Errors LAPACK discovers (a singular matrix, one that is not positive definite, no convergence) throw here, so
 // the outputs become failed arrays whose message names the op and the matrix of the batch.
@@ -25,6 +28,7 @@
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/lapack.h"
+#include "nuvec/cpu/serial_blas.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -36,15 +40,24 @@ using lapack::Int;
 // ---------------------------------------------------------------- tuning
 
 constexpr int64_t small_matrix = 96;      // largest size whose batches are split across the pool (see header)
+constexpr int64_t serial_matrix = 256;    // largest size LAPACK runs without OpenBLAS's threads (see header)
 constexpr int64_t grain_flops = 1 << 14;  // ~n^3 work per pool chunk before splitting pays
 
 // ---------------------------------------------------------------- helpers
 
-/// Calls fn(type_tag<T>{}) with T float or double, the two dtypes the ops let through.
-template <class Fn>
+template <class T>
+constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
+
+/// The real type of T: singular values and Hermitian eigenvalues.
+template <class T>
+using Real = decltype(std::abs(std::declval<T>()));
+
+/// Calls fn(type_tag<T>{}) with T float or double (the dtypes the ops let through), or complex64_t for the ops that
+/// take complex input too (Complex).
+template <bool Complex = false, class Fn>
 void dispatch_float(Dtype dtype, const char* op, Fn&& fn) {
   dispatch(dtype, [&]<class T>(type_tag<T> tag) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || (Complex && is_complex_v<T>)) {
       fn(tag);
     } else {
       throw_internal(std::string("[linalg::") + op + "] Unexpected dtype " + std::string(dtype_name(dtype)) + ".");
@@ -128,10 +141,16 @@ void zero_triangle(T* a, int64_t n, bool upper) {
   }
 }
 
-/// Runs body(begin, end) over `count` matrices of size n: across the pool when they are small, else in order.
+/// Runs body(begin, end) over `count` matrices of size n: across the pool when they are small, else in order; up to
+/// serial_matrix without OpenBLAS's threads.
 template <class F>
 void for_each_matrix(int64_t count, int64_t n, F&& body) {
   const auto matrices = static_cast<size_t>(count);
+  if (n > serial_matrix) {
+    body(size_t{0}, matrices);
+    return;
+  }
+  const SerialBlas serial;
   if (n > small_matrix) {
     body(size_t{0}, matrices);
     return;
@@ -152,10 +171,10 @@ void check_arguments(Int info, const char* routine) {
   }
 }
 
-/// The optimal workspace size a LAPACK query (lwork = -1) wrote into `query`.
+/// The optimal workspace size a LAPACK query (lwork = -1) wrote into `query` (the real part, for complex routines).
 template <class T>
 Int workspace(T query) {
-  return std::max<Int>(1, static_cast<Int>(query));
+  return std::max<Int>(1, static_cast<Int>(std::real(query)));
 }
 
 [[noreturn]] void fail(const char* op, const std::string& what, size_t index, int64_t count) {
@@ -216,6 +235,7 @@ void fill_identity(T* out, int64_t count, int64_t n) {
 
 template <class T>
 void svd(const SVD& p, const array& a, Outputs& out) {
+  using R = Real<T>;
   const Int m = a.shape(-2);
   const Int n = a.shape(-1);
   const Int k = std::min(m, n);
@@ -226,9 +246,9 @@ void svd(const SVD& p, const array& a, Outputs& out) {
     u_buffer.emplace(out[0], count * m * m);
     vt_buffer.emplace(out[2], count * n * n);
   }
-  OutputBuffer<T> s_buffer(out[p.compute_uv ? 1 : 0], count * k);
+  OutputBuffer<R> s_buffer(out[p.compute_uv ? 1 : 0], count * k);
   T* u = p.compute_uv ? u_buffer->get() : nullptr;
-  T* s = s_buffer.get();
+  R* s = s_buffer.get();
   T* vt = p.compute_uv ? vt_buffer->get() : nullptr;
   if (k == 0 || count == 0) {
     // No singular values: U and Vt are any orthogonal matrices, the identity as NumPy gives.
@@ -240,21 +260,32 @@ void svd(const SVD& p, const array& a, Outputs& out) {
   }
   const char jobz = p.compute_uv ? 'A' : 'N';
   auto buf = pack<T>(a, true);
+  // The complex routine's real workspace: LAPACK's bound for jobz = 'A', which covers 'N'.
+  const auto rwork_size = static_cast<size_t>(
+      is_complex_v<T> ? int64_t{k} * std::max<int64_t>(5 * int64_t{k} + 7, 2 * int64_t{std::max(m, n)} + 2 * k + 1)
+                      : 0);
+  auto gesdd = [&](T* mat, R* values, T* u_col, T* vt_col, T* work, Int lwork, Int* iwork, R* rwork) {
+    if constexpr (is_complex_v<T>) {
+      return lapack::gesdd(jobz, m, n, mat, m, values, u_col, m, vt_col, n, work, lwork, rwork, iwork);
+    } else {
+      return lapack::gesdd(jobz, m, n, mat, m, values, u_col, m, vt_col, n, work, lwork, iwork);
+    }
+  };
   T query{};
   std::vector<Int> iwork_query(8 * static_cast<size_t>(k));
-  check_arguments(
-      lapack::gesdd(jobz, m, n, buf.data(), m, s, buf.data(), m, buf.data(), n, &query, -1, iwork_query.data()),
-      "gesdd");
+  std::vector<R> rwork_query(rwork_size);
+  check_arguments(gesdd(buf.data(), s, buf.data(), buf.data(), &query, -1, iwork_query.data(), rwork_query.data()),
+                  "gesdd");
   const Int lwork = workspace(query);
   for_each_matrix(count, std::max(m, n), [&](size_t begin, size_t end) {
     std::vector<T> work(lwork);
     std::vector<Int> iwork(8 * static_cast<size_t>(k));
+    std::vector<R> rwork(rwork_size);
     std::vector<T> u_col(p.compute_uv ? static_cast<size_t>(m) * m : 1);
     std::vector<T> vt_col(p.compute_uv ? static_cast<size_t>(n) * n : 1);
     for (size_t i = begin; i < end; ++i) {
       T* mat = buf.data() + i * m * n;
-      Int info = lapack::gesdd(jobz, m, n, mat, m, s + i * k, u_col.data(), m, vt_col.data(), n, work.data(), lwork,
-                               iwork.data());
+      Int info = gesdd(mat, s + i * k, u_col.data(), vt_col.data(), work.data(), lwork, iwork.data(), rwork.data());
       check_arguments(info, "gesdd");
       if (info > 0) {
         fail("svd", "The singular value decomposition did not converge", i, count);
@@ -433,6 +464,8 @@ void solve(const Solve& p, const array& a, const array& b, array& out) {
 
 // ---------------------------------------------------------------- eigenvalues
 
+/// The eigenvalues (and right eigenvectors) of general matrices: sgeev/dgeev, whose complex pairs are unpacked
+/// below, or cgeev (with a real workspace), whose results are complex already.
 template <class T>
 void eig(const Eig& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
@@ -449,42 +482,58 @@ void eig(const Eig& p, const array& a, Outputs& out) {
   }
   const char jobvr = p.compute_vectors ? 'V' : 'N';
   auto buf = pack<T>(a, true);
+  const size_t rwork_size = is_complex_v<T> ? 2 * static_cast<size_t>(n) : 0;
+  auto geev = [&](T* mat, T* wr, T* wi, T* vr, T* work, Int lwork, Real<T>* rwork) {
+    if constexpr (is_complex_v<T>) {
+      return lapack::geev(jobvr, n, mat, n, wr, vr, n, work, lwork, rwork);
+    } else {
+      return lapack::geev(jobvr, n, mat, n, wr, wi, vr, n, work, lwork);
+    }
+  };
   T query{};
-  check_arguments(lapack::geev(jobvr, n, buf.data(), n, buf.data(), buf.data(), buf.data(), n, &query, -1), "geev");
+  std::vector<Real<T>> rwork_query(rwork_size);
+  check_arguments(geev(buf.data(), buf.data(), buf.data(), buf.data(), &query, -1, rwork_query.data()), "geev");
   const Int lwork = workspace(query);
   for_each_matrix(count, n, [&](size_t begin, size_t end) {
     std::vector<T> wr(n);
-    std::vector<T> wi(n);
+    std::vector<T> wi(is_complex_v<T> ? 0 : n);
     std::vector<T> vr(p.compute_vectors ? static_cast<size_t>(n) * n : 1);
     std::vector<T> work(lwork);
+    std::vector<Real<T>> rwork(rwork_size);
     for (size_t i = begin; i < end; ++i) {
-      Int info =
-          lapack::geev(jobvr, n, buf.data() + i * n * n, n, wr.data(), wi.data(), vr.data(), n, work.data(), lwork);
+      Int info = geev(buf.data() + i * n * n, wr.data(), wi.data(), vr.data(), work.data(), lwork, rwork.data());
       check_arguments(info, "geev");
       if (info > 0) {
         fail("eig", "The QR algorithm did not converge", i, count);
       }
       complex64_t* wi_out = w + i * n;
-      for (Int j = 0; j < n; ++j) {
-        wi_out[j] = complex64_t(static_cast<float>(wr[j]), static_cast<float>(wi[j]));
-      }
-      if (!p.compute_vectors) {
-        continue;
-      }
-      // A complex pair (j, j + 1) stores its vector as columns re = vr[:, j], im = vr[:, j + 1]; the second
-      // eigenvalue's vector is the conjugate.
-      complex64_t* vi = v + i * n * n;
-      for (Int j = 0; j < n; ++j) {
-        const bool pair = wi[j] != T{0} && j + 1 < n;
-        for (Int row = 0; row < n; ++row) {
-          const auto re = static_cast<float>(vr[row + j * n]);
-          const auto im = pair ? static_cast<float>(vr[row + (j + 1) * n]) : 0.0F;
-          vi[row * n + j] = complex64_t(re, im);
-          if (pair) {
-            vi[row * n + j + 1] = complex64_t(re, -im);
-          }
+      complex64_t* vi = p.compute_vectors ? v + i * n * n : nullptr;
+      if constexpr (is_complex_v<T>) {
+        std::copy_n(wr.data(), n, wi_out);
+        if (vi != nullptr) {
+          from_col_major(vr.data(), n, n, n, vi);
         }
-        j += pair ? 1 : 0;
+      } else {
+        for (Int j = 0; j < n; ++j) {
+          wi_out[j] = complex64_t(static_cast<float>(wr[j]), static_cast<float>(wi[j]));
+        }
+        if (vi == nullptr) {
+          continue;
+        }
+        // A complex pair (j, j + 1) stores its vector as columns re = vr[:, j], im = vr[:, j + 1]; the second
+        // eigenvalue's vector is the conjugate.
+        for (Int j = 0; j < n; ++j) {
+          const bool pair = wi[j] != T{0} && j + 1 < n;
+          for (Int row = 0; row < n; ++row) {
+            const auto re = static_cast<float>(vr[row + j * n]);
+            const auto im = pair ? static_cast<float>(vr[row + (j + 1) * n]) : 0.0F;
+            vi[row * n + j] = complex64_t(re, im);
+            if (pair) {
+              vi[row * n + j + 1] = complex64_t(re, -im);
+            }
+          }
+          j += pair ? 1 : 0;
+        }
       }
     }
   });
@@ -492,33 +541,46 @@ void eig(const Eig& p, const array& a, Outputs& out) {
 
 template <class T>
 void eigh(const Eigh& p, const array& a, Outputs& out) {
+  using R = Real<T>;
   const Int n = a.shape(-1);
   const int64_t count = batch_count(a.shape());
-  OutputBuffer<T> w_buffer(out[0], count * n);
+  OutputBuffer<R> w_buffer(out[0], count * n);
   std::optional<OutputBuffer<T>> v_buffer;
   if (p.compute_vectors) {
     v_buffer.emplace(out[1], count * n * n);
   }
-  T* w = w_buffer.get();
+  R* w = w_buffer.get();
   T* v = p.compute_vectors ? v_buffer->get() : nullptr;
   if (n == 0 || count == 0) {
     return;
   }
   const char jobz = p.compute_vectors ? 'V' : 'N';
-  const char uplo = p.upper ? 'L' : 'U';  // flipped: the row-major copy is A^T to LAPACK
-  auto buf = pack<T>(a, false);
+  const char uplo = p.upper ? 'U' : 'L';
+  auto buf = pack<T>(a, true);  // column-major: for a Hermitian matrix, the transpose would be its conjugate
+  // syevd for real matrices, heevd (with a real workspace) for complex ones.
+  auto evd = [&](T* mat, R* values, T* work, Int lwork, R* rwork, Int lrwork, Int* iwork, Int liwork) {
+    if constexpr (is_complex_v<T>) {
+      return lapack::heevd(jobz, uplo, n, mat, n, values, work, lwork, rwork, lrwork, iwork, liwork);
+    } else {
+      return lapack::syevd(jobz, uplo, n, mat, n, values, work, lwork, iwork, liwork);
+    }
+  };
   T query{};
+  R rquery{};
   Int iquery = 0;
-  check_arguments(lapack::syevd(jobz, uplo, n, buf.data(), n, w, &query, -1, &iquery, -1), "syevd");
+  const char* routine = is_complex_v<T> ? "heevd" : "syevd";
+  check_arguments(evd(buf.data(), w, &query, -1, &rquery, -1, &iquery, -1), routine);
   const Int lwork = workspace(query);
+  const Int lrwork = workspace(rquery);
   const Int liwork = std::max<Int>(1, iquery);
   for_each_matrix(count, n, [&](size_t begin, size_t end) {
     std::vector<T> work(lwork);
+    std::vector<R> rwork(is_complex_v<T> ? lrwork : 0);
     std::vector<Int> iwork(liwork);
     for (size_t i = begin; i < end; ++i) {
       T* mat = buf.data() + i * n * n;
-      Int info = lapack::syevd(jobz, uplo, n, mat, n, w + i * n, work.data(), lwork, iwork.data(), liwork);
-      check_arguments(info, "syevd");
+      Int info = evd(mat, w + i * n, work.data(), lwork, rwork.data(), lrwork, iwork.data(), liwork);
+      check_arguments(info, routine);
       if (info > 0) {
         fail(p.compute_vectors ? "eigh" : "eigvalsh", "The eigenvalue algorithm did not converge", i, count);
       }
@@ -536,7 +598,7 @@ void run(const QRF&, const Inputs& in, Outputs& out) {
 }
 
 void run(const SVD& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "svd", [&]<class T>(type_tag<T>) { svd<T>(p, in[0], out); });
+  dispatch_float<true>(in[0].dtype(), "svd", [&]<class T>(type_tag<T>) { svd<T>(p, in[0], out); });
 }
 
 void run(const Inverse& p, const Inputs& in, Outputs& out) {
@@ -556,11 +618,11 @@ void run(const Solve& p, const Inputs& in, Outputs& out) {
 }
 
 void run(const Eig& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
+  dispatch_float<true>(in[0].dtype(), "eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
 }
 
 void run(const Eigh& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "eigh", [&]<class T>(type_tag<T>) { eigh<T>(p, in[0], out); });
+  dispatch_float<true>(in[0].dtype(), "eigh", [&]<class T>(type_tag<T>) { eigh<T>(p, in[0], out); });
 }
 
 }  // namespace nuvec::cpu

@@ -15,25 +15,19 @@
 // Rows are split into one part per thread; each part sums its own dw and db and the parts are added in order
 // afterwards, so the result does not depend on scheduling. The arithmetic is float32 (float64 for float64).
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/highway.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/strided.h"
 
 namespace nuvec::cpu {
 
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
 
 /// sum((x - shift)^2) over a contiguous row.
 template <class A>

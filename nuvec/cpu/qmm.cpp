@@ -5,18 +5,14 @@
 //     and multiplied into float32 accumulators against x, which is reordered once so that the codes of one packed
 //     word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5- and 6-bit
 //     codes take a generic path (unpack a row to floats, then SIMD dot products).
-//   - few rows, w (K, N): 2, 4 and 8 bits stream blocks of whole packed rows, each block into its own partial sums of
-//     x[k] * scale * q over every column (SIMD), added at the end; the other widths give each thread a range of
+//   - few rows, w (K, N): 2, 4 and 8 bits give each task a block of columns (up to 1 KiB of packed words a row) and
+//     stream it down the K rows with the sums in registers: per vector of packed words, one accumulator per code
+//     position and one for the bias, each lane scaled by its own group; the other widths give each thread a range of
 //     columns and walk the K rows unpacking its slice of each.
 //   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm (for
 //     w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K order of the decode path, x reordered to match).
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
 // and rounded once to x's dtype.
-
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/highway.h>
 
 #include <algorithm>
 #include <utility>
@@ -24,6 +20,7 @@
 
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/gemm.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/quantized.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -32,14 +29,11 @@ namespace nuvec::cpu {
 
 namespace {
 
-namespace hn = hwy::HWY_NAMESPACE;
 using quant::Matrix;
 
 constexpr int64_t gemm_rows = 32;       // from this many rows of x, dequantize tiles and call the sgemm
 constexpr int64_t tile_cols = 512;      // output columns per dequantized tile (a multiple of every group size)
 constexpr int64_t plain_cols = 1024;    // w (K, N) generic decode: columns per task, so packed rows are read in runs
-constexpr int64_t max_partials = 16;    // w (K, N) SIMD decode: blocks of K rows summed apart, then added
-constexpr int64_t min_k_block = 64;     // ... each of at least this many rows
 constexpr int64_t bytes_per_task = 1 << 16;  // packed weight bytes a thread reads before splitting pays
 
 /// Rows of x as dense float32, `k` apart.
@@ -254,73 +248,6 @@ struct SimdDecode {
       }
     }
   }
-
-  /// w (K, N): the K rows are split into at most max_partials blocks; a task streams whole packed rows of its block
-  /// (contiguous memory) into partial sums of every column, kept in the reordered layout of the codes (position
-  /// j * L + l of a block of L words is the column of lane l's j-th code) so that every unpacked vector of codes is
-  /// one FMA into contiguous sums. The partial sums are then added in block order (the result does not depend on
-  /// the thread count) and put back in column order.
-  static void plain(const Rows& x, const Matrix& m, float* out) {
-    const int64_t n = m.cols;
-    const int64_t groups = m.groups();
-    const int64_t k_block = std::max(min_k_block, (x.k + max_partials - 1) / max_partials);
-    const int64_t parts = (x.k + k_block - 1) / k_block;
-    std::vector<float> partial(static_cast<size_t>(parts * x.count * n), 0.F);
-    std::vector<float> bias(static_cast<size_t>(parts * x.count * groups), 0.F);
-    parallel_for(static_cast<size_t>(parts), 1, [&](size_t p0, size_t p1) {
-      const DF df;
-      const hn::RebindToUnsigned<DF> du;
-      const hn::RebindToSigned<DF> di;
-      const auto lanes = static_cast<int64_t>(hn::Lanes(df));
-      const auto mask = hn::Set(du, (1U << Bits) - 1U);
-      std::vector<float> sb(static_cast<size_t>(2 * groups));
-      std::vector<float> coef(static_cast<size_t>(x.count));
-      for (auto part = static_cast<int64_t>(p0); part < static_cast<int64_t>(p1); ++part) {
-        float* acc = partial.data() + part * x.count * n;
-        float* part_bias = bias.data() + part * x.count * groups;
-        for (int64_t kk = part * k_block; kk < std::min(x.k, (part + 1) * k_block); ++kk) {
-          const uint32_t* row = m.row(kk);
-          m.load(m.scales, kk * groups, groups, sb.data());
-          m.load(m.biases, kk * groups, groups, sb.data() + groups);
-          for (int64_t g = 0; g < groups; ++g) {
-            for (int64_t r = 0; r < x.count; ++r) {
-              const float xv = x.x[r * x.k + kk];
-              coef[r] = xv * sb[g];
-              part_bias[r * groups + g] += xv * sb[groups + g];
-            }
-            for (int64_t word = 0; word < words_per_group; word += lanes) {
-              const auto packed = hn::LoadU(du, row + g * words_per_group + word);
-              float* a = acc + g * GroupSize + word * values_per_word;
-              unroll<values_per_word>([&]<int J>() {
-                const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
-                for (int64_t r = 0; r < x.count; ++r) {
-                  float* p = a + r * n + J * lanes;
-                  hn::StoreU(hn::MulAdd(q, hn::Set(df, coef[r]), hn::LoadU(df, p)), df, p);
-                }
-              });
-            }
-          }
-        }
-      }
-    });
-    const auto lanes = static_cast<int64_t>(hn::Lanes(DF()));
-    const int64_t block = lanes * values_per_word;
-    for (int64_t r = 0; r < x.count; ++r) {
-      for (int64_t b0 = 0; b0 < n; b0 += block) {
-        const int64_t g = b0 / GroupSize;
-        for (int64_t l = 0; l < lanes; ++l) {
-          for (int64_t j = 0; j < values_per_word; ++j) {
-            float sum = 0.F;
-            for (int64_t part = 0; part < parts; ++part) {
-              sum += partial[(part * x.count + r) * n + b0 + j * lanes + l] +
-                     bias[(part * x.count + r) * groups + g];
-            }
-            out[r * n + b0 + l * values_per_word + j] = sum;
-          }
-        }
-      }
-    }
-  }
 };
 
 // ---------------------------------------------------------------- decode, w (N, K): any width
@@ -366,7 +293,177 @@ void decode_transposed(const Rows& x, const Matrix& m, float* out) {
   });
 }
 
-// ---------------------------------------------------------------- decode, w (K, N)
+// ---------------------------------------------------------------- decode, w (K, N): SIMD for 2, 4 and 8 bits
+
+/// Asks for `bytes` from p to be brought into the L2 cache.
+void prefetch_l2(const void* p, int64_t bytes) {
+  const auto* c = static_cast<const char*>(p);
+  for (int64_t i = 0; i < bytes; i += 64) {
+    __builtin_prefetch(c + i, 0, 2);
+  }
+}
+
+/// x @ w for w (K, N) quantized along N. A "line" is L consecutive packed words of a row (one vector; a cache line
+/// with AVX-512); a task owns a block of lines and a range of K, and streams that block down its rows with the
+/// sums of every x row in registers: per packed word vector, `values_per_word` accumulators (the j-th codes of the
+/// L words) and one for the bias. Each lane's scale and bias come from its own group (a table lookup of the row's
+/// scales, so several groups can share a vector). When there are few blocks, K is split into parts whose sums are
+/// added in part order, so the result depends on the shape only, never on the thread count.
+template <int Bits, int GroupSize, class DF>
+struct ColumnDecode {
+  static constexpr int values_per_word = 32 / Bits;
+  static constexpr int words_per_group = GroupSize * Bits / 32;
+  static constexpr int sums = values_per_word + 1;                           // accumulators per x row: codes, then bias
+  static constexpr int registers = HWY_TARGET <= HWY_AVX3 ? 32 : 16;         // vector registers of the target
+  static constexpr int rows_per_pass = std::max(1, (registers - 8) / sums);  // x rows whose sums stay in registers
+  static constexpr int64_t block_lines = 16;     // lines per task: 1 KiB of each row with 64-byte vectors
+  static constexpr int64_t chunk_rows = 32;      // K rows per pass over the block (their scales converted at once)
+  static constexpr int64_t min_tasks = 16;       // split K when there are fewer blocks than this
+  static constexpr int64_t min_part_rows = 256;  // ... into parts of at least this many rows
+  using V = hn::Vec<DF>;
+
+  /// Whether a row of m is a whole number of lines.
+  static bool fits(const Matrix& m) { return m.words() % static_cast<int64_t>(hn::Lanes(DF())) == 0; }
+
+  /// acc (R rows of `sums` vectors, `acc_stride` apart) += the rows k of a line for R rows of x. sb holds each K
+  /// row's converted scales, then its biases `bias_at` further, `sb_stride` apart, starting at the line's group.
+  template <int R>
+  static void pass(const float* x, int64_t ldx, const uint32_t* w, int64_t words, const float* sb, int64_t sb_stride,
+                   int64_t bias_at, int64_t rows, const int32_t* lane_group, float* acc, int64_t acc_stride) {
+    const DF df;
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto lanes = static_cast<int64_t>(hn::Lanes(df));
+    const auto mask = hn::Set(du, (1U << Bits) - 1U);
+    const auto table = hn::SetTableIndices(df, lane_group);
+    // Every loop over the sums is unrolled, so that they become registers: as an array indexed at run time they would
+    // stay in memory, stored after every update (float loads may alias Highway's vector types).
+    V a[R][sums];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 32
+      for (int j = 0; j < sums; ++j) {
+        a[r][j] = hn::LoadU(df, acc + r * acc_stride + j * lanes);
+      }
+    }
+    for (int64_t k = 0; k < rows; ++k) {
+      const auto packed = hn::LoadU(du, w + k * words);
+      const float* sbk = sb + k * sb_stride;
+      const V scale = hn::TableLookupLanes(hn::LoadU(df, sbk), table);
+      const V bias = hn::TableLookupLanes(hn::LoadU(df, sbk + bias_at), table);
+      V coef[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const V xv = hn::Set(df, x[r * ldx + k]);
+        coef[r] = hn::Mul(xv, scale);
+        a[r][values_per_word] = hn::MulAdd(xv, bias, a[r][values_per_word]);
+      }
+      unroll<values_per_word>([&]<int J>() {
+        const V q = hn::ConvertTo(df, hn::BitCast(di, hn::And(hn::ShiftRight<J * Bits>(packed), mask)));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          a[r][J] = hn::MulAdd(q, coef[r], a[r][J]);
+        }
+      });
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 32
+      for (int j = 0; j < sums; ++j) {
+        hn::StoreU(a[r][j], df, acc + r * acc_stride + j * lanes);
+      }
+    }
+  }
+
+  static void run(const Rows& x, const Matrix& m, float* out) {
+    const auto lanes = static_cast<int64_t>(hn::Lanes(DF()));
+    const int64_t n = m.cols;
+    const int64_t words = m.words();
+    const int64_t groups = m.groups();
+    const int64_t lines = words / lanes;
+    const int64_t blocks = (lines + block_lines - 1) / block_lines;
+    const int64_t parts =
+        std::clamp((min_tasks + blocks - 1) / blocks, int64_t{1}, std::max<int64_t>(1, x.k / min_part_rows));
+    const int64_t part_rows = (x.k + parts - 1) / parts;
+    // Lane l of a line reads the scale of group (first group of the line) + lane_group[l].
+    std::vector<int32_t> lane_group(static_cast<size_t>(lanes));
+    for (int64_t l = 0; l < lanes; ++l) {
+      lane_group[l] = static_cast<int32_t>(l / words_per_group);
+    }
+    std::vector<float> partial(parts > 1 ? static_cast<size_t>(parts * x.count * n) : 0);
+    parallel_for(static_cast<size_t>(blocks * parts), 1, [&](size_t t0, size_t t1) {
+      std::vector<float> acc;
+      std::vector<float> sb;
+      for (auto t = static_cast<int64_t>(t0); t < static_cast<int64_t>(t1); ++t) {
+        const int64_t part = t % parts;
+        const int64_t line0 = t / parts * block_lines;
+        const int64_t count = std::min(block_lines, lines - line0);
+        const int64_t g0 = line0 * lanes / words_per_group;
+        const int64_t ng = ((line0 + count) * lanes + words_per_group - 1) / words_per_group - g0;
+        const int64_t bias_at = ng + lanes;  // each row's scales, padded so that a whole vector can be loaded
+        const int64_t sb_stride = 2 * bias_at;
+        const int64_t acc_stride = count * sums * lanes;
+        acc.assign(static_cast<size_t>(x.count * acc_stride), 0.F);
+        sb.resize(static_cast<size_t>(chunk_rows * sb_stride));
+        const int64_t k_end = std::min(x.k, (part + 1) * part_rows);
+        for (int64_t k0 = part * part_rows; k0 < k_end; k0 += chunk_rows) {
+          const int64_t rows = std::min(chunk_rows, k_end - k0);
+          // The rows are far apart (a row of packed words, of scales): ask for the next chunk's while this one runs.
+          for (int64_t k = k0 + chunk_rows; k < std::min(k_end, k0 + 2 * chunk_rows); ++k) {
+            prefetch_l2(m.row(k) + line0 * lanes, count * lanes * 4);
+            prefetch_l2(m.scale_row(m.scales, k) + g0 * m.item, ng * m.item);
+            prefetch_l2(m.scale_row(m.biases, k) + g0 * m.item, ng * m.item);
+          }
+          for (int64_t k = 0; k < rows; ++k) {
+            m.load(m.scales, (k0 + k) * groups + g0, ng, sb.data() + k * sb_stride);
+            m.load(m.biases, (k0 + k) * groups + g0, ng, sb.data() + k * sb_stride + bias_at);
+          }
+          for (int64_t line = 0; line < count; ++line) {
+            const uint32_t* w = m.row(k0) + (line0 + line) * lanes;
+            const float* sbl = sb.data() + (line0 + line) * lanes / words_per_group - g0;
+            float* a = acc.data() + line * sums * lanes;
+            int64_t r = 0;
+            auto passes = [&]<int R>() {
+              for (; r + R <= x.count; r += R) {
+                pass<R>(x.x + r * x.k + k0, x.k, w, words, sbl, sb_stride, bias_at, rows, lane_group.data(),
+                        a + r * acc_stride, acc_stride);
+              }
+            };
+            passes.template operator()<rows_per_pass>();
+            if constexpr (rows_per_pass > 2) {
+              passes.template operator()<2>();  // the rest two at a time, then one
+            }
+            passes.template operator()<1>();
+          }
+        }
+        // Lane l's j-th sum is column (line start) + l * values_per_word + j; its bias sum adds to all of them.
+        float* dst = parts > 1 ? partial.data() + part * x.count * n : out;
+        for (int64_t r = 0; r < x.count; ++r) {
+          for (int64_t line = 0; line < count; ++line) {
+            const float* a = acc.data() + r * acc_stride + line * sums * lanes;
+            float* o = dst + r * n + (line0 + line) * lanes * values_per_word;
+            for (int64_t l = 0; l < lanes; ++l) {
+              for (int j = 0; j < values_per_word; ++j) {
+                o[l * values_per_word + j] = a[j * lanes + l] + a[values_per_word * lanes + l];
+              }
+            }
+          }
+        }
+      }
+    });
+    if (parts > 1) {
+      std::copy_n(partial.data(), x.count * n, out);
+      for (int64_t part = 1; part < parts; ++part) {
+        const float* p = partial.data() + part * x.count * n;
+        for (int64_t i = 0; i < x.count * n; ++i) {
+          out[i] += p[i];
+        }
+      }
+    }
+  }
+};
+
+// ---------------------------------------------------------------- decode, w (K, N): any width
 
 template <int Bits>
 void decode_plain_generic(const Rows& x, const Matrix& m, int64_t width, float* out) {
@@ -410,21 +507,32 @@ void decode_plain_generic(const Rows& x, const Matrix& m, int64_t width, float* 
   });
 }
 
+/// Full vectors when a row is a whole number of them, else vectors of one group (rows are whole groups).
+template <int Bits, int GroupSize>
+void decode_columns(const Rows& x, const Matrix& m, float* out) {
+  using Wide = ColumnDecode<Bits, GroupSize, hn::ScalableTag<float>>;
+  using Narrow = ColumnDecode<Bits, GroupSize, hn::CappedTag<float, GroupSize * Bits / 32>>;
+  if (Wide::fits(m)) {
+    Wide::run(x, m, out);
+  } else {
+    Narrow::run(x, m, out);
+  }
+}
+
 void decode_plain(const Rows& x, const Matrix& m, float* out) {
-  const int64_t width = std::min(m.cols, plain_cols);  // a multiple of the group size
   quant::dispatch_bits(m.bits, [&](auto bits_c) {
     constexpr int Bits = decltype(bits_c)::value;
     if constexpr (32 % Bits == 0) {
       switch (m.group_size) {
         case 32:
-          return SimdDecode<Bits, 32>::plain(x, m, out);
+          return decode_columns<Bits, 32>(x, m, out);
         case 64:
-          return SimdDecode<Bits, 64>::plain(x, m, out);
+          return decode_columns<Bits, 64>(x, m, out);
         case 128:
-          return SimdDecode<Bits, 128>::plain(x, m, out);
+          return decode_columns<Bits, 128>(x, m, out);
       }
     }
-    decode_plain_generic<Bits>(x, m, width, out);
+    decode_plain_generic<Bits>(x, m, std::min(m.cols, plain_cols), out);
   });
 }
 
@@ -546,8 +654,15 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
     std::vector<float> storage;
     const int64_t n = o.shape(-1);
     const Rows x{float_rows(in[0], storage), static_cast<int64_t>(o.size()) / n, in[0].shape(-1)};
-    const Matrix m{quant::data_of<const uint32_t>(w), scales.raw_data(), biases.raw_data(), w.shape(-2),
-                   p.transpose ? x.k : n, p.bits, p.group_size, load};
+    const Matrix m{quant::data_of<const uint32_t>(w),
+                   scales.raw_data(),
+                   biases.raw_data(),
+                   w.shape(-2),
+                   p.transpose ? x.k : n,
+                   p.bits,
+                   p.group_size,
+                   load,
+                   static_cast<int>(scales.itemsize())};
     product(x, m, p.transpose, dst);
   });
 }
@@ -606,7 +721,8 @@ void run(const GatherQMM& p, const Inputs& in, Outputs& out) {
                      p.transpose ? k : n,
                      p.bits,
                      p.group_size,
-                     load};
+                     load,
+                     static_cast<int>(item)};
       product(Rows{rows, (j - i) * m_rows, k}, m, p.transpose, dst + i * m_rows * n);
       i = j;
     }

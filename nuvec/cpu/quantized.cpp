@@ -175,8 +175,15 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
   quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
     const int64_t cols = o.shape(-1);
     const auto rows = static_cast<int64_t>(o.size()) / cols;
-    quant::Matrix m{quant::data_of<uint32_t>(w), scales.raw_data(), biases.raw_data(), rows, cols, p.bits, p.group_size,
-                    load};
+    quant::Matrix m{quant::data_of<uint32_t>(w),
+                    scales.raw_data(),
+                    biases.raw_data(),
+                    rows,
+                    cols,
+                    p.bits,
+                    p.group_size,
+                    load,
+                    static_cast<int>(scales.itemsize())};
     T* dst = quant::data_of<T>(o);
     // Whole rows per task, or groups of one row when rows are few and long.
     const int64_t chunk = std::min<int64_t>(cols, std::max<int64_t>(p.group_size, 4096 / p.group_size * p.group_size));

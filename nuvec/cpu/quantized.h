@@ -92,10 +92,15 @@ struct Matrix {
   int bits;
   int group_size;
   ToFloat load;  // reads scales and biases
+  int item;      // bytes per scale or bias
 
   [[nodiscard]] int64_t words() const { return cols * bits / 32; }
   [[nodiscard]] int64_t groups() const { return cols / group_size; }
   [[nodiscard]] const uint32_t* row(int64_t r) const { return w + r * words(); }
+  /// The bytes of row r's scales (or biases: `base` is either).
+  [[nodiscard]] const char* scale_row(const void* base, int64_t r) const {
+    return static_cast<const char*>(base) + r * groups() * item;
+  }
 };
 
 /// `a` itself when row-contiguous, else a dense copy.

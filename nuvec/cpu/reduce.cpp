@@ -13,11 +13,6 @@
 // converts to the output type. Float sums are pairwise (blocks of pairwise_block), half floats accumulate in float32,
 // integer sums and products wrap in the unsigned type of the output (no signed overflow).
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/highway.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +22,7 @@
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -34,8 +30,6 @@
 namespace nuvec::cpu {
 
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
 
 // ---------------------------------------------------------------- tuning
 

@@ -6,25 +6,21 @@
 // are base^(-i / (dims / 2)) written as exp(-i * log(base) / (dims / 2)), or 1 / freqs, exactly as the composition
 // computes them. Half and strided rows go through a compute-type scratch row; the output is row-contiguous.
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/contrib/math/math-inl.h>
-#include <hwy/highway.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+
+// Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
+#include <hwy/contrib/math/math-inl.h>
 
 namespace nuvec::cpu {
 
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
 
 /// cos and sin of theta[i] = pos * inv_freq[i], i < n.
 template <class A>

@@ -10,16 +10,11 @@
 #include <cstddef>
 #include <type_traits>
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-// One target, chosen by the compiler flags: Highway's dynamic dispatch would
-// otherwise refuse a baseline (Zen 4's) that its own target list lacks.
-#define HWY_COMPILE_ONLY_STATIC 1
-#endif
-#include <hwy/highway.h>
+#include "nuvec/cpu/highway.h"
 
 namespace nuvec::cpu::simd {
 
-namespace hn = hwy::HWY_NAMESPACE;
+namespace hn = hwy::HWY_NAMESPACE;  // simd::hn, as math.h spells it
 
 /// Lane types the vectors hold.
 template <class T>

@@ -17,13 +17,6 @@
 // gives NaN everywhere for softmax; logsumexp gives NaN for NaN, and the max itself for +inf or an all -inf row.
 // A zero-length row has logsumexp -inf (log of an empty sum).
 
-#ifndef HWY_COMPILE_ONLY_STATIC
-#define HWY_COMPILE_ONLY_STATIC 1  // kernels are compiled for the build machine's CPU (-march=native)
-#endif
-#include <hwy/cache_control.h>
-#include <hwy/contrib/math/math-inl.h>
-#include <hwy/highway.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,15 +27,18 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
 
+// Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
+#include <hwy/cache_control.h>
+#include <hwy/contrib/math/math-inl.h>
+
 namespace nuvec::cpu {
 
 namespace {
-
-namespace hn = hwy::HWY_NAMESPACE;
 
 constexpr size_t streaming_bytes = size_t{16} << 20;     // outputs this large go around the cache
 constexpr int64_t max_streaming_row = int64_t{1} << 16;  // rows whose scratch copy stays in L2

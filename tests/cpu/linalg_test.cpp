@@ -1,9 +1,9 @@
 // Linear algebra against NumPy 1.24 (np.linalg, through the oracle in tests/support): every expected value is
 // NumPy's unless a comment says otherwise. Factorizations without a unique answer (QR and SVD signs, LU of
 // rectangular matrices, eigenvectors) are checked by reconstruction and orthogonality, with NumPy computing the
-// products in float64/complex128 on nuvec's outputs. Covered: float32 and float64, batches (broadcast in solve),
-// 1x1 matrices, empty batches and empty matrices, transposed (non-contiguous) inputs, singular inputs failing at
-// evaluation with a clear message, and argument errors.
+// products in float64/complex128 on nuvec's outputs. Covered: float32 and float64 (and complex64 for svd, eig and
+// eigh), batches (broadcast in solve), 1x1 matrices, empty batches and empty matrices, transposed (non-contiguous)
+// inputs, singular inputs failing at evaluation with a clear message, and argument errors.
 
 #include <gtest/gtest.h>
 
@@ -119,7 +119,16 @@ TEST_F(LinalgTest, EmptyBatchesAndMatrices) {
     auto x = linalg::solve(a, zeros({shape[0], shape[1], 2}, float32));
     EXPECT_EQ(x.shape(), (Shape{shape[0], shape[1], 2}));
     x.eval();
+    auto c = zeros(shape, complex64);
+    auto complex_usv = linalg::svd(c);
+    auto [w, v] = linalg::eigh(c);
+    auto [ew, ev] = linalg::eig(c);
+    eval({complex_usv[0], complex_usv[1], complex_usv[2], w, v, ew, ev});
+    EXPECT_EQ(w.shape(), (Shape{shape[0], shape[1]}));
   }
+  // The identity factors of an empty complex SVD.
+  auto complex_wide = zeros({0, 3}, complex64);
+  expect_numpy(linalg::svd(complex_wide)[2], "np.linalg.svd(a)[2]", {complex_wide});
   // Empty matrices: NumPy's det of a 0x0 matrix is 1, its SVD has identity factors.
   auto e = zeros({2, 0, 0}, float64);
   expect_numpy(linalg::det(e), "np.linalg.det(a)", {e});
@@ -342,14 +351,48 @@ TEST_F(LinalgTest, SolveTriangularReadsOneTriangle) {
   }
 }
 
+TEST_F(LinalgTest, ComplexSvdMatchesAndReconstructs) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{5, 3}, Shape{3, 5}, Shape{2, 3, 4, 2}, Shape{100, 120}}) {
+    SCOPED_TRACE(shape_string(shape));
+    auto a = rand(shape, complex64);
+    auto values = linalg::svd(a, false);
+    ASSERT_EQ(values.size(), 1U);
+    EXPECT_EQ(values[0].dtype(), float32);
+    expect_numpy(values[0], "np.linalg.svd(a, compute_uv=False)", {a});
+    auto usv = linalg::svd(transposed_layout(a));
+    ASSERT_EQ(usv.size(), 3U);
+    EXPECT_EQ(usv[0].dtype(), complex64);
+    EXPECT_EQ(usv[1].dtype(), float32);
+    EXPECT_EQ(usv[2].dtype(), complex64);
+    expect_numpy(usv[1], "np.linalg.svd(a, compute_uv=False)", {a});
+    const std::string k = std::to_string(std::min(shape[shape.size() - 2], shape.back()));
+    const double scale = shape.back() > 10 ? 0.1 : 1.0;  // float32 residuals grow with n
+    expect_small("((b[..., :" + k + "] * c[..., None, :]) @ d[..., :" + k + ", :] - a) * " + std::to_string(scale),
+                 {a, usv[0], usv[1], usv[2]}, float32);
+    // Unitary U and V^H.
+    expect_small("(np.conj(np.swapaxes(a, -1, -2)) @ a - np.eye(a.shape[-1])) * " + std::to_string(scale), {usv[0]},
+                 float32);
+    expect_small("(a @ np.conj(np.swapaxes(a, -1, -2)) - np.eye(a.shape[-1])) * " + std::to_string(scale), {usv[2]},
+                 float32);
+  }
+  // The matrix norms made of singular values take complex matrices too, as float32.
+  auto m = rand({2, 4, 3}, complex64);
+  for (double ord : {2.0, -2.0}) {
+    auto norm = linalg::norm(m, ord, std::vector<int>{1, 2});
+    EXPECT_EQ(norm.dtype(), float32);
+    expect_numpy(norm, "np.linalg.norm(a, ord=" + std::to_string(ord) + ", axis=(1, 2))", {m});
+  }
+  expect_numpy(linalg::norm(m, "nuc", std::vector<int>{-1, -2}), "np.linalg.norm(a, ord='nuc', axis=(-1, -2))", {m});
+}
+
 // ---------------------------------------------------------------- eigenvalues
 
 TEST_F(LinalgTest, EigMatchesNumpy) {
-  for (auto dtype : kFloats) {
+  for (auto dtype : {float32, float64, complex64}) {
     SCOPED_TRACE(dtype_name(dtype));
-    for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{3, 5, 5}}) {
+    for (const Shape& shape : {Shape{1, 1}, Shape{4, 4}, Shape{3, 5, 5}, Shape{100, 100}}) {
       SCOPED_TRACE(shape_string(shape));
-      auto a = rand(shape, dtype);  // real, not symmetric: complex pairs appear
+      auto a = rand(shape, dtype);  // not symmetric: complex eigenvalues (in pairs, for real matrices)
       auto [w, v] = linalg::eig(transposed_layout(a));
       EXPECT_EQ(w.dtype(), complex64);
       EXPECT_EQ(v.dtype(), complex64);
@@ -359,13 +402,38 @@ TEST_F(LinalgTest, EigMatchesNumpy) {
       expect_numpy(sorted, "np.sort_complex(np.linalg.eigvals(a))", {a});
       auto sorted_values = test::from_host(numpy_ref("np.sort_complex(a)", {linalg::eigvals(a)}));
       expect_numpy(sorted_values, "np.sort_complex(np.linalg.eigvals(a))", {a});
-      // A v = v diag(w), unit columns; complex64 outputs limit float64 to single precision here.
-      expect_small("a @ b - b * c[..., None, :]", {a, v, w}, float32);
+      // A v = v diag(w), unit columns; complex64 outputs limit float64 to single precision here, and float32
+      // residuals grow with n.
+      const std::string scale = shape.back() > 10 ? "0.1" : "1";
+      expect_small("(a @ b - b * c[..., None, :]) * " + scale, {a, v, w}, float32);
       expect_small("np.linalg.norm(a, axis=-2) - 1", {v}, float32);
     }
   }
   auto rotation = array({0.0F, -1.0F, 1.0F, 0.0F}, {2, 2});
   expect_numpy(linalg::eigvals(rotation), "np.linalg.eigvals(a)", {rotation});
+}
+
+TEST_F(LinalgTest, ComplexEighMatchesNumpy) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{5, 5}, Shape{2, 3, 4, 4}, Shape{110, 110}}) {
+    SCOPED_TRACE(shape_string(shape));
+    auto a = rand(shape, complex64);  // not Hermitian: each UPLO reads its own triangle (and the diagonal's real part)
+    for (const std::string uplo : {"L", "U"}) {
+      auto [w, v] = linalg::eigh(transposed_layout(a), uplo);
+      EXPECT_EQ(w.dtype(), float32);
+      EXPECT_EQ(v.dtype(), complex64);
+      expect_numpy(w, "np.linalg.eigvalsh(a, UPLO='" + uplo + "')", {a});
+      auto values = linalg::eigvalsh(a, uplo);
+      EXPECT_EQ(values.dtype(), float32);
+      expect_numpy(values, "np.linalg.eigvalsh(a, UPLO='" + uplo + "')", {a});
+      const std::string half = uplo == "L" ? "np.tril(a, -1)" : "np.triu(a, 1)";
+      const std::string hermitian =
+          "(" + half + " + np.conj(np.swapaxes(" + half + ", -1, -2)) + np.real(a) * np.eye(a.shape[-1]))";
+      const double scale = shape.back() > 10 ? 0.1 : 1.0;
+      expect_small("(" + hermitian + " @ b - b * c[..., None, :]) * " + std::to_string(scale), {a, v, w}, float32);
+      expect_small("(np.conj(np.swapaxes(a, -1, -2)) @ a - np.eye(a.shape[-1])) * " + std::to_string(scale), {v},
+                   float32);
+    }
+  }
 }
 
 TEST_F(LinalgTest, EighMatchesNumpy) {
@@ -542,6 +610,16 @@ TEST_F(LinalgTest, ArgumentErrors) {
             "[linalg::svd] Arrays must have at least 2 dimensions; got shape (3).");
   EXPECT_EQ(error_of([&] { linalg::lu(ints); }), "[linalg::lu] Arrays must have type float32 or float64; got int32.");
   EXPECT_EQ(error_of([&] { linalg::eig(rect); }), "[linalg::eig] Only defined for square matrices; got shape (2,3).");
+  EXPECT_EQ(error_of([&] { linalg::eigvalsh(ints); }),
+            "[linalg::eigvalsh] Arrays must have type float32, float64 or complex64; got int32.");
+  EXPECT_EQ(error_of([&] {
+              linalg::svd(zeros({2, 2}, float16));
+            }),
+            "[linalg::svd] Arrays must have type float32, float64 or complex64; got float16.");
+  EXPECT_EQ(error_of([&] {
+              linalg::inv(zeros({2, 2}, complex64));
+            }),
+            "[linalg::inv] Arrays must have type float32 or float64; got complex64.");
   EXPECT_EQ(error_of([&] { linalg::eigh(zeros({3, 3}), "X"); }), "[linalg::eigh] UPLO must be 'L' or 'U'; got 'X'.");
   EXPECT_EQ(error_of([&] {
               linalg::det(zeros({3, 3}, complex64));

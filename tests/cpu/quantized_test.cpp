@@ -238,13 +238,18 @@ TEST_F(QuantizedTest, QuantizedMatmulDtypesAndLayouts) {
 }
 
 TEST_F(QuantizedTest, QuantizedMatmulSplitAcrossTasks) {
-  // Shapes that split the decode paths into several tasks (of columns, or of K rows), with a short last one.
-  for (auto [transpose, k, n] : {std::tuple{true, 512, 601}, std::tuple{false, 64, 1088}, std::tuple{false, 300, 192}}) {
-    for (int bits : {4, 8, 6}) {
-      SCOPED_TRACE("transpose=" + std::to_string(transpose) + " bits=" + std::to_string(bits));
+  // Shapes that split the decode paths into several tasks (of columns, or of K rows), with a short last one; for
+  // w (K, N): rows of whole vectors or not (N = 1088, 192), K split into parts (1100, 600) or not, and x row counts
+  // that take every number of rows kept in registers at once (4, 2 and 1 for 8 bits: 7 = 4 + 2 + 1).
+  for (auto [transpose, k, n, rows] :
+       {std::tuple{true, 512, 601, 2}, std::tuple{false, 64, 1088, 1}, std::tuple{false, 300, 192, 7},
+        std::tuple{false, 1100, 1088, 3}, std::tuple{false, 600, 2048, 6}}) {
+    for (int bits : {4, 8, 6, 2}) {
+      SCOPED_TRACE("transpose=" + std::to_string(transpose) + " bits=" + std::to_string(bits) +
+                   " k=" + std::to_string(k) + " n=" + std::to_string(n) + " rows=" + std::to_string(rows));
       auto w = rand(transpose ? Shape{n, k} : Shape{k, n}, float32);
       auto q = quantize(w, 64, bits);
-      auto x = rand({2, k}, float32);
+      auto x = rand({rows, k}, float32);
       auto out = quantized_matmul(x, q[0], q[1], q[2], transpose, 64, bits);
       auto tol = product_tol(float32, k);
       EXPECT_TRUE(matches(out, reference(product_code(64, bits, transpose), {x, q[0], q[1], q[2]})[0], tol.rtol,

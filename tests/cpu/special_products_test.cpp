@@ -1,8 +1,9 @@
 // kron, vecdot, block_masked_mm, gather_mm, segmented_mm and hadamard_transform against NumPy: np.kron; vecdot as
 // sum(conj(a) * b) (NumPy 1.24 has no np.vecdot); block-masked products with the masks expanded to elements;
 // gather_mm as indexed matmuls; segmented_mm as a loop over slices; the Hadamard matrix built by Sylvester's
-// construction. Over float32/float64/bfloat16 (and integers where the op takes them), strided inputs, broadcast
-// batches, empty operands and the error messages.
+// construction (Kronecker times Paley's second one for 12, 20 and 28 times a power of two). Over
+// float32/float64/bfloat16 (and integers where the op takes them), strided inputs, broadcast batches, empty operands
+// and the error messages.
 
 #include <gtest/gtest.h>
 
@@ -410,20 +411,77 @@ TEST_F(SpecialProductsTest, HadamardMatchesSylvester) {
   EXPECT_TRUE(allclose(hadamard_transform(hadamard_transform(x)), x, 1e-5, 1e-5).item<bool>());
 }
 
-TEST_F(SpecialProductsTest, HadamardErrors) {
-  EXPECT_EQ(error_of([] { hadamard_transform(zeros({2, 3})); }),
-            "[hadamard_transform] The last dimension must be a power of two; got shape (2,3).");
-  EXPECT_EQ(error_of([] { hadamard_transform(zeros({2, 0})); }),
-            "[hadamard_transform] Does not support empty arrays; got shape (2,0).");
-  try {
-    hadamard_transform(zeros({24}));
-    ADD_FAILURE() << "expected an error";
-  } catch (const error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::unsupported);
-    EXPECT_STREQ(e.what(),
-                 "[hadamard_transform] Sizes 12, 20 or 28 times a power of two are not supported yet; got shape "
-                 "(24).");
+/// scale * x @ (H_m (x) H_p).T for n = m * p: H_m from Paley's second construction over GF(q), q = m / 2 - 1 (GF(9)
+/// as pairs (a, b) = a + b i with i^2 = -1, numbered a + 3 b), H_p from Sylvester's; in float64, cast to `dtype`.
+std::string paley_reference(int m, int p, const std::string& scale, Dtype dtype) {
+  return "q = " + std::to_string(m / 2 - 1) + "\np = " + std::to_string(p) + "\nscale = " + scale + "\n" +
+         "if q == 9:\n"
+         "    els = [(a, b) for b in range(3) for a in range(3)]\n"
+         "    sub = lambda x, y: ((x[0] - y[0]) % 3, (x[1] - y[1]) % 3)\n"
+         "    sq = {((a * a - b * b) % 3, (2 * a * b) % 3) for (a, b) in els[1:]}\n"
+         "else:\n"
+         "    els = list(range(q))\n"
+         "    sub = lambda x, y: (x - y) % q\n"
+         "    sq = {(x * x) % q for x in els[1:]}\n"
+         "c = np.zeros((q + 1, q + 1))\n"
+         "c[0, 1:] = 1\n"
+         "c[1:, 0] = 1\n"
+         "for i, x in enumerate(els):\n"
+         "    for j, y in enumerate(els):\n"
+         "        d = sub(x, y)\n"
+         "        c[1 + i, 1 + j] = 0 if d == els[0] else (1 if d in sq else -1)\n"
+         "hm = np.kron(c, [[1, 1], [1, -1]]) + np.kron(np.eye(q + 1), [[1, -1], [-1, -1]])\n"
+         "hp = np.ones((1, 1))\n"
+         "while hp.shape[0] < p:\n"
+         "    hp = np.block([[hp, hp], [hp, -hp]])\n"
+         "out = (a.astype(np.float64) @ np.kron(hm, hp).T * scale).astype(" +
+         np_type(dtype) + ")";
+}
+
+TEST_F(SpecialProductsTest, HadamardPaleySizes) {
+  for (int m : {12, 20, 28}) {
+    for (int p : {1, 2, 4, 32}) {
+      const int n = m * p;
+      // The transform of the identity (scale 1) is the matrix itself: entries +-1, symmetric, H H^T = n I.
+      auto h = hadamard_transform(eye(n), 1.0F);
+      EXPECT_TRUE(array_equal(abs(h), ones({n, n})).item<bool>()) << "n=" << n;
+      EXPECT_TRUE(array_equal(h, transpose(h)).item<bool>()) << "n=" << n;
+      EXPECT_TRUE(array_equal(matmul(h, transpose(h)), multiply(eye(n), array(static_cast<float>(n)))).item<bool>())
+          << "n=" << n;
+      for (auto dtype : {float32, float64, bfloat16}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " n=" + std::to_string(n));
+        auto a = rand({3, n}, dtype);
+        // The default scale is computed in float32: 1 / sqrt(n), each step rounded.
+        const std::string scale = "np.float64(np.float32(1) / np.sqrt(np.float32(" + std::to_string(n) + ")))";
+        EXPECT_TRUE(close_to(hadamard_transform(a), paley_reference(m, p, scale, dtype), {a}));
+      }
+    }
   }
+  // A batch split across threads, a strided input, and the orthonormal transform applied twice (H symmetric).
+  auto many = rand({300, 40}, float32);
+  EXPECT_TRUE(close_to(hadamard_transform(many, 0.5F), paley_reference(20, 2, "0.5", float32), {many}));
+  auto t = transpose(rand({56, 3}, float32));
+  EXPECT_TRUE(close_to(hadamard_transform(t), paley_reference(28, 2, "(1 / np.sqrt(56))", float32), {t}));
+  auto x = rand({4, 96}, float32);
+  EXPECT_TRUE(allclose(hadamard_transform(hadamard_transform(x)), x, 1e-5, 1e-5).item<bool>());
+  // The gradient rule applies the transform itself, right because every H_m is symmetric: c @ (H_m (x) H_p).
+  auto c = rand({2, 80}, float32);
+  auto grad = vjp([](const array& v) { return hadamard_transform(v, 2.0F); }, rand({2, 80}, float32), c).second;
+  EXPECT_TRUE(close_to(grad, paley_reference(20, 4, "2", float32), {c}));
+}
+
+TEST_F(SpecialProductsTest, HadamardErrors) {
+  for (int n : {3, 36, 44, 60, 24 * 3}) {
+    EXPECT_EQ(error_of([n] {
+                hadamard_transform(zeros({2, n}));
+              }),
+              "[hadamard_transform] The last dimension must be m * 2^k with m 1, 12, 20 or 28; got shape (2," +
+                  std::to_string(n) + ").");
+  }
+  EXPECT_EQ(error_of([] {
+              hadamard_transform(zeros({2, 0}));
+            }),
+            "[hadamard_transform] Does not support empty arrays; got shape (2,0).");
 }
 
 }  // namespace

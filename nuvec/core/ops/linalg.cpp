@@ -5,8 +5,9 @@
 // Choices where MLX and NumPy differ or say nothing:
 // - the factorizations take float32 and float64 (MLX: float32 only on its CPU); eig and eigvals give complex64
 //   for both, the one complex dtype (float64 eigenvalues are rounded to single precision);
-// - norms of complex64 are float32 (MLX casts some of them back to complex64), and the singular-value norms (2, -2,
-//   'nuc') of complex matrices are unsupported (no complex SVD yet); integer inputs give float32;
+// - svd, eig, eigvals, eigh and eigvalsh also take complex64 (NumPy's results: singular values and eigh's
+//   eigenvalues are float32, the vectors complex64; eigh reads a Hermitian matrix from one triangle);
+// - norms of complex64 are float32 (MLX casts some of them back to complex64); integer inputs give float32;
 // - norm without ord and axes, with keepdims, keeps every axis with size 1 (NumPy's shape);
 // - pinv treats singular values below max(M, N) * eps * max(S) as zero (the array API's default cutoff);
 // - det and slogdet (NumPy's, not in MLX's C++ API) take float32, float64 and integers (as float32).
@@ -31,6 +32,17 @@ void check_float(Dtype dtype, const char* op) {
     throw_invalid(tag(op) + "Arrays must have type float32 or float64; got " + std::string(dtype_name(dtype)) + ".");
   }
 }
+
+/// svd and the eigenvalue ops also take complex64 (LAPACK's c* routines).
+void check_float_or_complex(Dtype dtype, const char* op) {
+  if (dtype != float32 && dtype != float64 && dtype != complex64) {
+    throw_invalid(tag(op) + "Arrays must have type float32, float64 or complex64; got " +
+                  std::string(dtype_name(dtype)) + ".");
+  }
+}
+
+/// The dtype of singular values and of eigh's eigenvalues: real.
+Dtype real_of(Dtype dtype) { return dtype == complex64 ? float32 : dtype; }
 
 void check_matrix(const array& a, const char* op) {
   if (a.ndim() < 2) {
@@ -118,17 +130,14 @@ array singular_value_norm(const array& a, int row, int col, const std::string& r
   }
   perm.push_back(row);
   perm.push_back(col);
-  if (is_complex(a.dtype())) {
-    throw_unsupported(tag("norm") + "Norms from singular values (2, -2, 'nuc') take real matrices; got complex64.");
-  }
-  const Dtype compute = a.dtype() == float64 ? float64 : float32;
+  const Dtype compute = is_complex(a.dtype()) ? complex64 : (a.dtype() == float64 ? float64 : float32);
   auto values = svd(astype(transpose(a, perm, s), compute, s), false, s)[0];
   array out = reduce == "max" ? max(values, -1, false, s)
                               : (reduce == "min" ? min(values, -1, false, s) : sum(values, -1, false, s));
   if (keepdims) {
     out = expand_dims(out, {std::min(row, col), std::max(row, col)}, s);
   }
-  return astype(out, a.dtype(), s);
+  return astype(out, real_of(a.dtype()), s);
 }
 
 array matrix_norm(const array& a, double ord, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
@@ -222,16 +231,16 @@ std::pair<array, array> qr(const array& a, StreamOrDevice s) {
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
   check_matrix(a, "svd");
-  check_float(a.dtype(), "svd");
+  check_float_or_complex(a.dtype(), "svd");
   const int32_t m = a.shape(-2);
   const int32_t n = a.shape(-1);
   auto batch = batch_shape(a);
   auto s_shape = with_last(batch, {std::min(m, n)});
   if (!compute_uv) {
-    return {array(s_shape, a.dtype(), SVD{false}, {a}, to_stream(s))};
+    return {array(s_shape, real_of(a.dtype()), SVD{false}, {a}, to_stream(s))};
   }
   return array::make_arrays({with_last(batch, {m, m}), s_shape, with_last(batch, {n, n})},
-                            {a.dtype(), a.dtype(), a.dtype()}, SVD{true}, {a}, to_stream(s));
+                            {a.dtype(), real_of(a.dtype()), a.dtype()}, SVD{true}, {a}, to_stream(s));
 }
 
 array inv(const array& a, StreamOrDevice s) {
@@ -407,29 +416,33 @@ Shape drop_last(const array& a) { return {a.shape().begin(), a.shape().end() - 1
 }  // namespace
 
 std::pair<array, array> eig(const array& a, StreamOrDevice s) {
-  check_square_float(a, "eig");
+  check_square(a, "eig");
+  check_float_or_complex(a.dtype(), "eig");
   auto out = array::make_arrays({drop_last(a), a.shape()}, {complex64, complex64}, Eig{true}, {a}, to_stream(s));
   return {out[0], out[1]};
 }
 
 array eigvals(const array& a, StreamOrDevice s) {
-  check_square_float(a, "eigvals");
+  check_square(a, "eigvals");
+  check_float_or_complex(a.dtype(), "eigvals");
   return {drop_last(a), complex64, Eig{false}, {a}, to_stream(s)};
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
 array eigvalsh(const array& a, std::string UPLO, StreamOrDevice s) {  // NOLINT(readability-identifier-naming)
-  check_square_float(a, "eigvalsh");
+  check_square(a, "eigvalsh");
+  check_float_or_complex(a.dtype(), "eigvalsh");
   const bool upper = uplo_is_upper(UPLO, "eigvalsh");
-  return {drop_last(a), a.dtype(), Eigh{upper, false}, {a}, to_stream(s)};
+  return {drop_last(a), real_of(a.dtype()), Eigh{upper, false}, {a}, to_stream(s)};
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
 std::pair<array, array> eigh(const array& a, std::string UPLO, StreamOrDevice s) {  // NOLINT
-  check_square_float(a, "eigh");
+  check_square(a, "eigh");
+  check_float_or_complex(a.dtype(), "eigh");
   const bool upper = uplo_is_upper(UPLO, "eigh");
-  auto out =
-      array::make_arrays({drop_last(a), a.shape()}, {a.dtype(), a.dtype()}, Eigh{upper, true}, {a}, to_stream(s));
+  auto out = array::make_arrays({drop_last(a), a.shape()}, {real_of(a.dtype()), a.dtype()}, Eigh{upper, true}, {a},
+                                to_stream(s));
   return {out[0], out[1]};
 }
 

@@ -6,9 +6,13 @@
 // - kron rejects empty operands (MLX's rule; NumPy gives an empty product);
 // - vecdot follows NumPy's np.vecdot (MLX's C++ API has none): the first operand is conjugated, the core axes must
 //   have equal sizes and the other axes broadcast; integers wrap in their own dtype as NumPy's do;
-// - hadamard_transform supports sizes that are powers of two; 12, 20 and 28 times a power of two (which MLX also
-//   takes) are reported as unsupported.
+// - hadamard_transform takes the sizes MLX takes, m * 2^k with m 1, 12, 20 or 28. For m > 1 the transform is
+//   H_m (x) H_2^k with H_m the symmetric Paley matrix of the kernel (cpu/hadamard_matrix.h): H_12 is MLX's matrix;
+//   MLX's H_20 and H_28 (from Sloane's table) are other, non-symmetric Hadamard matrices, so those sizes give a
+//   different (equally orthogonal) transform, and one whose gradient is the transform itself.
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <numeric>
 
@@ -231,14 +235,11 @@ array hadamard_transform(const array& a, std::optional<float> scale, StreamOrDev
   const int n = a.ndim() > 0 ? a.shape(-1) : 1;
   const float factor = scale.value_or(1.0F / std::sqrt(static_cast<float>(n)));
   const Dtype dtype = is_floating(a.dtype()) ? a.dtype() : float32;
-  if (!is_power_of_two(n)) {
-    for (int m : {12, 20, 28}) {
-      if (n % m == 0 && is_power_of_two(n / m)) {
-        throw_unsupported("[hadamard_transform] Sizes 12, 20 or 28 times a power of two are not supported yet; got "
-                          "shape " + shape_string(a.shape()) + ".");
-      }
-    }
-    throw_invalid("[hadamard_transform] The last dimension must be a power of two; got shape " +
+  const bool supported = is_power_of_two(n) || std::ranges::any_of(std::array{12, 20, 28}, [n](int m) {
+                           return n % m == 0 && is_power_of_two(n / m);
+                         });
+  if (!supported) {
+    throw_invalid("[hadamard_transform] The last dimension must be m * 2^k with m 1, 12, 20 or 28; got shape " +
                   shape_string(a.shape()) + ".");
   }
   auto x = astype(a, dtype, s);
