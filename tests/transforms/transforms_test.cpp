@@ -195,6 +195,13 @@ TEST(Transforms, ErrorsNameTheProblem) {
             std::string::npos);
   auto quantize_loss = [](const array& a) { return sum(quantize(a, 64, 4)[1]); };
   EXPECT_NE(test::error_of([&] { grad(quantize_loss)(ones({2, 64})); }).find("[vjp] Quantize"), std::string::npos);
+  auto complex_matrix = astype(eye(3), complex64);
+  auto singular_values = [](const array& a) { return linalg::svd(a, false)[0]; };
+  EXPECT_NE(test::error_of([&] { vjp(singular_values, complex_matrix, ones({3})); }).find("[vjp] SVD"),
+            std::string::npos);
+  auto eigen_values = [](const array& a) { return linalg::eigvalsh(a); };
+  EXPECT_NE(test::error_of([&] { vjp(eigen_values, complex_matrix, ones({3})); }).find("complex matrix"),
+            std::string::npos);
 }
 
 TEST(Transforms, QuantizedMatmulIsDifferentiableInX) {

@@ -13,6 +13,13 @@ namespace {
 
 array mT(const array& a) { return swapaxes(a, -1, -2); }
 
+/// The decompositions' rules are written for real matrices (transposes, not conjugate transposes).
+void require_real(std::string_view transform, std::string_view primitive, const array& a) {
+  if (a.dtype() == complex64) {
+    throw_no_rule(transform, primitive, "the derivative of a complex matrix's decomposition is not implemented");
+  }
+}
+
 /// The part of a square matrix a triangular primitive reads.
 array triangle(const array& a, bool upper) { return upper ? triu(a) : tril(a); }
 
@@ -116,6 +123,7 @@ Batched vmap_of(const Cholesky& p, const VmapArgs& args) { return all_front(p, a
 
 std::vector<array> vjp_of(const Eigh& p, const VjpArgs& args) {
   const auto& a = args.primals[0];
+  require_real("vjp", Eigh::name, a);
   auto pair = p.compute_vectors ? args.outputs : reapply(Eigh{p.upper, true}, {a}, [&] {
     return std::vector<array>{args.outputs[0], a};
   }());
@@ -175,6 +183,7 @@ Batched vmap_of(const QRF& p, const VmapArgs& args) { return all_front(p, args);
 
 std::vector<array> vjp_of(const SVD& p, const VjpArgs& args) {
   const auto& a = args.primals[0];
+  require_real("vjp", SVD::name, a);
   int m = a.shape(-2);
   int n = a.shape(-1);
   int k = std::min(m, n);
@@ -342,6 +351,7 @@ std::pair<Complex, Complex> eigen_pairs(const Eig& p, const array& a, const std:
 
 std::vector<array> vjp_of(const Eig& p, const VjpArgs& args) {
   const auto& a = args.primals[0];
+  require_real("vjp", Eig::name, a);
   auto [w, v] = eigen_pairs(p, a, args.outputs);
   auto inner = diagonal_matrix(split(args.cotangents[0], a.dtype()));
   if (p.compute_vectors) {
@@ -363,6 +373,7 @@ std::vector<array> jvp_of(const Eig& p, const JvpArgs& args) {
   // X = V^-1 dA V: dw = diag(X); dV = V (F o X), less each column's component along itself that would change its
   // norm (Re(v_j^H dv_j) = 0).
   const auto& a = args.primals[0];
+  require_real("jvp", Eig::name, a);
   auto [w, v] = eigen_pairs(p, a, args.outputs);
   Complex da{args.tangents[0], zeros_like(args.tangents[0])};
   auto x = complex_solve(v, product(da, v));
