@@ -24,6 +24,7 @@
 #include "nuvec/cpu/gemm.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/softmax_row.h"
 
 // Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
 #include <hwy/contrib/math/math-inl.h>
@@ -33,43 +34,6 @@ namespace nuvec::cpu {
 namespace {
 
 constexpr int64_t query_block = 128;
-
-template <class A>
-A row_max(const A* s, int64_t n) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto m = hn::Set(d, -std::numeric_limits<A>::infinity());
-  int64_t j = 0;
-  for (; j + lanes <= n; j += lanes) {
-    m = hn::Max(m, hn::LoadU(d, s + j));
-  }
-  A result = hn::GetLane(hn::MaxOfLanes(d, m));
-  for (; j < n; ++j) {
-    result = std::max(result, s[j]);
-  }
-  return result;
-}
-
-/// s = exp(s - shift) in place; returns the sum.
-template <class A>
-A exp_sum(A* s, int64_t n, A shift) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  const auto c = hn::Set(d, shift);
-  auto total = hn::Zero(d);
-  int64_t j = 0;
-  for (; j + lanes <= n; j += lanes) {
-    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), c));
-    hn::StoreU(e, d, s + j);
-    total = hn::Add(total, e);
-  }
-  A result = hn::GetLane(hn::SumOfLanes(d, total));
-  for (; j < n; ++j) {
-    s[j] = std::exp(s[j] - shift);
-    result += s[j];
-  }
-  return result;
-}
 
 /// p *= inv in place; returns sum(p * dp) of the scaled p.
 template <class A>
@@ -257,7 +221,7 @@ class AttentionVjp {
       }
       // A row of -inf scores (additive masks) has no finite weight: exp(-inf - 0) = 0, then 0 / 0 as in the forward.
       const A shift = m == -std::numeric_limits<A>::infinity() ? A{0} : m;
-      const A total = exp_sum(sr, keys, shift) + (sinks_ != nullptr ? std::exp(sink - shift) : A{0});
+      const A total = exp_store_sum(sr, sr, keys, shift) + (sinks_ != nullptr ? std::exp(sink - shift) : A{0});
       const A inv = A{1} / total;
       const A d = normalize_dot(sr, dpr, keys, inv);
       if (hidden) {

@@ -151,29 +151,6 @@ void norm_kernel(const Inputs& in, array& out, float eps, bool has_weight, bool 
                });
 }
 
-/// The sums a row's gradient needs: sum(x) and sum(x²) about `shift` for the statistics.
-template <class A>
-std::pair<A, A> moments(const A* x, int64_t n, A shift) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  const auto c = hn::Set(d, shift);
-  auto s = hn::Zero(d);
-  auto q = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    const auto v = hn::Sub(hn::LoadU(d, x + i), c);
-    s = hn::Add(s, v);
-    q = hn::MulAdd(v, v, q);
-  }
-  A sum = hn::GetLane(hn::SumOfLanes(d, s));
-  A squares = hn::GetLane(hn::SumOfLanes(d, q));
-  for (; i < n; ++i) {
-    sum += x[i] - shift;
-    squares += (x[i] - shift) * (x[i] - shift);
-  }
-  return {sum, squares};
-}
-
 /// One row's gradient. x̂ = (x - shift) * rstd (shift = mean for LayerNorm, 0 for RMSNorm). Adds g * x̂ to dw and
 /// g to db (when given) and writes dx = rstd * (ĝ - centre * mean(ĝ) - x̂ * mean(ĝ * x̂)), centre 1 for LayerNorm.
 template <class A>
@@ -295,12 +272,8 @@ void norm_vjp(const Inputs& in, Outputs& out, float eps, bool has_weight, bool h
       for (size_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r) {
         const A* xr = xs.row(r, x_buf);
         const A* gr = gs.row(r, g_buf);
-        A shift = A{0};
-        A squares = A{0};
-        if (centred) {
-          shift = moments(xr, n, A{0}).first / static_cast<A>(n);
-        }
-        squares = moments(xr, n, shift).second;
+        const A shift = centred ? sum_row(xr, n) / static_cast<A>(n) : A{0};
+        const A squares = sum_squares(xr, n, shift);
         const A rstd = A{1} / std::sqrt(squares / static_cast<A>(n) + static_cast<A>(eps));
         A* dxr = dx_buf.data();
         if constexpr (std::is_same_v<T, A>) {
