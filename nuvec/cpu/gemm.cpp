@@ -397,6 +397,7 @@ bool onednn_matmul(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, 
   const bool a_trans = prepare(a, m, k, a_copy);
   const bool b_trans = prepare(b, k, n, b_copy);
   static MatmulCache cache;
+  sync_library_threads();  // primitives are made for one OpenMP thread
   // Sub-batches on nuvec's pool, each one single-threaded primitive (made for its batch size, so at most two
   // sizes per product).
   const int64_t pieces = batch * m * n * k < kSplitWork ? 1 : std::min<int64_t>(num_threads(), batch);
