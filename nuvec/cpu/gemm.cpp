@@ -36,6 +36,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "nuvec/core/allocator.h"
 #include "nuvec/core/dispatch.h"
@@ -213,21 +214,55 @@ void blas_call(const BlasLayout& la, const BlasLayout& lb, int64_t m, int64_t n,
 constexpr int64_t kSplitWork = int64_t{1} << 18;
 /// Row and column blocks of a split product are multiples of this (whole SIMD vectors of C).
 constexpr int64_t kSplitBlock = 16;
+/// A product splits its k only into ranges at least this long (each piece then pays for one extra pass over c).
+constexpr int64_t kSplitDepth = 1024;
 
 /// The boundary of piece `i` of `pieces` over [0, extent), on a multiple of kSplitBlock.
 int64_t split_point(int64_t extent, int64_t i, int64_t pieces) {
   return i == pieces ? extent : std::min(extent, (extent * i / pieces + kSplitBlock / 2) / kSplitBlock * kSplitBlock);
 }
 
-/// A float32 product as one single-threaded dnnl_sgemm per piece on nuvec's pool: blocks of rows of c, or blocks of
-/// columns when c has fewer rows than columns (each piece then reads all of b's or a's panel, a small extra cost
-/// against its share of the multiply-adds).
+/// A product whose c is too small to split (few rows and columns) but whose k is long: each piece multiplies a
+/// range of k into its own scratch c, and the pieces are added in order afterwards (the result does not depend on
+/// which thread ran which piece).
+void k_split_sgemm(const BlasLayout& la, const BlasLayout& lb, int64_t m, int64_t n, int64_t k, int64_t pieces,
+                   float alpha, const float* a, const float* b, float beta, float* c) {
+  std::vector<Scratch> partial;
+  for (int64_t i = 1; i < pieces; ++i) {
+    partial.emplace_back(static_cast<size_t>(m * n) * sizeof(float));
+  }
+  parallel_for(static_cast<size_t>(pieces), 1, [&](size_t begin, size_t end) {
+    set_onednn_threads(1);
+    for (auto i = static_cast<int64_t>(begin); i < static_cast<int64_t>(end); ++i) {
+      const int64_t lo = k * i / pieces;
+      const int64_t hi = k * (i + 1) / pieces;
+      float* out = i == 0 ? c : static_cast<float*>(partial[static_cast<size_t>(i - 1)].get());
+      blas_call<float>(la, lb, m, n, hi - lo, alpha, a + lo * (la.trans ? la.ld : 1), b + lo * (lb.trans ? 1 : lb.ld),
+                       i == 0 ? beta : 0.F, out, n);
+    }
+  });
+  for (const auto& part : partial) {
+    const auto* values = static_cast<const float*>(part.get());
+    for (int64_t e = 0; e < m * n; ++e) {
+      c[e] += values[e];
+    }
+  }
+}
+
+/// A float32 product as single-threaded dnnl_sgemm calls on nuvec's pool: blocks of rows of c, or blocks of columns
+/// when c has fewer rows than columns (each piece then reads all of b's or a's panel, a small extra cost against
+/// its share of the multiply-adds), or ranges of k when c is too small for either.
 void parallel_sgemm(const BlasLayout& la, const BlasLayout& lb, int64_t m, int64_t n, int64_t k, float alpha,
                     const float* a, const float* b, float beta, float* c) {
   const bool by_rows = m >= n;
   const int64_t extent = by_rows ? m : n;
-  const int64_t pieces =
-      m * n * k < kSplitWork ? 1 : std::min<int64_t>(num_threads(), (extent + kSplitBlock - 1) / kSplitBlock);
+  const int64_t threads = m * n * k < kSplitWork ? 1 : num_threads();
+  const int64_t pieces = std::min<int64_t>(threads, (extent + kSplitBlock - 1) / kSplitBlock);
+  const int64_t k_pieces = std::min<int64_t>(threads, k / kSplitDepth);
+  if (k_pieces > pieces) {
+    k_split_sgemm(la, lb, m, n, k, k_pieces, alpha, a, b, beta, c);
+    return;
+  }
   parallel_for(static_cast<size_t>(pieces), 1, [&](size_t begin, size_t end) {
     set_onednn_threads(1);
     for (auto i = static_cast<int64_t>(begin); i < static_cast<int64_t>(end); ++i) {

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "nuvec/cpu/gemm.h"
+#include "nuvec/cpu/thread_pool.h"
 #include "tests/support/reference.h"
 
 namespace nuvec::test {
@@ -108,6 +109,33 @@ TEST_F(MatmulTest, IntegersWrapLikeNumpy) {
   auto u64 = array(values.begin(), {3, 16}, uint64);
   auto v64 = array(values.begin(), {16, 3}, uint64);
   EXPECT_TRUE(matches(matmul(u64, v64), numpy_ref("a @ b", {u64, v64}), 0, 0));
+}
+
+TEST_F(MatmulTest, Float32SplitsOnThePool) {
+  // gemm.cpp splits float32 products across nuvec's threads by rows, columns, sub-batches or (small c, long k)
+  // ranges of k added afterwards; every split must give NumPy's result, whatever the thread count.
+  const int before = cpu::num_threads();
+  for (int threads : {1, 2, 3}) {
+    cpu::set_num_threads(threads);
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    for (auto [m, k, n] : {std::tuple{300, 1100, 37}, std::tuple{20, 900, 700}, std::tuple{6, 9000, 11}}) {
+      auto a = rand({m, k}, float32);
+      auto b = rand({k, n}, float32);
+      auto at = transpose(rand({k, m}, float32));
+      auto bt = transpose(rand({n, k}, float32));
+      auto c = rand({m, n}, float32);
+      auto loose = [](const array& out, const std::vector<array>& in, const std::string& expr) {
+        return matches(out, numpy_ref(product_code(float32, expr), in), 1e-4, 2e-3);
+      };
+      EXPECT_TRUE(loose(matmul(a, b), {a, b}, "a @ b"));
+      EXPECT_TRUE(loose(matmul(at, bt), {at, bt}, "a @ b"));
+      EXPECT_TRUE(loose(addmm(c, a, b, 0.5F, 2.0F), {a, b, c}, "0.5 * (a @ b) + 2 * c"));
+    }
+    auto batch_a = rand({5, 40, 64}, float32);
+    auto batch_b = rand({5, 64, 48}, float32);
+    EXPECT_TRUE(matches_product(matmul(batch_a, batch_b), {batch_a, batch_b}));
+  }
+  cpu::set_num_threads(before);
 }
 
 TEST_F(MatmulTest, MixedDtypesPromote) {
