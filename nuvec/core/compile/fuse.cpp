@@ -1,10 +1,10 @@
 // Fusion: element-wise nodes of one output shape that feed each other, or read
 // one outside value, form a group (union-find over those edges); a group of two
 // or more becomes one Compiled node whose inputs are the values it reads from
-// outside and whose outputs are its values read outside (or returned). Sums and
-// maxima over the last axis join the chain they reduce, with what follows at the
-// row shape and broadcasts back: such a row kernel does a layer norm or a softmax
-// in one pass over memory. A group that would close a cycle through an outside
+// outside and whose outputs are its values read outside (or returned). Sums,
+// products, maxima and minima over the last axis join the chain they reduce,
+// with what follows at the row shape and broadcasts back: such a row kernel does
+// a layer norm or a softmax in one pass over memory. A group that would close a cycle through an outside
 // node is left unfused.
 
 #include <algorithm>
@@ -28,7 +28,7 @@ bool fusable(const Graph& g, const GraphNode& n) {
   if (const auto* r = std::get_if<Reduce>(&p)) {
     const auto& in = g.values[static_cast<size_t>(n.args[0])];
     const int last = static_cast<int>(in.shape.size()) - 1;
-    return (r->type == ReduceType::sum || r->type == ReduceType::max) && last >= 0 && in.shape.back() > 1 &&
+    return r->type != ReduceType::all && r->type != ReduceType::any && last >= 0 && in.shape.back() > 1 &&
            r->axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
            out.dtype == in.dtype;
   }
