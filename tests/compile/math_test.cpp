@@ -1,9 +1,11 @@
 // The generated kernels' own math against the eager kernels: tanh (a rational approximation in the generated code),
 // exp and sigmoid (glibc's vector functions there, SLEEF's eagerly) over a sweep of every 4096th float bit pattern
-// and the special values, in ulps; erfinv; products and minima over rows fused into row kernels.
+// and the special values, in ulps; erfinv; products and minima over rows, and the LayerNorm, RMSNorm and LogSumExp
+// primitives, fused into row kernels.
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 
@@ -185,6 +187,49 @@ TEST_F(GeneratedMath, RowProductsAndMinimaFuse) {
     auto eager = g({x});
     EXPECT_TRUE(same_values(compiled[0], eager[0]));
     EXPECT_TRUE(same_values(compiled[1], eager[1], 1e-6));
+  }
+}
+
+TEST_F(GeneratedMath, NormAndLogSumExpPrimitivesJoinTheirChain) {
+  std::mt19937 rng(29);
+  for (Dtype d : {float32, float64}) {
+    for (const Shape& shape : {Shape{8, 33}, Shape{2, 3, 16}, Shape{4, 2}}) {
+      const int n = shape.back();
+      auto x = test::random_array(shape, d, rng, -3.0, 3.0);
+      auto w = test::random_array({n}, d, rng);
+      auto b = test::random_array({n}, d, rng);
+      eval(x, w, b);
+      const std::vector<std::pair<std::string, std::function<V(const V&)>>> chains = {
+          {"layer_norm", [](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F + 1.0F, xs[1], xs[2], 1e-5F) * 0.5F}; }},
+          {"layer_norm, no weight", [](const V& xs) { return V{fast::layer_norm(exp(xs[0]), std::nullopt, xs[2], 1e-3F) - 1.0F}; }},
+          {"layer_norm, no affine", [](const V& xs) { return V{fast::layer_norm(xs[0] - 2.0F, std::nullopt, std::nullopt, 1e-5F) + 1.0F}; }},
+          {"rms_norm", [](const V& xs) { return V{fast::rms_norm(xs[0] + 0.5F, xs[1], 1e-6F) * xs[0]}; }},
+          {"rms_norm, no weight", [](const V& xs) { return V{square(fast::rms_norm(xs[0], std::nullopt, 1e-2F))}; }},
+          {"logsumexp", [](const V& xs) { return V{logsumexp(xs[0] * 3.0F, -1, true) - xs[0]}; }},
+      };
+      for (const auto& [name, f] : chains) {
+        auto compiled = compile(f)({x, w, b});
+        const std::string what = name + " " + std::string(dtype_name(d)) + " " + shape_string(shape);
+        EXPECT_EQ(count_primitives(compiled, "Compiled"), 1) << what;
+        for (const char* primitive : {"LayerNorm", "RMSNorm", "LogSumExp", "Reduce"}) {
+          EXPECT_EQ(count_primitives(compiled, primitive), 0) << primitive << " in " << what;
+        }
+        EXPECT_TRUE(same_values(compiled[0], f({x, w, b})[0], d == float64 ? 1e-12 : 2e-5)) << what;
+      }
+    }
+  }
+  // LogSumExp of rows whose maximum is NaN, +inf or -inf (all -inf) is NaN or that maximum, as eagerly.
+  const float inf = std::numeric_limits<float>::infinity();
+  auto special = array({1.0F, NAN, 2.0F, 1.0F, inf, 2.0F, -inf, -inf, -inf, -inf, 0.0F, 1.0F}, {4, 3});
+  auto lse = [](const V& xs) { return V{logsumexp(xs[0], -1, false) * 1.0F}; };
+  auto got = compile(lse)({special})[0];
+  EXPECT_EQ(count_primitives({got}, "LogSumExp"), 0);
+  EXPECT_TRUE(same_values(got, lse({special})[0], 1e-6));
+  // Shapeless: the expansion's broadcasts take their shapes from the new inputs.
+  auto norm = compile([](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F, xs[1], std::nullopt, 1e-5F)}; }, true);
+  for (int rows : {3, 5}) {
+    auto xs = V{test::random_array({rows, 7}, float32, rng), test::random_array({7}, float32, rng)};
+    EXPECT_TRUE(same_values(norm(xs)[0], fast::layer_norm(xs[0] * 2.0F, xs[1], std::nullopt, 1e-5F), 2e-5)) << rows;
   }
 }
 
