@@ -135,6 +135,7 @@ int main() {
       {"gelu_tanh", [](const V& a) { return V{gelu(a[0])}; }, {x}, 2 * f32},
       {"silu", [](const V& a) { return V{silu(a[0])}; }, {x}, 2 * f32},
       {"layer_norm", [](const V& a) { return V{layer_norm(a[0], a[1], a[2])}; }, {x2, w, b}, 2 * f32},
+      {"layer_norm_fast", [](const V& a) { return V{fast::layer_norm(a[0], a[1], a[2], 1e-5F)}; }, {x2, w, b}, 2 * f32},
       {"adam", adam, state, 7 * f32},
   };
   for (const auto& row : rows) {
