@@ -91,6 +91,7 @@ TEST_F(Fusion, EveryUnaryOpAndDtype) {
       {"arctan", arctan, true},    {"sinh", sinh, true},          {"cosh", cosh, true},
       {"tanh", tanh, true},        {"arcsinh", arcsinh, true},    {"arccosh", arccosh, true},
       {"arctanh", arctanh, true},  {"sigmoid", sigmoid, true},    {"erf", erf, true},
+      {"erfinv", erfinv, true},
       {"isnan", isnan, false},     {"isinf", isinf, false},       {"logical_not", logical_not, false},
       {"bitwise_invert", bitwise_invert, false}};
   std::mt19937 rng(7);
