@@ -225,11 +225,29 @@ TEST_F(GeneratedMath, NormAndLogSumExpPrimitivesJoinTheirChain) {
   auto got = compile(lse)({special})[0];
   EXPECT_EQ(count_primitives({got}, "LogSumExp"), 0);
   EXPECT_TRUE(same_values(got, lse({special})[0], 1e-6));
-  // Shapeless: the expansion's broadcasts take their shapes from the new inputs.
-  auto norm = compile([](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F, xs[1], std::nullopt, 1e-5F)}; }, true);
-  for (int rows : {3, 5}) {
-    auto xs = V{test::random_array({rows, 7}, float32, rng), test::random_array({7}, float32, rng)};
-    EXPECT_TRUE(same_values(norm(xs)[0], fast::layer_norm(xs[0] * 2.0F, xs[1], std::nullopt, 1e-5F), 2e-5)) << rows;
+  // Shapeless: the expansions of softmax and logsumexp take their shapes from the new inputs (the norms are not
+  // expanded there: their row length is a constant of the trace).
+  auto rows = compile([](const V& xs) { return V{softmax(xs[0], -1), logsumexp(xs[0], -1, true) * 2.0F}; }, true);
+  for (int n : {7, 9}) {
+    for (int r : {3, 5}) {
+      auto x = test::random_array({r, n}, float32, rng);
+      auto out = rows({x});
+      EXPECT_EQ(count_primitives(out, "Softmax") + count_primitives(out, "LogSumExp"), 0);
+      EXPECT_TRUE(same_values(out[0], softmax(x, -1), 2e-6)) << r << "x" << n;
+      EXPECT_TRUE(same_values(out[1], logsumexp(x, -1, true) * 2.0F, 2e-6)) << r << "x" << n;
+    }
+  }
+  // A shapeless layer norm refuses new shapes as before, rather than replaying the traced row length.
+  auto shapeless_norm = compile(
+      [](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F, std::nullopt, std::nullopt, 1e-5F)}; }, true);
+  auto first = test::random_array({3, 7}, float32, rng);
+  EXPECT_TRUE(same_values(shapeless_norm({first})[0], fast::layer_norm(first * 2.0F, std::nullopt, std::nullopt, 1e-5F),
+                          2e-5));
+  try {
+    shapeless_norm({test::random_array({5, 9}, float32, rng)});
+    ADD_FAILURE() << "a shapeless layer norm ran";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("LayerNorm"), std::string::npos) << e.what();
   }
 }
 

@@ -172,11 +172,12 @@ array scalar(double value, Dtype dtype) {
   return array(data.begin(), Shape{}, dtype);
 }
 
-/// Whether a row primitive is rewritten: float32 or float64 throughout, rows longer than one element.
-bool expandable(const Graph& g, const GraphNode& n) {
+/// Whether a row primitive is rewritten: float32 or float64 throughout, rows longer than one element; the norms
+/// not in shapeless graphs (their row length would be the traced one).
+bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
   const Primitive& p = n.primitive;
-  if (!std::holds_alternative<Softmax>(p) && !std::holds_alternative<LogSumExp>(p) &&
-      !std::holds_alternative<LayerNorm>(p) && !std::holds_alternative<RMSNorm>(p)) {
+  const bool norm = std::holds_alternative<LayerNorm>(p) || std::holds_alternative<RMSNorm>(p);
+  if ((!norm || shapeless) && !std::holds_alternative<Softmax>(p) && !std::holds_alternative<LogSumExp>(p)) {
     return false;
   }
   const auto& x = g.values[static_cast<size_t>(n.args[0])];
@@ -191,11 +192,11 @@ bool expandable(const Graph& g, const GraphNode& n) {
 /// Softmax, LogSumExp, LayerNorm and RMSNorm nodes over float32 or float64 rows rewritten as their compositions, in
 /// the order of operations of their eager kernels (cpu/softmax.cpp, cpu/norm.cpp), so that they fuse with the chain
 /// that feeds them into one row kernel. Non-finite maxima give LogSumExp's result as eagerly: NaN, or the maximum.
-void expand_row_primitives(Graph& g) {
+void expand_row_primitives(Graph& g, bool shapeless) {
   // The norms' row lengths and epsilons become constants first (numbering values anew), then nodes are expanded.
   std::vector<array> needed;
   for (const auto& n : g.nodes) {
-    if (!expandable(g, n)) continue;
+    if (!expandable(g, n, shapeless)) continue;
     const float* eps = std::holds_alternative<LayerNorm>(n.primitive) ? &std::get<LayerNorm>(n.primitive).eps
                        : std::holds_alternative<RMSNorm>(n.primitive) ? &std::get<RMSNorm>(n.primitive).eps
                                                                        : nullptr;
@@ -209,7 +210,7 @@ void expand_row_primitives(Graph& g) {
   size_t next_constant = 0;
   std::vector<GraphNode> nodes;
   for (auto& n : g.nodes) {
-    if (!expandable(g, n)) {
+    if (!expandable(g, n, shapeless)) {
       nodes.push_back(std::move(n));
       continue;
     }
@@ -273,11 +274,11 @@ void expand_row_primitives(Graph& g) {
 
 }  // namespace
 
-void fuse_graph(Graph& g) {
+void fuse_graph(Graph& g, bool shapeless) {
   if (g.nodes.empty() || !compiler_available()) {
     return;
   }
-  expand_row_primitives(g);
+  expand_row_primitives(g, shapeless);
   const size_t n = g.nodes.size();
   if (n < 2) {
     return;
