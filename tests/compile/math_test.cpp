@@ -41,9 +41,11 @@ array float_sweep() {
     values.push_back(f);
   }
   const float inf = std::numeric_limits<float>::infinity();
-  for (float f : {0.0F, -0.0F, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1e-45F, -1e-45F, 1e-40F, 1e-30F,
-                  0.9F, -0.9F, 9.0F, 9.011F, 9.02F, -9.02F, 88.72F, 88.73F, -87.3F, -100.0F, -103.9F, -104.0F, 3e38F,
-                  -3e38F}) {
+  for (float f : {0.0F,    -0.0F,   inf,    -inf,    std::numeric_limits<float>::quiet_NaN(),
+                  1e-45F,  -1e-45F, 1e-40F, 1e-30F,  0.9F,
+                  -0.9F,   9.0F,    9.011F, 9.02F,   -9.02F,
+                  88.72F,  88.73F,  -87.3F, -100.0F, -103.9F,
+                  -104.0F, 3e38F,   -3e38F}) {
     values.push_back(f);
   }
   return array(values.begin(), {static_cast<int>(values.size())}, float32);
@@ -67,8 +69,8 @@ UlpReport compare_ulps(const array& x, const array& compiled, const array& eager
       // as the C library does (checked below).
       const bool same = std::isnan(e[i]) ? std::isnan(c[i]) : c[i] == e[i];
       if (!same && r.mismatch.empty()) {
-        r.mismatch = "x " + std::to_string(xs[i]) + ": compiled " + std::to_string(c[i]) + ", eager " +
-                     std::to_string(e[i]);
+        r.mismatch =
+            "x " + std::to_string(xs[i]) + ": compiled " + std::to_string(c[i]) + ", eager " + std::to_string(e[i]);
       }
       continue;
     }
@@ -126,8 +128,12 @@ TEST_F(GeneratedMath, TanhOfSignedZerosDenormalsAndLimits) {
 
 TEST_F(GeneratedMath, ErfInvFusesAndMatchesEager) {
   const double inf = std::numeric_limits<double>::infinity();
-  std::vector<double> values{0.0,  -0.0, 1.0,   -1.0, 1.5, -2.0, inf, -inf, std::numeric_limits<double>::quiet_NaN(),
-                             0.5,  -0.5, 1e-30, 0.99999994, -0.9999999, 1 - 1e-10, -(1 - 1e-15), 1e-300};
+  std::vector<double> values{0.0,          -0.0,       1.0,
+                             -1.0,         1.5,        -2.0,
+                             inf,          -inf,       std::numeric_limits<double>::quiet_NaN(),
+                             0.5,          -0.5,       1e-30,
+                             0.99999994,   -0.9999999, 1 - 1e-10,
+                             -(1 - 1e-15), 1e-300};
   for (int i = 0; i < 2000; ++i) values.push_back(-1.0 + 2.0 * (i + 0.5) / 2000.0);
   auto base = array(values.begin(), {static_cast<int>(values.size())}, float64);
   auto f = [](const V& xs) { return V{erfinv(xs[0]) * 2.0F}; };
@@ -200,9 +206,12 @@ TEST_F(GeneratedMath, NormAndLogSumExpPrimitivesJoinTheirChain) {
       auto b = test::random_array({n}, d, rng);
       eval(x, w, b);
       const std::vector<std::pair<std::string, std::function<V(const V&)>>> chains = {
-          {"layer_norm", [](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F + 1.0F, xs[1], xs[2], 1e-5F) * 0.5F}; }},
-          {"layer_norm, no weight", [](const V& xs) { return V{fast::layer_norm(exp(xs[0]), std::nullopt, xs[2], 1e-3F) - 1.0F}; }},
-          {"layer_norm, no affine", [](const V& xs) { return V{fast::layer_norm(xs[0] - 2.0F, std::nullopt, std::nullopt, 1e-5F) + 1.0F}; }},
+          {"layer_norm",
+           [](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F + 1.0F, xs[1], xs[2], 1e-5F) * 0.5F}; }},
+          {"layer_norm, no weight",
+           [](const V& xs) { return V{fast::layer_norm(exp(xs[0]), std::nullopt, xs[2], 1e-3F) - 1.0F}; }},
+          {"layer_norm, no affine",
+           [](const V& xs) { return V{fast::layer_norm(xs[0] - 2.0F, std::nullopt, std::nullopt, 1e-5F) + 1.0F}; }},
           {"rms_norm", [](const V& xs) { return V{fast::rms_norm(xs[0] + 0.5F, xs[1], 1e-6F) * xs[0]}; }},
           {"rms_norm, no weight", [](const V& xs) { return V{square(fast::rms_norm(xs[0], std::nullopt, 1e-2F))}; }},
           {"logsumexp", [](const V& xs) { return V{logsumexp(xs[0] * 3.0F, -1, true) - xs[0]}; }},
@@ -238,11 +247,11 @@ TEST_F(GeneratedMath, NormAndLogSumExpPrimitivesJoinTheirChain) {
     }
   }
   // A shapeless layer norm refuses new shapes as before, rather than replaying the traced row length.
-  auto shapeless_norm = compile(
-      [](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F, std::nullopt, std::nullopt, 1e-5F)}; }, true);
+  auto shapeless_norm =
+      compile([](const V& xs) { return V{fast::layer_norm(xs[0] * 2.0F, std::nullopt, std::nullopt, 1e-5F)}; }, true);
   auto first = test::random_array({3, 7}, float32, rng);
-  EXPECT_TRUE(same_values(shapeless_norm({first})[0], fast::layer_norm(first * 2.0F, std::nullopt, std::nullopt, 1e-5F),
-                          2e-5));
+  EXPECT_TRUE(
+      same_values(shapeless_norm({first})[0], fast::layer_norm(first * 2.0F, std::nullopt, std::nullopt, 1e-5F), 2e-5));
   try {
     shapeless_norm({test::random_array({5, 9}, float32, rng)});
     ADD_FAILURE() << "a shapeless layer norm ran";
