@@ -154,6 +154,11 @@ TEST_F(GeneratedMath, ErfInvFusesAndMatchesEager) {
       EXPECT_TRUE(same_values(compiled[0], eager, d == float64 ? 1e-13 : 0.0)) << dtype_name(d);
     }
   }
+  // Signed zeros keep their sign.
+  auto zeros = compile(f)({array({0.0F, -0.0F})})[0];
+  eval(zeros);
+  EXPECT_FALSE(std::signbit(zeros.data<float>()[0]));
+  EXPECT_TRUE(std::signbit(zeros.data<float>()[1]));
   // Integer inputs are converted to float first, as eagerly.
   auto ints = array({-1, 0, 1, 2}, {4});
   EXPECT_TRUE(same_values(compile(f)({ints})[0], f({ints})[0]));

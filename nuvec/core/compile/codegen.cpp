@@ -335,9 +335,12 @@ static inline float nv_tanhf(float x) {
 }
 // The inverse error function as the eager kernel computes it (cpu/math.h): Giles' start, Halley steps on
 // erf(y) - |x| (the residual from erfc above |x| = 0.5), in double; one step for float, two for double, one more in
-// the far tail. Written without loops or branches so that the loop around it vectorizes.
+// the far tail. Fixed-count loops and selects, no branches, so that the loop around it vectorizes (checked with
+// -fopt-info-vec: a select between two calls, or one between x and a computed value, kept it scalar).
 static inline double nv_erfinv_step(double y, double ax) {
-  const double residual = ax <= 0.5 ? erf(y) - ax : (1.0 - ax) - erfc(y);
+  const double near = erf(y) - ax;  // both computed: GCC does not if-convert a select between calls
+  const double far = (1.0 - ax) - erfc(y);
+  const double residual = ax <= 0.5 ? near : far;
   const double u = residual / (1.1283791670955126 * exp(-y * y));
   return y - u / (1.0 + y * u);
 }
@@ -358,9 +361,11 @@ static inline double nv_erfinv_double(double x, int steps) {
   }
   double y = (w < 5.0 ? a : b) * ax;
   for (int i = 0; i < steps; ++i) y = nv_erfinv_step(y, ax);
-  y = 1.0 - ax < 5e-8 ? nv_erfinv_step(y, ax) : y;
-  const double r = ax == 0.0 ? x : __builtin_copysign(y, x);
-  return ax < 1.0 ? r : (ax == 1.0 ? __builtin_copysign(__builtin_inf(), x) : __builtin_nan(""));
+  const double tail_step = nv_erfinv_step(y, ax);
+  y = 1.0 - ax < 5e-8 ? tail_step : y;
+  // y is 0 for x = +-0, so the sign carries it; selects between constants, which GCC if-converts.
+  const double edge = ax == 1.0 ? __builtin_inf() : __builtin_nan("");
+  return __builtin_copysign(ax < 1.0 ? y : edge, x);
 }
 static inline float nv_erfinv(float x) { return (float)nv_erfinv_double(x, 1); }
 static inline double nv_erfinv(double x) { return nv_erfinv_double(x, 2); }
