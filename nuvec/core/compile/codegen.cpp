@@ -312,7 +312,29 @@ static inline void nv_stream_fence() {
   _mm_sfence();
 #endif
 }
-static inline float nv_sigmoid(float x) { float e = expf(-__builtin_fabsf(x)); float r = 1.0f / (1.0f + e); return x >= 0 ? r : e * r; }
+// e^a for a <= 0 (NaN passes through) within 1 ulp, written out so that no call breaks the loop: 2^n e^r with a degree
+// 6 polynomial (fitted like tanh's), the scale applied as 2^(n+64) and then 2^-64 so that results down to the
+// denormals round once; the exponent from the rounding constant's bits (no float-to-int conversion).
+static inline float nv_exp_nonpositive(float a) {
+  const float c = a < -104.0f ? -104.0f : a;
+  const float t = __builtin_fmaf(c, 1.44269502f, 12582912.0f);
+  const float n = t - 12582912.0f;
+  float r = __builtin_fmaf(n, -0.693145751953125f, c);
+  r = __builtin_fmaf(n, -1.42860677e-06f, r);
+  float q = __builtin_fmaf(0.00139336439f, r, 0.00836317521f);
+  q = __builtin_fmaf(q, r, 0.0416664667f);
+  q = __builtin_fmaf(q, r, 0.166665763f);
+  q = __builtin_fmaf(q, r, 0.5f);
+  const float p = __builtin_fmaf(r * r, q, r) + 1.0f;
+  const float s = __builtin_bit_cast(float, (__builtin_bit_cast(uint32_t, t) + 191u) << 23);
+  return p * s * 5.421010862427522e-20f;
+}
+// sigmoid as the eager kernel composes it, on that exp: 10-15% faster than through libmvec's expf.
+static inline float nv_sigmoid(float x) {
+  const float e = nv_exp_nonpositive(-__builtin_fabsf(x));
+  const float r = 1.0f / (1.0f + e);
+  return x >= 0 ? r : e * r;
+}
 static inline double nv_sigmoid(double x) { double e = exp(-__builtin_fabs(x)); double r = 1.0 / (1.0 + e); return x >= 0 ? r : e * r; }
 // tanh of a float as x P(x^2) / Q(x^2), degrees 4 and 4 (fitted to tanh(x) / x on [0, 9.02] for relative error
 // by reweighted least squares; 0.35 ulp as a function, within 5 ulp of the correctly rounded result as evaluated in
