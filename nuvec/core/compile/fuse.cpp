@@ -4,8 +4,8 @@
 // outside and whose outputs are its values read outside (or returned). Sums,
 // products, maxima and minima over the last axis join the chain they reduce,
 // with what follows at the row shape and broadcasts back: such a row kernel does
-// a layer norm or a softmax in one pass over memory. A group that would close a cycle through an outside
-// node is left unfused.
+// a layer norm or a softmax in one pass over memory. A group that would close a
+// cycle through an outside node is left unfused.
 
 #include <algorithm>
 #include <map>
