@@ -232,6 +232,23 @@ TEST_F(GeneratedMath, NormAndLogSumExpPrimitivesJoinTheirChain) {
       }
     }
   }
+  // The norms' constants are added to a graph that has its own (a folded one, one read by a node) and returns an
+  // input, a constant and node values: all keep their numbers straight.
+  auto mixed = [](const V& xs) {
+    auto c = array(3.0F) * 2.0F;
+    auto y = fast::rms_norm(xs[0] * c, xs[1], 1e-5F);
+    return V{xs[0], c, fast::layer_norm(y + 1.0F, std::nullopt, xs[2], 1e-4F), y * 0.5F, xs[1] + 1.0F};
+  };
+  auto x = test::random_array({5, 12}, float32, rng);
+  auto w = test::random_array({12}, float32, rng);
+  auto b = test::random_array({12}, float32, rng);
+  auto got_mixed = compile(mixed)({x, w, b});
+  auto want_mixed = mixed({x, w, b});
+  ASSERT_EQ(got_mixed.size(), want_mixed.size());
+  EXPECT_EQ(count_primitives(got_mixed, "RMSNorm") + count_primitives(got_mixed, "LayerNorm"), 0);
+  for (size_t i = 0; i < want_mixed.size(); ++i) {
+    EXPECT_TRUE(same_values(got_mixed[i], want_mixed[i], 2e-5)) << i;
+  }
   // LogSumExp of rows whose maximum is NaN, +inf or -inf (all -inf) is NaN or that maximum, as eagerly.
   const float inf = std::numeric_limits<float>::infinity();
   auto special = array({1.0F, NAN, 2.0F, 1.0F, inf, 2.0F, -inf, -inf, -inf, -inf, 0.0F, 1.0F}, {4, 3});
