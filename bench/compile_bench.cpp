@@ -39,8 +39,11 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-/// Median wall time of f (evaluating its outputs) over reps after two warm-up calls.
+/// Median wall time of f (evaluating its outputs) over reps after two warm-up calls. The allocator's cache is emptied
+/// first: the buffers an earlier workload left there slowed the next one's streaming stores by up to 1.7x (a compiled
+/// layer norm timed after the eager plain-op one), so every timing starts from the same state.
 double time_ms(const std::function<V()>& f, int reps) {
+  clear_cache();
   for (int i = 0; i < 2; ++i) {
     eval(f());
   }
