@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """compile's benchmark: eager nuvec, compiled nuvec, NumPy and the bandwidth floor side by side, in one run.
 
-    python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown]
+    python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown] [--runs N]
 
 compile_bench times nuvec (median of 9 after 2 warm-ups) and measures the copy bandwidth; this script times NumPy
 on the same workloads (float32, 2^24 elements; layer norm over rows of 4096x4096) with the same method, in a child
@@ -10,6 +10,7 @@ output written once) at the measured copy bandwidth.
 """
 
 import argparse
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,7 +41,8 @@ def adam():
     m1 = np.float32(0.9) * m + np.float32(0.1) * g
     v1 = np.float32(0.999) * v + np.float32(0.001) * g * g
     return p - np.float32(1e-3) * m1 / (np.sqrt(v1) + np.float32(1e-8)), m1, v1
-for name, f in [("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm), ("adam", adam)]:
+for name, f in [("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm), ("layer_norm_fast", layer_norm),
+                ("adam", adam)]:
     f(); f()
     times = []
     for _ in range(9):
@@ -52,6 +54,7 @@ DESCRIPTIONS = {
     "gelu_tanh": "GELU, tanh form, 2^24 f32",
     "silu": "x * sigmoid(x), 2^24 f32",
     "layer_norm": "layer norm from plain ops, 4096x4096 f32",
+    "layer_norm_fast": "fast::layer_norm primitive, 4096x4096 f32",
     "adam": "Adam update (p, m, v), 2^24 f32",
 }
 
@@ -70,26 +73,15 @@ def parse_bench(text):
     return rows, info
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--bench", default=str(DEFAULT_BENCH))
-    parser.add_argument("--markdown", action="store_true")
-    args = parser.parse_args()
+def cpu_model():
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return "unknown CPU"
 
-    bench = subprocess.run([args.bench], capture_output=True, text=True, check=True)
-    rows, info = parse_bench(bench.stdout)
-    numpy = subprocess.run(["/usr/bin/python3", "-c", NUMPY_CODE], capture_output=True, text=True, check=True)
-    numpy_ms = {line.split()[0]: float(line.split()[1]) for line in numpy.stdout.splitlines() if line.strip()}
 
-    gbs = info["bandwidth"]["gbs"]
-    header = ["workload", "eager ms", "compiled ms", "numpy ms", "floor ms", "compiled / floor", "eager / compiled"]
-    table = []
-    for name, r in rows.items():
-        floor = r["bytes"] / (gbs * 1e6)
-        table.append([DESCRIPTIONS.get(name, name), f"{r['eager_ms']:.2f}", f"{r['compiled_ms']:.2f}",
-                      f"{numpy_ms.get(name, float('nan')):.2f}", f"{floor:.2f}", f"{r['compiled_ms'] / floor:.2f}x",
-                      f"{r['eager_ms'] / r['compiled_ms']:.2f}x"])
-    if args.markdown:
+def print_table(header, table, markdown):
+    if markdown:
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * len(header))
         for row in table:
@@ -99,12 +91,51 @@ def main():
         print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
         for row in table:
             print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
-    print(f"copy bandwidth {gbs:.1f} GB/s (read + write)")
-    fc = info["first_call"]
-    print(f"first call: {fc['compile_ms']:.0f} ms with the compiler (empty kernel cache); a new compiled function of "
-          f"the same graph: {fc['retrace_ms']:.2f} ms (traced again, kernel already built)")
-    oh = info["overhead"]
-    print(f"per call, 4-element GELU: eager {oh['eager_us']:.1f} us, cached compiled {oh['compiled_us']:.1f} us")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bench", default=str(DEFAULT_BENCH))
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--runs", type=int, default=1,
+                        help="run the benchmark this many times; each run's table, then each ratio's range")
+    args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    numpy = subprocess.run(["/usr/bin/python3", "-c", NUMPY_CODE], capture_output=True, text=True, check=True)
+    numpy_ms = {line.split()[0]: float(line.split()[1]) for line in numpy.stdout.splitlines() if line.strip()}
+    header = ["workload", "eager ms", "compiled ms", "numpy ms", "floor ms", "compiled / floor", "eager / compiled"]
+    ratios = {}
+    for run in range(args.runs):
+        load_before = os.getloadavg()[0]
+        bench = subprocess.run([args.bench], capture_output=True, text=True, check=True)
+        load_after = os.getloadavg()[0]
+        rows, info = parse_bench(bench.stdout)
+        gbs = info["bandwidth"]["gbs"]
+        table = []
+        for name, r in rows.items():
+            floor = r["bytes"] / (gbs * 1e6)
+            ratios.setdefault(name, []).append(r["compiled_ms"] / floor)
+            table.append([DESCRIPTIONS.get(name, name), f"{r['eager_ms']:.2f}", f"{r['compiled_ms']:.2f}",
+                          f"{numpy_ms.get(name, float('nan')):.2f}", f"{floor:.2f}",
+                          f"{r['compiled_ms'] / floor:.2f}x", f"{r['eager_ms'] / r['compiled_ms']:.2f}x"])
+        if args.runs > 1:
+            print(f"run {run + 1} of {args.runs}")
+        print_table(header, table, args.markdown)
+        print(f"copy bandwidth {gbs:.1f} GB/s (read + write); {cpu_model()}, {os.cpu_count()} cores; load average "
+              f"{load_before:.2f} before, {load_after:.2f} after")
+        fc = info["first_call"]
+        print(f"first call: {fc['compile_ms']:.0f} ms with the compiler (empty kernel cache); a new compiled function "
+              f"of the same graph: {fc['retrace_ms']:.2f} ms (traced again, kernel already built)")
+        oh = info["overhead"]
+        print(f"per call, 4-element GELU: eager {oh['eager_us']:.1f} us, cached compiled {oh['compiled_us']:.1f} us")
+        print()
+    if args.runs > 1:
+        print("compiled / floor over the runs (min, median, max):")
+        for name, values in ratios.items():
+            v = sorted(values)
+            print(f"  {DESCRIPTIONS.get(name, name)}: {v[0]:.2f}x, {v[len(v) // 2]:.2f}x, {v[-1]:.2f}x")
     return 0
 
 

@@ -91,6 +91,7 @@ TEST_F(Fusion, EveryUnaryOpAndDtype) {
       {"arctan", arctan, true},    {"sinh", sinh, true},          {"cosh", cosh, true},
       {"tanh", tanh, true},        {"arcsinh", arcsinh, true},    {"arccosh", arccosh, true},
       {"arctanh", arctanh, true},  {"sigmoid", sigmoid, true},    {"erf", erf, true},
+      {"erfinv", erfinv, true},
       {"isnan", isnan, false},     {"isinf", isinf, false},       {"logical_not", logical_not, false},
       {"bitwise_invert", bitwise_invert, false}};
   std::mt19937 rng(7);
@@ -258,6 +259,15 @@ TEST_F(Fusion, LargeOutputsStreamPastTheCaches) {
   EXPECT_TRUE(same_values(flat_out[0], flat_eager[0], 2e-6));
   EXPECT_TRUE(same_values(flat_out[1], flat_eager[1]));
   EXPECT_TRUE(same_values(rows_out[0], rows({x, w})[0], 1e-4));
+  // Rows streamed block by block: a length that is no multiple of a block (nor of a vector), and rows longer than
+  // the caches.
+  for (const Shape& shape : {Shape{512, 4099}, Shape{2, 1 << 20}}) {
+    auto y = random::uniform(-3.0F, 3.0F, shape, float32, random::key(5));
+    auto v = random::uniform(-1.0F, 1.0F, {shape.back()}, float32, random::key(6));
+    auto out = compile(rows)({y, v});
+    EXPECT_EQ(count_primitives(out, "Compiled"), 1) << shape_string(shape);
+    EXPECT_TRUE(same_values(out[0], rows({y, v})[0], 1e-4)) << shape_string(shape);
+  }
 }
 
 TEST_F(Fusion, ChainsAroundOtherPrimitives) {

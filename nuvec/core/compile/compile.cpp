@@ -77,7 +77,7 @@ class Traces {
           detail::simplify_graph(*traced);
         }
         if (mode == CompileMode::enabled) {
-          detail::fuse_graph(*traced);
+          detail::fuse_graph(*traced, shapeless_);
         }
         graph = traced;
         entries_.emplace_front(std::move(key), std::move(traced));

@@ -1,11 +1,11 @@
 // Fusion: element-wise nodes of one output shape that feed each other, or read
 // one outside value, form a group (union-find over those edges); a group of two
 // or more becomes one Compiled node whose inputs are the values it reads from
-// outside and whose outputs are its values read outside (or returned). Sums and
-// maxima over the last axis join the chain they reduce, with what follows at the
-// row shape and broadcasts back: such a row kernel does a layer norm or a softmax
-// in one pass over memory. A group that would close a cycle through an outside
-// node is left unfused.
+// outside and whose outputs are its values read outside (or returned). Sums,
+// products, maxima and minima over the last axis join the chain they reduce,
+// with what follows at the row shape and broadcasts back: such a row kernel does
+// a layer norm or a softmax in one pass over memory. A group that would close a
+// cycle through an outside node is left unfused.
 
 #include <algorithm>
 #include <map>
@@ -28,7 +28,7 @@ bool fusable(const Graph& g, const GraphNode& n) {
   if (const auto* r = std::get_if<Reduce>(&p)) {
     const auto& in = g.values[static_cast<size_t>(n.args[0])];
     const int last = static_cast<int>(in.shape.size()) - 1;
-    return (r->type == ReduceType::sum || r->type == ReduceType::max) && last >= 0 && in.shape.back() > 1 &&
+    return r->type != ReduceType::all && r->type != ReduceType::any && last >= 0 && in.shape.back() > 1 &&
            r->axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
            out.dtype == in.dtype;
   }
@@ -143,45 +143,142 @@ std::vector<GraphNode> sorted(const Graph& g, std::vector<GraphNode> nodes) {
   return result;
 }
 
-/// Softmax nodes over float32 or float64 rewritten as their composition (max, subtract, exp, sum, divide over the
-/// last axis), so that they fuse with the chain that feeds them.
-void expand_softmax(Graph& g) {
+/// Appends evaluated constants to the graph's constant values, renumbering the values after them; returns their
+/// numbers.
+std::vector<int> add_constants(Graph& g, std::vector<array> arrays) {
+  const int at = g.num_inputs + static_cast<int>(g.constants.size());
+  const int count = static_cast<int>(arrays.size());
+  auto shift = [&](int& v) { v += v >= at ? count : 0; };
+  for (auto& n : g.nodes) {
+    for (int& a : n.args) shift(a);
+    for (int& o : n.outs) shift(o);
+    if (n.shape_source >= 0) shift(n.shape_source);
+  }
+  for (int& o : g.outputs) shift(o);
+  std::vector<int> numbers;
+  for (int i = 0; i < count; ++i) {
+    auto& c = arrays[static_cast<size_t>(i)];
+    c.eval();
+    g.values.insert(g.values.begin() + at + i, GraphValue{c.shape(), c.dtype()});
+    g.constants.push_back(std::move(c));
+    numbers.push_back(at + i);
+  }
+  return numbers;
+}
+
+/// A scalar constant of a floating dtype.
+array scalar(double value, Dtype dtype) {
+  const std::vector<double> data{value};
+  return array(data.begin(), Shape{}, dtype);
+}
+
+/// Whether a row primitive is rewritten: float32 or float64 throughout, rows longer than one element; the norms
+/// not in shapeless graphs (their row length would be the traced one).
+bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
+  const Primitive& p = n.primitive;
+  const bool norm = std::holds_alternative<LayerNorm>(p) || std::holds_alternative<RMSNorm>(p);
+  if ((!norm || shapeless) && !std::holds_alternative<Softmax>(p) && !std::holds_alternative<LogSumExp>(p)) {
+    return false;
+  }
+  const auto& x = g.values[static_cast<size_t>(n.args[0])];
+  if ((x.dtype != float32 && x.dtype != float64) || x.shape.empty() || x.shape.back() < 2 || n.outs.size() != 1 ||
+      g.values[static_cast<size_t>(n.outs[0])].dtype != x.dtype) {
+    return false;
+  }
+  return std::all_of(n.args.begin(), n.args.end(),
+                     [&](int a) { return g.values[static_cast<size_t>(a)].dtype == x.dtype; });
+}
+
+/// Softmax, LogSumExp, LayerNorm and RMSNorm nodes over float32 or float64 rows rewritten as their compositions, in
+/// the order of operations of their eager kernels (cpu/softmax.cpp, cpu/norm.cpp), so that they fuse with the chain
+/// that feeds them into one row kernel. Non-finite maxima give LogSumExp's result as eagerly: NaN, or the maximum.
+void expand_row_primitives(Graph& g, bool shapeless) {
+  // The norms' row lengths and epsilons become constants first (numbering values anew), then nodes are expanded.
+  std::vector<array> needed;
+  for (const auto& n : g.nodes) {
+    if (!expandable(g, n, shapeless)) continue;
+    const float* eps = std::holds_alternative<LayerNorm>(n.primitive) ? &std::get<LayerNorm>(n.primitive).eps
+                       : std::holds_alternative<RMSNorm>(n.primitive) ? &std::get<RMSNorm>(n.primitive).eps
+                                                                       : nullptr;
+    if (eps != nullptr) {
+      const auto& x = g.values[static_cast<size_t>(n.args[0])];
+      needed.push_back(scalar(static_cast<double>(x.shape.back()), x.dtype));
+      needed.push_back(scalar(static_cast<double>(*eps), x.dtype));
+    }
+  }
+  const std::vector<int> constants = needed.empty() ? std::vector<int>{} : add_constants(g, std::move(needed));
+  size_t next_constant = 0;
   std::vector<GraphNode> nodes;
   for (auto& n : g.nodes) {
-    const auto& in = g.values[static_cast<size_t>(n.args[0])];
-    if (!std::holds_alternative<Softmax>(n.primitive) || in.shape.empty() ||
-        (in.dtype != float32 && in.dtype != float64)) {
+    if (!expandable(g, n, shapeless)) {
       nodes.push_back(std::move(n));
       continue;
     }
-    const Shape shape = in.shape;
-    const Dtype dtype = in.dtype;
+    const int x = n.args[0];
+    const Shape shape = g.values[static_cast<size_t>(x)].shape;
+    const Shape rows = row_shape(shape);
+    const Dtype dtype = g.values[static_cast<size_t>(x)].dtype;
     const std::vector<int> last{static_cast<int>(shape.size()) - 1};
-    auto add = [&](Primitive p, std::vector<int> args, const Shape& out, int value = -1) {
+    // A node of the composition; the last one writes the replaced node's value.
+    auto add = [&](Primitive p, std::vector<int> args, const Shape& out, Dtype type, int source = -1,
+                   int value = -1) {
       if (value < 0) {
         value = static_cast<int>(g.values.size());
-        g.values.push_back({out, dtype});
+        g.values.push_back({out, type});
       }
-      nodes.push_back({std::move(p), n.stream, std::move(args), {value}, -1});
+      nodes.push_back({std::move(p), n.stream, std::move(args), {value}, source});
       return value;
     };
-    const int x = n.args[0];
-    const int m = add(Reduce{ReduceType::max, last}, {x}, row_shape(shape));
-    const int z = add(Subtract{}, {x, add(Broadcast{shape}, {m}, shape)}, shape);
-    const int e = add(Exp{}, {z}, shape);
-    const int s = add(Reduce{ReduceType::sum, last}, {e}, row_shape(shape));
-    add(Divide{}, {e, add(Broadcast{shape}, {s}, shape)}, shape, n.outs[0]);
+    auto op = [&](Primitive p, std::vector<int> args, const Shape& out, int value = -1) {
+      return add(std::move(p), std::move(args), out, dtype, -1, value);
+    };
+    auto to_rows = [&](int v, int like) { return add(Broadcast{rows}, {v}, rows, dtype, like); };
+    auto to_shape = [&](int v) { return add(Broadcast{shape}, {v}, shape, dtype, x); };
+    const int out = n.outs[0];
+    if (std::holds_alternative<Softmax>(n.primitive)) {
+      const int m = op(Reduce{ReduceType::max, last}, {x}, rows);
+      const int e = op(Exp{}, {op(Subtract{}, {x, to_shape(m)}, shape)}, shape);
+      op(Divide{}, {e, to_shape(op(Reduce{ReduceType::sum, last}, {e}, rows))}, shape, out);
+    } else if (std::holds_alternative<LogSumExp>(n.primitive)) {
+      const int m = op(Reduce{ReduceType::max, last}, {x}, rows);
+      const int e = op(Exp{}, {op(Subtract{}, {x, to_shape(m)}, shape)}, shape);
+      const int lse = op(Add{}, {m, op(Log{}, {op(Reduce{ReduceType::sum, last}, {e}, rows)}, rows)}, rows);
+      op(Select{}, {add(IsInf{}, {m}, rows, bool_), m, lse}, rows, out);
+    } else {
+      const bool centered = std::holds_alternative<LayerNorm>(n.primitive);
+      const bool has_weight = centered ? std::get<LayerNorm>(n.primitive).has_weight
+                                       : std::get<RMSNorm>(n.primitive).has_weight;
+      const bool has_bias = centered && std::get<LayerNorm>(n.primitive).has_bias;
+      const int length = constants[next_constant++];
+      const int eps = constants[next_constant++];
+      int xc = x;
+      if (centered) {
+        const int sum = op(Reduce{ReduceType::sum, last}, {x}, rows);
+        xc = op(Subtract{}, {x, to_shape(op(Divide{}, {sum, to_rows(length, sum)}, rows))}, shape);
+      }
+      const int squares = op(Reduce{ReduceType::sum, last}, {op(Multiply{}, {xc, xc}, shape)}, rows);
+      const int var = op(Divide{}, {squares, to_rows(length, squares)}, rows);
+      const int inv = op(Rsqrt{}, {op(Add{}, {var, to_rows(eps, var)}, rows)}, rows);
+      const bool last_step = !has_weight && !has_bias;
+      int y = op(Multiply{}, {xc, to_shape(inv)}, shape, last_step ? out : -1);
+      if (has_weight) {
+        y = op(Multiply{}, {y, to_shape(n.args[1])}, shape, has_bias ? -1 : out);
+      }
+      if (has_bias) {
+        op(Add{}, {y, to_shape(n.args[has_weight ? 2 : 1])}, shape, out);
+      }
+    }
   }
   g.nodes = std::move(nodes);
 }
 
 }  // namespace
 
-void fuse_graph(Graph& g) {
+void fuse_graph(Graph& g, bool shapeless) {
   if (g.nodes.empty() || !compiler_available()) {
     return;
   }
-  expand_softmax(g);
+  expand_row_primitives(g, shapeless);
   const size_t n = g.nodes.size();
   if (n < 2) {
     return;

@@ -46,8 +46,9 @@ Graph trace_graph(const TracedFunction& fun, const std::vector<array>& inputs);
 /// Drops no-op conversions, broadcasts and reshapes, merges common subexpressions and unused nodes.
 void simplify_graph(Graph& graph);
 
-/// Replaces element-wise chains by Compiled nodes with generated kernels (none when no compiler runs).
-void fuse_graph(Graph& graph);
+/// Replaces element-wise chains by Compiled nodes with generated kernels (none when no compiler runs). With
+/// shapeless, nothing is expanded that bakes a traced shape in (the norms' row length).
+void fuse_graph(Graph& graph, bool shapeless);
 
 /// The graph's outputs for new inputs; with shapeless, shapes are inferred from the inputs.
 std::vector<array> replay_graph(const Graph& graph, const std::vector<array>& inputs, bool shapeless);
