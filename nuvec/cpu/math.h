@@ -412,9 +412,10 @@ inline Vec<float> tanh(Vec<float> x) {
                   0.13333265483379364F, -0.3333333134651184F}) {
     p = hn::MulAdd(p, t, hn::Set(Vec<float>::Tag(), c));
   }
-  const Vec<float> small(hn::MulAdd(hn::Mul(x.raw, t), p, x.raw));
+  const Vec<float> small(hn::MulAdd(hn::Mul(a.raw, t), p, a.raw));
   const Vec<float> large = Vec<float>(1.0F) - Vec<float>(2.0F) / (exp(a + a) + Vec<float>(1.0F));
-  return simd::select(a < Vec<float>(0.9F), small, Vec<float>(hn::CopySign(large.raw, x.raw)));
+  // tanh(|x|) with x's sign: odd, and -0 stays -0.
+  return Vec<float>(hn::CopySign(simd::select(a < Vec<float>(0.9F), small, large).raw, x.raw));
 }
 inline Vec<double> tanh(Vec<double> x) { return sleef::wrap(Sleef_tanhd8_u10(x.raw.raw)); }
 inline Vec<float> asinh(Vec<float> x) { return sleef::wrap(Sleef_asinhf16_u10(x.raw.raw)); }

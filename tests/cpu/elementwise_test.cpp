@@ -366,6 +366,12 @@ TEST(ElementwiseUnary, Float32TanhIsAccurateOnBothSidesOfItsBranchPoint) {
   }
   auto x = make(v, {static_cast<int>(v.size())}, float32);
   EXPECT_TRUE(agrees(tanh(x), widened("np.tanh(x)", float32), {x}, 2.4e-7, 1e-45));
+  // Odd to the last bit: tanh(-0) is -0, as the C library gives.
+  auto zeros = tanh(negative(zeros_like(x)));
+  eval(zeros);
+  for (float z : std::vector<float>(zeros.data<float>(), zeros.data<float>() + zeros.size())) {
+    EXPECT_TRUE(z == 0.0F && std::signbit(z));
+  }
 }
 
 TEST(ElementwiseUnary, ErfInvIsAccurateToTheLastBits) {
