@@ -50,28 +50,6 @@ constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfl
 template <class T>
 using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
-/// sum(exp(x - m)) without storing.
-template <class A>
-A exp_sum(const A* x, int64_t n, A max) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  const auto m = hn::Set(d, max);
-  auto s0 = hn::Zero(d);
-  auto s1 = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    s0 = hn::Add(s0, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m)));
-    s1 = hn::Add(s1, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i + lanes), m)));
-  }
-  for (; i + lanes <= n; i += lanes) {
-    s0 = hn::Add(s0, hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m)));
-  }
-  if (i < n) {
-    s1 = hn::Add(s1, tail_exp(d, x + i, n - i, m, static_cast<A*>(nullptr)));
-  }
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-}
-
 /// y *= scale.
 template <class A>
 void scale_row(A* y, int64_t n, A scale) {
@@ -138,7 +116,7 @@ A logsumexp_row(const A* x, int64_t n) {
   if (!std::isfinite(m)) {
     return m;  // NaN, +inf, or -inf for a row of -inf
   }
-  return m + std::log(exp_sum(x, n, m));
+  return m + std::log(exp_store_sum(x, static_cast<A*>(nullptr), n, m));
 }
 
 // ---------------------------------------------------------------- rows stored side by side

@@ -66,7 +66,7 @@ HWY_INLINE hn::Vec<D> tail_exp(D d, const A* x, int64_t n, hn::Vec<D> m, A* stor
   return e;
 }
 
-/// y = exp(x - m) and its sum (x and y may alias).
+/// sum(exp(x - m)), storing each exp in y unless y is null (x and y may alias).
 template <class A>
 A exp_store_sum(const A* x, A* y, int64_t n, A max) {
   const hn::ScalableTag<A> d;
@@ -78,18 +78,22 @@ A exp_store_sum(const A* x, A* y, int64_t n, A max) {
   for (; i + 2 * lanes <= n; i += 2 * lanes) {
     const auto e0 = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m));
     const auto e1 = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i + lanes), m));
-    hn::StoreU(e0, d, y + i);
-    hn::StoreU(e1, d, y + i + lanes);
+    if (y != nullptr) {
+      hn::StoreU(e0, d, y + i);
+      hn::StoreU(e1, d, y + i + lanes);
+    }
     s0 = hn::Add(s0, e0);
     s1 = hn::Add(s1, e1);
   }
   for (; i + lanes <= n; i += lanes) {
     const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, x + i), m));
-    hn::StoreU(e, d, y + i);
+    if (y != nullptr) {
+      hn::StoreU(e, d, y + i);
+    }
     s0 = hn::Add(s0, e);
   }
   if (i < n) {
-    s1 = hn::Add(s1, tail_exp(d, x + i, n - i, m, y + i));
+    s1 = hn::Add(s1, tail_exp(d, x + i, n - i, m, y == nullptr ? y : y + i));
   }
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
 }
