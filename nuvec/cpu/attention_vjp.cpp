@@ -206,6 +206,7 @@ class AttentionVjp {
     A* dp = sc.dp.data();
     product(rows, keys, D_, 1.F, {sc.q.data(), 0, D_, 1}, {kp, 0, 1, ldk}, 0.F, s);
     product(rows, keys, Dv_, 1.F, {dout, 0, ldo, 1}, {vp, 0, 1, ldv}, 0.F, dp);
+    const A sink = sinks_ != nullptr ? static_cast<A>(sinks_->data<T>()[h * sinks_->strides(0)]) : A{0};
     A sink_gradient = A{0};
     for (int64_t r = 0; r < rows; ++r) {
       A* sr = s + r * keys;
@@ -215,23 +216,20 @@ class AttentionVjp {
       // A row whose every key is hidden (boolean mask, causal rows before the first key) averages the values, but
       // its scores are constants: they take no gradient.
       const bool hidden = m == std::numeric_limits<A>::lowest();
-      const A sink = sinks_ != nullptr ? static_cast<A>(sinks_->data<T>()[h * sinks_->strides(0)]) : A{0};
       if (sinks_ != nullptr) {
         m = std::max(m, sink);
       }
       // A row of -inf scores (additive masks) has no finite weight: exp(-inf - 0) = 0, then 0 / 0 as in the forward.
       const A shift = m == -std::numeric_limits<A>::infinity() ? A{0} : m;
-      const A total = exp_store_sum(sr, sr, keys, shift) + (sinks_ != nullptr ? std::exp(sink - shift) : A{0});
-      const A inv = A{1} / total;
+      const A sink_weight = sinks_ != nullptr ? std::exp(sink - shift) : A{0};
+      const A inv = A{1} / (exp_store_sum(sr, sr, keys, shift) + sink_weight);
       const A d = normalize_dot(sr, dpr, keys, inv);
       if (hidden) {
         std::fill(dpr, dpr + keys, A{0});
       } else {
         softmax_backward(sr, dpr, keys, d);
       }
-      if (sinks_ != nullptr) {
-        sink_gradient -= std::exp(sink - shift) * inv * d;
-      }
+      sink_gradient -= sink_weight * inv * d;
     }
     dsinks[static_cast<size_t>(b * Nq_ + h)] += sink_gradient;
     // dV += P^T dO, dQ = scale * dS K, dK += dS^T Qs.

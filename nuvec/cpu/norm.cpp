@@ -245,30 +245,26 @@ void norm_vjp(const Inputs& in, Outputs& out, float eps, bool has_weight, bool h
   const array& cotangent = in.back();
   const int64_t n = x.shape(-1);
   const size_t rows = n == 0 ? 0 : x.size() / static_cast<size_t>(n);
-  std::vector<A> w(static_cast<size_t>(n), A{1});
-  if (has_weight && n > 0) {
-    load_block(w.data(), Strided<T>{in[1].data<T>(), in[1].strides(0)}, n);
-  }
+  const auto w = load_param<T>(has_weight ? &in[1] : nullptr, n, A{1});
   for (auto& o : out) {
     o.set_data(allocator::malloc(o.nbytes()));
   }
   const RowReader<T> xs(x);
   const RowReader<T> gs(cotangent);
   T* dx = out[0].data<T>();
-  const bool want_db = has_bias;
   // One part per thread, each with its own parameter sums.
   const auto parts = static_cast<size_t>(std::max<int64_t>(
       1, std::min<int64_t>(num_threads(), static_cast<int64_t>(rows * static_cast<size_t>(n) >> 14))));
   const auto width = static_cast<size_t>(n);
   std::vector<A> dw_parts(has_weight ? parts * width : 0, A{0});
-  std::vector<A> db_parts(want_db ? parts * width : 0, A{0});
+  std::vector<A> db_parts(has_bias ? parts * width : 0, A{0});
   parallel_for(parts, 1, [&](size_t begin, size_t end) {
     std::vector<A> x_buf;
     std::vector<A> g_buf;
     std::vector<A> dx_buf(width);
     for (size_t part = begin; part < end; ++part) {
       A* dw = has_weight ? dw_parts.data() + part * width : nullptr;
-      A* db = want_db ? db_parts.data() + part * width : nullptr;
+      A* db = has_bias ? db_parts.data() + part * width : nullptr;
       for (size_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r) {
         const A* xr = xs.row(r, x_buf);
         const A* gr = gs.row(r, g_buf);
@@ -299,7 +295,7 @@ void norm_vjp(const Inputs& in, Outputs& out, float eps, bool has_weight, bool h
   if (has_weight) {
     reduce_parts(dw_parts, out[next++]);
   }
-  if (want_db) {
+  if (has_bias) {
     reduce_parts(db_parts, out[next]);
   }
 }

@@ -81,7 +81,7 @@ TEST_P(FusedNormVjp, StridedRowsAndNoParameters) {
   const Dtype dtype = GetParam();
   std::mt19937 rng(2);
   auto base = astype(test::random_array({24, 6}, float32, rng), dtype);
-  auto x = transpose(base);  // rows with stride 6... along the last axis
+  auto x = transpose(base);  // (6, 24) whose rows have stride 6
   auto fused = gradients([](const V& v) { return fast::layer_norm(v[0], std::nullopt, std::nullopt, 1e-5F); }, {x});
   auto plain = gradients(
       [](const V& v) { return fast::detail::layer_norm_composed(v[0], std::nullopt, std::nullopt, 1e-5F); }, {x});
