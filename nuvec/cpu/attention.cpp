@@ -16,16 +16,18 @@
 // products run as register-tiled micro-kernels (4 rows x 2 vectors), the GEMM-like part of the work.
 // Causal items skip the key blocks that every row of the block masks (exact: those weights underflow to 0).
 
+#include "nuvec/cpu/attention.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
-#include "nuvec/cpu/attention.h"
 #include "nuvec/cpu/elementwise.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/row_sum.h"
 
 // Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
 #include <hwy/contrib/math/math-inl.h>
@@ -39,27 +41,6 @@ constexpr int64_t target_rows = 64;  // rows (query heads x queries) per work it
 constexpr int64_t tiled_min_rows = 4;
 
 int64_t round_up(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
-
-template <class A>
-A dot(const A* x, const A* y, int64_t n) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto s0 = hn::Zero(d);
-  auto s1 = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    s0 = hn::MulAdd(hn::LoadU(d, x + i), hn::LoadU(d, y + i), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, x + i + lanes), hn::LoadU(d, y + i + lanes), s1);
-  }
-  for (; i + lanes <= n; i += lanes) {
-    s0 = hn::MulAdd(hn::LoadU(d, x + i), hn::LoadU(d, y + i), s0);
-  }
-  A total = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) {
-    total += x[i] * y[i];
-  }
-  return total;
-}
 
 /// y += a * x.
 template <class A>
@@ -305,8 +286,7 @@ struct AttentionKernel {
     for (int64_t r = 0; r < rows; ++r) {
       if (p.has_sinks) {
         const array& sinks = in.back();
-        sc.m[static_cast<size_t>(r)] =
-            static_cast<A>(sinks.data<T>()[map.head(r) * sinks.strides(0)]);
+        sc.m[static_cast<size_t>(r)] = static_cast<A>(sinks.data<T>()[map.head(r) * sinks.strides(0)]);
         sc.l[static_cast<size_t>(r)] = A{1};
       } else {
         sc.m[static_cast<size_t>(r)] = -std::numeric_limits<A>::infinity();
@@ -337,8 +317,7 @@ struct AttentionKernel {
         A* srow = sc.s.data() + r * kbp;
         apply_mask(b, map.head(r), map.query(r), j0, kb, srow);
         std::fill(srow + kb, srow + kbp, -std::numeric_limits<A>::infinity());
-        softmax_step(srow, kbp, sc.m[static_cast<size_t>(r)], sc.l[static_cast<size_t>(r)], sc.o.data() + r * dvp,
-                     Dv);
+        softmax_step(srow, kbp, sc.m[static_cast<size_t>(r)], sc.l[static_cast<size_t>(r)], sc.o.data() + r * dvp, Dv);
       }
       if (tiled) {
         for (int64_t j = 0; j < kb; ++j) {

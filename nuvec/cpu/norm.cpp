@@ -23,59 +23,12 @@
 #include "nuvec/cpu/elementwise.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/row_sum.h"
 #include "nuvec/cpu/strided.h"
 
 namespace nuvec::cpu {
 
 namespace {
-
-/// sum((x - shift)^2) over a contiguous row.
-template <class A>
-A sum_squares(const A* x, int64_t n, A shift) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  const auto c = hn::Set(d, shift);
-  auto s0 = hn::Zero(d);
-  auto s1 = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    const auto v0 = hn::Sub(hn::LoadU(d, x + i), c);
-    const auto v1 = hn::Sub(hn::LoadU(d, x + i + lanes), c);
-    s0 = hn::MulAdd(v0, v0, s0);
-    s1 = hn::MulAdd(v1, v1, s1);
-  }
-  for (; i + lanes <= n; i += lanes) {
-    const auto v = hn::Sub(hn::LoadU(d, x + i), c);
-    s0 = hn::MulAdd(v, v, s0);
-  }
-  A total = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) {
-    total += (x[i] - shift) * (x[i] - shift);
-  }
-  return total;
-}
-
-/// sum(x) over a contiguous row.
-template <class A>
-A sum_row(const A* x, int64_t n) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto s0 = hn::Zero(d);
-  auto s1 = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    s0 = hn::Add(s0, hn::LoadU(d, x + i));
-    s1 = hn::Add(s1, hn::LoadU(d, x + i + lanes));
-  }
-  for (; i + lanes <= n; i += lanes) {
-    s0 = hn::Add(s0, hn::LoadU(d, x + i));
-  }
-  A total = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) {
-    total += x[i];
-  }
-  return total;
-}
 
 /// y = (x - shift) * inv * w [+ b]; x and y may alias.
 template <class A>
@@ -126,8 +79,8 @@ void norm_kernel(const Inputs& in, array& out, float eps, bool has_weight, bool 
                [&](size_t begin, size_t end) {
                  std::vector<A> scratch;
                  for (size_t r = begin; r < end; ++r) {
-                   const T* row = src + (dense ? static_cast<int64_t>(r) * n
-                                               : element_offset(r, lead_shape, lead_strides));
+                   const T* row =
+                       src + (dense ? static_cast<int64_t>(r) * n : element_offset(r, lead_shape, lead_strides));
                    const A* xr = nullptr;
                    if constexpr (std::is_same_v<T, A>) {
                      xr = stride == 1 ? row : nullptr;
@@ -315,27 +268,23 @@ void dispatch_floating(const array& a, const char* name, Fn&& fn) {
 }  // namespace
 
 void run(const RMSNorm& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "RMSNorm", [&]<class T>(type_tag<T>) {
-    norm_kernel<T>(in, out[0], p.eps, p.has_weight, false, false);
-  });
+  dispatch_floating(in[0], "RMSNorm",
+                    [&]<class T>(type_tag<T>) { norm_kernel<T>(in, out[0], p.eps, p.has_weight, false, false); });
 }
 
 void run(const LayerNorm& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "LayerNorm", [&]<class T>(type_tag<T>) {
-    norm_kernel<T>(in, out[0], p.eps, p.has_weight, p.has_bias, true);
-  });
+  dispatch_floating(in[0], "LayerNorm",
+                    [&]<class T>(type_tag<T>) { norm_kernel<T>(in, out[0], p.eps, p.has_weight, p.has_bias, true); });
 }
 
 void run(const RMSNormVJP& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "RMSNormVJP", [&]<class T>(type_tag<T>) {
-    norm_vjp<T>(in, out, p.eps, p.has_weight, false, false);
-  });
+  dispatch_floating(in[0], "RMSNormVJP",
+                    [&]<class T>(type_tag<T>) { norm_vjp<T>(in, out, p.eps, p.has_weight, false, false); });
 }
 
 void run(const LayerNormVJP& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "LayerNormVJP", [&]<class T>(type_tag<T>) {
-    norm_vjp<T>(in, out, p.eps, p.has_weight, p.has_bias, true);
-  });
+  dispatch_floating(in[0], "LayerNormVJP",
+                    [&]<class T>(type_tag<T>) { norm_vjp<T>(in, out, p.eps, p.has_weight, p.has_bias, true); });
 }
 
 }  // namespace nuvec::cpu

@@ -1,20 +1,23 @@
 // The QuantizedMatmul and GatherQMM kernels. A product never dequantizes the whole weight; it takes one of three
 // paths by shape:
-//   - few rows of x, w (N, K) (transpose, the decode shape): each thread streams the packed rows of a range of output
-//     columns once, four at a time; 2-, 4- and 8-bit codes are unpacked in registers (Highway: shift, mask, convert)
-//     and multiplied into float32 accumulators against x, which is reordered once so that the codes of one packed
-//     word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5- and 6-bit
-//     codes take a generic path (unpack a row to floats, then SIMD dot products).
+//   - few rows of x, w (N, K) (transpose, the decode shape): with AVX-512 VNNI, 2-, 4- and 8-bit codes meet int8
+//     levels of x in integer dot products (qmm_int8.cpp). Otherwise each thread streams the packed rows of a range
+//     of output columns once, four at a time; 2-, 4- and 8-bit codes are unpacked in registers (Highway: shift,
+//     mask, convert) and multiplied into float32 accumulators against x, which is reordered once so that the codes
+//     of one packed word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5-
+//     and 6-bit codes take a generic path (unpack a row to floats, then SIMD dot products).
 //   - few rows, w (K, N): 2, 4 and 8 bits give each task a block of columns (up to 1 KiB of packed words a row) and
 //     stream it down the K rows with the sums in registers: per vector of packed words, one accumulator per code
 //     position and one for the bias, each lane scaled by its own group; the other widths give each thread a range of
 //     columns and walk the K rows unpacking its slice of each.
-//   - many rows (prefill): tiles of w are dequantized into a float32 scratch block and multiplied by the sgemm (for
-//     w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K order of the decode path, x reordered to match).
+//   - many rows (prefill), or an x holding infinities or NaNs: tiles of w are dequantized into a float32 scratch
+//     block and multiplied by the sgemm (for many rows of w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K
+//     order of the decode path, x reordered to match).
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
 // and rounded once to x's dtype.
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 #include <vector>
 
@@ -23,6 +26,7 @@
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/quantized.h"
+#include "nuvec/cpu/row_sum.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -31,9 +35,9 @@ namespace {
 
 using quant::Matrix;
 
-constexpr int64_t gemm_rows = 32;       // from this many rows of x, dequantize tiles and call the sgemm
-constexpr int64_t tile_cols = 512;      // output columns per dequantized tile (a multiple of every group size)
-constexpr int64_t plain_cols = 1024;    // w (K, N) generic decode: columns per task, so packed rows are read in runs
+constexpr int64_t gemm_rows = 32;     // from this many rows of x, dequantize tiles and call the sgemm
+constexpr int64_t tile_cols = 512;    // output columns per dequantized tile (a multiple of every group size)
+constexpr int64_t plain_cols = 1024;  // w (K, N) generic decode: columns per task, so packed rows are read in runs
 constexpr int64_t bytes_per_task = 1 << 16;  // packed weight bytes a thread reads before splitting pays
 
 /// Rows of x as dense float32, `k` apart.
@@ -61,32 +65,14 @@ std::vector<float> group_sums(const Rows& x, int group_size) {
 }
 
 /// Column tasks: `per_task` columns of `block` each, so that a task reads about bytes_per_task of packed weights.
-size_t task_grain(int64_t block_bytes) { return static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / block_bytes)); }
+size_t task_grain(int64_t block_bytes) {
+  return static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / block_bytes));
+}
 
 template <int N, class F>
 HWY_INLINE void unroll(F&& f) {
-  [&]<int... J>(std::integer_sequence<int, J...>) { (f.template operator()<J>(), ...); }(
-      std::make_integer_sequence<int, N>{});
-}
-
-float dot(const float* a, const float* b, int64_t n) {
-  const hn::ScalableTag<float> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  auto s0 = hn::Zero(d);
-  auto s1 = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + 2 * lanes <= n; i += 2 * lanes) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-    s1 = hn::MulAdd(hn::LoadU(d, a + i + lanes), hn::LoadU(d, b + i + lanes), s1);
-  }
-  for (; i + lanes <= n; i += lanes) {
-    s0 = hn::MulAdd(hn::LoadU(d, a + i), hn::LoadU(d, b + i), s0);
-  }
-  float sum = hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
-  for (; i < n; ++i) {
-    sum += a[i] * b[i];
-  }
-  return sum;
+  [&]<int... J>(std::integer_sequence<int, J...>) { (f.template operator()<J>(), ...); }
+  (std::make_integer_sequence<int, N>{});
 }
 
 // ---------------------------------------------------------------- decode, w (N, K): SIMD for 2, 4 and 8 bits
@@ -197,7 +183,7 @@ struct SimdDecode {
           m.load(m.biases, col * groups, groups, sb.data() + (c * 2 + 1) * groups);
         }
         const int64_t valid = std::min<int64_t>(columns, n - b * columns);
-        auto store = [&]<int RB>(int64_t r0, const float (&res)[RB][columns]) {
+        auto store = [&]<int RB>(int64_t r0, const float(&res)[RB][columns]) {
           for (int r = 0; r < RB; ++r) {
             for (int64_t c = 0; c < valid; ++c) {
               out[(r0 + r) * n + b * columns + c] = res[r][c];
@@ -576,8 +562,25 @@ void prefill(const Rows& x, const Matrix& m, bool transpose, RowDequantizer rows
   }
 }
 
-/// out (x.count x n, dense) = x @ w.T (transpose) or x @ w.
-void product(const Rows& x, const Matrix& m, bool transpose, float* out) {
+bool all_finite(const Rows& x) {
+  const hn::ScalableTag<float> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const int64_t n = x.count * x.k;
+  auto finite = hn::IsFinite(hn::Zero(d));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    finite = hn::And(finite, hn::IsFinite(hn::LoadU(d, x.x + i)));
+  }
+  bool all = hn::AllTrue(d, finite);
+  for (; i < n; ++i) {
+    all = all && std::isfinite(x.x[i]);
+  }
+  return all;
+}
+
+/// out (x.count x n, dense) = x @ w.T (transpose) or x @ w; decode products on int8 levels of x take `levels` of
+/// them (fewer for half-precision outputs).
+void product(const Rows& x, const Matrix& m, bool transpose, int levels, float* out) {
   const int64_t n = transpose ? m.rows : m.cols;
   if (x.count == 0 || n == 0) {
     return;
@@ -603,10 +606,14 @@ void product(const Rows& x, const Matrix& m, bool transpose, float* out) {
         }
       }
     });
-  } else if (x.count >= gemm_rows) {
+  } else if (x.count >= gemm_rows || !all_finite(x)) {
+    // The decode paths' sum(q * x) * scale + sum(x) * bias would turn an infinite x into NaN (inf - inf, 0 * inf)
+    // where the product with the dequantized weight gives an infinity.
     prefill(x, m, transpose, &dequantize_whole_rows, out);
   } else if (transpose) {
-    decode_transposed(x, m, out);
+    if (!quant::int8_decode(x.x, x.count, x.k, m, levels, out)) {
+      decode_transposed(x, m, out);
+    }
   } else {
     decode_plain(x, m, out);
   }
@@ -621,6 +628,10 @@ const float* float_rows(const array& x, std::vector<float>& storage) {
   copy_strided(x, storage.data(), row_major_strides(x.shape()), float32);
   return storage.data();
 }
+
+/// int8 levels of x for decode products. Three match the float path's accuracy (relative error ~1e-6, also with
+/// outliers in x); two leave up to ~6e-4 with a 30x outlier, below bfloat16's rounding but not float16's.
+int decode_levels(Dtype out) { return out == bfloat16 ? 2 : 3; }
 
 /// Runs `body(float* out)` into o's buffer, through a float32 scratch when o is half precision or float64.
 template <class Body>
@@ -663,7 +674,7 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
                    p.group_size,
                    load,
                    static_cast<int>(scales.itemsize())};
-    product(x, m, p.transpose, dst);
+    product(x, m, p.transpose, decode_levels(o.dtype()), dst);
   });
 }
 
@@ -723,7 +734,7 @@ void run(const GatherQMM& p, const Inputs& in, Outputs& out) {
                      p.group_size,
                      load,
                      static_cast<int>(item)};
-      product(Rows{rows, (j - i) * m_rows, k}, m, p.transpose, dst + i * m_rows * n);
+      product(Rows{rows, (j - i) * m_rows, k}, m, p.transpose, decode_levels(o.dtype()), dst + i * m_rows * n);
       i = j;
     }
   });

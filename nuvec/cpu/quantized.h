@@ -110,4 +110,9 @@ array dense(const array& a);
 /// scale * q + bias.
 void dequantize_rows(const Matrix& m, int64_t r0, int64_t r1, int64_t c0, int64_t count, float* out, int64_t ld);
 
+/// out (rows x m.rows, dense) = x (rows x k, dense float32, finite) @ m.T on integer dot products, x split into
+/// `levels` (2 or 3) int8 levels. False, with nothing written, where the CPU lacks AVX-512 VNNI or the width is not
+/// 2, 4 or 8 bits.
+bool int8_decode(const float* x, int64_t rows, int64_t k, const Matrix& m, int levels, float* out);
+
 }  // namespace nuvec::cpu::quant

@@ -99,8 +99,8 @@ TEST_F(QuantizedTest, QuantizeIsBitExact) {
         auto constant_row = zeros({1, shape.back()}, dtype);
         auto wq = quantize(concatenate({reshape(w, {-1, shape.back()}), constant_row}, 0), gs, bits);
         auto expected = reference("w = a.astype(np.float32)\np, s, b = quantize(w, " + std::to_string(gs) + ", " +
-                                      std::to_string(bits) + ")\nout = (p, cast(s, " + py_dtype(dtype) +
-                                      "), cast(b, " + py_dtype(dtype) + "))",
+                                      std::to_string(bits) + ")\nout = (p, cast(s, " + py_dtype(dtype) + "), cast(b, " +
+                                      py_dtype(dtype) + "))",
                                   {concatenate({reshape(w, {-1, shape.back()}), constant_row}, 0)});
         ASSERT_EQ(wq.size(), 3U);
         EXPECT_EQ(wq[0].dtype(), uint32);
@@ -157,14 +157,13 @@ TEST_F(QuantizedTest, Dequantize) {
   auto q = quantize(w, 64, 4);
   auto wide = dequantize(q[0], q[1], q[2], 64, 4, "affine", float32);
   EXPECT_EQ(wide.dtype(), float32);
-  EXPECT_TRUE(matches(wide, reference("out = dequant(a, b, c, 64, 4, np.float32)", {q[0], q[1], q[2]})[0], 1e-6,
-                      1e-6));
+  EXPECT_TRUE(matches(wide, reference("out = dequant(a, b, c, 64, 4, np.float32)", {q[0], q[1], q[2]})[0], 1e-6, 1e-6));
   auto rows = slice(q[0], {0, 0}, {4, 16}, {2, 1});
   auto s = slice(q[1], {0, 0}, {4, 2}, {2, 1});
   auto b = slice(q[2], {0, 0}, {4, 2}, {2, 1});
   EXPECT_TRUE(matches(dequantize(rows, s, b, 64, 4),
-                      reference("out = dequant(a, b, c, 64, 4, np.float32).astype(np.float16)", {rows, s, b})[0],
-                      2e-3, 1e-6));
+                      reference("out = dequant(a, b, c, 64, 4, np.float32).astype(np.float16)", {rows, s, b})[0], 2e-3,
+                      1e-6));
 }
 
 /// The tolerance of a product of K terms of size ~1 computed in float32 and rounded to dtype.
@@ -204,8 +203,8 @@ TEST_F(QuantizedTest, QuantizedMatmulEveryWidth) {
           auto out = quantized_matmul(x, q[0], q[1], q[2], transpose, gs, bits);
           EXPECT_EQ(out.shape(), (Shape{m, n}));
           auto tol = product_tol(float32, k);
-          EXPECT_TRUE(matches(out, reference(product_code(gs, bits, transpose), {x, q[0], q[1], q[2]})[0], tol.rtol,
-                              tol.atol));
+          EXPECT_TRUE(
+              matches(out, reference(product_code(gs, bits, transpose), {x, q[0], q[1], q[2]})[0], tol.rtol, tol.atol));
         }
       }
     }
@@ -252,8 +251,53 @@ TEST_F(QuantizedTest, QuantizedMatmulSplitAcrossTasks) {
       auto x = rand({rows, k}, float32);
       auto out = quantized_matmul(x, q[0], q[1], q[2], transpose, 64, bits);
       auto tol = product_tol(float32, k);
-      EXPECT_TRUE(matches(out, reference(product_code(64, bits, transpose), {x, q[0], q[1], q[2]})[0], tol.rtol,
-                          tol.atol));
+      EXPECT_TRUE(
+          matches(out, reference(product_code(64, bits, transpose), {x, q[0], q[1], q[2]})[0], tol.rtol, tol.atol));
+    }
+  }
+}
+
+TEST_F(QuantizedTest, DecodeIsAccurateToFloat32) {
+  // Decode products (a few rows, w (N, K), 2/4/8 bits) run on int8 levels of x where the CPU has AVX-512 VNNI. Their
+  // error must stay that of a float32 computation (~1e-6 of the largest output) for any x: outliers 1000x the rest,
+  // magnitudes near the ends of float32's range, denormals, zeros; non-finite x propagates as in the float product.
+  const int n = 37;
+  for (int gs : group_sizes) {
+    const int k = gs * 17;  // the last 64-byte chunk of a packed row is partial for most widths
+    auto w = rand({n, k}, float32);
+    auto outliers = multiply(array(1000.F), astype(less(rand({3, k}, float32, 0.0, 1.0), array(0.005F)), float32));
+    const std::vector<std::pair<std::string, array>> xs{
+        {"plain", rand({3, k}, float32)},
+        {"outliers", add(rand({3, k}, float32), outliers)},
+        {"tiny", multiply(rand({2, k}, float32), array(1e-30F))},
+        {"huge", multiply(rand({2, k}, float32), array(1e30F))},
+        {"denormal", multiply(rand({1, k}, float32), array(1e-40F))},
+        {"zeros", zeros({2, k}, float32)},
+        {"one nonzero", concatenate({zeros({1, k - 1}, float32), array({-3.F}, {1, 1})}, 1)},
+    };
+    for (int bits : {2, 4, 8}) {
+      auto q = quantize(w, gs, bits);
+      for (const auto& [name, x] : xs) {
+        SCOPED_TRACE(name + " bits=" + std::to_string(bits) + " gs=" + std::to_string(gs));
+        auto out = quantized_matmul(x, q[0], q[1], q[2], true, gs, bits);
+        auto expected = reference("W = dequant(b, c, d, " + std::to_string(gs) + ", " + std::to_string(bits) +
+                                      ")\nref = a.astype(np.float64) @ W.T\n"
+                                      "out = np.array(np.abs(e.astype(np.float64) - ref).max() / "
+                                      "max(np.abs(ref).max(), 1e-300))",
+                                  {x, q[0], q[1], q[2], out})[0];
+        EXPECT_LE(as_doubles(expected)[0], 2e-6);
+      }
+      // A NaN in row 0, an infinity in row 1, row 2 finite.
+      const auto position = reshape(arange(3 * k), {3, k});
+      auto bad =
+          where(equal(position, array(5)), array(std::numeric_limits<float>::quiet_NaN()), rand({3, k}, float32));
+      bad = where(equal(position, array(k + 7)), array(std::numeric_limits<float>::infinity()), bad);
+      auto out = quantized_matmul(bad, q[0], q[1], q[2], true, gs, bits);
+      EXPECT_TRUE(matches(out, reference(product_code(gs, bits, true), {bad, q[0], q[1], q[2]})[0], 1e-5, 2e-6 * k));
+      auto plain = quantize(rand({k, 2 * gs}, float32), gs, bits);  // w (K, N)
+      out = quantized_matmul(bad, plain[0], plain[1], plain[2], false, gs, bits);
+      EXPECT_TRUE(matches(out, reference(product_code(gs, bits, false), {bad, plain[0], plain[1], plain[2]})[0], 1e-5,
+                          2e-6 * k));
     }
   }
 }
@@ -323,8 +367,9 @@ TEST_F(QuantizedTest, Fp8) {
   // the saturation midpoint 464, overflow, infinities and NaN.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> values{0.F, -0.F, 0x1p-10F, 3 * 0x1p-10F, 0x1p-9F, 0x1p-6F, 448.F, 464.F, 465.F, 480.F, 1e9F,
-                            -1e9F, inf, -inf, nan, 1.0625F, 1.1875F, -240.F, 0x1p-7F * 1.0625F};
+  std::vector<float> values{
+      0.F,  -0.F, 0x1p-10F, 3 * 0x1p-10F, 0x1p-9F, 0x1p-6F,          448.F, 464.F, 465.F, 480.F, 1e9F, -1e9F, inf,
+      -inf, nan,  1.0625F,  1.1875F,      -240.F,  0x1p-7F * 1.0625F};
   std::uniform_real_distribution<float> exponent(-12.F, 10.F);
   std::bernoulli_distribution negative(0.5);
   for (int i = 0; i < 2000; ++i) {
@@ -374,7 +419,9 @@ TEST_F(QuantizedTest, Errors) {
   auto w = rand({8, 128}, float32);
   auto q = quantize(w);
   auto x = rand({2, 128}, float32);
-  EXPECT_EQ(error_of([&] { quantize(rand({4, 100}, float32)); }),
+  EXPECT_EQ(error_of([&] {
+              quantize(rand({4, 100}, float32));
+            }),
             "[quantize] The last dimension of the matrix needs to be divisible by the quantization group size 64; "
             "got shape (4,100).");
   EXPECT_EQ(error_of([&] { quantize(w, 16); }),
@@ -383,7 +430,9 @@ TEST_F(QuantizedTest, Errors) {
             "[quantize] The requested number of bits 7 is not supported. The supported bits are 2, 3, 4, 5, 6 and 8.");
   EXPECT_EQ(error_of([&] { quantize(rand({128}, float32)); }),
             "[quantize] The matrix to be quantized must have at least 2 dimensions; got shape (128).");
-  EXPECT_EQ(error_of([&] { quantize(array({1, 2}, {1, 2}, int32), 32); }),
+  EXPECT_EQ(error_of([&] {
+              quantize(array({1, 2}, {1, 2}, int32), 32);
+            }),
             "[quantize] Only real floating types can be quantized; got w of int32.");
   EXPECT_EQ(error_of([&] { quantize(w, 64, 4, "mxfp4"); }),
             "[quantize] Quantization mode 'mxfp4' is not supported; nuvec implements 'affine'.");
@@ -394,7 +443,9 @@ TEST_F(QuantizedTest, Errors) {
   }
   EXPECT_EQ(error_of([&] { quantize(w, 64, 4, "int4"); }),
             "[quantize] Invalid quantization mode 'int4'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
-  EXPECT_EQ(error_of([&] { quantized_matmul(rand({2, 64}, float32), q[0], q[1], q[2]); }),
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(rand({2, 64}, float32), q[0], q[1], q[2]);
+            }),
             "[quantized_matmul] Last dimension of x with shape (2,64) must match the unpacked last dimension 128 of "
             "the quantized weight with shape (8,16) (transpose=true, bits=4).");
   EXPECT_EQ(error_of([&] { quantized_matmul(x, q[0], q[1], q[2], true, 32); }),
@@ -406,13 +457,17 @@ TEST_F(QuantizedTest, Errors) {
             "[quantized_matmul] Biases must be provided for affine quantization.");
   EXPECT_EQ(error_of([&] { quantized_matmul(x, q[0], astype(q[1], int32), q[2]); }),
             "[quantized_matmul] Scales and biases must be real floating point; got int32 and float32.");
-  EXPECT_EQ(error_of([&] { quantized_matmul(x, q[0], q[1], slice(q[2], {0, 0}, {4, 2})); }),
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(x, q[0], q[1], slice(q[2], {0, 0}, {4, 2}));
+            }),
             "[quantized_matmul] Scales and biases must have the same shape; got (8,2) and (4,2).");
   EXPECT_EQ(error_of([&] { dequantize(q[0], q[1], q[2], 64, 4, "affine", int32); }),
             "[dequantize] The output dtype must be real floating point; got int32.");
   EXPECT_EQ(error_of([&] { gather_qmm(x, q[0], q[1], q[2], array({0.5F}), std::nullopt); }),
             "[gather_qmm] Got lhs_indices with invalid dtype float32; indices must be integral.");
-  EXPECT_EQ(error_of([&] { to_fp8(array({1, 2})); }),
+  EXPECT_EQ(error_of([&] {
+              to_fp8(array({1, 2}));
+            }),
             "[to_fp8] Only real floating point inputs can be converted to fp8; got int32.");
   EXPECT_EQ(error_of([&] { from_fp8(array({1.F}), float32); }),
             "[from_fp8] Input must be uint8 fp8 codes; got float32.");
