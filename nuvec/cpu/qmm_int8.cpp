@@ -25,6 +25,7 @@
 #include <cmath>
 #include <vector>
 
+#include "hwy/aligned_allocator.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/row_sum.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -38,7 +39,7 @@ constexpr int lanes = 16;
 constexpr int columns = 2;  // packed rows streamed together: shared x loads, independent chains
 constexpr int64_t bytes_per_task = 1 << 16;
 constexpr int64_t prefetch_blocks = 2;  // rows of w are adjacent: ask for the blocks of rows this far ahead
-constexpr double level_ratio = 254.0;
+constexpr float level_ratio = 254.F;
 
 /// The rows of x as int8 levels in the chunk layout of Bits-wide codes.
 ///
@@ -52,8 +53,9 @@ struct LevelRows {
   static constexpr int64_t chunk_values = chunk_bytes * codes_per_byte;
   static constexpr int64_t chunk_stride = chunk_bytes * codes_per_byte * Levels;  // x bytes per chunk
 
-  std::vector<int8_t> bytes;  // per row, per chunk: [code position][level][64]
-  std::vector<double> units;  // per row: unit_0 .. unit_{Levels-1}, in x's own scale
+  hwy::AlignedFreeUniquePtr<int8_t[]> bytes;  // per row, per chunk: [code position][level][64]; aligned, as
+                                              // loads that straddle cache lines would halve the kernel's speed
+  std::vector<double> units;                  // per row: unit_0 .. unit_{Levels-1}, in x's own scale
   int64_t chunks = 0;
 
   /// x must be finite.
@@ -63,7 +65,9 @@ struct LevelRows {
     const hn::Rebind<int8_t, decltype(df)> d8;
     const auto n = static_cast<int64_t>(hn::Lanes(df));
     chunks = (k + chunk_values - 1) / chunk_values;
-    bytes.assign(static_cast<size_t>(rows * chunks * chunk_stride), 0);
+    const auto size = static_cast<size_t>(rows * chunks * chunk_stride);
+    bytes = hwy::AllocateAligned<int8_t>(size);
+    std::fill_n(bytes.get(), size, int8_t{0});
     units.assign(static_cast<size_t>(rows * Levels), 0.0);
     const int64_t padded = chunks * chunk_values;
     std::vector<int8_t> level(static_cast<size_t>(Levels * padded), 0);  // one row, level by level in x's order
@@ -88,7 +92,7 @@ struct LevelRows {
       float unit[Levels];
       unit[0] = largest * scale / 127.F;
       for (int l = 1; l < Levels; ++l) {
-        unit[l] = unit[l - 1] / static_cast<float>(level_ratio);
+        unit[l] = unit[l - 1] / level_ratio;
       }
       for (int l = 0; l < Levels; ++l) {
         units[r * Levels + l] = std::ldexp(static_cast<double>(unit[l]), exponent);
@@ -123,7 +127,7 @@ struct LevelRows {
       }
       // Code position j of byte b takes value b * codes_per_byte + j of the chunk: a de-interleave per chunk.
       const hn::Full512<uint8_t> db;
-      auto* dst = reinterpret_cast<uint8_t*>(bytes.data() + r * chunks * chunk_stride);
+      auto* dst = reinterpret_cast<uint8_t*>(bytes.get() + r * chunks * chunk_stride);
       for (int l = 0; l < Levels; ++l) {
         for (int64_t c = 0; c < chunks; ++c) {
           const auto* src = reinterpret_cast<const uint8_t*>(level.data() + l * padded + c * chunk_values);
@@ -152,7 +156,6 @@ struct LevelRows {
 
 template <int Bits, int GroupSize, int Levels>
 struct Int8Decode {
-  static_assert(Levels >= 2, "the low sums hold levels 1 and up");
   static constexpr int words_per_group = GroupSize * Bits / 32;
   static constexpr int span = std::max(1, words_per_group / lanes);  // chunks summed before one conversion
   static constexpr int codes_per_byte = 8 / Bits;
@@ -184,66 +187,78 @@ struct Int8Decode {
     }
   }
 
-  /// sums[c][0] = sum over the row of q * x_0 scaled per group, sums[c][1] = the same for
-  /// (254^(Levels-2) * x_1 + ... + x_{Levels-1}), for `columns` packed rows w[c] (row_bytes each) and one x row.
+  /// sums[c][l] = the sum over the row of q * x_l, each group's integer sum scaled by the group's scale, for
+  /// `columns` packed rows w[c] (row_bytes each) and one x row.
   static void block(const int8_t* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
-                    const float* const* sb, float (&sums)[columns][2]) {
+                    const float* const* sb, float (&sums)[columns][Levels]) {
     const DF df;
     const DI di;
     const DB db;
     const VB code_mask = hn::Set(db, static_cast<uint8_t>((1 << Bits) - 1));
-    const VI ratio = hn::Set(di, static_cast<int32_t>(level_ratio));
-    VF high[columns];
-    VF low[columns];
+    const hn::Full512<uint16_t> dw;
+    VF scaled[columns][Levels];
     for (int c = 0; c < columns; ++c) {
-      high[c] = hn::Zero(df);
-      low[c] = hn::Zero(df);
+      for (int l = 0; l < Levels; ++l) {
+        scaled[c][l] = hn::Zero(df);
+      }
     }
-    for (int64_t c0 = 0; c0 < chunks; c0 += span) {
-      VI acc[columns][Levels];
+    VI acc[columns][Levels];
+    // Adds chunk ch of every row into acc; the last chunk of a row may be partial.
+    auto add_chunk = [&](int64_t ch, auto load) {
+      VB packed[columns];
       for (int c = 0; c < columns; ++c) {
+        packed[c] = load(w[c] + ch * chunk_bytes);
+        __builtin_prefetch(w[c] + ch * chunk_bytes + prefetch_blocks * columns * row_bytes);
+      }
+      const auto* xc = reinterpret_cast<const uint8_t*>(xq + ch * Rows::chunk_stride);
+      for (int j = 0; j < codes_per_byte; ++j) {
+        VB xv[Levels];
         for (int l = 0; l < Levels; ++l) {
+          xv[l] = hn::LoadU(db, xc + (j * Levels + l) * chunk_bytes);
+        }
+        for (int c = 0; c < columns; ++c) {
+          // Shifting 16-bit lanes moves bits across bytes; the mask keeps each byte's own code.
+          const VB q =
+              Bits == 8 ? packed[c]
+                        : hn::And(hn::BitCast(db, hn::ShiftRightSame(hn::BitCast(dw, packed[c]), j * Bits)), code_mask);
+          for (int l = 0; l < Levels; ++l) {
+            acc[c][l] = dot_bytes(acc[c][l], q, xv[l]);
+          }
+        }
+      }
+    };
+    // Converts and scales the integer sums of the span of chunks from c0.
+    auto scale_span = [&](int64_t c0) {
+      for (int c = 0; c < columns; ++c) {
+        const VF scale = lane_scales(sb[c], c0);
+        for (int l = 0; l < Levels; ++l) {
+          scaled[c][l] = hn::MulAdd(hn::ConvertTo(df, acc[c][l]), scale, scaled[c][l]);
           acc[c][l] = hn::Zero(di);
         }
       }
-      for (int64_t ch = c0; ch < std::min(chunks, c0 + span); ++ch) {
-        const auto valid = hn::FirstN(db, static_cast<size_t>(std::min(chunk_bytes, row_bytes - ch * chunk_bytes)));
-        VB packed[columns];
-        for (int c = 0; c < columns; ++c) {
-          packed[c] = hn::MaskedLoad(valid, db, w[c] + ch * chunk_bytes);
-          __builtin_prefetch(w[c] + prefetch_blocks * columns * row_bytes + ch * chunk_bytes);
-        }
-        const auto* xc = reinterpret_cast<const uint8_t*>(xq + ch * Rows::chunk_stride);
-        for (int j = 0; j < codes_per_byte; ++j) {
-          VB xv[Levels];
-          for (int l = 0; l < Levels; ++l) {
-            xv[l] = hn::LoadU(db, xc + (j * Levels + l) * chunk_bytes);
-          }
-          for (int c = 0; c < columns; ++c) {
-            // Shifting 16-bit lanes moves bits across bytes; the mask keeps each byte's own code.
-            const hn::Full512<uint16_t> dw;
-            const VB q = Bits == 8 ? packed[c]
-                                   : hn::And(hn::BitCast(db, hn::ShiftRightSame(hn::BitCast(dw, packed[c]), j * Bits)),
-                                             code_mask);
-            for (int l = 0; l < Levels; ++l) {
-              acc[c][l] = dot_bytes(acc[c][l], q, xv[l]);
-            }
-          }
-        }
-      }
-      for (int c = 0; c < columns; ++c) {
-        const VF scale = lane_scales(sb[c], c0);
-        high[c] = hn::MulAdd(hn::ConvertTo(df, acc[c][0]), scale, high[c]);
-        VI rest = acc[c][1];
-        for (int l = 2; l < Levels; ++l) {
-          rest = hn::Add(hn::Mul(rest, ratio), acc[c][l]);
-        }
-        low[c] = hn::MulAdd(hn::ConvertTo(df, rest), scale, low[c]);
+    };
+    for (auto& a : acc) {
+      for (auto& v : a) {
+        v = hn::Zero(di);
       }
     }
+    const int64_t full = row_bytes / chunk_bytes;  // a multiple of span (rows are whole groups)
+    const auto whole = [&](const uint8_t* p) { return hn::LoadU(db, p); };
+    for (int64_t c0 = 0; c0 < full; c0 += span) {
+      for (int s = 0; s < span; ++s) {
+        add_chunk(c0 + s, whole);
+      }
+      scale_span(c0);
+    }
+    if (full < chunks) {  // a partial last chunk: span is 1 then
+      const auto valid = hn::FirstN(db, static_cast<size_t>(row_bytes - full * chunk_bytes));
+      add_chunk(full, [&](const uint8_t* p) { return hn::MaskedLoad(valid, db, p); });
+      scale_span(full);
+    }
     for (int c = 0; c < columns; ++c) {
-      sums[c][0] = hn::GetLane(hn::SumOfLanes(df, high[c]));
-      sums[c][1] = hn::GetLane(hn::SumOfLanes(df, low[c]));
+      for (int l = 0; l < Levels; ++l) {
+        sums[c][l] = hn::GetLane(hn::SumOfLanes(df, scaled[c][l]));
+      }
     }
   }
 
@@ -282,15 +297,16 @@ struct Int8Decode {
         }
         const int64_t valid = std::min<int64_t>(columns, n - b * columns);
         for (int64_t r = 0; r < rows; ++r) {
-          float sums[columns][2];
-          block(levels.bytes.data() + r * levels.chunks * Rows::chunk_stride, levels.chunks, row_bytes, w, scales,
-                sums);
+          float sums[columns][Levels];
+          block(levels.bytes.get() + r * levels.chunks * Rows::chunk_stride, levels.chunks, row_bytes, w, scales, sums);
           const double* unit = levels.units.data() + r * Levels;
           for (int64_t c = 0; c < valid; ++c) {
             const float* bias = scales[c] + groups + lanes;
-            const double total = unit[0] * sums[c][0] + unit[Levels - 1] * sums[c][1];
-            out[r * n + b * columns + c] =
-                static_cast<float>(total + static_cast<double>(dot(bias, xsum.data() + r * groups, groups)));
+            double total = dot(bias, xsum.data() + r * groups, groups);
+            for (int l = Levels - 1; l >= 0; --l) {
+              total += unit[l] * sums[c][l];
+            }
+            out[r * n + b * columns + c] = static_cast<float>(total);
           }
         }
       }

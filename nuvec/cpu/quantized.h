@@ -77,8 +77,12 @@ using ToFloat = void (*)(const void* src, int64_t offset, int64_t count, float* 
 template <class T>
 void to_float(const void* src, int64_t offset, int64_t count, float* dst) {
   const T* s = static_cast<const T*>(src) + offset;
-  for (int64_t i = 0; i < count; ++i) {
-    dst[i] = static_cast<float>(s[i]);
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(dst, s, static_cast<size_t>(count) * sizeof(float));
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      dst[i] = static_cast<float>(s[i]);
+    }
   }
 }
 
