@@ -1,6 +1,6 @@
 // The Hadamard kernel: each row (the last axis, n = m * 2^k with m 1, 12, 20 or 28) becomes scale * (H_m (x) H_2^k)
 // row, split across threads by rows. H_2^k is in Sylvester order (H_2n = [[H_n, H_n], [H_n, -H_n]]); H_m for m > 1
-// is the Paley matrix of hadamard_matrix.h. Read as an m x 2^k matrix X, the row becomes scale * H_m X H_2^k: a fast
+// is MLX's matrix (core/hadamard_matrix.h). Read as an m x 2^k matrix X, the row becomes scale * H_m X H_2^k: a fast
 // Walsh-Hadamard transform of each of its m pieces, then each output piece is a signed sum of the m pieces.
 //
 // The fast transform does its first two butterfly stages together on groups of four elements; every later stage
@@ -9,13 +9,12 @@
 // donated); float16 and bfloat16 rows go through a float32 scratch row.
 
 #include <algorithm>
-#include <bit>
 #include <type_traits>
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/core/hadamard_matrix.h"
 #include "nuvec/cpu/copy.h"
-#include "nuvec/cpu/hadamard_matrix.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -62,10 +61,9 @@ void fwht(C* x, int64_t n, C scale) {
   }
 }
 
-/// x (m pieces of p elements, m * p >= 2) becomes scale * H_m X H_p; `pieces` is scratch for m * p elements.
-/// With H_m = C (x) K1 + I (x) K2 (hadamard_matrix.h), pieces 2i and 2i + 1 give u_i = x_2i + x_2i+1 and
-/// v_i = x_2i - x_2i+1, and the outputs are y_2i = sum_j C_ij u_j + v_i and y_2i+1 = sum_j C_ij v_j - u_i: half the
-/// additions of a product by H_m, done a block of columns at a time with the sums in registers.
+/// x (m pieces of p elements, m * p >= 2) becomes scale * H_m X H_p; `pieces` is scratch for m * p elements. Each
+/// output piece is a signed sum of the m transformed pieces, done a block of columns at a time with the sums in
+/// registers.
 template <class C>
 void transform(C* x, int64_t p, int m, C scale, C* pieces) {
   if (m == 1) {
@@ -77,58 +75,31 @@ void transform(C* x, int64_t p, int m, C scale, C* pieces) {
       fwht(x + i * p, p, C{1});
     }
   }
-  const int c = m / 2;
-  C* u = pieces;
-  C* v = pieces + c * p;
-  for (int j = 0; j < c; ++j) {
-    const C* __restrict a = x + 2 * j * p;
-    const C* __restrict b = a + p;
-    for (int64_t t = 0; t < p; ++t) {
-      u[j * p + t] = a[t] + b[t];
-      v[j * p + t] = a[t] - b[t];
-    }
-  }
+  std::copy_n(x, m * p, pieces);
   constexpr int64_t block = 64 / sizeof(C) * 2;  // two cache lines of columns
-  const int8_t* conference = conference_matrix(m).data();
+  const int8_t* h = hadamard_matrix(m).data();
   for (int64_t t0 = 0; t0 < p; t0 += block) {
     const int64_t len = std::min(block, p - t0);
-    for (int i = 0; i < c; ++i) {
-      C su[block] = {};
-      C sv[block] = {};
-      for (int j = 0; j < c; ++j) {
-        const int8_t sign = conference[i * c + j];
-        const C* __restrict uj = u + j * p + t0;
-        const C* __restrict vj = v + j * p + t0;
-        if (sign > 0) {
+    for (int i = 0; i < m; ++i) {
+      C sum[block] = {};
+      for (int j = 0; j < m; ++j) {
+        const C* __restrict piece = pieces + j * p + t0;
+        if (h[i * m + j] > 0) {
           for (int64_t t = 0; t < len; ++t) {
-            su[t] += uj[t];
-            sv[t] += vj[t];
+            sum[t] += piece[t];
           }
-        } else if (sign < 0) {
+        } else {
           for (int64_t t = 0; t < len; ++t) {
-            su[t] -= uj[t];
-            sv[t] -= vj[t];
+            sum[t] -= piece[t];
           }
         }
       }
-      C* __restrict even = x + 2 * i * p + t0;
-      C* __restrict odd = even + p;
+      C* __restrict out = x + i * p + t0;
       for (int64_t t = 0; t < len; ++t) {
-        even[t] = (su[t] + v[i * p + t0 + t]) * scale;
-        odd[t] = (sv[t] - u[i * p + t0 + t]) * scale;
+        out[t] = sum[t] * scale;
       }
     }
   }
-}
-
-/// The m of n = m * 2^k (1 when n is a power of two); the op lets only such sizes through.
-int odd_factor(int64_t n) {
-  for (int m : {12, 20, 28}) {
-    if (n % m == 0 && std::has_single_bit(static_cast<uint64_t>(n / m))) {
-      return m;
-    }
-  }
-  return 1;
 }
 
 /// Rows per thread chunk: about 16K elements.
@@ -145,7 +116,7 @@ void run(const Hadamard& p, const Inputs& in, Outputs& out) {
     copy_to_new(x, o);
   }
   const int64_t n = o.shape(-1);
-  const int m = odd_factor(n);
+  const int m = hadamard_order(n);
   const int64_t piece = n / m;
   const auto rows = static_cast<size_t>(o.size() / static_cast<size_t>(n));
   dispatch(o.dtype(), [&]<class T>(type_tag<T>) {

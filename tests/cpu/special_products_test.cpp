@@ -1,7 +1,8 @@
 // kron, vecdot, block_masked_mm, gather_mm, segmented_mm and hadamard_transform against NumPy: np.kron; vecdot as
 // sum(conj(a) * b) (NumPy 1.24 has no np.vecdot); block-masked products with the masks expanded to elements;
 // gather_mm as indexed matmuls; segmented_mm as a loop over slices; the Hadamard matrix built by Sylvester's
-// construction (Kronecker times Paley's second one for 12, 20 and 28 times a power of two). Over
+// construction (Kronecker times Paley's second one for 12 times a power of two, Williamson's array for 20 and 28:
+// MLX's matrices). Over
 // float32/float64/bfloat16 (and integers where the op takes them), strided inputs, broadcast batches, empty operands
 // and the error messages.
 
@@ -83,8 +84,8 @@ class SpecialProductsTest : public ::testing::Test {
 TEST_F(SpecialProductsTest, Kron) {
   for (auto dtype : {float32, float64, bfloat16, int32, int8, bool_}) {
     SCOPED_TRACE(dtype_name(dtype));
-    const std::vector<std::pair<Shape, Shape>> shapes{
-        {{2, 3}, {4, 5}}, {{3}, {2, 2}}, {{2, 1, 3}, {4}}, {{}, {3, 2}}, {{2, 2}, {}}, {{1, 3}, {3, 1}}};
+    const std::vector<std::pair<Shape, Shape>> shapes{{{2, 3}, {4, 5}}, {{3}, {2, 2}}, {{2, 1, 3}, {4}},
+                                                      {{}, {3, 2}},     {{2, 2}, {}},  {{1, 3}, {3, 1}}};
     for (const auto& [sa, sb] : shapes) {
       SCOPED_TRACE(shape_string(sa) + " x " + shape_string(sb));
       auto a = rand(sa, dtype);
@@ -100,7 +101,9 @@ TEST_F(SpecialProductsTest, Kron) {
   auto out = kron(at, bs);
   EXPECT_EQ(out.dtype(), float32);
   EXPECT_TRUE(close_to(out, "np.kron(a, b).astype(np.float32)", {at, bs}));
-  EXPECT_EQ(error_of([] { kron(zeros({2, 0}), zeros({3})); }),
+  EXPECT_EQ(error_of([] {
+              kron(zeros({2, 0}), zeros({3}));
+            }),
             "[kron] Input arrays cannot be empty; got shapes (2,0) and (3).");
 }
 
@@ -127,9 +130,13 @@ TEST_F(SpecialProductsTest, Vecdot) {
   EXPECT_EQ(vecdot(rand({3}, int32), rand({3}, float32)).dtype(), float32);
   auto empty = vecdot(rand({2, 0}, float32), rand({2, 0}, float32));
   EXPECT_TRUE(matches(empty, numpy_ref("np.zeros(2, np.float32)", {})));
-  EXPECT_EQ(error_of([] { vecdot(zeros({2, 3}), zeros({4})); }),
+  EXPECT_EQ(error_of([] {
+              vecdot(zeros({2, 3}), zeros({4}));
+            }),
             "[vecdot] The inputs must have the same size along axis -1; got shapes (2,3) and (4).");
-  EXPECT_EQ(error_of([] { vecdot(zeros({2, 3}), zeros({4, 3})); }),
+  EXPECT_EQ(error_of([] {
+              vecdot(zeros({2, 3}), zeros({4, 3}));
+            }),
             "[vecdot] The non-contracted axes of the inputs with shapes (2,3) and (4,3) cannot be broadcast.");
   EXPECT_EQ(error_of([] { vecdot(array(1.0F), zeros({4})); }),
             "[vecdot] Inputs must have at least one dimension; got shapes () and (4).");
@@ -148,8 +155,8 @@ std::string masked_reference(int block, const std::string& masks, Dtype dtype) {
                      wide +
                      ")\n"
                      "x = a.astype(" +
-                     wide + ")\ny = b.astype(" + wide + ")\nrest = [" + std::string("c, d, e").substr(0, 3 * masks.size()) +
-                     "]\n";
+                     wide + ")\ny = b.astype(" + wide + ")\nrest = [" +
+                     std::string("c, d, e").substr(0, 3 * masks.size()) + "]\n";
   for (size_t i = 0; i < masks.size(); ++i) {
     const std::string m = "rest[" + std::to_string(i) + "]";
     if (masks[i] == 'l') {
@@ -185,8 +192,8 @@ TEST_F(SpecialProductsTest, BlockMaskedMatchesExpandedMasks) {
       EXPECT_EQ(out.dtype(), dtype);
       EXPECT_TRUE(close_to(out, masked_reference(block, "olr", dtype), {a, b, mo, ml, mr}));
       EXPECT_TRUE(close_to(block_masked_mm(a, b, block, mo), masked_reference(block, "o", dtype), {a, b, mo}));
-      EXPECT_TRUE(close_to(block_masked_mm(a, b, block, std::nullopt, ml), masked_reference(block, "l", dtype),
-                           {a, b, ml}));
+      EXPECT_TRUE(
+          close_to(block_masked_mm(a, b, block, std::nullopt, ml), masked_reference(block, "l", dtype), {a, b, ml}));
       EXPECT_TRUE(close_to(block_masked_mm(a, b, block, std::nullopt, std::nullopt, mr),
                            masked_reference(block, "r", dtype), {a, b, mr}));
       // Floating masks scale their tiles (in the product's dtype: each scaled element and the scaled result are
@@ -210,7 +217,8 @@ TEST_F(SpecialProductsTest, BlockMaskedLayoutsVectorsAndMaskedNaN) {
   auto mv = rand({1, 2}, bool_);
   auto out = block_masked_mm(v, b, 32, mv);
   EXPECT_EQ(out.shape(), (Shape{45}));
-  EXPECT_TRUE(close_to(out, masked_reference(32, "o", float32) + "\nout = out.reshape(-1)", {reshape(v, {1, 50}), b, mv}));
+  EXPECT_TRUE(
+      close_to(out, masked_reference(32, "o", float32) + "\nout = out.reshape(-1)", {reshape(v, {1, 50}), b, mv}));
   // A NaN in a tile masked out on the left never reaches the result (the tile is skipped, as MLX does).
   std::vector<float> poison(40 * 50, 0.0F);
   poison[5 * 50 + 40] = std::numeric_limits<float>::quiet_NaN();  // row 5, column 40: tile (0, 1)
@@ -232,16 +240,24 @@ TEST_F(SpecialProductsTest, BlockMaskedErrors) {
   auto mask = ones({2, 2}, bool_);
   EXPECT_EQ(error_of([&] { block_masked_mm(a, a, 16, mask); }),
             "[block_masked_mm] Only block sizes 32 and 64 are supported; got block size 16.");
-  EXPECT_EQ(error_of([&] { block_masked_mm(zeros({2, 2}, int32), zeros({2, 2}, int32), 32, mask); }),
+  EXPECT_EQ(error_of([&] {
+              block_masked_mm(zeros({2, 2}, int32), zeros({2, 2}, int32), 32, mask);
+            }),
             "[block_masked_mm] Only real floating point types are supported but int32 and int32 were provided which "
             "results in int32, which is not a real floating point type.");
-  EXPECT_EQ(error_of([&] { block_masked_mm(zeros({40, 30}), a, 32, mask); }),
+  EXPECT_EQ(error_of([&] {
+              block_masked_mm(zeros({40, 30}), a, 32, mask);
+            }),
             "[block_masked_mm] Last dimension of first input with shape (40,30) must match second to last dimension "
             "of second input with shape (40,40).");
-  EXPECT_EQ(error_of([&] { block_masked_mm(a, a, 32, ones({2, 3}, bool_)); }),
+  EXPECT_EQ(error_of([&] {
+              block_masked_mm(a, a, 32, ones({2, 3}, bool_));
+            }),
             "[block_masked_mm] mask_out with shape (2,3) cannot be broadcast to the tile grid (2,2) of block size "
             "32.");
-  EXPECT_EQ(error_of([&] { block_masked_mm(a, a, 32, std::nullopt, ones({3, 2, 2}, bool_)); }),
+  EXPECT_EQ(error_of([&] {
+              block_masked_mm(a, a, 32, std::nullopt, ones({3, 2, 2}, bool_));
+            }),
             "[block_masked_mm] mask_lhs with shape (3,2,2) cannot be broadcast to the tile grid (2,2) of block size "
             "32.");
   EXPECT_EQ(error_of([&] { block_masked_mm(array(1.0F), a, 32, mask); }),
@@ -311,18 +327,26 @@ TEST_F(SpecialProductsTest, GatherErrors) {
   auto b = zeros({2, 5, 6});
   EXPECT_EQ(error_of([&] { gather_mm(a, b, zeros({2}), zeros({2}, int32)); }),
             "[gather_mm] Got lhs_indices with invalid dtype float32. Indices must be integral.");
-  EXPECT_EQ(error_of([&] { gather_mm(zeros({4, 3, 5}, int32), zeros({2, 5, 6}, int32), zeros({2}, int32)); }),
+  EXPECT_EQ(error_of([&] {
+              gather_mm(zeros({4, 3, 5}, int32), zeros({2, 5, 6}, int32), zeros({2}, int32));
+            }),
             "[gather_mm] Only real floating point types are supported but int32 and int32 were provided which "
             "results in int32, which is not a real floating point type.");
-  EXPECT_EQ(error_of([&] { gather_mm(a, zeros({2, 4, 6}), zeros({2}, int32)); }),
+  EXPECT_EQ(error_of([&] {
+              gather_mm(a, zeros({2, 4, 6}), zeros({2}, int32));
+            }),
             "[gather_mm] Last dimension of first input with shape (4,3,5) must match second to last dimension of "
             "second input with shape (2,4,6).");
   EXPECT_EQ(error_of([&] { gather_mm(a, b, zeros({3}, int32), zeros({2}, int32)); }),
             "[gather_mm] The index arrays with shapes (3) and (2) cannot be broadcast.");
   // Indices are data: a bad one fails the evaluation.
-  EXPECT_EQ(error_of([&] { gather_mm(a, b, array({0, 4}), array({0, 1})).eval(); }),
+  EXPECT_EQ(error_of([&] {
+              gather_mm(a, b, array({0, 4}), array({0, 1})).eval();
+            }),
             "[gather_mm] lhs_indices holds index 4, out of range for 4 matrices.");
-  EXPECT_EQ(error_of([&] { gather_mm(a, b, array({0, 1}), array({0, -1})).eval(); }),
+  EXPECT_EQ(error_of([&] {
+              gather_mm(a, b, array({0, 1}), array({0, -1})).eval();
+            }),
             "[gather_mm] rhs_indices holds index 4294967295, out of range for 2 matrices.");
 }
 
@@ -357,17 +381,27 @@ TEST_F(SpecialProductsTest, SegmentedMatchesLoop) {
 TEST_F(SpecialProductsTest, SegmentedErrors) {
   auto a = zeros({3, 8});
   auto b = zeros({8, 2});
-  EXPECT_EQ(error_of([&] { segmented_mm(zeros({2, 3, 8}), b, array({0, 8})); }),
+  EXPECT_EQ(error_of([&] {
+              segmented_mm(zeros({2, 3, 8}), b, array({0, 8}));
+            }),
             "[segmented_mm] Batched matmul not supported; the inputs must be matrices but have shapes (2,3,8) and "
             "(8,2).");
-  EXPECT_EQ(error_of([&] { segmented_mm(a, b, array({0, 4, 8})); }),
+  EXPECT_EQ(error_of([&] {
+              segmented_mm(a, b, array({0, 4, 8}));
+            }),
             "[segmented_mm] The segments should have shape (..., 2); got shape (3).");
-  EXPECT_EQ(error_of([&] { segmented_mm(a, b, array({0.0F, 8.0F})); }),
+  EXPECT_EQ(error_of([&] {
+              segmented_mm(a, b, array({0.0F, 8.0F}));
+            }),
             "[segmented_mm] The segments must be integers; got float32.");
-  EXPECT_EQ(error_of([&] { segmented_mm(a, zeros({7, 2}), array({0, 7})); }),
+  EXPECT_EQ(error_of([&] {
+              segmented_mm(a, zeros({7, 2}), array({0, 7}));
+            }),
             "[segmented_mm] Last dimension of first input with shape (3,8) must match second to last dimension of "
             "second input with shape (7,2).");
-  EXPECT_EQ(error_of([&] { segmented_mm(a, b, array({0, 4, 6, 9}, {2, 2})).eval(); }),
+  EXPECT_EQ(error_of([&] {
+              segmented_mm(a, b, array({0, 4, 6, 9}, {2, 2})).eval();
+            }),
             "[segmented_mm] Segment (6, 9) is out of range for an inner dimension of 8.");
 }
 
@@ -411,41 +445,47 @@ TEST_F(SpecialProductsTest, HadamardMatchesSylvester) {
   EXPECT_TRUE(allclose(hadamard_transform(hadamard_transform(x)), x, 1e-5, 1e-5).item<bool>());
 }
 
-/// scale * x @ (H_m (x) H_p).T for n = m * p: H_m from Paley's second construction over GF(q), q = m / 2 - 1 (GF(9)
-/// as pairs (a, b) = a + b i with i^2 = -1, numbered a + 3 b), H_p from Sylvester's; in float64, cast to `dtype`.
-std::string paley_reference(int m, int p, const std::string& scale, Dtype dtype) {
-  return "q = " + std::to_string(m / 2 - 1) + "\np = " + std::to_string(p) + "\nscale = " + scale + "\n" +
-         "if q == 9:\n"
-         "    els = [(a, b) for b in range(3) for a in range(3)]\n"
-         "    sub = lambda x, y: ((x[0] - y[0]) % 3, (x[1] - y[1]) % 3)\n"
-         "    sq = {((a * a - b * b) % 3, (2 * a * b) % 3) for (a, b) in els[1:]}\n"
+/// scale * x @ (H_m (x) H_p).T (or without the transpose) for n = m * p, in float64, cast to `dtype`. H_p from
+/// Sylvester's construction; H_12 from Paley's second over GF(5); H_20 and H_28, MLX's (Sloane's) matrices, from
+/// Williamson's array of the symmetric circulants with the first rows below.
+std::string hadamard_m_reference(int m, int p, const std::string& scale, Dtype dtype, bool transposed = true) {
+  return "m = " + std::to_string(m) + "\np = " + std::to_string(p) + "\nscale = " + scale + "\n" +
+         "def circulant(row):\n"
+         "    v = np.array([1 if ch == '+' else -1 for ch in row])\n"
+         "    return np.array([np.roll(v, i) for i in range(len(v))])\n"
+         "if m == 12:\n"
+         "    sq = {(x * x) % 5 for x in range(1, 5)}\n"
+         "    conf = np.ones((6, 6))\n"
+         "    for i in range(6):\n"
+         "        for j in range(6):\n"
+         "            if i == j:\n"
+         "                conf[i, j] = 0\n"
+         "            elif i > 0 and j > 0:\n"
+         "                conf[i, j] = 1 if (i - j) % 5 in sq else -1\n"
+         "    hm = np.kron(conf, [[1, 1], [1, -1]]) + np.kron(np.eye(6), [[1, -1], [-1, -1]])\n"
          "else:\n"
-         "    els = list(range(q))\n"
-         "    sub = lambda x, y: (x - y) % q\n"
-         "    sq = {(x * x) % q for x in els[1:]}\n"
-         "c = np.zeros((q + 1, q + 1))\n"
-         "c[0, 1:] = 1\n"
-         "c[1:, 0] = 1\n"
-         "for i, x in enumerate(els):\n"
-         "    for j, y in enumerate(els):\n"
-         "        d = sub(x, y)\n"
-         "        c[1 + i, 1 + j] = 0 if d == els[0] else (1 if d in sq else -1)\n"
-         "hm = np.kron(c, [[1, 1], [1, -1]]) + np.kron(np.eye(q + 1), [[1, -1], [-1, -1]])\n"
+         "    rows = {20: ['+----', '+----', '++--+', '+-++-'],\n"
+         "            28: ['+------', '++----+', '+-+--+-', '+--++--']}[m]\n"
+         "    wa, wb, wc, wd = (circulant(r) for r in rows)\n"
+         "    hm = np.block([[wa, wb, wc, wd], [-wb, wa, -wd, wc], [-wc, wd, wa, -wb], [-wd, -wc, wb, wa]])\n"
+         "assert (hm @ hm.T == m * np.eye(m)).all()\n"
          "hp = np.ones((1, 1))\n"
          "while hp.shape[0] < p:\n"
          "    hp = np.block([[hp, hp], [hp, -hp]])\n"
-         "out = (a.astype(np.float64) @ np.kron(hm, hp).T * scale).astype(" +
-         np_type(dtype) + ")";
+         "k = np.kron(hm, hp)\n"
+         "out = (a.astype(np.float64) @ (" +
+         (transposed ? "k.T" : "k") + ") * scale).astype(" + np_type(dtype) + ")";
 }
 
-TEST_F(SpecialProductsTest, HadamardPaleySizes) {
+TEST_F(SpecialProductsTest, HadamardSizesTimesTwelveTwentyTwentyEight) {
   for (int m : {12, 20, 28}) {
     for (int p : {1, 2, 4, 32}) {
       const int n = m * p;
-      // The transform of the identity (scale 1) is the matrix itself: entries +-1, symmetric, H H^T = n I.
+      // The transform of the identity (scale 1) is the matrix's transpose: entries +-1, H H^T = n I; symmetric for
+      // m = 12 only (MLX's H_20 and H_28 are not).
       auto h = hadamard_transform(eye(n), 1.0F);
       EXPECT_TRUE(array_equal(abs(h), ones({n, n})).item<bool>()) << "n=" << n;
-      EXPECT_TRUE(array_equal(h, transpose(h)).item<bool>()) << "n=" << n;
+      EXPECT_EQ(array_equal(h, transpose(h)).item<bool>(), m == 12) << "n=" << n;
       EXPECT_TRUE(array_equal(matmul(h, transpose(h)), multiply(eye(n), array(static_cast<float>(n)))).item<bool>())
           << "n=" << n;
       for (auto dtype : {float32, float64, bfloat16}) {
@@ -453,21 +493,27 @@ TEST_F(SpecialProductsTest, HadamardPaleySizes) {
         auto a = rand({3, n}, dtype);
         // The default scale is computed in float32: 1 / sqrt(n), each step rounded.
         const std::string scale = "np.float64(np.float32(1) / np.sqrt(np.float32(" + std::to_string(n) + ")))";
-        EXPECT_TRUE(close_to(hadamard_transform(a), paley_reference(m, p, scale, dtype), {a}));
+        EXPECT_TRUE(close_to(hadamard_transform(a), hadamard_m_reference(m, p, scale, dtype), {a}));
       }
     }
   }
-  // A batch split across threads, a strided input, and the orthonormal transform applied twice (H symmetric).
+  // A batch split across threads, a strided input, and the orthonormal transform of 12 * 2^k applied twice.
   auto many = rand({300, 40}, float32);
-  EXPECT_TRUE(close_to(hadamard_transform(many, 0.5F), paley_reference(20, 2, "0.5", float32), {many}));
+  EXPECT_TRUE(close_to(hadamard_transform(many, 0.5F), hadamard_m_reference(20, 2, "0.5", float32), {many}));
   auto t = transpose(rand({56, 3}, float32));
-  EXPECT_TRUE(close_to(hadamard_transform(t), paley_reference(28, 2, "(1 / np.sqrt(56))", float32), {t}));
+  EXPECT_TRUE(close_to(hadamard_transform(t), hadamard_m_reference(28, 2, "(1 / np.sqrt(56))", float32), {t}));
   auto x = rand({4, 96}, float32);
   EXPECT_TRUE(allclose(hadamard_transform(hadamard_transform(x)), x, 1e-5, 1e-5).item<bool>());
-  // The gradient rule applies the transform itself, right because every H_m is symmetric: c @ (H_m (x) H_p).
-  auto c = rand({2, 80}, float32);
-  auto grad = vjp([](const array& v) { return hadamard_transform(v, 2.0F); }, rand({2, 80}, float32), c).second;
-  EXPECT_TRUE(close_to(grad, paley_reference(20, 4, "2", float32), {c}));
+  // The gradient multiplies by the transpose: c @ (H_m (x) H_p), for the symmetric H_12 and the others, in float32
+  // and bfloat16, with batch axes.
+  for (int m : {12, 20, 28}) {
+    for (auto dtype : {float32, bfloat16}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " m=" + std::to_string(m));
+      auto c = rand({2, 3, m * 4}, dtype);
+      auto grad = vjp([](const array& v) { return hadamard_transform(v, 2.0F); }, rand({2, 3, m * 4}, dtype), c).second;
+      EXPECT_TRUE(close_to(grad, hadamard_m_reference(m, 4, "2", dtype, false), {c}));
+    }
+  }
 }
 
 TEST_F(SpecialProductsTest, HadamardErrors) {

@@ -296,6 +296,7 @@ std::vector<Case> cases() {
       Case{"addmm", {{3, 4}, {4, 2}, {2}}, [](const V& x) { return V{addmm(x[2], x[0], x[1], 0.5F, 2.0F)}; }},
       Case{"einsum", {{2, 3}, {3, 4}, {4}}, [](const V& x) { return V{einsum("ij,jk,k->i", {x[0], x[1], x[2]})}; }},
       Case{"hadamard", {{3, 8}}, [](const V& x) { return V{hadamard_transform(x[0], 0.5F)}; }},
+      Case{"hadamard_nonsymmetric", {{2, 40}}, [](const V& x) { return V{hadamard_transform(x[0])}; }},  // H_20
       Case{"gather_mm", {{3, 2, 4}, {2, 4, 3}}, [](const V& x) {
              return V{gather_mm(x[0], x[1], array({2, 0, 2}, uint32), array({1, 1, 0}, uint32))};
            }, -2.0, 2.0, 1e-6, 1e-5},

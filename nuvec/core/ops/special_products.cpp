@@ -6,16 +6,13 @@
 // - kron rejects empty operands (MLX's rule; NumPy gives an empty product);
 // - vecdot follows NumPy's np.vecdot (MLX's C++ API has none): the first operand is conjugated, the core axes must
 //   have equal sizes and the other axes broadcast; integers wrap in their own dtype as NumPy's do;
-// - hadamard_transform takes the sizes MLX takes, m * 2^k with m 1, 12, 20 or 28. For m > 1 the transform is
-//   H_m (x) H_2^k with H_m the symmetric Paley matrix of the kernel (cpu/hadamard_matrix.h): H_12 is MLX's matrix;
-//   MLX's H_20 and H_28 (from Sloane's table) are other, non-symmetric Hadamard matrices, so those sizes give a
-//   different (equally orthogonal) transform, and one whose gradient is the transform itself.
+// - hadamard_transform takes the sizes MLX takes, m * 2^k with m 1, 12, 20 or 28, and for m > 1 is H_m (x) H_2^k
+//   with MLX's H_m (core/hadamard_matrix.h).
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <numeric>
 
+#include "nuvec/core/hadamard_matrix.h"
 #include "nuvec/core/ops.h"
 
 namespace nuvec {
@@ -81,8 +78,6 @@ Shape checked_broadcast(const Shape& x, const Shape& y, const std::string& messa
   }
 }
 
-bool is_power_of_two(int64_t n) { return n > 0 && (n & (n - 1)) == 0; }
-
 }  // namespace
 
 array kron(const array& a, const array& b, StreamOrDevice s) {
@@ -145,10 +140,10 @@ array block_masked_mm(array a, array b, int block_size, std::optional<array> mas
                   std::to_string(block_size) + ".");
   }
   auto p = matrix_operands(a, b, "block_masked_mm", s);
-  const Shape batch = checked_broadcast(leading(p.a, 2), leading(p.b, 2),
-                                        "[block_masked_mm] The batch dimensions of the inputs with shapes " +
-                                            shape_string(a.shape()) + " and " + shape_string(b.shape()) +
-                                            " cannot be broadcast.");
+  const Shape batch =
+      checked_broadcast(leading(p.a, 2), leading(p.b, 2),
+                        "[block_masked_mm] The batch dimensions of the inputs with shapes " + shape_string(a.shape()) +
+                            " and " + shape_string(b.shape()) + " cannot be broadcast.");
   const int32_t m = p.a.shape(-2);
   const int32_t k = p.a.shape(-1);
   const int32_t n = p.b.shape(-1);
@@ -235,10 +230,7 @@ array hadamard_transform(const array& a, std::optional<float> scale, StreamOrDev
   const int n = a.ndim() > 0 ? a.shape(-1) : 1;
   const float factor = scale.value_or(1.0F / std::sqrt(static_cast<float>(n)));
   const Dtype dtype = is_floating(a.dtype()) ? a.dtype() : float32;
-  const bool supported = is_power_of_two(n) || std::ranges::any_of(std::array{12, 20, 28}, [n](int m) {
-                           return n % m == 0 && is_power_of_two(n / m);
-                         });
-  if (!supported) {
+  if (hadamard_order(n) == 0) {
     throw_invalid("[hadamard_transform] The last dimension must be m * 2^k with m 1, 12, 20 or 28; got shape " +
                   shape_string(a.shape()) + ".");
   }

@@ -1,6 +1,7 @@
 // Rules of matrix products, quantized products, FFTs and convolution (the fused ops of nuvec::fast are in
 // fast_rules.cpp).
 
+#include "nuvec/core/hadamard_matrix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/transforms/rules.h"
 
@@ -64,15 +65,13 @@ std::vector<array> jvp_of(const AddMM& p, const JvpArgs& args) {
   for (size_t k = 0; k < args.argnums.size(); ++k) {
     int a = args.argnums[k];
     const auto& t = args.tangents[k];
-    auto term = a == 2 ? t * p.beta
-                       : (a == 0 ? matmul(t, args.primals[1]) : matmul(args.primals[0], t)) * p.alpha;
+    auto term = a == 2 ? t * p.beta : (a == 0 ? matmul(t, args.primals[1]) : matmul(args.primals[0], t)) * p.alpha;
     total = total ? add(*total, term) : term;
   }
   return {broadcast_to(*total, y.shape())};
 }
 Batched vmap_of(const AddMM& p, const VmapArgs& args) {
-  return {{addmm(product_operand(args, 2), product_operand(args, 0), product_operand(args, 1), p.alpha, p.beta)},
-          {0}};
+  return {{addmm(product_operand(args, 2), product_operand(args, 0), product_operand(args, 1), p.alpha, p.beta)}, {0}};
 }
 
 // ---- Quantization
@@ -678,7 +677,25 @@ Batched vmap_of(const SegmentedMM& p, const VmapArgs& args) {
 }
 
 std::vector<array> vjp_of(const Hadamard& p, const VjpArgs& args) {
-  return reapply(p, {args.cotangents[0]}, args.outputs);  // symmetric
+  const auto& cotangent = args.cotangents[0];
+  const int n = cotangent.shape(-1);
+  const int m = hadamard_order(n);
+  if (hadamard_symmetric(m)) {
+    return reapply(p, {cotangent}, args.outputs);
+  }
+  // (H_m (x) H_p)^T = H_m^T (x) H_p: the transform of each piece of p, then H_m^T across the m pieces.
+  Shape pieces = cotangent.shape();
+  pieces.back() = m;
+  pieces.push_back(n / m);
+  const auto& h = hadamard_matrix(m);
+  std::vector<float> transposed(h.size());
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < m; ++j) {
+      transposed[static_cast<size_t>(i * m + j)] = h[static_cast<size_t>(j * m + i)];
+    }
+  }
+  const array h_t = astype(array(transposed.begin(), {m, m}, float32), cotangent.dtype());
+  return {reshape(matmul(h_t, hadamard_transform(reshape(cotangent, pieces), p.scale)), cotangent.shape())};
 }
 std::vector<array> jvp_of(const Hadamard& p, const JvpArgs& args) {
   return reapply(p, {args.tangents[0]}, args.outputs);
