@@ -7,7 +7,9 @@
 //                                               (over 96 MiB in all, three times the L3 cache), as a model's layers
 //                                               would, so the weights come from memory; floor = packed weights +
 //                                               scales + biases / read bandwidth. cached_ms: one copy, called again
-//                                               and again (it stays in the L3 cache, so it may beat the floor)
+//                                               and again (it stays in the L3 cache, so it may beat the floor);
+//                                               float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0, no int8
+//                                               dot products
 //   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
@@ -160,15 +162,22 @@ int main(int argc, char** argv) {
       nuvec::eval(weights.back());
     }
     for (bool transpose : {true, false}) {
-      const double ms = time_ms(reps, [&](int rep) {
+      auto streamed = [&](int rep) {
         const auto& wq = weights[static_cast<size_t>(rep) % copies];
         return nuvec::quantized_matmul(x, wq[0], wq[1], wq[2], transpose, 64, bits);
-      });
+      };
+      const double ms = time_ms(reps, streamed);
       const double cached_ms =
           time_ms(reps, [&](int) { return nuvec::quantized_matmul(x, q[0], q[1], q[2], transpose, 64, bits); });
-      std::printf("row decode_%dbit_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f cached_ms=%.3f weight_gbs=%.2f\n",
+      std::printf("row decode_%dbit_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f cached_ms=%.3f weight_gbs=%.2f",
                   bits, transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms, cached_ms,
                   bytes / (ms * 1e-3) / 1e9);
+      if (transpose) {  // the int8 kernels take w (N, K) only
+        setenv("NUVEC_QMM_INT8", "0", 1);
+        std::printf(" float_path_ms=%.3f", time_ms(reps, streamed));
+        unsetenv("NUVEC_QMM_INT8");
+      }
+      std::printf("\n");
     }
   }
 

@@ -18,6 +18,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -562,6 +564,13 @@ void prefill(const Rows& x, const Matrix& m, bool transpose, RowDequantizer rows
   }
 }
 
+/// NUVEC_QMM_INT8=0 sends decode products to the float path, for comparisons and for testing it on CPUs that have
+/// VNNI; read at each product.
+bool int8_decode_enabled() {
+  const char* value = std::getenv("NUVEC_QMM_INT8");
+  return value == nullptr || std::string_view(value) != "0";
+}
+
 bool all_finite(const Rows& x) {
   const hn::ScalableTag<float> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
@@ -611,7 +620,7 @@ void product(const Rows& x, const Matrix& m, bool transpose, int levels, float* 
     // where the product with the dequantized weight gives an infinity.
     prefill(x, m, transpose, &dequantize_whole_rows, out);
   } else if (transpose) {
-    if (!quant::int8_decode(x.x, x.count, x.k, m, levels, out)) {
+    if (!int8_decode_enabled() || !quant::int8_decode(x.x, x.count, x.k, m, levels, out)) {
       decode_transposed(x, m, out);
     }
   } else {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <random>
@@ -300,6 +301,31 @@ TEST_F(QuantizedTest, DecodeIsAccurateToFloat32) {
                           2e-6 * k));
     }
   }
+}
+
+TEST_F(QuantizedTest, FloatDecodePath) {
+  // NUVEC_QMM_INT8=0 sends decode products to the float path (the one CPUs without AVX-512 VNNI take): every width
+  // and group size, one to three rows, both layouts of w, float32 and bfloat16.
+  ASSERT_EQ(setenv("NUVEC_QMM_INT8", "0", 1), 0);
+  for (int gs : group_sizes) {
+    for (int bits : widths) {
+      for (int m : {1, 3}) {
+        for (auto dtype : {float32, bfloat16}) {
+          SCOPED_TRACE("gs=" + std::to_string(gs) + " bits=" + std::to_string(bits) + " m=" + std::to_string(m) + " " +
+                       std::string(dtype_name(dtype)));
+          const int k = gs * pick(1, 3);
+          auto w = rand({pick(1, 9), k}, dtype);
+          auto q = quantize(w, gs, bits);
+          auto x = rand({m, k}, dtype);
+          auto out = quantized_matmul(x, q[0], q[1], q[2], true, gs, bits);
+          auto tol = product_tol(dtype, k);
+          EXPECT_TRUE(matches(out, reference(product_code(gs, bits, true), {x, q[0], q[1], q[2]})[0], tol.rtol,
+                              tol.atol, false));
+        }
+      }
+    }
+  }
+  ASSERT_EQ(unsetenv("NUVEC_QMM_INT8"), 0);
 }
 
 TEST_F(QuantizedTest, QuantizedMatmulBatchedWeightsAndEmpty) {
