@@ -33,6 +33,17 @@
 
 namespace nuvec::cpu {
 
+std::vector<float> quant::group_sums(const float* x, int64_t rows, int64_t k, int group_size) {
+  const int64_t groups = k / group_size;
+  std::vector<float> sums(static_cast<size_t>(rows * groups));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      sums[static_cast<size_t>(r * groups + g)] = sum_row(x + r * k + g * group_size, group_size);
+    }
+  }
+  return sums;
+}
+
 namespace {
 
 using quant::Matrix;
@@ -48,23 +59,6 @@ struct Rows {
   int64_t count;
   int64_t k;
 };
-
-/// Sums of x over each group: rows x groups.
-std::vector<float> group_sums(const Rows& x, int group_size) {
-  const int64_t groups = x.k / group_size;
-  std::vector<float> sums(static_cast<size_t>(x.count * groups));
-  for (int64_t r = 0; r < x.count; ++r) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const float* p = x.x + r * x.k + g * group_size;
-      float s = 0.F;
-      for (int i = 0; i < group_size; ++i) {
-        s += p[i];
-      }
-      sums[r * groups + g] = s;
-    }
-  }
-  return sums;
-}
 
 /// Column tasks: `per_task` columns of `block` each, so that a task reads about bytes_per_task of packed weights.
 size_t task_grain(int64_t block_bytes) {
@@ -172,7 +166,7 @@ struct SimdDecode {
     const int64_t n = m.rows;
     const int64_t groups = m.groups();
     const auto xp = reorder(x);
-    const auto xsum = group_sums(x, GroupSize);
+    const auto xsum = quant::group_sums(x.x, x.count, x.k, GroupSize);
     const int64_t blocks = (n + columns - 1) / columns;
     parallel_for(static_cast<size_t>(blocks), task_grain(columns * m.words() * 4), [&](size_t b0, size_t b1) {
       std::vector<float> sb(static_cast<size_t>(columns * 2 * groups));
@@ -245,7 +239,7 @@ void decode_generic(const Rows& x, const Matrix& m, float* out) {
   const int64_t n = m.rows;
   const int64_t groups = m.groups();
   const int gs = m.group_size;
-  const auto xsum = group_sums(x, gs);
+  const auto xsum = quant::group_sums(x.x, x.count, x.k, gs);
   parallel_for(static_cast<size_t>(n), task_grain(m.words() * 4), [&](size_t c0, size_t c1) {
     std::vector<float> q(static_cast<size_t>(x.k));
     std::vector<float> sb(static_cast<size_t>(2 * groups));

@@ -269,17 +269,7 @@ struct Int8Decode {
     const int64_t n = m.rows;
     const int64_t groups = m.groups();
     const int64_t row_bytes = m.words() * 4;
-    std::vector<float> xsum(static_cast<size_t>(rows * groups));
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t g = 0; g < groups; ++g) {
-        const float* p = x + r * k + g * GroupSize;
-        float s = 0.F;
-        for (int i = 0; i < GroupSize; ++i) {
-          s += p[i];
-        }
-        xsum[r * groups + g] = s;
-      }
-    }
+    const auto xsum = group_sums(x, rows, k, GroupSize);
     const int64_t sb_stride = 2 * groups + lanes;  // scales, padding for a whole vector, then biases
     const int64_t blocks = (n + columns - 1) / columns;
     const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / (columns * row_bytes)));

@@ -11,6 +11,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "nuvec/core/array.h"
 #include "nuvec/core/dispatch.h"
@@ -113,6 +114,9 @@ array dense(const array& a);
 /// out (rows r0..r1 of m, dense float, `ld` apart; columns c0..c0+count, multiples of the group size) =
 /// scale * q + bias.
 void dequantize_rows(const Matrix& m, int64_t r0, int64_t r1, int64_t c0, int64_t count, float* out, int64_t ld);
+
+/// The sums of x (rows x k, dense) over each group of group_size: rows x (k / group_size).
+std::vector<float> group_sums(const float* x, int64_t rows, int64_t k, int group_size);
 
 /// out (rows x m.rows, dense) = x (rows x k, dense float32, finite) @ m.T on integer dot products, x split into
 /// `levels` (2 or 3) int8 levels. False, with nothing written, where the CPU lacks AVX-512 VNNI or the width is not
