@@ -13,6 +13,9 @@ namespace {
 
 using Matrix = std::vector<int8_t>;
 
+/// The index of entry (r, s) of an m x m row-major matrix.
+size_t at(int r, int s, int m) { return static_cast<size_t>(r) * static_cast<size_t>(m) + static_cast<size_t>(s); }
+
 /// Paley's second construction from the conference matrix of order q + 1 over GF(q), q prime and 1 (mod 4):
 /// C[0][0] = 0, ones in the rest of the first row and column, C[1 + x][1 + y] = chi(x - y) with chi the quadratic
 /// character (chi(-1) = 1 makes C symmetric).
@@ -40,8 +43,7 @@ Matrix paley(int q) {
       const int b = s % 2;
       const int k1 = a == 1 && b == 1 ? -1 : 1;
       const int k2 = a == 0 && b == 0 ? 1 : -1;
-      h[static_cast<size_t>(r * m + s)] =
-          static_cast<int8_t>(conference(r / 2, s / 2) * k1 + (r / 2 == s / 2 ? k2 : 0));
+      h[at(r, s, m)] = static_cast<int8_t>(conference(r / 2, s / 2) * k1 + (r / 2 == s / 2 ? k2 : 0));
     }
   }
   return h;
@@ -60,7 +62,7 @@ Matrix williamson(const std::array<std::string_view, 4>& first_rows) {
       const int i = r / n;
       const int j = s / n;
       const char entry = first_rows[static_cast<size_t>(which[i][j])][static_cast<size_t>(((s - r) % n + n) % n)];
-      h[static_cast<size_t>(r * m + s)] = static_cast<int8_t>(sign[i][j] * (entry == '+' ? 1 : -1));
+      h[at(r, s, m)] = static_cast<int8_t>(sign[i][j] * (entry == '+' ? 1 : -1));
     }
   }
   return h;
@@ -103,7 +105,7 @@ bool hadamard_symmetric(int m) {
   const Matrix& h = hadamard_matrix(m);
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < i; ++j) {
-      if (h[static_cast<size_t>(i * m + j)] != h[static_cast<size_t>(j * m + i)]) {
+      if (h[at(i, j, m)] != h[at(j, i, m)]) {
         return false;
       }
     }

@@ -688,10 +688,11 @@ std::vector<array> vjp_of(const Hadamard& p, const VjpArgs& args) {
   pieces.back() = m;
   pieces.push_back(n / m);
   const auto& h = hadamard_matrix(m);
+  const auto order = static_cast<size_t>(m);
   std::vector<float> transposed(h.size());
-  for (int i = 0; i < m; ++i) {
-    for (int j = 0; j < m; ++j) {
-      transposed[static_cast<size_t>(i * m + j)] = h[static_cast<size_t>(j * m + i)];
+  for (size_t i = 0; i < order; ++i) {
+    for (size_t j = 0; j < order; ++j) {
+      transposed[i * order + j] = h[j * order + i];
     }
   }
   const array h_t = astype(array(transposed.begin(), {m, m}, float32), cotangent.dtype());
