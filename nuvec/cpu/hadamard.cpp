@@ -80,23 +80,32 @@ void transform(C* x, int64_t p, int m, C scale, C* pieces) {
   const int8_t* h = hadamard_matrix(m).data();
   for (int64_t t0 = 0; t0 < p; t0 += block) {
     const int64_t len = std::min(block, p - t0);
+    C total[block] = {};
+    for (int j = 0; j < m; ++j) {
+      const C* __restrict piece = pieces + j * p + t0;
+      for (int64_t t = 0; t < len; ++t) {
+        total[t] += piece[t];
+      }
+    }
     for (int i = 0; i < m; ++i) {
+      // Row i of H is 2 * (its +1 entries) - (all ones), or the negative with its -1 entries: summing the rarer sign
+      // takes at most m / 2 additions instead of m.
+      const int8_t* row = h + i * m;
+      const int plus_count = static_cast<int>(std::count(row, row + m, int8_t{1}));
+      const int8_t rare = plus_count <= m / 2 ? 1 : -1;
       C sum[block] = {};
       for (int j = 0; j < m; ++j) {
-        const C* __restrict piece = pieces + j * p + t0;
-        if (h[i * m + j] > 0) {
+        if (row[j] == rare) {
+          const C* __restrict piece = pieces + j * p + t0;
           for (int64_t t = 0; t < len; ++t) {
             sum[t] += piece[t];
           }
-        } else {
-          for (int64_t t = 0; t < len; ++t) {
-            sum[t] -= piece[t];
-          }
         }
       }
+      const C sign = rare;
       C* __restrict out = x + i * p + t0;
       for (int64_t t = 0; t < len; ++t) {
-        out[t] = sum[t] * scale;
+        out[t] = sign * (C{2} * sum[t] - total[t]) * scale;
       }
     }
   }
