@@ -11,11 +11,11 @@
 // buffers, split over nuvec's pool with the compiled kernels' grain), timed turn about with the compiled function
 // (medians of 11 each; min and max of the floor's reps printed as its spread). Why: a single copy measured before
 // the rows (256 MiB std::vectors, std::threads, the better of memcpy and streaming stores) gave 36-66 GB/s minutes
-// apart. Its vectors had 4 KiB pages (THP is "madvise" here; nuvec's buffers are advised) and a copy over them ran
-// at half the speed of one over huge pages whenever another process was busy; and the VM's bandwidth itself drifts
-// with the host's load, so a floor taken at another moment judged the rows by another machine. Each loaded vector
-// is streamed straight out: staging blocks in an L1 buffer first (as the generated kernels do) measured 1.4-2x
-// slower here, memcpy (plain stores, a read for ownership per line) 1.5x.
+// apart. Its vectors had 4 KiB pages (THP is "madvise" here; nuvec's buffers are advised): a streaming copy over 4
+// KiB pages ran at 0.64-0.85x the speed of one over huge pages, timed turn about (the low end while another process
+// was busy); and the VM's bandwidth itself drifts with the host's load, so a floor taken at another moment judged
+// the rows by another machine. Each loaded vector is streamed straight out; memcpy (plain stores, a read for
+// ownership per line) was 1.5x slower.
 
 #include <algorithm>
 #include <chrono>
