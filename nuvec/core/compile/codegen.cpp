@@ -283,6 +283,9 @@ template <class To> static inline To nv_float_to_int(double x) {
 // core waiting on a burst of streaming stores after each (GELU 25% slower, a copy 15%).
 constexpr int64_t nv_block = 256;
 constexpr int64_t nv_stream_min = int64_t(1) << 20;
+// A row reduction's partial results: 64 floats are 4 AVX-512 accumulators, whose additions overlap where one
+// accumulator waits for each sum before the next (a layer norm's row passes 22% faster in L2).
+constexpr int64_t nv_lanes = 64;
 #if defined(__AVX512F__) || defined(__AVX__)
 #include <immintrin.h>
 #endif
@@ -552,10 +555,18 @@ std::string generate_rows_source(const FusedKernel& k) {
     unit = unit_reads;
     std::string body;
     for (int pass = 1; pass <= passes; ++pass) {
-      // Sums and products vectorize as simd reductions; maxima and minima (which propagate NaN) stay in order.
+      // Sums and products vectorize as simd reductions over nv_lanes partial results (lane l takes the elements
+      // j = l mod nv_lanes), so that several vector accumulators are in flight; maxima and minima (which propagate
+      // NaN) stay in order.
       bool simd = true;
+      for (size_t s = 0; s < k.steps.size(); ++s) {
+        const auto* reduce = std::get_if<Reduce>(&k.steps[s].primitive);
+        if (reduce != nullptr && stage[n_in + s] == pass && reduce->type != ReduceType::sum &&
+            reduce->type != ReduceType::prod) {
+          simd = false;
+        }
+      }
       std::string accumulators;
-      std::string clauses;
       std::string updates;
       std::string finish;
       for (size_t s = 0; s < k.steps.size(); ++s) {
@@ -564,24 +575,42 @@ std::string generate_rows_source(const FusedKernel& k) {
         const auto acc = name_of('a', n_in + s);
         const auto arg = value(static_cast<size_t>(k.steps[s].args[0]));
         const auto c = compute_type(k.steps[s].dtype);
+        const auto result = "    const " + c + " " + value(n_in + s) + " = ";
         if (reduce->type == ReduceType::sum || reduce->type == ReduceType::prod) {
           const bool sum = reduce->type == ReduceType::sum;
-          accumulators += "    " + c + " " + acc + " = " + (sum ? "0" : "1") + ";\n";
-          updates += "      " + acc + (sum ? " += " : " *= ") + arg + ";\n";
-          clauses += std::string(" reduction(") + (sum ? "+" : "*") + ":" + acc + ")";
+          const std::string op = sum ? " += " : " *= ";
+          const std::string identity = sum ? "0" : "1";
+          if (simd) {
+            const auto total = name_of('z', n_in + s);
+            accumulators += "    " + c + " " + acc + "[nv_lanes];\n    for (int64_t l = 0; l < nv_lanes; ++l) " + acc +
+                            "[l] = " + identity + ";\n";
+            updates += "      " + acc + "[l]" + op + arg + ";\n";
+            finish += "    " + c + " " + total + " = " + identity + ";\n    _Pragma(\"omp simd reduction(" +
+                      (sum ? "+" : "*") + ":" + total + ")\")\n    for (int64_t l = 0; l < nv_lanes; ++l) " + total + op +
+                      acc + "[l];\n" + result + total + ";\n";
+          } else {
+            accumulators += "    " + c + " " + acc + " = " + identity + ";\n";
+            updates += "      " + acc + op + arg + ";\n";
+            finish += result + acc + ";\n";
+          }
         } else {
-          simd = false;
           const bool max = reduce->type == ReduceType::max;
           const std::string beats = max ? " > " : " < ";
           accumulators += "    " + c + " " + acc + " = " + (max ? "-" : "") + "__builtin_inf();\n";
           updates += "      " + acc + " = (" + arg + beats + acc + " || " + arg + " != " + arg + " || " + acc + " != " +
                      acc + ") ? (" + acc + " != " + acc + " ? " + acc + " : " + arg + ") : " + acc + ";\n";
+          finish += result + acc + ";\n";
         }
-        finish += "    const " + c + " " + value(n_in + s) + " = " + acc + ";\n";
       }
       body += accumulators;
-      if (simd) body += "    _Pragma(\"omp simd" + clauses + "\")\n";
-      body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
+      if (simd) {
+        body += "    {\n    int64_t j0 = 0;\n    for (; j0 + nv_lanes <= inner; j0 += nv_lanes) {\n"
+                "    _Pragma(\"omp simd\")\n    for (int64_t l = 0; l < nv_lanes; ++l) {\n      const int64_t j = j0 + l;\n" +
+                element_body(pass - 1) + updates + "    }\n    }\n    for (int64_t j = j0; j < inner; ++j) {\n" +
+                "      const int64_t l = j - j0;\n" + element_body(pass - 1) + updates + "    }\n    }\n";
+      } else {
+        body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
+      }
       body += finish + row_steps(pass);
     }
     // Element outputs: written in place, or (large outputs) into row buffers streamed out past the caches.
