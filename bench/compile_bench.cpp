@@ -9,12 +9,14 @@
 // The floor of a row is a measurement, not a constant: a kernel with the row's traffic and nothing else (it reads
 // the row's large inputs once and writes as many outputs of the same size once, with streaming stores, into nuvec
 // buffers, split over nuvec's pool with the compiled kernels' grain), timed turn about with the compiled function
-// (medians of 11 each; min and max of the floor's reps printed as its spread). Why: a single copy measured before
+// (medians of 11 each; min and max of the floor's reps printed as its spread). Why: the copy measured once before
 // the rows (256 MiB std::vectors, std::threads, the better of memcpy and streaming stores) gave 36-66 GB/s minutes
-// apart. Its vectors had 4 KiB pages (THP is "madvise" here; nuvec's buffers are advised): a streaming copy over 4
-// KiB pages ran at 0.64-0.85x the speed of one over huge pages, timed turn about (the low end while another process
-// was busy); and the VM's bandwidth itself drifts with the host's load, so a floor taken at another moment judged
-// the rows by another machine. Each loaded vector is streamed straight out; memcpy (plain stores, a read for
+// apart, and so did this floor: the VM's bandwidth itself moves (the same 2-thread streaming copy of 64 MiB took
+// 3.5 ms at 21:10:09 and 2.6 ms at 21:10:36, 38 and 51 GB/s, medians of 11), so a floor taken at another moment
+// judged the rows by another machine. Not the causes: L3 keeping part of the input (a copy right after another
+// was 2-3% faster than one after reading 64 MiB else), compute before the copy (none), the page size (a copy over
+// 4 KiB pages, as the old std::vectors had, ran at 0.64-0.85x the speed of one over huge pages, but steadily so;
+// nuvec's buffers are advised huge). Each loaded vector is streamed straight out; memcpy (plain stores, a read for
 // ownership per line) was 1.5x slower.
 
 #include <algorithm>

@@ -108,6 +108,7 @@ def main():
     header = ["workload", "eager ms", "compiled ms", "numpy ms", "floor ms (min-max)", "floor GB/s", "compiled / floor",
               "eager / compiled"]
     ratios = {}
+    floor_gbs = {}
     for run in range(args.runs):
         load_before = os.getloadavg()[0]
         bench = subprocess.run([args.bench], capture_output=True, text=True, check=True)
@@ -117,6 +118,7 @@ def main():
         for name, r in rows.items():
             floor = r["floor_ms"]
             ratios.setdefault(name, []).append(r["compiled_ms"] / floor)
+            floor_gbs.setdefault(name, []).append(r["bytes"] / (floor * 1e6))
             table.append([DESCRIPTIONS.get(name, name), f"{r['eager_ms']:.2f}", f"{r['compiled_ms']:.2f}",
                           f"{numpy_ms.get(name, float('nan')):.2f}",
                           f"{floor:.2f} ({r['floor_min_ms']:.2f}-{r['floor_max_ms']:.2f})",
@@ -134,10 +136,12 @@ def main():
         print(f"per call, 4-element GELU: eager {oh['eager_us']:.1f} us, cached compiled {oh['compiled_us']:.1f} us")
         print()
     if args.runs > 1:
-        print("compiled / floor over the runs (min, median, max):")
+        print("compiled / floor over the runs (min, median, max), and the floor's GB/s (min-max):")
         for name, values in ratios.items():
             v = sorted(values)
-            print(f"  {DESCRIPTIONS.get(name, name)}: {v[0]:.2f}x, {v[len(v) // 2]:.2f}x, {v[-1]:.2f}x")
+            g = sorted(floor_gbs[name])
+            print(f"  {DESCRIPTIONS.get(name, name)}: {v[0]:.2f}x, {v[len(v) // 2]:.2f}x, {v[-1]:.2f}x; "
+                  f"floor {g[0]:.1f}-{g[-1]:.1f} GB/s")
     return 0
 
 
