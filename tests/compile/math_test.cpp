@@ -250,6 +250,47 @@ TEST_F(GeneratedMath, RowProductsAndMinimaFuse) {
   }
 }
 
+TEST_F(GeneratedMath, HalfNormsJoinTheirChainInFloat32) {
+  // float16 and bfloat16 LayerNorm and RMSNorm compute in float32 and round once, as eagerly: within one ulp of the
+  // 16-bit dtype of the eager result (the row sums add in another order). Rows with a mean of 1000 would be far off
+  // in 16-bit arithmetic (an ulp of 1000 is 0.5 in float16, 8 in bfloat16).
+  std::mt19937 rng(31);
+  for (Dtype d : {float16, bfloat16}) {
+    const double ulp = d == float16 ? 1.0 / 1024 : 1.0 / 128;
+    for (const Shape& shape : {Shape{8, 33}, Shape{2, 3, 16}, Shape{4, 2}}) {
+      const int n = shape.back();
+      for (double mean : {0.0, 1000.0}) {
+        auto x = test::random_array(shape, d, rng, mean - 3.0, mean + 3.0);
+        auto w = test::random_array({n}, d, rng);
+        auto b = test::random_array({n}, d, rng);
+        eval(x, w, b);
+        const std::vector<std::pair<std::string, std::function<V(const V&)>>> chains = {
+            {"layer_norm", [](const V& xs) { return V{fast::layer_norm(xs[0], xs[1], xs[2], 1e-5F) * 0.5F}; }},
+            {"layer_norm, no weight",
+             [](const V& xs) { return V{fast::layer_norm(xs[0], std::nullopt, xs[2], 1e-3F) - 1.0F}; }},
+            {"layer_norm, no affine",
+             [](const V& xs) { return V{fast::layer_norm(xs[0], std::nullopt, std::nullopt, 1e-5F) + 1.0F}; }},
+            {"rms_norm", [](const V& xs) { return V{fast::rms_norm(xs[0], xs[1], 1e-6F) * 2.0F}; }},
+            {"rms_norm, no weight", [](const V& xs) { return V{-fast::rms_norm(xs[0], std::nullopt, 1e-2F)}; }},
+        };
+        for (const auto& [name, f] : chains) {
+          auto compiled = compile(f)({x, w, b});
+          const std::string what = name + " " + std::string(dtype_name(d)) + " " + shape_string(shape) + " mean " +
+                                   std::to_string(mean);
+          EXPECT_EQ(count_primitives(compiled, "Compiled"), 1) << what;
+          EXPECT_EQ(count_primitives(compiled, "LayerNorm") + count_primitives(compiled, "RMSNorm"), 0) << what;
+          auto eager = f({x, w, b})[0];
+          ASSERT_EQ(compiled[0].dtype(), eager.dtype()) << what;
+          // One ulp of the result's magnitude (at least of 1, so that values near 0 compare absolutely).
+          auto off = abs(astype(compiled[0], float32) - astype(eager, float32));
+          auto allowed = maximum(abs(astype(eager, float32)), array(1.0F)) * static_cast<float>(ulp) * 1.01F;
+          EXPECT_TRUE(all(off <= allowed).item<bool>()) << what << ": off by " << max(off).item<float>();
+        }
+      }
+    }
+  }
+}
+
 TEST_F(GeneratedMath, NormAndLogSumExpPrimitivesJoinTheirChain) {
   std::mt19937 rng(29);
   for (Dtype d : {float32, float64}) {
