@@ -28,6 +28,8 @@ w = rng.uniform(-1, 1, 4096).astype(np.float32)
 b = rng.uniform(-1, 1, 4096).astype(np.float32)
 p, g, m = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(3))
 v = rng.uniform(0, 1, n).astype(np.float32)
+def affine():
+    return x * np.float32(1.0009765625) + np.float32(0.5)
 def gelu():
     return 0.5 * x * (1 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
 def silu():
@@ -41,8 +43,8 @@ def adam():
     m1 = np.float32(0.9) * m + np.float32(0.1) * g
     v1 = np.float32(0.999) * v + np.float32(0.001) * g * g
     return p - np.float32(1e-3) * m1 / (np.sqrt(v1) + np.float32(1e-8)), m1, v1
-for name, f in [("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm), ("layer_norm_fast", layer_norm),
-                ("adam", adam)]:
+for name, f in [("affine", affine), ("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm),
+                ("layer_norm_fast", layer_norm), ("adam", adam)]:
     f(); f()
     times = []
     for _ in range(9):
@@ -51,6 +53,7 @@ for name, f in [("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm),
 """
 
 DESCRIPTIONS = {
+    "affine": "x * c + d, 2^24 f32 (the floor's check)",
     "gelu_tanh": "GELU, tanh form, 2^24 f32",
     "silu": "x * sigmoid(x), 2^24 f32",
     "layer_norm": "layer norm from plain ops, 4096x4096 f32",
