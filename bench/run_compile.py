@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """compile's benchmark: eager nuvec, compiled nuvec, NumPy and the bandwidth floor side by side, in one run.
 
-    python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown] [--runs N]
+    python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown] [--runs N] [--wait-idle S]
 
 compile_bench times nuvec (eager: median of 9 after 2 warm-ups; compiled: median of 11, taken turn about with the
 row's floor kernel, which moves the bytes the row must move, each large input read once and each output written once,
@@ -13,6 +13,7 @@ import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -76,6 +77,26 @@ def parse_bench(text):
     return rows, info
 
 
+def cpu_times():
+    """(busy, idle) jiffies of all CPUs since boot, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, idle
+
+
+def wait_idle(limit_s):
+    """Waits until the CPUs were at least 90% idle over 2 s, at most limit_s seconds: a line saying how long and
+    whether they were. Compute-bound rows run at half speed while another process shares a core, the floor less so."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        busy0, idle0 = cpu_times()
+        time.sleep(2)
+        busy1, idle1 = cpu_times()
+        if (idle1 - idle0) >= 0.9 * ((busy1 - busy0) + (idle1 - idle0)):
+            return f"CPUs idle after {time.monotonic() - start:.0f} s of waiting"
+    return f"CPUs still busy after {limit_s:.0f} s of waiting"
+
+
 def cpu_model():
     for line in Path("/proc/cpuinfo").read_text().splitlines():
         if line.startswith("model name"):
@@ -100,6 +121,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", default=str(DEFAULT_BENCH))
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--wait-idle", type=float, default=0, metavar="S",
+                        help="before each run, wait up to S seconds for the CPUs to be 90%% idle over 2 s")
     parser.add_argument("--runs", type=int, default=1,
                         help="run the benchmark this many times; each run's table, then each ratio's range")
     args = parser.parse_args()
@@ -113,6 +136,7 @@ def main():
     ratios = {}
     floor_gbs = {}
     for run in range(args.runs):
+        waited = "; " + wait_idle(args.wait_idle) if args.wait_idle > 0 else ""
         load_before = os.getloadavg()[0]
         bench = subprocess.run([args.bench], capture_output=True, text=True, check=True)
         load_after = os.getloadavg()[0]
@@ -131,7 +155,7 @@ def main():
             print(f"run {run + 1} of {args.runs}")
         print_table(header, table, args.markdown)
         print(f"floor GB/s: bytes read + written per second; {cpu_model()}, {os.cpu_count()} cores; load average "
-              f"{load_before:.2f} before, {load_after:.2f} after")
+              f"{load_before:.2f} before, {load_after:.2f} after{waited}")
         fc = info["first_call"]
         print(f"first call: {fc['compile_ms']:.0f} ms with the compiler (empty kernel cache); a new compiled function "
               f"of the same graph: {fc['retrace_ms']:.2f} ms (traced again, kernel already built)")
