@@ -27,7 +27,6 @@
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <unistd.h>
@@ -126,7 +125,7 @@ struct Timing {
 };
 
 /// The compiled function and the floor kernel of the same traffic, timed turn about (which goes first alternates),
-/// so that both see the same machine: on this VM the copy bandwidth drifts by up to 1.8x within minutes, and a floor
+/// so that both see the same machine: on this VM the copy bandwidth drifts by up to 2x within minutes, and a floor
 /// measured once at the start judged every row by that moment's bandwidth. Medians of reps after two warm-ups each.
 Timing time_against_floor(const std::function<V()>& compiled, const std::function<void()>& floor, int reps) {
   clear_cache();
