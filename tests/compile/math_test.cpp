@@ -288,6 +288,24 @@ TEST_F(GeneratedMath, HalfNormsJoinTheirChainInFloat32) {
         }
       }
     }
+    // The gradient goes through the tape (its conversions included) where eagerly LayerNorm's fused vjp runs: both
+    // in float32, rounded to the 16-bit dtype at the end.
+    auto x = test::random_array({6, 40}, d, rng, -3.0, 3.0);
+    auto w = test::random_array({40}, d, rng);
+    auto b = test::random_array({40}, d, rng);
+    auto loss = [](const V& xs) {
+      return V{sum(astype(fast::layer_norm(xs[0], xs[1], xs[2], 1e-5F), float32) * xs[0])};
+    };
+    auto compiled = compile(loss);
+    auto got = grad([&](const V& xs) { return compiled(xs)[0]; }, std::vector<int>{0, 1, 2})({x, w, b});
+    auto want = grad([&](const V& xs) { return loss(xs)[0]; }, std::vector<int>{0, 1, 2})({x, w, b});
+    for (size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(got[i].dtype(), d);
+      auto off = abs(astype(got[i], float32) - astype(want[i], float32));
+      auto allowed = maximum(abs(astype(want[i], float32)), array(1.0F)) * static_cast<float>(4 * ulp);
+      EXPECT_TRUE(all(off <= allowed).item<bool>()) << dtype_name(d) << " gradient " << i << " off by "
+                                                    << max(off).item<float>();
+    }
   }
 }
 
