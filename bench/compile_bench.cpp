@@ -1,11 +1,23 @@
 // compile_bench: nuvec's side of run_compile.py. Times element-wise workloads over 2^24 float32 elements eagerly
-// and compiled (fused kernels), measures the copy bandwidth that bounds them, the first-call compile time (with a
-// fresh kernel cache), the first call of a new compiled function whose kernel is already built, and the per-call
+// and compiled (fused kernels), each compiled one against its bandwidth floor, then the first-call compile time (with
+// a fresh kernel cache), the first call of a new compiled function whose kernel is already built, and the per-call
 // overhead of a cached compiled function. One line per result:
-//   row NAME eager_ms=T compiled_ms=T bytes=B
-//   bandwidth gbs=G
+//   row NAME eager_ms=T compiled_ms=T floor_ms=T floor_min_ms=T floor_max_ms=T bytes=B
 //   first_call compile_ms=T retrace_ms=T
 //   overhead eager_us=T compiled_us=T
+//
+// The floor of a row is a measurement, not a constant: a kernel with the row's traffic and nothing else (it reads
+// the row's large inputs once and writes as many outputs of the same size once, with streaming stores, into nuvec
+// buffers, split over nuvec's pool with the compiled kernels' grain), timed turn about with the compiled function
+// (medians of 11 each; min and max of the floor's reps printed as its spread). Why: the copy measured once before
+// the rows (256 MiB std::vectors, std::threads, the better of memcpy and streaming stores) gave 36-66 GB/s minutes
+// apart, and so did this floor: the VM's bandwidth itself moves (the same 2-thread streaming copy of 64 MiB took
+// 3.5 ms at 21:10:09 and 2.6 ms at 21:10:36, 38 and 51 GB/s, medians of 11), so a floor taken at another moment
+// judged the rows by another machine. Not the causes: L3 keeping part of the input (a copy right after another
+// was 2-3% faster than one after reading 64 MiB else), compute before the copy (none), the page size (a copy over
+// 4 KiB pages, as the old std::vectors had, ran at 0.64-0.85x the speed of one over huge pages, but steadily so;
+// nuvec's buffers are advised huge). Each loaded vector is streamed straight out; memcpy (plain stores, a read for
+// ownership per line) was 1.5x slower.
 
 #include <algorithm>
 #include <chrono>
@@ -15,15 +27,16 @@
 #include <filesystem>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <unistd.h>
 
-#ifdef __AVX512F__
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
+#include "nuvec/cpu/strided.h"
+#include "nuvec/cpu/thread_pool.h"
 #include "nuvec/nuvec.h"
 
 using namespace nuvec;
@@ -56,44 +69,86 @@ double time_ms(const std::function<V()>& f, int reps) {
   return median(times);
 }
 
-/// Copy bandwidth (bytes read plus written per second) with every core, over arrays far larger than the caches:
-/// the better of memcpy and a copy whose stores bypass the caches (no read for ownership), as STREAM measures.
-double copy_bandwidth_gbs() {
-  const size_t n = size_t{1} << 26;  // 256 MiB per array
-  std::vector<float> src(n, 1.0F);
-  std::vector<float> dst(n, 0.0F);
-  const unsigned threads = std::max(1U, std::thread::hardware_concurrency());
-  auto copy_part = [&](size_t begin, size_t end, bool streaming) {
-#ifdef __AVX512F__
-    if (streaming) {
-      // Unaligned ends by memcpy; the aligned middle with streaming stores.
-      while (begin < end && (reinterpret_cast<uintptr_t>(dst.data() + begin) & 63) != 0) {
-        dst[begin] = src[begin];
-        ++begin;
-      }
-      for (; begin + 16 <= end; begin += 16) {
-        _mm512_stream_ps(dst.data() + begin, _mm512_loadu_ps(src.data() + begin));
-      }
-      _mm_sfence();
-    }
-#endif
-    std::memcpy(dst.data() + begin, src.data() + begin, (end - begin) * sizeof(float));
-  };
-  double best = 0.0;
-  for (bool streaming : {false, true}) {
-    std::vector<double> times;
-    for (int rep = 0; rep < 7; ++rep) {
-      auto t0 = Clock::now();
-      std::vector<std::thread> pool;
-      for (unsigned t = 0; t < threads; ++t) {
-        pool.emplace_back([&, t] { copy_part(n * t / threads, n * (t + 1) / threads, streaming); });
-      }
-      for (auto& th : pool) th.join();
-      times.push_back(ms_since(t0));
-    }
-    best = std::max(best, 2.0 * static_cast<double>(n * sizeof(float)) / (median(times) * 1e6));
+/// The floor kernel's stores: past the caches where the CPU has streaming stores, as the compiled kernels' are.
+void store_block(float* const* outs, size_t writes, size_t i, const float* value) {
+#if defined(__AVX512F__)
+  const __m512 v = _mm512_loadu_ps(value);
+  for (size_t o = 0; o < writes; ++o) _mm512_stream_ps(outs[o] + i, v);
+#elif defined(__AVX__)
+  const __m256 lo = _mm256_loadu_ps(value);
+  const __m256 hi = _mm256_loadu_ps(value + 8);
+  for (size_t o = 0; o < writes; ++o) {
+    _mm256_stream_ps(outs[o] + i, lo);
+    _mm256_stream_ps(outs[o] + i + 8, hi);
   }
-  return best;
+#else
+  for (size_t o = 0; o < writes; ++o) std::memcpy(outs[o] + i, value, 16 * sizeof(float));
+#endif
+}
+
+/// The ideal kernel of a row's memory traffic: reads each of `ins` once and writes each of `outs` once (their sum),
+/// split over nuvec's pool as a compiled kernel is. Outputs are 64-byte aligned (nuvec's buffers), so a chunk's
+/// unaligned ends go element by element and the rest in aligned blocks of 16.
+void floor_kernel(const std::vector<const float*>& ins, const std::vector<float*>& outs, size_t n) {
+  cpu::parallel_for(n, cpu::elementwise_grain, [&](size_t begin, size_t end) {
+    auto value_at = [&](size_t i) {
+      float v = 0.0F;
+      for (const float* in : ins) v += in[i];
+      return v;
+    };
+    size_t i = begin;
+    for (; i < end && i % 16 != 0; ++i) {
+      for (float* out : outs) out[i] = value_at(i);
+    }
+    alignas(64) float block[16];
+    for (; i + 16 <= end; i += 16) {
+      for (size_t j = 0; j < 16; ++j) block[j] = ins[0][i + j];
+      for (size_t r = 1; r < ins.size(); ++r) {
+        for (size_t j = 0; j < 16; ++j) block[j] += ins[r][i + j];
+      }
+      store_block(outs.data(), outs.size(), i, block);
+    }
+    for (; i < end; ++i) {
+      for (float* out : outs) out[i] = value_at(i);
+    }
+#if defined(__AVX__)
+    _mm_sfence();
+#endif
+  });
+}
+
+struct Timing {
+  double compiled_ms;
+  double floor_ms;
+  double floor_min_ms;
+  double floor_max_ms;
+};
+
+/// The compiled function and the floor kernel of the same traffic, timed turn about (which goes first alternates),
+/// so that both see the same machine: on this VM the copy bandwidth drifts by up to 2x within minutes, and a floor
+/// measured once at the start judged every row by that moment's bandwidth. Medians of reps after two warm-ups each.
+Timing time_against_floor(const std::function<V()>& compiled, const std::function<void()>& floor, int reps) {
+  clear_cache();
+  for (int i = 0; i < 2; ++i) {
+    eval(compiled());
+    floor();
+  }
+  std::vector<double> compiled_times;
+  std::vector<double> floor_times;
+  auto time_floor = [&] {
+    auto t0 = Clock::now();
+    floor();
+    floor_times.push_back(ms_since(t0));
+  };
+  for (int i = 0; i < reps; ++i) {
+    if (i % 2 == 0) time_floor();
+    auto t0 = Clock::now();
+    eval(compiled());
+    compiled_times.push_back(ms_since(t0));
+    if (i % 2 == 1) time_floor();
+  }
+  const auto [lo, hi] = std::minmax_element(floor_times.begin(), floor_times.end());
+  return {median(compiled_times), median(floor_times), *lo, *hi};
 }
 
 array gelu(const array& x) { return 0.5F * x * (1.0F + tanh(0.7978845608F * (x + 0.044715F * x * x * x))); }
@@ -126,26 +181,37 @@ int main() {
   eval(x, x2, w, b);
   eval(state);
 
-  std::printf("bandwidth gbs=%.2f\n", copy_bandwidth_gbs());
-  const double f32 = 4.0 * n;
+  // The floor kernels' outputs: dense nuvec buffers (2 MiB aligned, huge pages), as a compiled kernel's are.
+  V sinks;
+  for (int o = 0; o < 3; ++o) sinks.push_back(random::uniform({n}, float32, random::key(6 + o)));
+  eval(sinks);
   struct Row {
     const char* name;
     std::function<V(const V&)> f;
     V inputs;
-    double bytes;
+    size_t reads;  // the inputs of n elements, first in `inputs`; the others are rows of 4096 read from cache
+    size_t writes;
   };
   const Row rows[] = {
-      {"gelu_tanh", [](const V& a) { return V{gelu(a[0])}; }, {x}, 2 * f32},
-      {"silu", [](const V& a) { return V{silu(a[0])}; }, {x}, 2 * f32},
-      {"layer_norm", [](const V& a) { return V{layer_norm(a[0], a[1], a[2])}; }, {x2, w, b}, 2 * f32},
-      {"layer_norm_fast", [](const V& a) { return V{fast::layer_norm(a[0], a[1], a[2], 1e-5F)}; }, {x2, w, b}, 2 * f32},
-      {"adam", adam, state, 7 * f32},
+      // Next to no arithmetic: the generated kernels' own memory path against the floor.
+      {"affine", [](const V& a) { return V{a[0] * 1.0009765625F + 0.5F}; }, {x}, 1, 1},
+      {"gelu_tanh", [](const V& a) { return V{gelu(a[0])}; }, {x}, 1, 1},
+      {"silu", [](const V& a) { return V{silu(a[0])}; }, {x}, 1, 1},
+      {"layer_norm", [](const V& a) { return V{layer_norm(a[0], a[1], a[2])}; }, {x2, w, b}, 1, 1},
+      {"layer_norm_fast", [](const V& a) { return V{fast::layer_norm(a[0], a[1], a[2], 1e-5F)}; }, {x2, w, b}, 1, 1},
+      {"adam", adam, state, 4, 3},
   };
   for (const auto& row : rows) {
     auto compiled = compile(row.f);
+    std::vector<const float*> ins;
+    for (size_t i = 0; i < row.reads; ++i) ins.push_back(row.inputs[i].data<float>());
+    std::vector<float*> outs;
+    for (size_t o = 0; o < row.writes; ++o) outs.push_back(sinks[o].data<float>());
     const double eager_ms = time_ms([&] { return row.f(row.inputs); }, 9);
-    const double compiled_ms = time_ms([&] { return compiled(row.inputs); }, 9);
-    std::printf("row %s eager_ms=%.3f compiled_ms=%.3f bytes=%.0f\n", row.name, eager_ms, compiled_ms, row.bytes);
+    const Timing t = time_against_floor([&] { return compiled(row.inputs); }, [&] { floor_kernel(ins, outs, n); }, 11);
+    std::printf("row %s eager_ms=%.3f compiled_ms=%.3f floor_ms=%.3f floor_min_ms=%.3f floor_max_ms=%.3f bytes=%.0f\n",
+                row.name, eager_ms, t.compiled_ms, t.floor_ms, t.floor_min_ms, t.floor_max_ms,
+                4.0 * n * static_cast<double>(row.reads + row.writes));
   }
 
   // First call with an empty kernel cache (the compiler runs), then a new compiled function of the same graph (traced

@@ -1,18 +1,19 @@
 #!/usr/bin/env python3
 """compile's benchmark: eager nuvec, compiled nuvec, NumPy and the bandwidth floor side by side, in one run.
 
-    python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown] [--runs N]
+    python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown] [--runs N] [--wait-idle S]
 
-compile_bench times nuvec (median of 9 after 2 warm-ups) and measures the copy bandwidth; this script times NumPy
-on the same workloads (float32, 2^24 elements; layer norm over rows of 4096x4096) with the same method, in a child
-/usr/bin/python3 that sees Debian's NumPy. The floor of a row is the bytes it must move (each input read once, each
-output written once) at the measured copy bandwidth.
+compile_bench times nuvec (eager: median of 9 after 2 warm-ups; compiled: median of 11, taken turn about with the
+row's floor kernel, which moves the bytes the row must move, each large input read once and each output written once,
+and nothing else); this script times NumPy on the same workloads (float32, 2^24 elements; layer norm over rows of
+4096x4096) in a child /usr/bin/python3 that sees Debian's NumPy. See compile_bench.cpp's header for the floor's method.
 """
 
 import argparse
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -28,6 +29,8 @@ w = rng.uniform(-1, 1, 4096).astype(np.float32)
 b = rng.uniform(-1, 1, 4096).astype(np.float32)
 p, g, m = (rng.uniform(-1, 1, n).astype(np.float32) for _ in range(3))
 v = rng.uniform(0, 1, n).astype(np.float32)
+def affine():
+    return x * np.float32(1.0009765625) + np.float32(0.5)
 def gelu():
     return 0.5 * x * (1 + np.tanh(np.float32(0.7978845608) * (x + np.float32(0.044715) * x * x * x)))
 def silu():
@@ -41,8 +44,8 @@ def adam():
     m1 = np.float32(0.9) * m + np.float32(0.1) * g
     v1 = np.float32(0.999) * v + np.float32(0.001) * g * g
     return p - np.float32(1e-3) * m1 / (np.sqrt(v1) + np.float32(1e-8)), m1, v1
-for name, f in [("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm), ("layer_norm_fast", layer_norm),
-                ("adam", adam)]:
+for name, f in [("affine", affine), ("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm),
+                ("layer_norm_fast", layer_norm), ("adam", adam)]:
     f(); f()
     times = []
     for _ in range(9):
@@ -51,6 +54,7 @@ for name, f in [("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm),
 """
 
 DESCRIPTIONS = {
+    "affine": "x * c + d, 2^24 f32 (the floor's check)",
     "gelu_tanh": "GELU, tanh form, 2^24 f32",
     "silu": "x * sigmoid(x), 2^24 f32",
     "layer_norm": "layer norm from plain ops, 4096x4096 f32",
@@ -71,6 +75,26 @@ def parse_bench(text):
         else:
             info[parts[0]] = {k: float(v) for k, v in fields.items()}
     return rows, info
+
+
+def cpu_times():
+    """(busy, idle) jiffies of all CPUs since boot, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return sum(fields) - idle, idle
+
+
+def wait_idle(limit_s):
+    """Waits until the CPUs were at least 90% idle over 2 s, at most limit_s seconds: a line saying how long and
+    whether they were. Compute-bound rows run at half speed while another process shares a core, the floor less so."""
+    start = time.monotonic()
+    while time.monotonic() - start < limit_s:
+        busy0, idle0 = cpu_times()
+        time.sleep(2)
+        busy1, idle1 = cpu_times()
+        if (idle1 - idle0) >= 0.9 * ((busy1 - busy0) + (idle1 - idle0)):
+            return f"CPUs idle after {time.monotonic() - start:.0f} s of waiting"
+    return f"CPUs still busy after {limit_s:.0f} s of waiting"
 
 
 def cpu_model():
@@ -97,6 +121,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", default=str(DEFAULT_BENCH))
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--wait-idle", type=float, default=0, metavar="S",
+                        help="before each run, wait up to S seconds for the CPUs to be 90%% idle over 2 s")
     parser.add_argument("--runs", type=int, default=1,
                         help="run the benchmark this many times; each run's table, then each ratio's range")
     args = parser.parse_args()
@@ -105,26 +131,31 @@ def main():
 
     numpy = subprocess.run(["/usr/bin/python3", "-c", NUMPY_CODE], capture_output=True, text=True, check=True)
     numpy_ms = {line.split()[0]: float(line.split()[1]) for line in numpy.stdout.splitlines() if line.strip()}
-    header = ["workload", "eager ms", "compiled ms", "numpy ms", "floor ms", "compiled / floor", "eager / compiled"]
+    header = ["workload", "eager ms", "compiled ms", "numpy ms", "floor ms (min-max)", "floor GB/s", "compiled / floor",
+              "eager / compiled"]
     ratios = {}
+    floor_gbs = {}
     for run in range(args.runs):
+        waited = "; " + wait_idle(args.wait_idle) if args.wait_idle > 0 else ""
         load_before = os.getloadavg()[0]
         bench = subprocess.run([args.bench], capture_output=True, text=True, check=True)
         load_after = os.getloadavg()[0]
         rows, info = parse_bench(bench.stdout)
-        gbs = info["bandwidth"]["gbs"]
         table = []
         for name, r in rows.items():
-            floor = r["bytes"] / (gbs * 1e6)
+            floor = r["floor_ms"]
             ratios.setdefault(name, []).append(r["compiled_ms"] / floor)
+            floor_gbs.setdefault(name, []).append(r["bytes"] / (floor * 1e6))
             table.append([DESCRIPTIONS.get(name, name), f"{r['eager_ms']:.2f}", f"{r['compiled_ms']:.2f}",
-                          f"{numpy_ms.get(name, float('nan')):.2f}", f"{floor:.2f}",
-                          f"{r['compiled_ms'] / floor:.2f}x", f"{r['eager_ms'] / r['compiled_ms']:.2f}x"])
+                          f"{numpy_ms.get(name, float('nan')):.2f}",
+                          f"{floor:.2f} ({r['floor_min_ms']:.2f}-{r['floor_max_ms']:.2f})",
+                          f"{r['bytes'] / (floor * 1e6):.1f}", f"{r['compiled_ms'] / floor:.2f}x",
+                          f"{r['eager_ms'] / r['compiled_ms']:.2f}x"])
         if args.runs > 1:
             print(f"run {run + 1} of {args.runs}")
         print_table(header, table, args.markdown)
-        print(f"copy bandwidth {gbs:.1f} GB/s (read + write); {cpu_model()}, {os.cpu_count()} cores; load average "
-              f"{load_before:.2f} before, {load_after:.2f} after")
+        print(f"floor GB/s: bytes read + written per second; {cpu_model()}, {os.cpu_count()} cores; load average "
+              f"{load_before:.2f} before, {load_after:.2f} after{waited}")
         fc = info["first_call"]
         print(f"first call: {fc['compile_ms']:.0f} ms with the compiler (empty kernel cache); a new compiled function "
               f"of the same graph: {fc['retrace_ms']:.2f} ms (traced again, kernel already built)")
@@ -132,10 +163,12 @@ def main():
         print(f"per call, 4-element GELU: eager {oh['eager_us']:.1f} us, cached compiled {oh['compiled_us']:.1f} us")
         print()
     if args.runs > 1:
-        print("compiled / floor over the runs (min, median, max):")
+        print("compiled / floor over the runs (min, median, max), and the floor's GB/s (min-max):")
         for name, values in ratios.items():
             v = sorted(values)
-            print(f"  {DESCRIPTIONS.get(name, name)}: {v[0]:.2f}x, {v[len(v) // 2]:.2f}x, {v[-1]:.2f}x")
+            g = sorted(floor_gbs[name])
+            print(f"  {DESCRIPTIONS.get(name, name)}: {v[0]:.2f}x, {v[len(v) // 2]:.2f}x, {v[-1]:.2f}x; "
+                  f"floor {g[0]:.1f}-{g[-1]:.1f} GB/s")
     return 0
 
 

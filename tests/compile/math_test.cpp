@@ -5,9 +5,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <random>
+#include <string>
+
+#include <unistd.h>
 
 #include "tests/compile/compile_support.h"
 #include "tests/support/reference.h"
@@ -111,6 +117,50 @@ TEST_F(GeneratedMath, TanhExpAndSigmoidWithinUlpsOfEager) {
   }
 }
 
+/// The generated sources in `dir` that contain `text`.
+int sources_containing(const std::filesystem::path& dir, const std::string& text) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".cpp") continue;
+    std::ifstream in(entry.path());
+    const std::string source((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    count += source.find(text) != std::string::npos ? 1 : 0;
+  }
+  return count;
+}
+
+TEST_F(GeneratedMath, SiluIsOneCallWithinUlpsOfEager) {
+  // x * sigmoid(x), either order, is one generated call (a kernel cache of its own shows the source). Stated
+  // tolerance: (x >= 0 ? x : x e) / (1 + e) on an exp of 1 ulp rounds twice, the eager product of the sigmoid (4 ulp
+  // from the generated one, above) and x once more: 6. NaN, infinities (-inf * 0 is NaN both ways), signed zeros and
+  // the denormal results of the far negative side as eager gives them.
+  const auto dir = std::filesystem::temp_directory_path() / ("nuvec-silu-test-" + std::to_string(::getpid()));
+  ::setenv("NUVEC_KERNEL_CACHE", dir.c_str(), 1);
+  auto x = float_sweep();
+  eval(x);
+  auto eager = x * sigmoid(x);
+  eval(eager);
+  for (bool sigmoid_first : {false, true}) {
+    auto compiled = compile([sigmoid_first](const V& xs) {
+      return V{sigmoid_first ? sigmoid(xs[0]) * xs[0] : xs[0] * sigmoid(xs[0])};
+    })({x});
+    EXPECT_EQ(count_primitives(compiled, "Compiled"), 1);
+    eval(compiled);
+    const auto r = compare_ulps(x, compiled[0], eager);
+    EXPECT_LE(r.worst, 6) << "at x = " << r.at;
+    EXPECT_TRUE(r.mismatch.empty()) << r.mismatch;
+  }
+  EXPECT_EQ(sources_containing(dir, "= nv_silu(v0);"), 1);  // the trace orders a product's arguments: one source
+  // float64 through the library's exp; an output of the sigmoid itself keeps its own step.
+  auto xd = random::uniform(-750.0, 40.0, {4096}, float64, random::key(3));
+  auto both = compile([](const V& xs) { return V{xs[0] * sigmoid(xs[0]), sigmoid(xs[0])}; })({xd});
+  EXPECT_TRUE(same_values(both[0], xd * sigmoid(xd), 1e-15));
+  EXPECT_TRUE(same_values(both[1], sigmoid(xd), 1e-15));
+  EXPECT_EQ(sources_containing(dir, "= nv_silu(v0);"), 2);
+  std::filesystem::remove_all(dir);
+  ::setenv("NUVEC_KERNEL_CACHE", test::test_kernel_cache().c_str(), 1);
+}
+
 TEST_F(GeneratedMath, TanhOfSignedZerosDenormalsAndLimits) {
   const float inf = std::numeric_limits<float>::infinity();
   auto x = array({0.0F, -0.0F, 1e-45F, -1e-40F, 9.02F, -20.0F, inf, -inf}, {8});
@@ -197,6 +247,65 @@ TEST_F(GeneratedMath, RowProductsAndMinimaFuse) {
     auto eager = g({x});
     EXPECT_TRUE(same_values(compiled[0], eager[0]));
     EXPECT_TRUE(same_values(compiled[1], eager[1], 1e-6));
+  }
+}
+
+TEST_F(GeneratedMath, HalfNormsJoinTheirChainInFloat32) {
+  // float16 and bfloat16 LayerNorm and RMSNorm compute in float32 and round once, as eagerly: within one ulp of the
+  // 16-bit dtype of the eager result (the row sums add in another order). Rows with a mean of 1000 would be far off
+  // in 16-bit arithmetic (an ulp of 1000 is 0.5 in float16, 8 in bfloat16).
+  std::mt19937 rng(31);
+  for (Dtype d : {float16, bfloat16}) {
+    const double ulp = d == float16 ? 1.0 / 1024 : 1.0 / 128;
+    for (const Shape& shape : {Shape{8, 33}, Shape{2, 3, 16}, Shape{4, 2}}) {
+      const int n = shape.back();
+      for (double mean : {0.0, 1000.0}) {
+        auto x = test::random_array(shape, d, rng, mean - 3.0, mean + 3.0);
+        auto w = test::random_array({n}, d, rng);
+        auto b = test::random_array({n}, d, rng);
+        eval(x, w, b);
+        const std::vector<std::pair<std::string, std::function<V(const V&)>>> chains = {
+            {"layer_norm", [](const V& xs) { return V{fast::layer_norm(xs[0], xs[1], xs[2], 1e-5F) * 0.5F}; }},
+            {"layer_norm, no weight",
+             [](const V& xs) { return V{fast::layer_norm(xs[0], std::nullopt, xs[2], 1e-3F) - 1.0F}; }},
+            {"layer_norm, no affine",
+             [](const V& xs) { return V{fast::layer_norm(xs[0], std::nullopt, std::nullopt, 1e-5F) + 1.0F}; }},
+            {"rms_norm", [](const V& xs) { return V{fast::rms_norm(xs[0], xs[1], 1e-6F) * 2.0F}; }},
+            {"rms_norm, no weight", [](const V& xs) { return V{-fast::rms_norm(xs[0], std::nullopt, 1e-2F)}; }},
+        };
+        for (const auto& [name, f] : chains) {
+          auto compiled = compile(f)({x, w, b});
+          const std::string what = name + " " + std::string(dtype_name(d)) + " " + shape_string(shape) + " mean " +
+                                   std::to_string(mean);
+          EXPECT_EQ(count_primitives(compiled, "Compiled"), 1) << what;
+          EXPECT_EQ(count_primitives(compiled, "LayerNorm") + count_primitives(compiled, "RMSNorm"), 0) << what;
+          auto eager = f({x, w, b})[0];
+          ASSERT_EQ(compiled[0].dtype(), eager.dtype()) << what;
+          // One ulp of the result's magnitude (at least of 1, so that values near 0 compare absolutely).
+          auto off = abs(astype(compiled[0], float32) - astype(eager, float32));
+          auto allowed = maximum(abs(astype(eager, float32)), array(1.0F)) * static_cast<float>(ulp) * 1.01F;
+          EXPECT_TRUE(all(off <= allowed).item<bool>()) << what << ": off by " << max(off).item<float>();
+        }
+      }
+    }
+    // The gradient goes through the tape (its conversions included) where eagerly LayerNorm's fused vjp runs: both
+    // in float32, rounded to the 16-bit dtype at the end.
+    auto x = test::random_array({6, 40}, d, rng, -3.0, 3.0);
+    auto w = test::random_array({40}, d, rng);
+    auto b = test::random_array({40}, d, rng);
+    auto loss = [](const V& xs) {
+      return V{sum(astype(fast::layer_norm(xs[0], xs[1], xs[2], 1e-5F), float32) * xs[0])};
+    };
+    auto compiled = compile(loss);
+    auto got = grad([&](const V& xs) { return compiled(xs)[0]; }, std::vector<int>{0, 1, 2})({x, w, b});
+    auto want = grad([&](const V& xs) { return loss(xs)[0]; }, std::vector<int>{0, 1, 2})({x, w, b});
+    for (size_t i = 0; i < 3; ++i) {
+      ASSERT_EQ(got[i].dtype(), d);
+      auto off = abs(astype(got[i], float32) - astype(want[i], float32));
+      auto allowed = maximum(abs(astype(want[i], float32)), array(1.0F)) * static_cast<float>(4 * ulp);
+      EXPECT_TRUE(all(off <= allowed).item<bool>()) << dtype_name(d) << " gradient " << i << " off by "
+                                                    << max(off).item<float>();
+    }
   }
 }
 

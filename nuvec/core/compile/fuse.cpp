@@ -172,8 +172,13 @@ array scalar(double value, Dtype dtype) {
   return array(data.begin(), Shape{}, dtype);
 }
 
-/// Whether a row primitive is rewritten: float32 or float64 throughout, rows longer than one element; the norms
-/// not in shapeless graphs (their row length would be the traced one).
+bool is_half(Dtype d) { return d == float16 || d == bfloat16; }
+
+/// The dtype a row primitive over `d` computes in: float32 for the 16-bit floats (as their eager kernels do).
+Dtype arithmetic_dtype(Dtype d) { return is_half(d) ? float32 : d; }
+
+/// Whether a row primitive is rewritten: float32 or float64 throughout (the norms also float16 or bfloat16), rows
+/// longer than one element; the norms not in shapeless graphs (their row length would be the traced one).
 bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
   const Primitive& p = n.primitive;
   const bool norm = std::holds_alternative<LayerNorm>(p) || std::holds_alternative<RMSNorm>(p);
@@ -181,8 +186,8 @@ bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
     return false;
   }
   const auto& x = g.values[static_cast<size_t>(n.args[0])];
-  if ((x.dtype != float32 && x.dtype != float64) || x.shape.empty() || x.shape.back() < 2 || n.outs.size() != 1 ||
-      g.values[static_cast<size_t>(n.outs[0])].dtype != x.dtype) {
+  if ((x.dtype != float32 && x.dtype != float64 && !(norm && is_half(x.dtype))) || x.shape.empty() ||
+      x.shape.back() < 2 || n.outs.size() != 1 || g.values[static_cast<size_t>(n.outs[0])].dtype != x.dtype) {
     return false;
   }
   return std::all_of(n.args.begin(), n.args.end(),
@@ -192,6 +197,8 @@ bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
 /// Softmax, LogSumExp, LayerNorm and RMSNorm nodes over float32 or float64 rows rewritten as their compositions, in
 /// the order of operations of their eager kernels (cpu/softmax.cpp, cpu/norm.cpp), so that they fuse with the chain
 /// that feeds them into one row kernel. Non-finite maxima give LogSumExp's result as eagerly: NaN, or the maximum.
+/// The norms of float16 and bfloat16 rows convert x, weight and bias to float32, compute the float32 composition
+/// and round once at the end, as their eager kernels do.
 void expand_row_primitives(Graph& g, bool shapeless) {
   // The norms' row lengths and epsilons become constants first (numbering values anew), then nodes are expanded.
   std::vector<array> needed;
@@ -202,8 +209,8 @@ void expand_row_primitives(Graph& g, bool shapeless) {
                                                                        : nullptr;
     if (eps != nullptr) {
       const auto& x = g.values[static_cast<size_t>(n.args[0])];
-      needed.push_back(scalar(static_cast<double>(x.shape.back()), x.dtype));
-      needed.push_back(scalar(static_cast<double>(*eps), x.dtype));
+      needed.push_back(scalar(static_cast<double>(x.shape.back()), arithmetic_dtype(x.dtype)));
+      needed.push_back(scalar(static_cast<double>(*eps), arithmetic_dtype(x.dtype)));
     }
   }
   const std::vector<int> constants = needed.empty() ? std::vector<int>{} : add_constants(g, std::move(needed));
@@ -214,10 +221,11 @@ void expand_row_primitives(Graph& g, bool shapeless) {
       nodes.push_back(std::move(n));
       continue;
     }
-    const int x = n.args[0];
-    const Shape shape = g.values[static_cast<size_t>(x)].shape;
+    const int x_in = n.args[0];
+    const Shape shape = g.values[static_cast<size_t>(x_in)].shape;
     const Shape rows = row_shape(shape);
-    const Dtype dtype = g.values[static_cast<size_t>(x)].dtype;
+    const Dtype stored = g.values[static_cast<size_t>(x_in)].dtype;
+    const Dtype dtype = arithmetic_dtype(stored);
     const std::vector<int> last{static_cast<int>(shape.size()) - 1};
     // A node of the composition; the last one writes the replaced node's value.
     auto add = [&](Primitive p, std::vector<int> args, const Shape& out, Dtype type, int source = -1,
@@ -233,8 +241,14 @@ void expand_row_primitives(Graph& g, bool shapeless) {
       return add(std::move(p), std::move(args), out, dtype, -1, value);
     };
     auto to_rows = [&](int v, int like) { return add(Broadcast{rows}, {v}, rows, dtype, like); };
-    auto to_shape = [&](int v) { return add(Broadcast{shape}, {v}, shape, dtype, x); };
-    const int out = n.outs[0];
+    auto to_shape = [&](int v) { return add(Broadcast{shape}, {v}, shape, dtype, x_in); };
+    // A 16-bit operand in float32, a weight or bias broadcast first, so that its conversion is a step of the row
+    // kernel rather than a node of its own.
+    const bool half = stored != dtype;
+    auto arithmetic = [&](int v) { return half ? add(AsType{dtype}, {v}, shape, dtype) : v; };
+    auto param = [&](int v) { return arithmetic(add(Broadcast{shape}, {v}, shape, stored, x_in)); };
+    const int x = arithmetic(x_in);
+    const int out = half ? -1 : n.outs[0];
     if (std::holds_alternative<Softmax>(n.primitive)) {
       const int m = op(Reduce{ReduceType::max, last}, {x}, rows);
       const int e = op(Exp{}, {op(Subtract{}, {x, to_shape(m)}, shape)}, shape);
@@ -262,10 +276,13 @@ void expand_row_primitives(Graph& g, bool shapeless) {
       const bool last_step = !has_weight && !has_bias;
       int y = op(Multiply{}, {xc, to_shape(inv)}, shape, last_step ? out : -1);
       if (has_weight) {
-        y = op(Multiply{}, {y, to_shape(n.args[1])}, shape, has_bias ? -1 : out);
+        y = op(Multiply{}, {y, param(n.args[1])}, shape, has_bias ? -1 : out);
       }
       if (has_bias) {
-        op(Add{}, {y, to_shape(n.args[has_weight ? 2 : 1])}, shape, out);
+        y = op(Add{}, {y, param(n.args[has_weight ? 2 : 1])}, shape, out);
+      }
+      if (half) {
+        add(AsType{stored}, {y}, shape, stored, -1, n.outs[0]);
       }
     }
   }

@@ -22,7 +22,10 @@ namespace nuvec::detail {
 
 namespace {
 
-constexpr const char* flags = "-std=c++20 -O3 -march=native -fopenmp-simd -fno-math-errno -fPIC -shared";
+// -fno-trapping-math: nuvec never unmasks floating-point traps nor reads the exception flags, and without the flag GCC
+// keeps a select's untaken arithmetic under masks (GELU's tanh 7% and SiLU 6% slower a lane); values do not change.
+constexpr const char* flags =
+    "-std=c++20 -O3 -march=native -fopenmp-simd -fno-math-errno -fno-trapping-math -fPIC -shared";
 
 std::mutex& jit_mutex() {
   static std::mutex m;
