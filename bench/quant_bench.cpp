@@ -1,15 +1,16 @@
 // quant_bench: times quantized_matmul against its bandwidth floor (decode) and against the float32 matmul (prefill).
 //
-//   bandwidth read_gbs=R copy_gbs=G threads=T   reading 512 MiB (summed, so nothing is written), and a STREAM-like
-//                                               copy of 512 MiB (read + write counted); best of 7, split over T threads
-//   row NAME median_ms=T floor_ms=F ratio=R cached_ms=C ...
-//                                               decode rows: each call takes the next of several copies of the weight
+//   row NAME median_ms=T floor_ms=F ratio=R read_gbs=B cached_ms=C ...
+//                                               decode rows: each call takes another of several copies of the weight
 //                                               (over 96 MiB in all, three times the L3 cache), as a model's layers
-//                                               would, so the weights come from memory; floor = packed weights +
-//                                               scales + biases / read bandwidth. cached_ms: one copy, called again
-//                                               and again (it stays in the L3 cache, so it may beat the floor);
-//                                               float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0, no int8
-//                                               dot products
+//                                               would, so the weights come from memory. floor_ms: reading the packed
+//                                               weights, scales and biases of another copy (every byte summed on
+//                                               nuvec's pool, nothing written), timed turn about with the decodes:
+//                                               this VM's bandwidth moves by 2x within minutes, and a floor measured
+//                                               apart judged the rows by another moment's machine. cached_ms: one
+//                                               copy, called again and again (it stays in the L3 cache, so it may beat
+//                                               the floor); float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0,
+//                                               no int8 dot products
 //   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
@@ -24,12 +25,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace {
@@ -45,57 +44,34 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-constexpr size_t bandwidth_bytes = size_t{512} << 20;
-
-/// The best time (ms) of part(t) run on `threads` threads at once, over 7 repetitions.
-double best_parallel_ms(int threads, const std::function<void(int)>& part) {
-  double best = 1e30;
-  for (int rep = 0; rep < 7; ++rep) {
-    auto t0 = Clock::now();
-    std::vector<std::thread> workers;
-    for (int t = 1; t < threads; ++t) {
-      workers.emplace_back(part, t);
-    }
-    part(0);
-    for (auto& w : workers) {
-      w.join();
-    }
-    best = std::min(best, ms_since(t0));
-  }
-  return best;
-}
-
-/// The copy bandwidth (GB/s, read + write counted) of 512 MiB split over `threads` threads.
-double copy_gbs(int threads) {
-  std::vector<char> src(bandwidth_bytes, 1);
-  std::vector<char> dst(bandwidth_bytes, 2);
-  const size_t chunk = bandwidth_bytes / static_cast<size_t>(threads);
-  const double ms =
-      best_parallel_ms(threads, [&](int t) { std::memcpy(dst.data() + t * chunk, src.data() + t * chunk, chunk); });
-  return 2.0 * static_cast<double>(bandwidth_bytes) / (ms * 1e-3) / 1e9;
-}
-
-/// The read bandwidth (GB/s) of 512 MiB split over `threads` threads: 64-bit words summed in eight independent
-/// chains (the compiler vectorizes it), so that only reads reach memory.
-double read_gbs(int threads) {
-  const size_t words = bandwidth_bytes / sizeof(uint64_t);
-  std::vector<uint64_t> data(words, 1);
-  const size_t chunk = words / static_cast<size_t>(threads);
-  std::vector<uint64_t> sums(static_cast<size_t>(threads));
-  const double ms = best_parallel_ms(threads, [&](int t) {
-    const uint64_t* p = data.data() + t * chunk;
-    uint64_t lane[8] = {};
-    for (size_t i = 0; i + 8 <= chunk; i += 8) {
-      for (int j = 0; j < 8; ++j) {
-        lane[j] += p[i + j];
+/// Reads every byte of the arrays (packed weights, scales, biases) on nuvec's pool: 64-bit words summed in eight
+/// chains per task, so that only reads reach memory. The floor of a decode that streams the same arrays.
+uint64_t read_all(const std::vector<array>& arrays) {
+  std::vector<uint64_t> sums(arrays.size());
+  for (size_t a = 0; a < arrays.size(); ++a) {
+    const auto* words = static_cast<const uint64_t*>(arrays[a].raw_data());
+    const size_t count = arrays[a].nbytes() / sizeof(uint64_t);
+    constexpr size_t block = size_t{1} << 13;  // words per task: 64 KiB
+    std::vector<uint64_t> parts((count + block - 1) / block);
+    nuvec::cpu::parallel_for(parts.size(), 1, [&](size_t b0, size_t b1) {
+      for (size_t b = b0; b < b1; ++b) {
+        uint64_t lane[8] = {};
+        const size_t end = std::min(count, (b + 1) * block);
+        size_t i = b * block;
+        for (; i + 8 <= end; i += 8) {
+          for (int j = 0; j < 8; ++j) {
+            lane[j] += words[i + j];
+          }
+        }
+        for (; i < end; ++i) {
+          lane[0] += words[i];
+        }
+        parts[b] = lane[0] + lane[1] + lane[2] + lane[3] + lane[4] + lane[5] + lane[6] + lane[7];
       }
-    }
-    sums[t] = lane[0] + lane[1] + lane[2] + lane[3] + lane[4] + lane[5] + lane[6] + lane[7];
-  });
-  if (std::accumulate(sums.begin(), sums.end(), uint64_t{0}) != words - words % (8 * threads)) {
-    std::fprintf(stderr, "read bandwidth: wrong sum\n");
+    });
+    sums[a] = std::accumulate(parts.begin(), parts.end(), uint64_t{0});
   }
-  return static_cast<double>(bandwidth_bytes) / (ms * 1e-3) / 1e9;
+  return std::accumulate(sums.begin(), sums.end(), uint64_t{0});
 }
 
 array random_matrix(const nuvec::Shape& shape, std::mt19937& rng) {
@@ -141,9 +117,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: --reps and --rows must be at least 1\n", argv[0]);
     return 2;
   }
-  const int threads = nuvec::cpu::num_threads();
-  const double gbs = read_gbs(threads);
-  std::printf("bandwidth read_gbs=%.2f copy_gbs=%.2f threads=%d\n", gbs, copy_gbs(threads), threads);
+  std::printf("threads %d\n", nuvec::cpu::num_threads());
 
   std::mt19937 rng(7);
   constexpr int k = 4096;
@@ -154,7 +128,6 @@ int main(int argc, char** argv) {
     auto q = nuvec::quantize(w, 64, bits);
     nuvec::eval(q);
     const double bytes = static_cast<double>(q[0].nbytes() + q[1].nbytes() + q[2].nbytes());
-    const double floor_ms = bytes / (gbs * 1e9) * 1e3;
     const auto copies = static_cast<size_t>(std::ceil(double(size_t{96} << 20) / bytes));
     std::vector<std::vector<array>> weights;
     for (size_t c = 0; c < copies; ++c) {
@@ -162,22 +135,35 @@ int main(int argc, char** argv) {
       nuvec::eval(weights.back());
     }
     for (bool transpose : {true, false}) {
-      auto streamed = [&](int rep) {
-        const auto& wq = weights[static_cast<size_t>(rep) % copies];
+      auto decode = [&](const std::vector<array>& wq) {
         return nuvec::quantized_matmul(x, wq[0], wq[1], wq[2], transpose, 64, bits);
       };
-      const double ms = time_ms(reps, streamed);
-      const double cached_ms =
-          time_ms(reps, [&](int) { return nuvec::quantized_matmul(x, q[0], q[1], q[2], transpose, 64, bits); });
-      std::printf("row decode_%dbit_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f cached_ms=%.3f weight_gbs=%.2f",
-                  bits, transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms, cached_ms,
-                  bytes / (ms * 1e-3) / 1e9);
+      // Decodes of one copy and reads of the next, turn about, so that both meet the same state of the machine.
+      decode(weights[0]).eval();
+      std::vector<double> decode_ms;
+      std::vector<double> read_ms;
+      uint64_t checksum = 0;
+      for (int rep = 0; rep < reps; ++rep) {
+        auto t0 = Clock::now();
+        decode(weights[static_cast<size_t>(2 * rep) % copies]).eval();
+        decode_ms.push_back(ms_since(t0));
+        t0 = Clock::now();
+        checksum += read_all(weights[static_cast<size_t>(2 * rep + 1) % copies]);
+        read_ms.push_back(ms_since(t0));
+      }
+      const double ms = median(decode_ms);
+      const double floor_ms = median(read_ms);
+      const double cached_ms = time_ms(reps, [&](int) { return decode(q); });
+      std::printf("row decode_%dbit_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f read_gbs=%.1f cached_ms=%.3f", bits,
+                  transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms, bytes / (floor_ms * 1e-3) / 1e9,
+                  cached_ms);
       if (transpose) {  // the int8 kernels take w (N, K) only
         setenv("NUVEC_QMM_INT8", "0", 1);
-        std::printf(" float_path_ms=%.3f", time_ms(reps, streamed));
+        std::printf(" float_path_ms=%.3f",
+                    time_ms(reps, [&](int rep) { return decode(weights[static_cast<size_t>(rep) % copies]); }));
         unsetenv("NUVEC_QMM_INT8");
       }
-      std::printf("\n");
+      std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
     }
   }
 
