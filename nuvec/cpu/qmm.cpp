@@ -52,6 +52,7 @@ constexpr int64_t gemm_rows = 32;     // from this many rows of x, dequantize ti
 constexpr int64_t tile_cols = 512;    // output columns per dequantized tile (a multiple of every group size)
 constexpr int64_t plain_cols = 1024;  // w (K, N) generic decode: columns per task, so packed rows are read in runs
 constexpr int64_t bytes_per_task = 1 << 16;  // packed weight bytes a thread reads before splitting pays
+constexpr int64_t prefetch_bytes = 1 << 14;  // w (N, K) decode: how far ahead of its rows a task asks for more
 
 /// Rows of x as dense float32, `k` apart.
 struct Rows {
@@ -105,7 +106,7 @@ struct SimdDecode {
   /// sb holds each packed row's scales then biases (2 * groups floats per row).
   template <int RB>
   static void block(const float* xp, const float* xsum, int64_t k, const uint32_t* const* w, const float* sb,
-                    float (&res)[RB][columns]) {
+                    int64_t ahead, float (&res)[RB][columns]) {
     const DF df;
     const hn::RebindToUnsigned<DF> du;
     const hn::RebindToSigned<DF> di;
@@ -131,6 +132,7 @@ struct SimdDecode {
         hn::Vec<hn::RebindToUnsigned<DF>> packed[columns];
         for (int c = 0; c < columns; ++c) {
           packed[c] = hn::LoadU(du, w[c] + g * words_per_group + word);
+          __builtin_prefetch(w[c] + g * words_per_group + word + ahead);
         }
         const float* xb = xp + g * GroupSize + word * values_per_word;
         unroll<values_per_word>([&]<int J>() {
@@ -168,6 +170,9 @@ struct SimdDecode {
     const auto xp = reorder(x);
     const auto xsum = quant::group_sums(x.x, x.count, x.k, GroupSize);
     const int64_t blocks = (n + columns - 1) / columns;
+    // Rows are adjacent: ask for the rows (and their scales) about 16 KiB ahead while a block runs.
+    const int64_t ahead_rows = std::max<int64_t>(columns, prefetch_bytes / (m.words() * 4));
+    const int64_t ahead = ahead_rows * m.words();
     parallel_for(static_cast<size_t>(blocks), task_grain(columns * m.words() * 4), [&](size_t b0, size_t b1) {
       std::vector<float> sb(static_cast<size_t>(columns * 2 * groups));
       for (auto b = static_cast<int64_t>(b0); b < static_cast<int64_t>(b1); ++b) {
@@ -177,6 +182,7 @@ struct SimdDecode {
           w[c] = m.row(col);
           m.load(m.scales, col * groups, groups, sb.data() + c * 2 * groups);
           m.load(m.biases, col * groups, groups, sb.data() + (c * 2 + 1) * groups);
+          quant::prefetch_scales(m, std::min(col + ahead_rows, n - 1));
         }
         const int64_t valid = std::min<int64_t>(columns, n - b * columns);
         auto store = [&]<int RB>(int64_t r0, const float(&res)[RB][columns]) {
@@ -189,12 +195,12 @@ struct SimdDecode {
         int64_t r0 = 0;
         for (; r0 + 2 <= x.count; r0 += 2) {
           float res[2][columns];
-          block<2>(xp.data() + r0 * x.k, xsum.data() + r0 * groups, x.k, w, sb.data(), res);
+          block<2>(xp.data() + r0 * x.k, xsum.data() + r0 * groups, x.k, w, sb.data(), ahead, res);
           store(r0, res);
         }
         if (r0 < x.count) {
           float res[1][columns];
-          block<1>(xp.data() + r0 * x.k, xsum.data() + r0 * groups, x.k, w, sb.data(), res);
+          block<1>(xp.data() + r0 * x.k, xsum.data() + r0 * groups, x.k, w, sb.data(), ahead, res);
           store(r0, res);
         }
       }

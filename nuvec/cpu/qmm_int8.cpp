@@ -304,11 +304,7 @@ struct Int8Decode {
           m.load(m.scales, col * groups, groups, s);
           m.load(m.biases, col * groups, groups, s + groups + lanes);
           scales[c] = s;
-          const int64_t ahead = std::min(col + prefetch_blocks * columns, n - 1);
-          for (int64_t byte = 0; byte < groups * m.item; byte += 64) {
-            __builtin_prefetch(m.scale_row(m.scales, ahead) + byte);
-            __builtin_prefetch(m.scale_row(m.biases, ahead) + byte);
-          }
+          prefetch_scales(m, std::min(col + prefetch_blocks * columns, n - 1));
         }
         const int64_t valid = std::min<int64_t>(columns, n - b * columns);
         // Two rows of x a pass share each unpacked vector of codes; an odd last row goes alone.

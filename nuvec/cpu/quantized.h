@@ -108,6 +108,14 @@ struct Matrix {
   }
 };
 
+/// Asks for the scales and biases of row r of m to be brought into the cache (decode kernels, rows ahead).
+inline void prefetch_scales(const Matrix& m, int64_t r) {
+  for (int64_t byte = 0; byte < m.groups() * m.item; byte += 64) {
+    __builtin_prefetch(m.scale_row(m.scales, r) + byte);
+    __builtin_prefetch(m.scale_row(m.biases, r) + byte);
+  }
+}
+
 /// `a` itself when row-contiguous, else a dense copy.
 array dense(const array& a);
 
