@@ -132,7 +132,7 @@ struct SimdDecode {
         hn::Vec<hn::RebindToUnsigned<DF>> packed[columns];
         for (int c = 0; c < columns; ++c) {
           packed[c] = hn::LoadU(du, w[c] + g * words_per_group + word);
-          __builtin_prefetch(w[c] + g * words_per_group + word + ahead);
+          __builtin_prefetch(w[c] + g * words_per_group + word + ahead, 0, 2);
         }
         const float* xb = xp + g * GroupSize + word * values_per_word;
         unroll<values_per_word>([&]<int J>() {
@@ -170,7 +170,7 @@ struct SimdDecode {
     const auto xp = reorder(x);
     const auto xsum = quant::group_sums(x.x, x.count, x.k, GroupSize);
     const int64_t blocks = (n + columns - 1) / columns;
-    // Rows are adjacent: ask for the rows (and their scales) about 16 KiB ahead while a block runs.
+    // Rows are adjacent: ask for the rows (and their scales) about 16 KiB ahead, into L2, while a block runs.
     const int64_t ahead_rows = std::max<int64_t>(columns, prefetch_bytes / (m.words() * 4));
     const int64_t ahead = ahead_rows * m.words();
     parallel_for(static_cast<size_t>(blocks), task_grain(columns * m.words() * 4), [&](size_t b0, size_t b1) {

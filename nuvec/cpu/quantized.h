@@ -108,11 +108,11 @@ struct Matrix {
   }
 };
 
-/// Asks for the scales and biases of row r of m to be brought into the cache (decode kernels, rows ahead).
+/// Asks for the scales and biases of row r of m to be brought into L2 (decode kernels, rows ahead).
 inline void prefetch_scales(const Matrix& m, int64_t r) {
   for (int64_t byte = 0; byte < m.groups() * m.item; byte += 64) {
-    __builtin_prefetch(m.scale_row(m.scales, r) + byte);
-    __builtin_prefetch(m.scale_row(m.biases, r) + byte);
+    __builtin_prefetch(m.scale_row(m.scales, r) + byte, 0, 2);
+    __builtin_prefetch(m.scale_row(m.biases, r) + byte, 0, 2);
   }
 }
 
