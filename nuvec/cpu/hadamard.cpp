@@ -78,6 +78,12 @@ void transform(C* x, int64_t p, int m, C scale, C* pieces) {
   std::copy_n(x, m * p, pieces);
   constexpr int64_t block = 64 / sizeof(C) * 2;  // two cache lines of columns
   const int8_t* h = hadamard_matrix(m).data();
+  // Row i of H is 2 * (its +1 entries) - (all ones), or the negative with its -1 entries: summing the rarer sign
+  // takes at most m / 2 additions instead of m.
+  int8_t rare[28];  // m is at most 28
+  for (int i = 0; i < m; ++i) {
+    rare[i] = std::count(h + i * m, h + (i + 1) * m, int8_t{1}) <= m / 2 ? 1 : -1;
+  }
   for (int64_t t0 = 0; t0 < p; t0 += block) {
     const int64_t len = std::min(block, p - t0);
     C total[block] = {};
@@ -88,21 +94,17 @@ void transform(C* x, int64_t p, int m, C scale, C* pieces) {
       }
     }
     for (int i = 0; i < m; ++i) {
-      // Row i of H is 2 * (its +1 entries) - (all ones), or the negative with its -1 entries: summing the rarer sign
-      // takes at most m / 2 additions instead of m.
       const int8_t* row = h + i * m;
-      const int plus_count = static_cast<int>(std::count(row, row + m, int8_t{1}));
-      const int8_t rare = plus_count <= m / 2 ? 1 : -1;
       C sum[block] = {};
       for (int j = 0; j < m; ++j) {
-        if (row[j] == rare) {
+        if (row[j] == rare[i]) {
           const C* __restrict piece = pieces + j * p + t0;
           for (int64_t t = 0; t < len; ++t) {
             sum[t] += piece[t];
           }
         }
       }
-      const C sign = rare;
+      const C sign = rare[i];
       C* __restrict out = x + i * p + t0;
       for (int64_t t = 0; t < len; ++t) {
         out[t] = sign * (C{2} * sum[t] - total[t]) * scale;

@@ -26,6 +26,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -176,8 +177,8 @@ template <int Bits, int GroupSize, int Levels>
 struct Int8Decode {
   static constexpr int words_per_group = GroupSize * Bits / 32;
   static constexpr int span = std::max(1, words_per_group / lanes);  // chunks summed before one conversion
-  static constexpr int codes_per_byte = 8 / Bits;
   using Rows = LevelRows<Bits, Levels>;
+  static constexpr int codes_per_byte = Rows::codes_per_byte;
 
   using DF = hn::Full512<float>;
   using DI = hn::Full512<int32_t>;
@@ -196,12 +197,15 @@ struct Int8Decode {
     if constexpr (words_per_group >= lanes) {
       return hn::Set(df, sb[c * lanes / words_per_group]);
     } else {
-      alignas(64) static constexpr int32_t lane_group[lanes] = {
-          0 / words_per_group,  1 / words_per_group,  2 / words_per_group,  3 / words_per_group,
-          4 / words_per_group,  5 / words_per_group,  6 / words_per_group,  7 / words_per_group,
-          8 / words_per_group,  9 / words_per_group,  10 / words_per_group, 11 / words_per_group,
-          12 / words_per_group, 13 / words_per_group, 14 / words_per_group, 15 / words_per_group};
-      return hn::TableLookupLanes(hn::LoadU(df, sb + c * lanes / words_per_group), hn::SetTableIndices(df, lane_group));
+      alignas(64) static constexpr auto lane_group = [] {
+        std::array<int32_t, lanes> group{};
+        for (int l = 0; l < lanes; ++l) {
+          group[static_cast<size_t>(l)] = l / words_per_group;
+        }
+        return group;
+      }();
+      return hn::TableLookupLanes(hn::LoadU(df, sb + c * lanes / words_per_group),
+                                  hn::SetTableIndices(df, lane_group.data()));
     }
   }
 
