@@ -259,6 +259,18 @@ TEST_F(Fusion, LargeOutputsStreamPastTheCaches) {
   EXPECT_TRUE(same_values(flat_out[0], flat_eager[0], 2e-6));
   EXPECT_TRUE(same_values(flat_out[1], flat_eager[1]));
   EXPECT_TRUE(same_values(rows_out[0], rows({x, w})[0], 1e-4));
+  // Outputs of 4, 2 and 1 bytes streamed a line of the narrowest at a time (64 elements), over a length whose halves
+  // start and end inside lines.
+  auto odd = random::uniform(-3.0F, 3.0F, {(1 << 22) + 7}, float32, random::key(7));
+  auto mixed = [](const V& xs) {
+    return V{xs[0] * 2.0F + 1.0F, astype(xs[0] - 1.0F, bfloat16), greater(xs[0], array(0.5F))};
+  };
+  auto mixed_out = compile(mixed)({odd});
+  auto mixed_eager = mixed({odd});
+  EXPECT_EQ(count_primitives(mixed_out, "Compiled"), 1);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(same_values(mixed_out[i], mixed_eager[i])) << i;
+  }
   // Rows streamed block by block: a length that is no multiple of a block (nor of a vector), and rows longer than
   // the caches.
   for (const Shape& shape : {Shape{512, 4099}, Shape{2, 1 << 20}}) {
