@@ -751,7 +751,7 @@ std::string generate_source(const FusedKernel& k) {
   // Large ranges: outputs streamed past the caches, so that an output costs one write of memory instead of a read
   // for ownership plus a write. Elements are computed a line at a time (64 bytes of the narrowest output) into
   // buffers in L1 and each line is streamed out at once: stores spread over the computation, where blocks of 1 KiB
-  // streamed in bursts kept the core waiting on them (medians of 8 runs: GELU 1.52x the floor -> 1.22x, SiLU
+  // streamed in bursts kept the core waiting on them (medians of 8 runs: GELU 1.52x the floor -> 1.2x, SiLU
   // 1.32x -> 1.03x). Plain stores up to the first line boundary of the outputs, and for the rest where they do not
   // share one.
   const auto line = std::to_string(line_length(k, dtypes));
