@@ -315,9 +315,10 @@ RightShiftFn functor(const RightShift&) { return {}; }
 
 // ---------------------------------------------------------------- the kernel
 
-/// out[0..n) = op(a, b) for one run of each input; T is the stored input type.
+/// out[0..n) = op(a, b) for one run of each input; T is the stored input type. `stream`: out is too large for the
+/// caches.
 template <class T, class Op, class S>
-void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b) {
+void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b, bool stream) {
   using C = compute_t<T>;
   using R = decltype(op(std::declval<C>(), std::declval<C>()));
   const bool scalar_a = a.stride == 0;
@@ -325,7 +326,7 @@ void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b) {
   if constexpr (std::same_as<T, C> && std::same_as<S, R>) {
     if ((scalar_a || a.stride == 1) && (scalar_b || b.stride == 1)) {
       // Straight between the buffers, vectorized where possible.
-      apply_binary(op, out, a.ptr, scalar_a, b.ptr, scalar_b, n);
+      apply_binary(op, out, a.ptr, scalar_a, b.ptr, scalar_b, n, stream);
       return;
     }
   }
@@ -364,8 +365,9 @@ void binary_kernel(std::string_view name, const Op& op, const array& a, const ar
     if constexpr (requires(const Op& f, C x) { f(x, x); }) {
       using S = store_t<T, decltype(op(std::declval<C>(), std::declval<C>()))>;
       check_output_dtype<S>(name, out);
+      const bool stream = out.nbytes() >= streaming_bytes;
       elementwise<S, T, T>(
-          out, [&](S* o, int64_t n, Strided<T> x, Strided<T> y) { binary_run(op, o, n, x, y); }, a, b);
+          out, [&](S* o, int64_t n, Strided<T> x, Strided<T> y) { binary_run(op, o, n, x, y, stream); }, a, b);
     } else {
       unsupported_dtype(name, a.dtype());
     }

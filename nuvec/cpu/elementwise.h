@@ -135,20 +135,49 @@ concept VectorBinary = simd::Lane<C> && requires(const Op& op, simd::Vec<C> v) {
   { op(v, v) } -> std::same_as<simd::Vec<C>>;
 };
 
+/// Outputs this large are written with streaming stores: they cannot stay in the caches (L3 is 32 MiB here), and a
+/// streamed line costs one write of memory where a stored one costs a read for ownership and a write.
+inline constexpr size_t streaming_bytes = size_t{32} << 20;
+/// Runs shorter than this keep plain stores even then: a run ends with a fence.
+inline constexpr int64_t streaming_run_bytes = int64_t{64} << 10;
+
+/// Writes out[0, n) a vector at a time: value(i) is the vector of elements i.., value(i, count) that of the last
+/// count < lanes ones. With `stream` (and a long run), the vectors from out's first 64-byte boundary on are streamed.
+template <class C, class Value>
+void store_vectors(C* out, int64_t n, bool stream, const Value& value) {
+  using V = simd::Vec<C>;
+  const auto lanes = static_cast<int64_t>(V::lanes());
+  int64_t i = 0;
+  if (stream && n * static_cast<int64_t>(sizeof(C)) >= streaming_run_bytes) {
+    const auto head = static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(out) % 64) % 64 / sizeof(C));
+    for (; i + lanes <= head; i += lanes) {
+      value(i).store(out + i);
+    }
+    if (i < head) {
+      value(i, head - i).store(out + i, static_cast<size_t>(head - i));
+      i = head;
+    }
+    for (; i + lanes <= n; i += lanes) {
+      value(i).stream(out + i);
+    }
+    hwy::FlushStream();  // order the streamed lines before the caller reports this run done
+  } else {
+    for (; i + lanes <= n; i += lanes) {
+      value(i).store(out + i);
+    }
+  }
+  if (i < n) {
+    value(i, n - i).store(out + i, static_cast<size_t>(n - i));
+  }
+}
+
 /// out[i] = op(x[i]) over contiguous values of the compute type.
 template <class Op, class C, class R>
-void apply_unary(const Op& op, R* out, const C* x, int64_t n) {
+void apply_unary(const Op& op, R* out, const C* x, int64_t n, bool stream = false) {
   if constexpr (VectorUnary<Op, C> && std::same_as<R, C>) {
     using V = simd::Vec<C>;
-    const auto lanes = static_cast<int64_t>(V::lanes());
-    int64_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-      op(V::load(x + i)).store(out + i);
-    }
-    if (i < n) {
-      const auto rest = static_cast<size_t>(n - i);
-      op(V::load(x + i, rest)).store(out + i, rest);
-    }
+    store_vectors(out, n, stream,
+                  [&](int64_t i, auto... count) { return op(V::load(x + i, static_cast<size_t>(count)...)); });
   } else {
     for (int64_t i = 0; i < n; ++i) {
       out[i] = op(x[i]);
@@ -159,26 +188,18 @@ void apply_unary(const Op& op, R* out, const C* x, int64_t n) {
 /// out[i] = op(a[i], b[i]) over contiguous values; a scalar operand (ScalarA or
 /// ScalarB) is one value used for every i.
 template <bool ScalarA, bool ScalarB, class Op, class C, class R>
-void apply_binary(const Op& op, R* out, const C* a, const C* b, int64_t n) {
+void apply_binary(const Op& op, R* out, const C* a, const C* b, int64_t n, bool stream) {
   if constexpr (ScalarA && ScalarB) {
     std::fill_n(out, n, static_cast<R>(op(a[0], b[0])));
   } else if constexpr (VectorBinary<Op, C> && std::same_as<R, C>) {
     using V = simd::Vec<C>;
-    const auto lanes = static_cast<int64_t>(V::lanes());
     const V a0(a[0]);
     const V b0(b[0]);
-    int64_t i = 0;
-    for (; i + lanes <= n; i += lanes) {
-      const V va = ScalarA ? a0 : V::load(a + i);
-      const V vb = ScalarB ? b0 : V::load(b + i);
-      op(va, vb).store(out + i);
-    }
-    if (i < n) {
-      const auto rest = static_cast<size_t>(n - i);
-      const V va = ScalarA ? a0 : V::load(a + i, rest);
-      const V vb = ScalarB ? b0 : V::load(b + i, rest);
-      op(va, vb).store(out + i, rest);
-    }
+    store_vectors(out, n, stream, [&](int64_t i, auto... count) {
+      const V va = ScalarA ? a0 : V::load(a + i, static_cast<size_t>(count)...);
+      const V vb = ScalarB ? b0 : V::load(b + i, static_cast<size_t>(count)...);
+      return op(va, vb);
+    });
   } else {
     const C a0 = a[0];
     const C b0 = b[0];
@@ -202,9 +223,11 @@ void with_flags(const Fn& fn, bool first, Rest... rest) {
 
 /// apply_binary with the scalar flags read at run time.
 template <class Op, class C, class R>
-void apply_binary(const Op& op, R* out, const C* a, bool scalar_a, const C* b, bool scalar_b, int64_t n) {
-  with_flags([&](auto sa, auto sb) { apply_binary<decltype(sa)::value, decltype(sb)::value>(op, out, a, b, n); },
-             scalar_a, scalar_b);
+void apply_binary(const Op& op, R* out, const C* a, bool scalar_a, const C* b, bool scalar_b, int64_t n,
+                  bool stream = false) {
+  with_flags(
+      [&](auto sa, auto sb) { apply_binary<decltype(sa)::value, decltype(sb)::value>(op, out, a, b, n, stream); },
+      scalar_a, scalar_b);
 }
 
 // ---------------------------------------------------------------- the walk

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <type_traits>
 
+#include <hwy/cache_control.h>
+
 #include "nuvec/cpu/highway.h"
 
 namespace nuvec::cpu::simd {
@@ -51,6 +53,8 @@ struct Vec {
   void store(T* p) const { hn::StoreU(raw, Tag(), p); }
   /// Stores the first n < lanes() lanes and leaves the memory after them alone.
   void store(T* p, size_t n) const { hn::BlendedStore(raw, hn::FirstN(Tag(), n), Tag(), p); }
+  /// Stores past the caches to p aligned to the vector's size (hwy::FlushStream orders such stores).
+  void stream(T* p) const { hn::Stream(raw, Tag(), p); }
 
   friend Vec operator+(Vec a, Vec b) { return Vec(hn::Add(a.raw, b.raw)); }
   friend Vec operator-(Vec a, Vec b) { return Vec(hn::Sub(a.raw, b.raw)); }

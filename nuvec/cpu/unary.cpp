@@ -272,14 +272,14 @@ BitwiseInvertFn functor(const BitwiseInvert&) { return {}; }
 
 // ---------------------------------------------------------------- the kernel
 
-/// out[0..n) = op(x) for one run of the input; T is the stored input type.
+/// out[0..n) = op(x) for one run of the input; T is the stored input type. `stream`: out is too large for the caches.
 template <class T, class Op, class S>
-void unary_run(const Op& op, S* out, int64_t n, Strided<T> x) {
+void unary_run(const Op& op, S* out, int64_t n, Strided<T> x, bool stream) {
   using C = compute_t<T>;
   using R = decltype(op(std::declval<C>()));
   if constexpr (std::same_as<T, C> && std::same_as<S, R>) {
     if (x.stride == 1) {
-      apply_unary(op, out, x.ptr, n);  // straight between the buffers, vectorized where possible
+      apply_unary(op, out, x.ptr, n, stream);  // straight between the buffers, vectorized where possible
       return;
     }
   }
@@ -307,8 +307,9 @@ void unary_kernel(std::string_view name, const Op& op, const array& in, array& o
     if constexpr (requires(const Op& f, C x) { f(x); }) {
       using S = store_t<T, decltype(op(std::declval<C>()))>;
       check_output_dtype<S>(name, out);
+      const bool stream = out.nbytes() >= streaming_bytes;
       elementwise<S, T>(
-          out, [&](S* o, int64_t n, Strided<T> x) { unary_run(op, o, n, x); }, in);
+          out, [&](S* o, int64_t n, Strided<T> x) { unary_run(op, o, n, x, stream); }, in);
     } else {
       unsupported_dtype(name, in.dtype());
     }

@@ -791,6 +791,45 @@ TEST(ElementwiseLayout, BinaryOpsOverEveryLayout) {
   }
 }
 
+TEST(ElementwiseLayout, LargeOutputsStreamPastTheCaches) {
+  // Outputs of 32 MiB and more are written with streaming stores from the first 64-byte boundary of each thread's
+  // part (an odd length puts the second part's start inside a line): a unary op, a binary op with an array and
+  // with a scalar operand, an output donated by its input (lines already in cache), and float64; against loops
+  // over the same values here.
+  const int64_t n = (int64_t{1} << 23) + 3;
+  std::mt19937 rng(21);
+  std::uniform_real_distribution<float> dist(-4.0F, 4.0F);
+  std::vector<float> xs(static_cast<size_t>(n));
+  std::vector<float> ys(static_cast<size_t>(n));
+  for (size_t i = 0; i < xs.size(); ++i) {
+    xs[i] = dist(rng);
+    ys[i] = dist(rng);
+  }
+  const array x(xs.begin(), {static_cast<int>(n)}, float32);
+  const array y(ys.begin(), {static_cast<int>(n)}, float32);
+  auto e = exp(x);
+  auto s = add(x, y);
+  auto p = multiply(x, array(2.5F));
+  auto d = sqrt(abs(x));  // abs's output, unread elsewhere, is donated to sqrt
+  auto w = multiply(astype(x, float64), astype(y, float64));
+  eval({e, s, p, d, w});
+  const float* ev = e.data<float>();
+  const float* sv = s.data<float>();
+  const float* pv = p.data<float>();
+  const float* dv = d.data<float>();
+  const double* wv = w.data<double>();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double reference = std::exp(static_cast<double>(xs[i]));
+    wrong += std::abs(ev[i] - reference) > 2.5e-7 * reference ? 1 : 0;
+    wrong += sv[i] != xs[i] + ys[i] ? 1 : 0;
+    wrong += pv[i] != xs[i] * 2.5F ? 1 : 0;
+    wrong += dv[i] != std::sqrt(std::abs(xs[i])) ? 1 : 0;
+    wrong += wv[i] != static_cast<double>(xs[i]) * static_cast<double>(ys[i]) ? 1 : 0;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST(ElementwiseLayout, UnaryOpsOverEveryLayout) {
   std::mt19937 rng(16);
   for (auto dtype : {float32, float64, bfloat16, int16}) {
