@@ -1,8 +1,13 @@
 #include "nuvec/cpu/copy.h"
 
+#include <array>
 #include <bit>
 #include <cstring>
 #include <limits>
+
+#ifdef __AVX__
+#include <immintrin.h>
+#endif
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/kernels.h"
@@ -71,9 +76,41 @@ void convert_run(const From* src, int64_t src_stride, To* dst, int64_t dst_strid
   }
 }
 
-/// A transposing copy (the source is unit-stride along the destination's second
-/// last axis): walked in square tiles so both sides stay in cache. Returns false
-/// when the layout is not of that kind.
+#ifdef __AVX__
+/// Transposes the 8x8 block of 4-byte elements at `in` (rows `in_stride` apart, 32-byte aligned) into the rows of
+/// `out` (`out_stride` apart): unpack pairs, then pairs of pairs, then swap the 128-bit halves.
+inline void transpose_8x8(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
+  __m256 r[8];
+  for (int k = 0; k < 8; ++k) {
+    r[k] = _mm256_load_ps(in + k * in_stride);
+  }
+  __m256 t[8];
+  for (int k = 0; k < 8; k += 2) {
+    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
+    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  }
+  __m256 q[8];
+  for (int k = 0; k < 8; k += 4) {
+    q[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
+    q[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
+    q[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
+    q[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(out + k * out_stride, _mm256_permute2f128_ps(q[k], q[k + 4], 0x20));
+    _mm256_storeu_ps(out + (k + 4) * out_stride, _mm256_permute2f128_ps(q[k], q[k + 4], 0x31));
+  }
+}
+#endif
+
+/// A transposing copy (the source is unit-stride along the destination's second last axis), walked in square
+/// tiles. Each tile's source columns are first copied whole into a buffer in L1, a contiguous read per column:
+/// read in place, the tile's 64 columns lie 64 row strides apart and a power-of-two stride maps them all to the
+/// same few cache sets, which evicted each line before its next use (a 4096x4096 float32 transpose at 8.5x the
+/// time of a copy). From the buffer, 4-byte elements that keep their type move as 8x8 blocks transposed in
+/// registers, others one by one; the next tile's columns are prefetched into L2 meanwhile. A 4096x4096 float32
+/// transpose on 2 cores: 27-31 ms before, 7.5 ms buffered, 5.9-6.9 ms with the prefetch (a copy: 3.5 ms). Returns
+/// false when the layout is not of that kind.
 template <class From, class To>
 bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
   const size_t nd = layout.shape.size();
@@ -98,6 +135,8 @@ bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
   const size_t units = outer * static_cast<size_t>(row_tiles);
   const size_t grain = std::max<size_t>(1, elementwise_grain / static_cast<size_t>(tile * std::max<int64_t>(cols, 1)));
   parallel_for(units, grain, [&](size_t begin, size_t end) {
+    // buffer[c][r]: the tile's column c (source elements along r, contiguous).
+    alignas(64) std::array<std::array<From, tile>, tile> buffer;
     for (size_t unit = begin; unit < end; ++unit) {
       // Offsets of this unit's outer index.
       size_t rem = unit / static_cast<size_t>(row_tiles);
@@ -110,14 +149,37 @@ bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
         out_offset += index * out[i];
       }
       const int64_t r0 = static_cast<int64_t>(unit % static_cast<size_t>(row_tiles)) * tile;
-      const int64_t r1 = std::min(r0 + tile, rows);
+      const int64_t height = std::min(tile, rows - r0);
       for (int64_t c0 = 0; c0 < cols; c0 += tile) {
-        const int64_t c1 = std::min(c0 + tile, cols);
-        for (int64_t r = r0; r < r1; ++r) {
-          const From* src_row = in + in_offset + r;
-          To* dst_row = dst + out_offset + r * out_row;
-          for (int64_t c = c0; c < c1; ++c) {
-            dst_row[c] = cast<To>(src_row[c * src_col]);
+        const int64_t width = std::min(tile, cols - c0);
+        const int64_t next_width = std::min(tile, cols - c0 - tile);  // the next tile's, fetched into L2 meanwhile
+        const auto bytes = height * static_cast<int64_t>(sizeof(From));
+        for (int64_t c = 0; c < width; ++c) {
+          const From* column = in + in_offset + (c0 + c) * src_col + r0;
+          std::memcpy(buffer[c].data(), column, static_cast<size_t>(bytes));
+          if (c < next_width) {
+            for (int64_t k = 0; k < bytes; k += 64) {
+              __builtin_prefetch(reinterpret_cast<const char*>(column + tile * src_col) + k, 0, 2);
+            }
+          }
+        }
+        To* tile_out = dst + out_offset + r0 * out_row + c0;
+#ifdef __AVX__
+        if constexpr (std::is_same_v<From, To> && sizeof(From) == 4) {
+          if (height == tile && width == tile) {
+            for (int64_t r = 0; r < tile; r += 8) {
+              for (int64_t c = 0; c < tile; c += 8) {
+                transpose_8x8(reinterpret_cast<const float*>(&buffer[c][r]), tile,
+                              reinterpret_cast<float*>(tile_out + r * out_row + c), out_row);
+              }
+            }
+            continue;
+          }
+        }
+#endif
+        for (int64_t r = 0; r < height; ++r) {
+          for (int64_t c = 0; c < width; ++c) {
+            tile_out[r * out_row + c] = cast<To>(buffer[c][r]);
           }
         }
       }

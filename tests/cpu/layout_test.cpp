@@ -323,6 +323,27 @@ TEST(LayoutRoll, Errors) {
   EXPECT_ERROR_CONTAINS(roll(array(1), 1, 0), "[roll] Axis 0 is out of bounds");
 }
 
+// ---------------------------------------------------------------- transposing copies
+
+TEST(LayoutTransposingCopy, MatchesNumpyOverWholeAndPartialTiles) {
+  // contiguous() and astype() of a transposed array copy it in 64x64 tiles through a buffer (8x8 blocks in
+  // registers for 4-byte elements that keep their type): whole tiles, edges on both axes, a batch axis, and
+  // conversions.
+  std::mt19937 rng(22);
+  for (auto dtype : {float32, int32, uint32, float64, bfloat16, uint8, complex64}) {
+    for (const Shape& shape : {Shape{3, 131, 70}, Shape{128, 192}, Shape{1, 64, 64}, Shape{65, 7}}) {
+      auto x = random_array(shape, dtype, rng);
+      auto t = shape.size() == 3 ? transpose(x, {0, 2, 1}) : transpose(x);
+      const std::string np_t = shape.size() == 3 ? "np.transpose(a, (0, 2, 1))" : "a.T";
+      EXPECT_TRUE(same_as_numpy(contiguous(t), np_t, {x})) << dtype_name(dtype) << " " << shape_string(shape);
+      if (dtype != complex64) {
+        EXPECT_TRUE(same_as_numpy(astype(t, float32), np_t + ".astype(np.float32)", {x}))
+            << dtype_name(dtype) << " " << shape_string(shape);
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------- flip
 
 TEST(LayoutFlip, MatchesNumpyAndIsAView) {
