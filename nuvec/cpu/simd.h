@@ -6,11 +6,11 @@
 // `Vec<float>` and `Vec<double>` alike (`select` and `T(1)` replace `?:` and
 // literals), and the kernels pick the vector form where a functor has one.
 
+#include <hwy/cache_control.h>
+
 #include <concepts>
 #include <cstddef>
 #include <type_traits>
-
-#include <hwy/cache_control.h>
 
 #include "nuvec/cpu/highway.h"
 
