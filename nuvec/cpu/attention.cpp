@@ -28,6 +28,7 @@
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/row_sum.h"
+#include "nuvec/cpu/softmax_row.h"
 
 // Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
 #include <hwy/contrib/math/math-inl.h>
@@ -169,7 +170,7 @@ void softmax_step(A* s, int64_t kbp, A& m, A& l, A* o, int64_t dv) {
   const auto sv = hn::Set(d, shift);
   auto total = hn::Zero(d);
   for (int64_t j = 0; j < kbp; j += lanes) {
-    const auto e = hn::Exp(d, hn::Sub(hn::LoadU(d, s + j), sv));
+    const auto e = exp_nonpositive(d, hn::Sub(hn::LoadU(d, s + j), sv));
     hn::StoreU(e, d, s + j);
     total = hn::Add(total, e);
   }

@@ -181,7 +181,7 @@ void band_exp(const A* x, int64_t n, int64_t stride, int64_t width, Band<A>& ban
     A* t = tile + i * width;
     for (int64_t j = 0; j < width; j += lanes) {
       const auto mj = hn::Load(d, m + j);
-      const auto e = hn::Exp(d, hn::Sub(hn::Load(d, t + j), hn::IfThenElseZero(hn::IsFinite(mj), mj)));
+      const auto e = exp_nonpositive(d, hn::Sub(hn::Load(d, t + j), hn::IfThenElseZero(hn::IsFinite(mj), mj)));
       hn::Store(e, d, t + j);
       hn::Store(hn::Add(hn::Load(d, s + j), e), d, s + j);
     }
