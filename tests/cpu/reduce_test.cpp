@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "nuvec/cpu/softmax_row.h"
 #include "nuvec/nuvec.h"
 #include "tests/support/reference.h"
 
@@ -728,6 +731,46 @@ TEST(ReduceErrors, BadAxesNameTheOp) {
   auto c = zeros({2}, complex64);
   EXPECT_EQ(error_of([&] { logsumexp(c); }), "[logsumexp] Not supported for complex64 inputs.");
   EXPECT_EQ(error_of([&] { softmax(c); }), "[softmax] Not supported for complex64 inputs.");
+}
+
+TEST(ReduceSpecial, SoftmaxExpIsWithinOneUlpOverItsRange) {
+  // The exp softmax and attention take of x - max <= 0 (cpu/softmax_row.h), against the float nearest e^x: every
+  // 61st float in [-104, 0] (denormal results below -87.3 included), then the edges.
+  namespace hn = cpu::hn;
+  const hn::ScalableTag<float> d;
+  const size_t lanes = hn::Lanes(d);
+  std::vector<float> x;
+  for (uint32_t bits = 0x80000000U; bits <= std::bit_cast<uint32_t>(-104.0F); bits += 61) {
+    x.push_back(std::bit_cast<float>(bits));
+  }
+  x.insert(x.end(), {-104.0F, -103.97F, -87.34F, -87.33F, -1e-30F, -0.0F, 0.0F});
+  x.resize((x.size() + lanes - 1) / lanes * lanes, -1.0F);
+  std::vector<float> e(x.size());
+  for (size_t i = 0; i < x.size(); i += lanes) {
+    hn::StoreU(cpu::exp_nonpositive(d, hn::LoadU(d, x.data() + i)), d, e.data() + i);
+  }
+  auto ulps = [](float a, float b) {
+    return std::abs(static_cast<int64_t>(std::bit_cast<int32_t>(a)) - std::bit_cast<int32_t>(b));
+  };
+  int64_t worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    worst = std::max(worst, ulps(e[i], static_cast<float>(std::exp(static_cast<double>(x[i])))));
+  }
+  EXPECT_LE(worst, 1);
+  // Below -104 (e^x under half the smallest denormal), -inf, NaN, and x > 0 (taken as 0).
+  const std::vector<float> edges = {-105.0F, -1e30F, -std::numeric_limits<float>::infinity(),
+                                    std::numeric_limits<float>::quiet_NaN(), 3.0F};
+  std::vector<float> in(lanes, -1.0F);
+  std::vector<float> out(lanes);
+  for (float v : edges) {
+    in[0] = v;
+    hn::StoreU(cpu::exp_nonpositive(d, hn::LoadU(d, in.data())), d, out.data());
+    if (std::isnan(v)) {
+      EXPECT_TRUE(std::isnan(out[0]));
+    } else {
+      EXPECT_EQ(out[0], v > 0 ? 1.0F : 0.0F) << v;
+    }
+  }
 }
 
 }  // namespace
