@@ -37,7 +37,7 @@ struct Dtype {
 
 inline constexpr int num_dtypes = 14;
 
-inline constexpr Dtype bool_{Dtype::Val::bool_, sizeof(bool)};
+inline constexpr Dtype bool_{Dtype::Val::bool_, sizeof(bool)};  // NOLINT(readability-identifier-naming): MLX's name
 inline constexpr Dtype uint8{Dtype::Val::uint8, sizeof(uint8_t)};
 inline constexpr Dtype uint16{Dtype::Val::uint16, sizeof(uint16_t)};
 inline constexpr Dtype uint32{Dtype::Val::uint32, sizeof(uint32_t)};

@@ -420,6 +420,7 @@ constexpr bool isfinite(bfloat16_t x) { return (x.bits & 0x7f80U) != 0x7f80U; }
 
 namespace std {
 
+// NOLINTBEGIN(readability-identifier-naming): std::numeric_limits spells these names
 /// Limits of IEEE binary16.
 template <>
 struct numeric_limits<nuvec::float16_t> {
@@ -495,5 +496,6 @@ struct numeric_limits<nuvec::bfloat16_t> {
   static constexpr nuvec::bfloat16_t signaling_NaN() noexcept { return nuvec::bfloat16_t::from_bits(0x7fa0); }
   static constexpr nuvec::bfloat16_t denorm_min() noexcept { return nuvec::bfloat16_t::from_bits(0x0001); }
 };
+// NOLINTEND(readability-identifier-naming)
 
 }  // namespace std

@@ -18,42 +18,73 @@ bool is_float(Dtype d) { return d == float32 || d == float64 || d == float16 || 
 
 /// The C++ type values of `d` are computed in.
 std::string compute_type(Dtype d) {
-  if (d == bool_) return "bool";
-  if (d == float32 || d == float16 || d == bfloat16) return "float";
-  if (d == float64) return "double";
-  if (d == uint8) return "uint8_t";
-  if (d == uint16) return "uint16_t";
-  if (d == uint32) return "uint32_t";
-  if (d == uint64) return "uint64_t";
-  if (d == int8) return "int8_t";
-  if (d == int16) return "int16_t";
-  if (d == int32) return "int32_t";
-  if (d == int64) return "int64_t";
+  switch (d.val) {
+    case Dtype::Val::bool_:
+      return "bool";
+    case Dtype::Val::float16:
+    case Dtype::Val::float32:
+    case Dtype::Val::bfloat16:
+      return "float";
+    case Dtype::Val::float64:
+      return "double";
+    case Dtype::Val::uint8:
+      return "uint8_t";
+    case Dtype::Val::uint16:
+      return "uint16_t";
+    case Dtype::Val::uint32:
+      return "uint32_t";
+    case Dtype::Val::uint64:
+      return "uint64_t";
+    case Dtype::Val::int8:
+      return "int8_t";
+    case Dtype::Val::int16:
+      return "int16_t";
+    case Dtype::Val::int32:
+      return "int32_t";
+    case Dtype::Val::int64:
+      return "int64_t";
+    case Dtype::Val::complex64:
+      break;
+  }
   throw_internal("[compile] no generated type for " + std::string(dtype_name(d)) + ".");
 }
 
 /// The C++ type elements of `d` are stored as.
 std::string storage_type(Dtype d) {
-  if (d == float16) return "_Float16";
-  if (d == bfloat16) return "uint16_t";
+  if (d == float16) {
+    return "_Float16";
+  }
+  if (d == bfloat16) {
+    return "uint16_t";
+  }
   return compute_type(d);
 }
 
 std::string load(Dtype d, const std::string& expr) {
-  if (d == float16) return "(float)(" + expr + ")";
-  if (d == bfloat16) return "nv_bf16_load(" + expr + ")";
+  if (d == float16) {
+    return "(float)(" + expr + ")";
+  }
+  if (d == bfloat16) {
+    return "nv_bf16_load(" + expr + ")";
+  }
   return expr;
 }
 
 std::string store(Dtype d, const std::string& expr) {
-  if (d == float16) return "(_Float16)(" + expr + ")";
-  if (d == bfloat16) return "nv_bf16_store(" + expr + ")";
+  if (d == float16) {
+    return "(_Float16)(" + expr + ")";
+  }
+  if (d == bfloat16) {
+    return "nv_bf16_store(" + expr + ")";
+  }
   return expr;
 }
 
 /// A compute value rounded to its 16-bit dtype (identity for other dtypes).
 std::string rounded(Dtype d, const std::string& expr) {
-  if (d == float16 || d == bfloat16) return load(d, store(d, expr));
+  if (d == float16 || d == bfloat16) {
+    return load(d, store(d, expr));
+  }
   return expr;
 }
 
@@ -65,34 +96,72 @@ std::string unary_expr(std::string_view op, Dtype d, const std::string& x) {
   const bool flt = is_float(d);
   const bool integer = is_integer(d);
   const std::string c = compute_type(d);
-  if (op == "Abs") return flt ? fn("__builtin_fabs", d) + "(" + x + ")" : integer ? "nv_abs(" + x + ")" : "";
-  if (op == "Negative") return flt ? "(-" + x + ")" : integer ? "nv_neg(" + x + ")" : "";
+  if (op == "Abs") {
+    return flt ? fn("__builtin_fabs", d) + "(" + x + ")" : integer ? "nv_abs(" + x + ")" : "";
+  }
+  if (op == "Negative") {
+    return flt ? "(-" + x + ")" : integer ? "nv_neg(" + x + ")" : "";
+  }
   if (op == "Sign") {
-    if (flt) return "(" + x + " > 0 ? " + c + "(1) : (" + x + " < 0 ? " + c + "(-1) : " + x + "))";
+    if (flt) {
+      return "(" + x + " > 0 ? " + c + "(1) : (" + x + " < 0 ? " + c + "(-1) : " + x + "))";
+    }
     return integer ? "(" + c + ")((" + x + " > 0) - (" + x + " < 0))" : "";
   }
-  if (op == "Square") return d == bool_ ? x : integer ? "nv_mul(" + x + ", " + x + ")" : "(" + x + " * " + x + ")";
-  if (op == "BitwiseInvert") return integer ? "(" + c + ")(~" + x + ")" : "";
-  if (op == "LogicalNot") return d == bool_ ? "(!" + x + ")" : "";
-  if (!flt) return "";
-  if (op == "Floor") return fn("__builtin_floor", d) + "(" + x + ")";
-  if (op == "Ceil") return fn("__builtin_ceil", d) + "(" + x + ")";
-  if (op == "Round") return fn("__builtin_rint", d) + "(" + x + ")";
-  if (op == "Sqrt") return fn("__builtin_sqrt", d) + "(" + x + ")";
-  if (op == "Rsqrt") return "(" + c + "(1) / " + fn("__builtin_sqrt", d) + "(" + x + "))";
-  if (op == "Reciprocal") return "(" + c + "(1) / " + x + ")";
-  if (op == "IsNaN") return "(" + x + " != " + x + ")";
-  if (op == "IsInf") return "(bool)__builtin_isinf(" + x + ")";
-  if (op == "Sigmoid") return "nv_sigmoid(" + x + ")";
-  if (op == "Tanh" && d != float64) return "nv_tanhf(" + x + ")";
-  if (op == "ErfInv") return "nv_erfinv(" + x + ")";
+  if (op == "Square") {
+    return d == bool_ ? x : integer ? "nv_mul(" + x + ", " + x + ")" : "(" + x + " * " + x + ")";
+  }
+  if (op == "BitwiseInvert") {
+    return integer ? "(" + c + ")(~" + x + ")" : "";
+  }
+  if (op == "LogicalNot") {
+    return d == bool_ ? "(!" + x + ")" : "";
+  }
+  if (!flt) {
+    return "";
+  }
+  if (op == "Floor") {
+    return fn("__builtin_floor", d) + "(" + x + ")";
+  }
+  if (op == "Ceil") {
+    return fn("__builtin_ceil", d) + "(" + x + ")";
+  }
+  if (op == "Round") {
+    return fn("__builtin_rint", d) + "(" + x + ")";
+  }
+  if (op == "Sqrt") {
+    return fn("__builtin_sqrt", d) + "(" + x + ")";
+  }
+  if (op == "Rsqrt") {
+    return "(" + c + "(1) / " + fn("__builtin_sqrt", d) + "(" + x + "))";
+  }
+  if (op == "Reciprocal") {
+    return "(" + c + "(1) / " + x + ")";
+  }
+  if (op == "IsNaN") {
+    return "(" + x + " != " + x + ")";
+  }
+  if (op == "IsInf") {
+    return "(bool)__builtin_isinf(" + x + ")";
+  }
+  if (op == "Sigmoid") {
+    return "nv_sigmoid(" + x + ")";
+  }
+  if (op == "Tanh" && d != float64) {
+    return "nv_tanhf(" + x + ")";
+  }
+  if (op == "ErfInv") {
+    return "nv_erfinv(" + x + ")";
+  }
   static constexpr std::pair<std::string_view, std::string_view> math[] = {
       {"Exp", "exp"},     {"Expm1", "expm1"}, {"Log", "log"},       {"Log2", "log2"},   {"Log10", "log10"},
       {"Log1p", "log1p"}, {"Sin", "sin"},     {"Cos", "cos"},       {"Tan", "tan"},     {"ArcSin", "asin"},
       {"ArcCos", "acos"}, {"ArcTan", "atan"}, {"Sinh", "sinh"},     {"Cosh", "cosh"},   {"Tanh", "tanh"},
       {"ArcSinh", "asinh"}, {"ArcCosh", "acosh"}, {"ArcTanh", "atanh"}, {"Erf", "erf"}};
   for (const auto& [name, call] : math) {
-    if (op == name) return fn(call, d) + "(" + x + ")";
+    if (op == name) {
+      return fn(call, d) + "(" + x + ")";
+    }
   }
   return "";
 }
@@ -106,57 +175,114 @@ std::string binary_expr(const Primitive& p, Dtype d, const std::string& a, const
   const std::string c = compute_type(d);
   auto infix = [&](std::string_view sym) { return "(" + a + " " + std::string(sym) + " " + b + ")"; };
   auto call = [&](std::string_view f) { return std::string(f) + "(" + a + ", " + b + ")"; };
-  if (op == "Add") return boolean ? infix("||") : integer ? call("nv_add") : infix("+");
-  if (op == "Subtract") return boolean ? infix("!=") : integer ? call("nv_sub") : infix("-");
-  if (op == "Multiply") return boolean ? infix("&&") : integer ? call("nv_mul") : infix("*");
-  if (op == "Divide") return boolean ? infix("&&") : integer ? call("nv_floor_divide") : infix("/");
-  if (op == "Remainder") return boolean ? "false" : call("nv_remainder");
+  if (op == "Add") {
+    return boolean ? infix("||") : integer ? call("nv_add") : infix("+");
+  }
+  if (op == "Subtract") {
+    return boolean ? infix("!=") : integer ? call("nv_sub") : infix("-");
+  }
+  if (op == "Multiply") {
+    return boolean ? infix("&&") : integer ? call("nv_mul") : infix("*");
+  }
+  if (op == "Divide") {
+    return boolean ? infix("&&") : integer ? call("nv_floor_divide") : infix("/");
+  }
+  if (op == "Remainder") {
+    return boolean ? "false" : call("nv_remainder");
+  }
   if (op == "Power") {
-    if (boolean) return "(" + a + " || !" + b + ")";
+    if (boolean) {
+      return "(" + a + " || !" + b + ")";
+    }
     return integer ? call("nv_power") : call(fn("pow", d));
   }
   if (op == "Maximum") {
-    if (boolean) return infix("||");
-    if (integer) return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    if (boolean) {
+      return infix("||");
+    }
+    if (integer) {
+      return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    }
     return "((" + a + " > " + b + " || " + a + " != " + a + ") ? " + a + " : " + b + ")";
   }
   if (op == "Minimum") {
-    if (boolean) return infix("&&");
-    if (integer) return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    if (boolean) {
+      return infix("&&");
+    }
+    if (integer) {
+      return "(" + a + " < " + b + " ? " + a + " : " + b + ")";
+    }
     return "((" + a + " < " + b + " || " + a + " != " + a + ") ? " + a + " : " + b + ")";
   }
-  if (op == "LogAddExp") return flt ? call("nv_logaddexp") : "";
-  if (op == "ArcTan2") return flt ? call(fn("atan2", d)) : "";
+  if (op == "LogAddExp") {
+    return flt ? call("nv_logaddexp") : "";
+  }
+  if (op == "ArcTan2") {
+    return flt ? call(fn("atan2", d)) : "";
+  }
   if (op == "Equal") {
     if (flt && std::get<Equal>(p).equal_nan) {
       return "(" + a + " == " + b + " || (" + a + " != " + a + " && " + b + " != " + b + "))";
     }
     return infix("==");
   }
-  if (op == "NotEqual") return infix("!=");
-  if (op == "Greater") return infix(">");
-  if (op == "GreaterEqual") return infix(">=");
-  if (op == "Less") return infix("<");
-  if (op == "LessEqual") return infix("<=");
-  if (op == "LogicalAnd") return boolean ? infix("&&") : "";
-  if (op == "LogicalOr") return boolean ? infix("||") : "";
-  if (op == "BitwiseAnd") return boolean || integer ? "(" + c + ")" + infix("&") : "";
-  if (op == "BitwiseOr") return boolean || integer ? "(" + c + ")" + infix("|") : "";
-  if (op == "BitwiseXor") return boolean || integer ? "(" + c + ")" + infix("^") : "";
-  if (op == "LeftShift") return integer ? call("nv_shift_left") : "";
-  if (op == "RightShift") return integer ? call("nv_shift_right") : "";
+  if (op == "NotEqual") {
+    return infix("!=");
+  }
+  if (op == "Greater") {
+    return infix(">");
+  }
+  if (op == "GreaterEqual") {
+    return infix(">=");
+  }
+  if (op == "Less") {
+    return infix("<");
+  }
+  if (op == "LessEqual") {
+    return infix("<=");
+  }
+  if (op == "LogicalAnd") {
+    return boolean ? infix("&&") : "";
+  }
+  if (op == "LogicalOr") {
+    return boolean ? infix("||") : "";
+  }
+  if (op == "BitwiseAnd") {
+    return boolean || integer ? "(" + c + ")" + infix("&") : "";
+  }
+  if (op == "BitwiseOr") {
+    return boolean || integer ? "(" + c + ")" + infix("|") : "";
+  }
+  if (op == "BitwiseXor") {
+    return boolean || integer ? "(" + c + ")" + infix("^") : "";
+  }
+  if (op == "LeftShift") {
+    return integer ? call("nv_shift_left") : "";
+  }
+  if (op == "RightShift") {
+    return integer ? call("nv_shift_right") : "";
+  }
   return "";
 }
 
 /// numpy's conversion of a compute value of `from` to `to` (as the AsType kernel does), as a compute value.
 std::string convert_expr(Dtype from, Dtype to, const std::string& x) {
-  if (from == to) return x;
+  if (from == to) {
+    return x;
+  }
   const std::string t = compute_type(to);
-  if (to == bool_) return "(" + x + " != 0)";
-  if (to == float16) return from == float64 || !is_float(from) ? "(float)(_Float16)(double)(" + x + ")"
-                                                              : "(float)(_Float16)(" + x + ")";
-  if (to == bfloat16) return "nv_bf16_load(nv_bf16_store((float)(" + x + ")))";
-  if (is_integer(to) && is_float(from)) return "nv_float_to_int<" + t + ">((double)(" + x + "))";
+  if (to == bool_) {
+    return "(" + x + " != 0)";
+  }
+  if (to == float16) {
+    return from == float64 || !is_float(from) ? "(float)(_Float16)(double)(" + x + ")" : "(float)(_Float16)(" + x + ")";
+  }
+  if (to == bfloat16) {
+    return "nv_bf16_load(nv_bf16_store((float)(" + x + ")))";
+  }
+  if (is_integer(to) && is_float(from)) {
+    return "nv_float_to_int<" + t + ">((double)(" + x + "))";
+  }
   return "(" + t + ")(" + x + ")";
 }
 
@@ -165,13 +291,19 @@ std::string step_expr(const FusedStep& s, const std::vector<Dtype>& arg_dtypes, 
   return std::visit(
       [&]<class P>(const P& prim) -> std::string {
         if constexpr (UnaryPrimitive<P>) {
-          if (arg_dtypes[0] != s.dtype && !(P::name == "IsNaN" || P::name == "IsInf")) return "";
+          if (arg_dtypes[0] != s.dtype && !(P::name == "IsNaN" || P::name == "IsInf")) {
+            return "";
+          }
           return unary_expr(P::name, arg_dtypes[0], args[0]);
         } else if constexpr (BinaryPrimitive<P>) {
-          if (arg_dtypes[0] != arg_dtypes[1]) return "";
+          if (arg_dtypes[0] != arg_dtypes[1]) {
+            return "";
+          }
           return binary_expr(s.primitive, arg_dtypes[0], args[0], args[1]);
         } else if constexpr (std::is_same_v<P, Select>) {
-          if (arg_dtypes[0] != bool_ || arg_dtypes[1] != s.dtype || arg_dtypes[2] != s.dtype) return "";
+          if (arg_dtypes[0] != bool_ || arg_dtypes[1] != s.dtype || arg_dtypes[2] != s.dtype) {
+            return "";
+          }
           return "(" + args[0] + " ? " + args[1] + " : " + args[2] + ")";
         } else if constexpr (std::is_same_v<P, AsType>) {
           return convert_expr(arg_dtypes[0], prim.dtype, args[0]);
@@ -432,7 +564,9 @@ std::string step_code(const FusedKernel& k, const std::vector<Dtype>& dtypes, si
   const auto& step = k.steps[s];
   auto value = [](int v) { return name_of('v', static_cast<size_t>(v)); };
   auto sigmoid_of = [&](int v, int x) {
-    if (v < static_cast<int>(n_in)) return false;
+    if (v < static_cast<int>(n_in)) {
+      return false;
+    }
     const auto& arg = k.steps[static_cast<size_t>(v) - n_in];
     return std::holds_alternative<Sigmoid>(arg.primitive) && arg.args[0] == x;
   };
@@ -442,8 +576,12 @@ std::string step_code(const FusedKernel& k, const std::vector<Dtype>& dtypes, si
       dtype_of(step.args[0]) == step.dtype && dtype_of(step.args[1]) == step.dtype) {
     const int a = step.args[0];
     const int b = step.args[1];
-    if (sigmoid_of(b, a)) expr = "nv_silu(" + value(a) + ")";
-    if (sigmoid_of(a, b)) expr = "nv_silu(" + value(b) + ")";
+    if (sigmoid_of(b, a)) {
+      expr = "nv_silu(" + value(a) + ")";
+    }
+    if (sigmoid_of(a, b)) {
+      expr = "nv_silu(" + value(b) + ")";
+    }
   }
   if (expr.empty()) {
     std::vector<Dtype> arg_dtypes;
@@ -490,8 +628,12 @@ std::string generate_rows_source(const FusedKernel& k) {
   int passes = 0;
   for (size_t s = 0; s < k.steps.size(); ++s) {
     int st = 0;
-    for (int a : k.steps[s].args) st = std::max(st, stage[static_cast<size_t>(a)]);
-    if (std::holds_alternative<Reduce>(k.steps[s].primitive)) ++st;
+    for (int a : k.steps[s].args) {
+      st = std::max(st, stage[static_cast<size_t>(a)]);
+    }
+    if (std::holds_alternative<Reduce>(k.steps[s].primitive)) {
+      ++st;
+    }
     stage[n_in + s] = st;
     passes = std::max(passes, st);
   }
@@ -509,7 +651,9 @@ std::string generate_rows_source(const FusedKernel& k) {
       }
     }
     for (size_t s = 0; s < k.steps.size(); ++s) {
-      if (!k.row_values[n_in + s] && stage[n_in + s] <= up_to) body += "      " + expr_of(s);
+      if (!k.row_values[n_in + s] && stage[n_in + s] <= up_to) {
+        body += "      " + expr_of(s);
+      }
     }
     return body;
   };
@@ -578,7 +722,9 @@ std::string generate_rows_source(const FusedKernel& k) {
       std::string finish;
       for (size_t s = 0; s < k.steps.size(); ++s) {
         const auto* reduce = std::get_if<Reduce>(&k.steps[s].primitive);
-        if (reduce == nullptr || stage[n_in + s] != pass) continue;
+        if (reduce == nullptr || stage[n_in + s] != pass) {
+          continue;
+        }
         const auto acc = name_of('a', n_in + s);
         const auto arg = value(static_cast<size_t>(k.steps[s].args[0]));
         const auto c = compute_type(k.steps[s].dtype);
@@ -636,7 +782,9 @@ std::string generate_rows_source(const FusedKernel& k) {
         row_stores += "    " + out + "[r] = " + store(dtypes[v], value(v)) + ";\n";
       } else {
         const auto w = name_of('w', o);
-        if (first.empty()) first = out;
+        if (first.empty()) {
+          first = out;
+        }
         line_starts += " && ((uintptr_t)(" + out + " + r * inner + j0) & 63) == 0";
         stores += "      " + out + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
         buffered += "      " + w + "[j - j0] = " + store(dtypes[v], value(v)) + ";\n";
@@ -648,7 +796,9 @@ std::string generate_rows_source(const FusedKernel& k) {
     // passes leave the memory idle (a layer norm 33% faster on one thread). A prefetch past the input never faults.
     std::string prefetches;
     for (size_t i = 0; unit_reads && i < n_in; ++i) {
-      if (k.row_values[i]) continue;
+      if (k.row_values[i]) {
+        continue;
+      }
       // Inputs broadcast over the rows (a weight) are in cache already: their row stride is 0.
       const auto q = name_of('q', i);
       const auto u = name_of('u', i);
@@ -670,7 +820,9 @@ std::string generate_rows_source(const FusedKernel& k) {
   };
   std::string unit_test = "true";
   for (size_t i = 0; i < n_in; ++i) {
-    if (!k.row_values[i]) unit_test += " && " + name_of('t', i) + " == 1";
+    if (!k.row_values[i]) {
+      unit_test += " && " + name_of('t', i) + " == 1";
+    }
   }
   src += row_steps(0);
   src += "    if (" + unit_test + ") {\n" + row_passes(true) + "    } else {\n" + row_passes(false) + "    }\n";

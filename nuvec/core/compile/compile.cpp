@@ -131,7 +131,9 @@ Function compile(Function fun, CompileState state, bool shapeless) {
     try {
       outs = fun(args);
     } catch (...) {
-      for (size_t i = 0; i < slots.size(); ++i) *slots[i] = saved[i];
+      for (size_t i = 0; i < slots.size(); ++i) {
+        *slots[i] = saved[i];
+      }
       throw;
     }
     for (size_t i = 0; i < slots.size(); ++i) {

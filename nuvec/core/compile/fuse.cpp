@@ -94,17 +94,23 @@ long group_on_cycle(const Graph& g, const std::vector<long>& group, const std::v
   }
   std::vector<size_t> ready;
   for (const auto& [s, d] : indegree) {
-    if (d == 0) ready.push_back(s);
+    if (d == 0) {
+      ready.push_back(s);
+    }
   }
   while (!ready.empty()) {
     size_t s = ready.back();
     ready.pop_back();
     for (size_t t : edges[s]) {
-      if (--indegree[t] == 0) ready.push_back(t);
+      if (--indegree[t] == 0) {
+        ready.push_back(t);
+      }
     }
   }
   for (const auto& [s, d] : indegree) {
-    if (d > 0 && s < n) return static_cast<long>(s);
+    if (d > 0 && s < n) {
+      return static_cast<long>(s);
+    }
   }
   return -1;
 }
@@ -113,7 +119,9 @@ long group_on_cycle(const Graph& g, const std::vector<long>& group, const std::v
 std::vector<GraphNode> sorted(const Graph& g, std::vector<GraphNode> nodes) {
   std::vector<int> producer(g.values.size(), -1);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    for (int o : nodes[i].outs) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    for (int o : nodes[i].outs) {
+      producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    }
   }
   std::vector<int> state(nodes.size(), 0);  // 0 new, 1 on the stack, 2 placed
   std::vector<size_t> order;
@@ -139,7 +147,9 @@ std::vector<GraphNode> sorted(const Graph& g, std::vector<GraphNode> nodes) {
     }
   }
   std::vector<GraphNode> result;
-  for (size_t i : order) result.push_back(std::move(nodes[i]));
+  for (size_t i : order) {
+    result.push_back(std::move(nodes[i]));
+  }
   return result;
 }
 
@@ -150,11 +160,19 @@ std::vector<int> add_constants(Graph& g, std::vector<array> arrays) {
   const int count = static_cast<int>(arrays.size());
   auto shift = [&](int& v) { v += v >= at ? count : 0; };
   for (auto& n : g.nodes) {
-    for (int& a : n.args) shift(a);
-    for (int& o : n.outs) shift(o);
-    if (n.shape_source >= 0) shift(n.shape_source);
+    for (int& a : n.args) {
+      shift(a);
+    }
+    for (int& o : n.outs) {
+      shift(o);
+    }
+    if (n.shape_source >= 0) {
+      shift(n.shape_source);
+    }
   }
-  for (int& o : g.outputs) shift(o);
+  for (int& o : g.outputs) {
+    shift(o);
+  }
   std::vector<int> numbers;
   for (int i = 0; i < count; ++i) {
     auto& c = arrays[static_cast<size_t>(i)];
@@ -203,7 +221,9 @@ void expand_row_primitives(Graph& g, bool shapeless) {
   // The norms' row lengths and epsilons become constants first (numbering values anew), then nodes are expanded.
   std::vector<array> needed;
   for (const auto& n : g.nodes) {
-    if (!expandable(g, n, shapeless)) continue;
+    if (!expandable(g, n, shapeless)) {
+      continue;
+    }
     const float* eps = std::holds_alternative<LayerNorm>(n.primitive) ? &std::get<LayerNorm>(n.primitive).eps
                        : std::holds_alternative<RMSNorm>(n.primitive) ? &std::get<RMSNorm>(n.primitive).eps
                                                                        : nullptr;
@@ -302,10 +322,14 @@ void fuse_graph(Graph& g, bool shapeless) {
   }
   std::vector<int> producer(g.values.size(), -1);
   for (size_t i = 0; i < n; ++i) {
-    for (int o : g.nodes[i].outs) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    for (int o : g.nodes[i].outs) {
+      producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    }
   }
   std::vector<bool> can(n);
-  for (size_t i = 0; i < n; ++i) can[i] = fusable(g, g.nodes[i]);
+  for (size_t i = 0; i < n; ++i) {
+    can[i] = fusable(g, g.nodes[i]);
+  }
   // The number of unfusable nodes on the longest path from the inputs: only nodes of one level join, so no group
   // can leave through an unfusable node and come back.
   std::vector<int> level(n, 0);
@@ -320,7 +344,9 @@ void fuse_graph(Graph& g, bool shapeless) {
   }
   UnionFind uf(n);
   for (size_t i = 0; i < n; ++i) {
-    if (!can[i]) continue;
+    if (!can[i]) {
+      continue;
+    }
     for (int a : g.nodes[i].args) {
       int from = producer[static_cast<size_t>(a)];
       if (from >= 0 && can[static_cast<size_t>(from)] && level[static_cast<size_t>(from)] == level[i] &&
@@ -332,34 +358,48 @@ void fuse_graph(Graph& g, bool shapeless) {
   // Chains of one level and shape that read a common outside value join too: the value is read once.
   std::map<std::pair<int, std::pair<int, Shape>>, size_t> reader;  // (value, (level, shape)) -> a node reading it
   for (size_t i = 0; i < n; ++i) {
-    if (!can[i]) continue;
+    if (!can[i]) {
+      continue;
+    }
     const auto& shape = base_shape(g, g.nodes[i]);
     for (int a : g.nodes[i].args) {
       int from = producer[static_cast<size_t>(a)];
       if (from < 0 || !can[static_cast<size_t>(from)]) {
         auto [it, inserted] = reader.try_emplace({a, {level[i], shape}}, i);
-        if (!inserted) uf.unite(i, it->second);
+        if (!inserted) {
+          uf.unite(i, it->second);
+        }
       }
     }
   }
   std::map<size_t, std::vector<size_t>> members;
   for (size_t i = 0; i < n; ++i) {
-    if (can[i]) members[uf.find(i)].push_back(i);
+    if (can[i]) {
+      members[uf.find(i)].push_back(i);
+    }
   }
   // A group iterates over one shape S: its members have shape S or, with reductions, S's rows.
   std::vector<long> group(n, -1);
   std::map<long, std::pair<Shape, bool>> space;  // group -> (S, row kernel)
   for (const auto& [root, list] : members) {
-    if (list.size() < 2) continue;
+    if (list.size() < 2) {
+      continue;
+    }
     Shape s;
     for (size_t i : list) {
-      if (std::holds_alternative<Reduce>(g.nodes[i].primitive)) s = base_shape(g, g.nodes[i]);
+      if (std::holds_alternative<Reduce>(g.nodes[i].primitive)) {
+        s = base_shape(g, g.nodes[i]);
+      }
     }
     for (size_t i : list) {
       const auto& o = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
-      if (s.empty() && std::holds_alternative<Broadcast>(g.nodes[i].primitive) && !o.empty() && o.back() > 1) s = o;
+      if (s.empty() && std::holds_alternative<Broadcast>(g.nodes[i].primitive) && !o.empty() && o.back() > 1) {
+        s = o;
+      }
     }
-    if (s.empty()) s = g.values[static_cast<size_t>(g.nodes[list.front()].outs[0])].shape;
+    if (s.empty()) {
+      s = g.values[static_cast<size_t>(g.nodes[list.front()].outs[0])].shape;
+    }
     bool rows = false;
     bool valid = true;
     for (size_t i : list) {
@@ -369,19 +409,27 @@ void fuse_graph(Graph& g, bool shapeless) {
       valid = valid && (std::holds_alternative<Reduce>(g.nodes[i].primitive) ? base_shape(g, g.nodes[i]) == s && row
                                                                              : o == s || row);
     }
-    if (!valid) continue;
+    if (!valid) {
+      continue;
+    }
     space[static_cast<long>(root)] = {s, rows};
-    for (size_t i : list) group[i] = static_cast<long>(root);
+    for (size_t i : list) {
+      group[i] = static_cast<long>(root);
+    }
   }
   for (long bad = group_on_cycle(g, group, producer); bad >= 0; bad = group_on_cycle(g, group, producer)) {
     for (auto& x : group) {
-      if (x == bad) x = -1;
+      if (x == bad) {
+        x = -1;
+      }
     }
   }
 
   // Which values are read outside their group (or returned).
   std::vector<bool> read_outside(g.values.size(), false);
-  for (int o : g.outputs) read_outside[static_cast<size_t>(o)] = true;
+  for (int o : g.outputs) {
+    read_outside[static_cast<size_t>(o)] = true;
+  }
   for (size_t i = 0; i < n; ++i) {
     for (int a : g.nodes[i].args) {
       int from = producer[static_cast<size_t>(a)];
@@ -395,14 +443,18 @@ void fuse_graph(Graph& g, bool shapeless) {
   std::map<long, GraphNode> fused;
   std::map<long, size_t> last;
   for (size_t i = 0; i < n; ++i) {
-    if (group[i] >= 0) last[group[i]] = i;
+    if (group[i] >= 0) {
+      last[group[i]] = i;
+    }
   }
   for (const auto& [gid, at] : last) {
     auto kernel = std::make_shared<FusedKernel>();
     std::map<int, int> local;  // graph value -> kernel value
     std::vector<int> inputs;
     for (size_t i = 0; i < n; ++i) {
-      if (group[i] != gid) continue;
+      if (group[i] != gid) {
+        continue;
+      }
       for (int a : g.nodes[i].args) {
         int from = producer[static_cast<size_t>(a)];
         if ((from < 0 || group[static_cast<size_t>(from)] != gid) && !local.contains(a)) {
@@ -424,9 +476,13 @@ void fuse_graph(Graph& g, bool shapeless) {
     }
     GraphNode node{Compiled{}, g.nodes[at].stream, inputs, {}, -1};
     for (size_t i = 0; i < n; ++i) {
-      if (group[i] != gid) continue;
+      if (group[i] != gid) {
+        continue;
+      }
       FusedStep step{g.nodes[i].primitive, {}, g.values[static_cast<size_t>(g.nodes[i].outs[0])].dtype};
-      for (int a : g.nodes[i].args) step.args.push_back(local.at(a));
+      for (int a : g.nodes[i].args) {
+        step.args.push_back(local.at(a));
+      }
       const int out = g.nodes[i].outs[0];
       local[out] = kernel->num_inputs + static_cast<int>(kernel->steps.size());
       kernel->steps.push_back(std::move(step));
