@@ -486,7 +486,7 @@ array conv_general(array input, array weight, std::vector<int> stride = {}, std:
                    std::vector<int> padding_hi = {}, std::vector<int> kernel_dilation = {},
                    std::vector<int> input_dilation = {}, int groups = 1, bool flip = false, StreamOrDevice s = {});
 /// conv_general with the same padding on both sides of each axis.
-// NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
+// NOLINTBEGIN(performance-unnecessary-value-param): MLX's signature; padding goes to both sides
 inline array conv_general(const array& input, const array& weight, std::vector<int> stride = {},
                           std::vector<int> padding = {}, std::vector<int> kernel_dilation = {},
                           std::vector<int> input_dilation = {}, int groups = 1, bool flip = false,
@@ -494,6 +494,7 @@ inline array conv_general(const array& input, const array& weight, std::vector<i
   return conv_general(input, weight, std::move(stride), padding, padding, std::move(kernel_dilation),
                       std::move(input_dilation), groups, flip, s);
 }
+// NOLINTEND(performance-unnecessary-value-param)
 /// 1-d convolution of (N, W, C_in) with (C_out, K, C_in / groups).
 array conv1d(const array& input, const array& weight, int stride = 1, int padding = 0, int dilation = 1, int groups = 1,
              StreamOrDevice s = {});

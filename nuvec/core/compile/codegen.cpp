@@ -14,6 +14,15 @@ namespace nuvec::detail {
 
 namespace {
 
+/// Its arguments (strings and string literals) joined in one allocation, for the code built up in loops.
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string out;
+  out.reserve((std::string_view(parts).size() + ...));
+  (out += ... += parts);
+  return out;
+}
+
 bool is_float(Dtype d) { return d == float32 || d == float64 || d == float16 || d == bfloat16; }
 
 /// The C++ type values of `d` are computed in.
@@ -675,7 +684,7 @@ std::string generate_rows_source(const FusedKernel& k) {
   }
   for (size_t o = 0; o < k.outputs.size(); ++o) {
     const auto t = storage_type(dtypes[static_cast<size_t>(k.outputs[o])]);
-    src += "  " + t + "* __restrict " + name_of('o', o) + " = (" + t + "*)out[" + std::to_string(o) + "];\n";
+    src += cat("  ", t, "* __restrict ", name_of('o', o), " = (", t, "*)out[", std::to_string(o), "];\n");
   }
   src += "  const int64_t inner = shape[ndim - 1];\n  int64_t index[64] = {0};\n";
   src += "  const bool stream_rows = (end - begin) * inner >= nv_stream_min;\n";
@@ -735,33 +744,34 @@ std::string generate_rows_source(const FusedKernel& k) {
           const std::string identity = sum ? "0" : "1";
           if (simd) {
             const auto total = name_of('z', n_in + s);
-            accumulators += "    " + c + " " + acc + "[nv_lanes];\n    for (int64_t l = 0; l < nv_lanes; ++l) " + acc +
-                            "[l] = " + identity + ";\n";
-            updates += "      " + acc + "[l]" + op + arg + ";\n";
-            finish += "    " + c + " " + total + " = " + identity + ";\n    _Pragma(\"omp simd reduction(" +
-                      (sum ? "+" : "*") + ":" + total + ")\")\n    for (int64_t l = 0; l < nv_lanes; ++l) " + total +
-                      op + acc + "[l];\n" + result + total + ";\n";
+            accumulators += cat("    ", c, " ", acc, "[nv_lanes];\n    for (int64_t l = 0; l < nv_lanes; ++l) ", acc,
+                                "[l] = ", identity, ";\n");
+            updates += cat("      ", acc, "[l]", op, arg, ";\n");
+            finish += cat("    ", c, " ", total, " = ", identity, ";\n    _Pragma(\"omp simd reduction(",
+                          sum ? "+" : "*", ":", total, ")\")\n    for (int64_t l = 0; l < nv_lanes; ++l) ", total, op,
+                          acc, "[l];\n", result, total, ";\n");
           } else {
-            accumulators += "    " + c + " " + acc + " = " + identity + ";\n";
-            updates += "      " + acc + op + arg + ";\n";
+            accumulators += cat("    ", c, " ", acc, " = ", identity, ";\n");
+            updates += cat("      ", acc, op, arg, ";\n");
             finish += result + acc + ";\n";
           }
         } else {
           const bool max = reduce->type == ReduceType::max;
           const std::string beats = max ? " > " : " < ";
-          accumulators += "    " + c + " " + acc + " = " + (max ? "-" : "") + "__builtin_inf();\n";
-          updates += "      " + acc + " = (" + arg + beats + acc + " || " + arg + " != " + arg + " || " + acc + " != " +
-                     acc + ") ? (" + acc + " != " + acc + " ? " + acc + " : " + arg + ") : " + acc + ";\n";
+          accumulators += cat("    ", c, " ", acc, " = ", max ? "-" : "", "__builtin_inf();\n");
+          updates += cat("      ", acc, " = (", arg, beats, acc, " || ", arg, " != ", arg, " || ", acc, " != ", acc,
+                         ") ? (", acc, " != ", acc, " ? ", acc, " : ", arg, ") : ", acc, ";\n");
           finish += result + acc + ";\n";
         }
       }
       body += accumulators;
       if (simd) {
-        body += "    {\n    int64_t j0 = 0;\n    for (; j0 + nv_lanes <= inner; j0 += nv_lanes) {\n"
+        body +=
+            cat("    {\n    int64_t j0 = 0;\n    for (; j0 + nv_lanes <= inner; j0 += nv_lanes) {\n"
                 "    _Pragma(\"omp simd\")\n    for (int64_t l = 0; l < nv_lanes; ++l) {\n"
-                "      const int64_t j = j0 + l;\n" +
-                element_body(pass - 1) + updates + "    }\n    }\n    for (int64_t j = j0; j < inner; ++j) {\n" +
-                "      const int64_t l = j - j0;\n" + element_body(pass - 1) + updates + "    }\n    }\n";
+                "      const int64_t j = j0 + l;\n",
+                element_body(pass - 1), updates, "    }\n    }\n    for (int64_t j = j0; j < inner; ++j) {\n",
+                "      const int64_t l = j - j0;\n", element_body(pass - 1), updates, "    }\n    }\n");
       } else {
         body += "    for (int64_t j = 0; j < inner; ++j) {\n" + element_body(pass - 1) + updates + "    }\n";
       }
@@ -788,7 +798,7 @@ std::string generate_rows_source(const FusedKernel& k) {
         line_starts += " && ((uintptr_t)(" + out + " + r * inner + j0) & 63) == 0";
         stores += "      " + out + "[r * inner + j] = " + store(dtypes[v], value(v)) + ";\n";
         buffered += "      " + w + "[j - j0] = " + store(dtypes[v], value(v)) + ";\n";
-        streams += "      nv_stream_lines(" + out + " + r * inner + j0, " + w + ", sizeof(" + w + "));\n";
+        streams += cat("      nv_stream_lines(", out, " + r * inner + j0, ", w, ", sizeof(", w, "));\n");
       }
     }
     // While a streamed row is written, the next row of each element input (rows one stride further) is fetched
@@ -802,8 +812,8 @@ std::string generate_rows_source(const FusedKernel& k) {
       // Inputs broadcast over the rows (a weight) are in cache already: their row stride is 0.
       const auto q = name_of('q', i);
       const auto u = name_of('u', i);
-      prefetches += "      if (" + u + " != 0) {\n        for (int64_t c = 0; c < " + block + " * (int64_t)sizeof(*" + q +
-                    "); c += 64) __builtin_prefetch((const char*)(" + q + " + " + u + " + j0) + c, 0, 2);\n      }\n";
+      prefetches += cat("      if (", u, " != 0) {\n        for (int64_t c = 0; c < ", block, " * (int64_t)sizeof(*", q,
+                        "); c += 64) __builtin_prefetch((const char*)(", q, " + ", u, " + j0) + c, 0, 2);\n      }\n");
     }
     if (!stores.empty()) {
       const auto element_stores = element_body(passes) + stores;
@@ -870,7 +880,7 @@ std::string generate_source(const FusedKernel& k) {
     }
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       const auto t = storage_type(dtypes[static_cast<size_t>(k.outputs[o])]);
-      body += "  " + t + "* __restrict o" + std::to_string(o) + " = (" + t + "*)out[" + std::to_string(o) + "];\n";
+      body += cat("  ", t, "* __restrict o", std::to_string(o), " = (", t, "*)out[", std::to_string(o), "];\n");
     }
   };
   auto call = [&](const std::vector<std::string>& reads) {
@@ -918,9 +928,10 @@ std::string generate_source(const FusedKernel& k) {
     const auto out = name_of('o', o);
     const auto w = name_of('w', o);
     line_starts += " && ((uintptr_t)(" + out + " + i) & 63) == 0";
-    buffers += "    alignas(64) " + storage_type(dtypes[static_cast<size_t>(k.outputs[o])]) + " " + w + "[" + line + "];\n";
+    buffers +=
+        cat("    alignas(64) ", storage_type(dtypes[static_cast<size_t>(k.outputs[o])]), " ", w, "[", line, "];\n");
     block_call += w + ", ";
-    streams += "      nv_stream_lines(" + out + " + i, " + w + ", sizeof(" + w + "));\n";
+    streams += cat("      nv_stream_lines(", out, " + i, ", w, ", sizeof(", w, "));\n");
   }
   src += "  int64_t i = begin;\n  for (; i < end && ((uintptr_t)(o0 + i) & 63) != 0; ++i) {\n    " + call(reads) +
          "i);\n  }\n";
@@ -942,9 +953,9 @@ std::string generate_source(const FusedKernel& k) {
   reads.clear();
   for (size_t i = 0; i < n_in; ++i) {
     const auto s = std::to_string(i);
-    src += "    const " + storage_type(dtypes[i]) + "* __restrict q" + s + " = p" + s + " + off[" + s + "];\n";
-    src += "    const int64_t t" + s + " = ndim > 0 ? strides[" + s + " * ndim + ndim - 1] : 0;\n";
-    reads.push_back("q" + s + "[j * t" + s + "]");
+    src += cat("    const ", storage_type(dtypes[i]), "* __restrict q", s, " = p", s, " + off[", s, "];\n");
+    src += cat("    const int64_t t", s, " = ndim > 0 ? strides[", s, " * ndim + ndim - 1] : 0;\n");
+    reads.push_back(cat("q", s, "[j * t", s, "]"));
   }
   src += "    const int64_t base = r * inner;\n";
   src += "    for (int64_t j = 0; j < inner; ++j) {\n      " + call(reads) + "base + j);\n    }\n";

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 
 #include "nuvec/core/compile/graph.h"
 #include "nuvec/core/error.h"
@@ -118,7 +119,7 @@ Function compile(Function fun, bool shapeless) {
 Function compile(Function fun, CompileState state, bool shapeless) {
   // The state travels as extra inputs after the arguments and extra outputs after the results. While tracing, the
   // state slots hold the stand-ins, so the function reads and replaces them as it would the real arrays.
-  auto with_state = [fun, state](const std::vector<array>& all) {
+  auto with_state = [fun = std::move(fun), state](const std::vector<array>& all) {
     auto slots = state();
     const size_t num_args = all.size() - slots.size();
     std::vector<array> saved;
@@ -143,7 +144,7 @@ Function compile(Function fun, CompileState state, bool shapeless) {
     return outs;
   };
   auto compiled = compile(Function(with_state), shapeless);
-  return [compiled, state](const std::vector<array>& args) {
+  return [compiled, state = std::move(state)](const std::vector<array>& args) {
     auto slots = state();
     std::vector<array> all(args);
     for (auto* s : slots) {

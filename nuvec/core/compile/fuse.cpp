@@ -147,6 +147,7 @@ std::vector<GraphNode> sorted(const Graph& g, std::vector<GraphNode> nodes) {
     }
   }
   std::vector<GraphNode> result;
+  result.reserve(order.size());
   for (size_t i : order) {
     result.push_back(std::move(nodes[i]));
   }
