@@ -45,10 +45,6 @@ constexpr size_t grain_elements = size_t{1} << 15;
 // ---------------------------------------------------------------- keys
 
 template <class T>
-constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-template <class T>
-constexpr bool is_float_v = std::is_floating_point_v<T> || is_half_v<T>;
-template <class T>
 constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
 
 /// The unsigned key of T's width.

@@ -292,7 +292,7 @@ std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* bl
   auto* b = static_cast<float*>(biases.raw_data());
   size_t n_blocks = shape_size(shape) / info.block_elems;
   size_t groups_per_block = info.block_elems / info.group;
-  uint8_t codes[256];
+  uint8_t codes[256] = {};
   // Each row's bit stream starts on a word boundary: K * bits is a multiple of 32 because K is a multiple of 32.
   uint64_t bit = 0;
   for (size_t i = 0; i < n_blocks; ++i) {
