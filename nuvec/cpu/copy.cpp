@@ -11,6 +11,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -158,9 +159,7 @@ bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
           const From* column = in + in_offset + (c0 + c) * src_col + r0;
           std::memcpy(buffer[c].data(), column, static_cast<size_t>(bytes));
           if (c < next_width) {
-            for (int64_t k = 0; k < bytes; k += 64) {
-              __builtin_prefetch(reinterpret_cast<const char*>(column + tile * src_col) + k, 0, 2);
-            }
+            prefetch_l2(column + tile * src_col, bytes);
           }
         }
         To* tile_out = dst + out_offset + r0 * out_row + c0;

@@ -27,6 +27,7 @@
 #include "nuvec/cpu/gemm.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/quantized.h"
 #include "nuvec/cpu/row_sum.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -282,14 +283,6 @@ void decode_transposed(const Rows& x, const Matrix& m, float* out) {
 }
 
 // ---------------------------------------------------------------- decode, w (K, N): SIMD for 2, 4 and 8 bits
-
-/// Asks for `bytes` from p to be brought into the L2 cache.
-void prefetch_l2(const void* p, int64_t bytes) {
-  const auto* c = static_cast<const char*>(p);
-  for (int64_t i = 0; i < bytes; i += 64) {
-    __builtin_prefetch(c + i, 0, 2);
-  }
-}
 
 /// x @ w for w (K, N) quantized along N. A "line" is L consecutive packed words of a row (one vector; a cache line
 /// with AVX-512); a task owns a block of lines and a range of K, and streams that block down its rows with the

@@ -24,6 +24,7 @@
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -704,15 +705,6 @@ class ColumnAccumulator {
   std::vector<std::unique_ptr<Acc[]>> pool_;
 };
 
-/// Fetches `width` elements from `row` into L2.
-template <class T>
-void prefetch_row(const T* row, int64_t width) {
-  const auto* bytes = reinterpret_cast<const char*>(row);
-  for (int64_t k = 0; k < width * static_cast<int64_t>(sizeof(T)); k += 64) {
-    __builtin_prefetch(bytes + k, 0, 2);
-  }
-}
-
 template <class R>
 void column_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan) {
   using Acc = typename R::Acc;
@@ -742,11 +734,12 @@ void column_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan
       const auto* x0 = x + element_offset(k * static_cast<size_t>(cols), plan.kept.shape, plan.kept.strides[0]) + j0;
       const int64_t r0 = c * rows_per_chunk;
       acc.reset(width);
+      const auto row_bytes = width * static_cast<int64_t>(sizeof(*x0));
       for_each_run(plan.reduced, r0, std::min(n_red, r0 + rows_per_chunk),
                    [&](int64_t offset, int64_t start, int64_t length) {
                      for (int64_t i = 0; i < length; ++i) {
                        if (i + column_prefetch_rows < length) {
-                         prefetch_row(x0 + offset + (i + column_prefetch_rows) * rs, width);
+                         prefetch_l2(x0 + offset + (i + column_prefetch_rows) * rs, row_bytes);
                        }
                        acc.add(x0 + offset + i * rs, start + i);
                      }
