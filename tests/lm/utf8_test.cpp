@@ -1,0 +1,54 @@
+// The tokenizer's UTF-8 and byte-level helpers.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "nuvec/lm/tokenizer/byte_level.h"
+#include "nuvec/lm/tokenizer/utf8.h"
+
+namespace nuvec::lm::detail {
+namespace {
+
+TEST(Utf8, ValidPrefixStopsAtTheFirstMalformedSequence) {
+  EXPECT_EQ(valid_utf8_prefix("abc"), 3u);
+  EXPECT_EQ(valid_utf8_prefix("a\xC3\xA9"), 3u);        // é
+  EXPECT_EQ(valid_utf8_prefix("a\xC3"), 1u);            // cut short
+  EXPECT_EQ(valid_utf8_prefix("a\xC0\x80"), 1u);        // overlong NUL
+  EXPECT_EQ(valid_utf8_prefix("\xED\xA0\x80"), 0u);     // a surrogate
+  EXPECT_EQ(valid_utf8_prefix("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(valid_utf8_prefix("\xF0\x9F\x98\x80!"), 5u);  // an emoji then '!'
+}
+
+TEST(Utf8, CodePointsRoundTrip) {
+  for (char32_t cp : {U'\0', U'A', U'\u00E9', U'\u2581', U'\uFFFD', U'\U0001F600', U'\U0010FFFF'}) {
+    std::string encoded;
+    append_utf8(encoded, cp);
+    size_t pos = 0;
+    EXPECT_EQ(next_code_point(encoded, pos), cp);
+    EXPECT_EQ(pos, encoded.size());
+  }
+  size_t pos = 0;
+  EXPECT_EQ(next_code_point("\xFF", pos), U'\uFFFD');
+  EXPECT_EQ(pos, 1u);
+}
+
+TEST(ByteLevel, AlphabetMatchesGpt2) {
+  // Facts of GPT-2's encoder: the space is U+0120 'Ġ', the newline U+010A 'Ċ', 'A' itself, byte 0xAD U+0143.
+  const auto& chars = byte_level_chars();
+  EXPECT_EQ(chars[' '], "\xC4\xA0");
+  EXPECT_EQ(chars['\n'], "\xC4\x8A");
+  EXPECT_EQ(chars['A'], "A");
+  EXPECT_EQ(chars[0xAD], "\xC5\x83");
+  std::string all;
+  for (int byte = 0; byte < 256; ++byte) {
+    all.push_back(static_cast<char>(byte));
+  }
+  std::string mapped;
+  to_byte_level(all, mapped);
+  EXPECT_EQ(from_byte_level(mapped), all);
+  EXPECT_FALSE(from_byte_level("\xE2\x96\x81").has_value());  // U+2581 is not in the alphabet
+}
+
+}  // namespace
+}  // namespace nuvec::lm::detail
