@@ -4,11 +4,9 @@
 
 #include <cstdio>
 #include <exception>
-#include <functional>
-#include <map>
-#include <stdexcept>
 #include <string>
 
+#include "apps/cli/options.h"
 #include "apps/gpt/train_gpt.h"
 #include "apps/train/trainer.h"
 
@@ -41,56 +39,41 @@ const char* kUsage =
     "  --prompt TEXT --sample N --temperature X   what to sample after training (default \"The \", 400, 0.8)\n"
     "  --seed N\n";
 
-using Setters = std::map<std::string, std::function<void(const std::string&)>>;
-
-/// Applies `--flag value` pairs through the setters; throws naming an unknown flag or a missing value.
-void parse(int argc, char** argv, const Setters& setters) {
-  for (int i = 2; i < argc; ++i) {
-    std::string flag = argv[i];
-    auto found = setters.find(flag);
-    if (found == setters.end()) {
-      throw std::invalid_argument("unknown option " + flag);
-    }
-    if (i + 1 >= argc) {
-      throw std::invalid_argument("option " + flag + " needs a value");
-    }
-    found->second(argv[++i]);
-  }
-}
-
 int run_train(int argc, char** argv) {
   nuvec::train::TrainOptions o;
-  parse(argc, argv,
-        {{"--model", [&](const std::string& v) { o.model = v; }},
-         {"--epochs", [&](const std::string& v) { o.epochs = std::stoi(v); }},
-         {"--batch-size", [&](const std::string& v) { o.batch_size = std::stoi(v); }},
-         {"--lr", [&](const std::string& v) { o.learning_rate = std::stod(v); }},
-         {"--data", [&](const std::string& v) { o.data_dir = v; }},
-         {"--output", [&](const std::string& v) { o.output_dir = v; }},
-         {"--resume", [&](const std::string& v) { o.resume = v; }},
-         {"--stop-after", [&](const std::string& v) { o.stop_after_epochs = std::stoi(v); }},
-         {"--seed", [&](const std::string& v) { o.seed = std::stoull(v); }},
-         {"--limit", [&](const std::string& v) { o.train_limit = std::stoi(v); }}});
+  nuvec::cli::Options()
+      .add("--model", o.model)
+      .add("--epochs", o.epochs)
+      .add("--batch-size", o.batch_size)
+      .add("--lr", o.learning_rate)
+      .add("--data", o.data_dir)
+      .add("--output", o.output_dir)
+      .add("--resume", o.resume)
+      .add("--stop-after", o.stop_after_epochs)
+      .add("--seed", o.seed)
+      .add("--limit", o.train_limit)
+      .parse(argc, argv);
   nuvec::train::train(o);
   return 0;
 }
 
 int run_gpt(int argc, char** argv) {
   nuvec::gpt::GptOptions o;
-  parse(argc, argv,
-        {{"--steps", [&](const std::string& v) { o.steps = std::stoi(v); }},
-         {"--batch-size", [&](const std::string& v) { o.batch_size = std::stoi(v); }},
-         {"--context", [&](const std::string& v) { o.model.context = std::stoi(v); }},
-         {"--layers", [&](const std::string& v) { o.model.layers = std::stoi(v); }},
-         {"--dims", [&](const std::string& v) { o.model.dims = std::stoi(v); }},
-         {"--heads", [&](const std::string& v) { o.model.heads = std::stoi(v); }},
-         {"--lr", [&](const std::string& v) { o.learning_rate = std::stod(v); }},
-         {"--corpus", [&](const std::string& v) { o.corpus_dir = v; }},
-         {"--output", [&](const std::string& v) { o.output_dir = v; }},
-         {"--prompt", [&](const std::string& v) { o.prompt = v; }},
-         {"--sample", [&](const std::string& v) { o.sample_bytes = std::stoi(v); }},
-         {"--temperature", [&](const std::string& v) { o.temperature = std::stof(v); }},
-         {"--seed", [&](const std::string& v) { o.seed = std::stoull(v); }}});
+  nuvec::cli::Options()
+      .add("--steps", o.steps)
+      .add("--batch-size", o.batch_size)
+      .add("--context", o.model.context)
+      .add("--layers", o.model.layers)
+      .add("--dims", o.model.dims)
+      .add("--heads", o.model.heads)
+      .add("--lr", o.learning_rate)
+      .add("--corpus", o.corpus_dir)
+      .add("--output", o.output_dir)
+      .add("--prompt", o.prompt)
+      .add("--sample", o.sample_bytes)
+      .add("--temperature", o.temperature)
+      .add("--seed", o.seed)
+      .parse(argc, argv);
   nuvec::gpt::train_gpt(o);
   return 0;
 }

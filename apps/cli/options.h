@@ -1,0 +1,34 @@
+#pragma once
+
+// The options of one `nuvec` subcommand: `--name value` pairs bound to typed variables, and `--name` switches.
+// Every error names the option: "--lr expects a number, got 'abc'".
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace nuvec::cli {
+
+class Options {
+ public:
+  Options& add(const std::string& name, std::string& target);
+  Options& add(const std::string& name, std::optional<std::string>& target);
+  Options& add(const std::string& name, int& target);
+  Options& add(const std::string& name, uint64_t& target);
+  Options& add(const std::string& name, double& target);
+  Options& add(const std::string& name, float& target);
+  /// A switch: present sets `target` to true.
+  Options& flag(const std::string& name, bool& target);
+
+  /// Reads argv[first], argv[first + 1], ...; throws std::invalid_argument naming an unknown option, a missing
+  /// value, or a value of the wrong kind.
+  void parse(int argc, char** argv, int first = 2) const;
+
+ private:
+  std::map<std::string, std::function<void(const std::string&)>> values_;
+  std::map<std::string, bool*> flags_;
+};
+
+}  // namespace nuvec::cli
