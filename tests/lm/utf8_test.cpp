@@ -1,22 +1,23 @@
 // The tokenizer's UTF-8 and byte-level helpers.
 
+#include "nuvec/lm/tokenizer/utf8.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "nuvec/lm/tokenizer/byte_level.h"
-#include "nuvec/lm/tokenizer/utf8.h"
 
 namespace nuvec::lm::detail {
 namespace {
 
 TEST(Utf8, ValidPrefixStopsAtTheFirstMalformedSequence) {
   EXPECT_EQ(valid_utf8_prefix("abc"), 3u);
-  EXPECT_EQ(valid_utf8_prefix("a\xC3\xA9"), 3u);        // é
-  EXPECT_EQ(valid_utf8_prefix("a\xC3"), 1u);            // cut short
-  EXPECT_EQ(valid_utf8_prefix("a\xC0\x80"), 1u);        // overlong NUL
-  EXPECT_EQ(valid_utf8_prefix("\xED\xA0\x80"), 0u);     // a surrogate
-  EXPECT_EQ(valid_utf8_prefix("\xF4\x90\x80\x80"), 0u);  // past U+10FFFF
+  EXPECT_EQ(valid_utf8_prefix("a\xC3\xA9"), 3u);          // é
+  EXPECT_EQ(valid_utf8_prefix("a\xC3"), 1u);              // cut short
+  EXPECT_EQ(valid_utf8_prefix("a\xC0\x80"), 1u);          // overlong NUL
+  EXPECT_EQ(valid_utf8_prefix("\xED\xA0\x80"), 0u);       // a surrogate
+  EXPECT_EQ(valid_utf8_prefix("\xF4\x90\x80\x80"), 0u);   // past U+10FFFF
   EXPECT_EQ(valid_utf8_prefix("\xF0\x9F\x98\x80!"), 5u);  // an emoji then '!'
 }
 

@@ -30,9 +30,9 @@ struct AddedToken {
 
 /// One piece of the input: an added token's id, or normalized text for the pre-tokenizer and model.
 struct Segment {
-  std::string text;      // the normalized text (empty for a token)
-  int32_t id = -1;       // the added token's id, or -1 for text
-  bool first = false;    // the text starts at the beginning of the input (no token before it)
+  std::string text;    // the normalized text (empty for a token)
+  int32_t id = -1;     // the added token's id, or -1 for text
+  bool first = false;  // the text starts at the beginning of the input (no token before it)
 };
 
 class AddedVocabulary {

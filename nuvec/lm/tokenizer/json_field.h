@@ -4,11 +4,10 @@
 // file, the path to the field and what was wrong: "tokenizer.json: model.merges[3]: expected a string or a pair".
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace nuvec::lm::detail {
 

@@ -21,6 +21,9 @@ class Normalizer {
 
   /// `text` normalized (`text` is valid UTF-8).
   [[nodiscard]] std::string apply(std::string_view text) const;
+  /// `text` normalized; clears `keeps_start` when normalizing drops or moves the start of `text` (so the result
+  /// does not begin at the input's first character, which Metaspace's prepend_scheme "first" depends on).
+  [[nodiscard]] std::string apply(std::string_view text, bool& keeps_start) const;
   /// Whether this is the identity (so the tokenizer can skip it).
   [[nodiscard]] bool identity() const;
 
