@@ -1,6 +1,7 @@
 // The nuvec command:
 //   nuvec train [options]   trains an image classifier on Fashion-MNIST (apps/train)
 //   nuvec gpt [options]     trains a byte-level GPT on the fortunes corpus and samples text (apps/gpt)
+//   nuvec tokenize, detokenize, chat-template   the lm library's tokenizer and chat templates (apps/tokenize)
 
 #include <cstdio>
 #include <exception>
@@ -8,6 +9,7 @@
 
 #include "apps/cli/options.h"
 #include "apps/gpt/train_gpt.h"
+#include "apps/tokenize/commands.h"
 #include "apps/train/trainer.h"
 
 namespace {
@@ -15,6 +17,10 @@ namespace {
 const char* kUsage =
     "usage: nuvec train [options]   train an image classifier on Fashion-MNIST\n"
     "       nuvec gpt [options]     train a byte-level GPT on the fortunes corpus, then sample text\n"
+    "       nuvec tokenize --tokenizer PATH [--add-special-tokens] [--jsonl]\n"
+    "       nuvec detokenize --tokenizer PATH [--skip-special-tokens] [--clean-up-spaces] [--jsonl]\n"
+    "       nuvec chat-template --tokenizer PATH --messages FILE.json [--tools FILE.json] [--vars FILE.json]\n"
+    "                           [--template NAME] [--add-generation-prompt]\n"
     "\n"
     "nuvec train options:\n"
     "  --model NAME        cnn (default) or mlp\n"
@@ -37,7 +43,15 @@ const char* kUsage =
     "  --corpus DIR        fortune files (default /usr/share/games/fortunes)\n"
     "  --output DIR        where the weights go (default runs/gpt)\n"
     "  --prompt TEXT --sample N --temperature X   what to sample after training (default \"The \", 400, 0.8)\n"
-    "  --seed N\n";
+    "  --seed N\n"
+    "\n"
+    "tokenizer commands (PATH: a tokenizer.json, a model folder or a .gguf file):\n"
+    "  tokenize            the text on standard input as one JSON array of ids; --jsonl: each input line a JSON\n"
+    "                      string, each output line its JSON array of ids\n"
+    "  detokenize          a JSON array of ids on standard input as text; --jsonl: each input line a JSON array,\n"
+    "                      each output line a JSON string. --clean-up-spaces: transformers' \" .\" -> \".\" clean-up\n"
+    "  chat-template       prints the prompt the tokenizer's chat template makes of the messages (a JSON list);\n"
+    "                      --vars: a JSON object of more template variables, such as {\"enable_thinking\": false}\n";
 
 int run_train(int argc, char** argv) {
   nuvec::train::TrainOptions o;
@@ -78,6 +92,43 @@ int run_gpt(int argc, char** argv) {
   return 0;
 }
 
+int run_tokenize(int argc, char** argv) {
+  nuvec::tokenize::TokenizeOptions o;
+  nuvec::cli::Options()
+      .add("--tokenizer", o.tokenizer)
+      .flag("--add-special-tokens", o.add_special_tokens)
+      .flag("--jsonl", o.jsonl)
+      .parse(argc, argv);
+  nuvec::tokenize::run_tokenize(o, stdin, stdout);
+  return 0;
+}
+
+int run_detokenize(int argc, char** argv) {
+  nuvec::tokenize::DetokenizeOptions o;
+  nuvec::cli::Options()
+      .add("--tokenizer", o.tokenizer)
+      .flag("--skip-special-tokens", o.skip_special_tokens)
+      .flag("--clean-up-spaces", o.clean_up_spaces)
+      .flag("--jsonl", o.jsonl)
+      .parse(argc, argv);
+  nuvec::tokenize::run_detokenize(o, stdin, stdout);
+  return 0;
+}
+
+int run_chat_template(int argc, char** argv) {
+  nuvec::tokenize::ChatTemplateCommandOptions o;
+  nuvec::cli::Options()
+      .add("--tokenizer", o.tokenizer)
+      .add("--messages", o.messages)
+      .add("--tools", o.tools)
+      .add("--vars", o.vars)
+      .add("--template", o.name)
+      .flag("--add-generation-prompt", o.add_generation_prompt)
+      .parse(argc, argv);
+  nuvec::tokenize::run_chat_template(o, stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -92,6 +143,15 @@ int main(int argc, char** argv) {
     }
     if (command == "gpt") {
       return run_gpt(argc, argv);
+    }
+    if (command == "tokenize") {
+      return run_tokenize(argc, argv);
+    }
+    if (command == "detokenize") {
+      return run_detokenize(argc, argv);
+    }
+    if (command == "chat-template") {
+      return run_chat_template(argc, argv);
     }
     std::fputs(kUsage, stderr);
     return 2;

