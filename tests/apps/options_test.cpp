@@ -1,5 +1,7 @@
 // The command line's option parsing: typed values, switches, and errors that name the option.
 
+#include "apps/cli/options.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -7,8 +9,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "apps/cli/options.h"
 
 namespace nuvec::cli {
 namespace {
