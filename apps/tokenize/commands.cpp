@@ -120,26 +120,8 @@ void run_chat_template(const ChatTemplateCommandOptions& options, std::FILE* out
     throw std::invalid_argument("--messages FILE.json is required (a JSON list of messages)");
   }
   auto tokenizer = load_tokenizer(options.tokenizer);
-  std::string source;
-  if (options.name) {
-    for (const auto& [name, text] : tokenizer.chat_templates()) {
-      if (name == *options.name) {
-        source = text;
-      }
-    }
-    if (source.empty()) {
-      throw std::invalid_argument("the tokenizer has no chat template named '" + *options.name + "'");
-    }
-  } else {
-    source = tokenizer.chat_template();
-    if (source.empty()) {
-      throw std::invalid_argument("the tokenizer has no chat template");
-    }
-  }
   lm::ChatTemplateOptions template_options;
   template_options.add_generation_prompt = options.add_generation_prompt;
-  template_options.bos_token = tokenizer.bos_token().value_or("");
-  template_options.eos_token = tokenizer.eos_token().value_or("");
   if (options.tools) {
     template_options.tools = read_json_file(*options.tools);
   }
@@ -149,7 +131,8 @@ void run_chat_template(const ChatTemplateCommandOptions& options, std::FILE* out
       throw std::invalid_argument(*options.vars + ": expected a JSON object of variables");
     }
   }
-  write(out, lm::ChatTemplate(source).render(read_json_file(options.messages), template_options));
+  write(out,
+        tokenizer.apply_chat_template(read_json_file(options.messages), template_options, options.name.value_or("")));
 }
 
 }  // namespace nuvec::tokenize

@@ -35,6 +35,19 @@ const std::string* TokenizerState::token(int32_t id) const {
   return model.vocab().token(id);
 }
 
+std::shared_ptr<const ChatTemplate> TokenizerState::chat_template(const std::string& name) const {
+  std::lock_guard lock(chat_templates_mutex_);
+  auto& parsed = chat_templates_[name];
+  if (!parsed) {
+    for (const auto& [entry_name, source] : config.chat_templates) {
+      if (entry_name == name) {
+        parsed = std::make_shared<const ChatTemplate>(source);
+      }
+    }
+  }
+  return parsed;
+}
+
 std::string TokenizerState::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
@@ -240,6 +253,32 @@ std::string Tokenizer::chat_template() const {
 
 const std::vector<std::pair<std::string, std::string>>& Tokenizer::chat_templates() const {
   return state_->config.chat_templates;
+}
+
+std::string Tokenizer::apply_chat_template(const nlohmann::ordered_json& messages, ChatTemplateOptions options,
+                                           std::string_view template_name) const {
+  auto has = [&](std::string_view name) {
+    return std::any_of(state_->config.chat_templates.begin(), state_->config.chat_templates.end(),
+                       [&](const auto& entry) { return entry.first == name; });
+  };
+  std::string name(template_name);
+  if (name.empty()) {
+    bool tools = options.tools.is_array() && !options.tools.empty();
+    name = tools && has("tool_use") ? "tool_use" : "default";
+  }
+  if (!has(name)) {
+    throw error(ErrorKind::invalid_argument,
+                state_->config.chat_templates.empty()
+                    ? std::string("[apply_chat_template] the tokenizer has no chat template")
+                    : "[apply_chat_template] the tokenizer has no chat template named '" + name + "'");
+  }
+  if (options.bos_token.empty() && bos_token()) {
+    options.bos_token = *bos_token();
+  }
+  if (options.eos_token.empty() && eos_token()) {
+    options.eos_token = *eos_token();
+  }
+  return state_->chat_template(name)->render(messages, options);
 }
 
 }  // namespace nuvec::lm

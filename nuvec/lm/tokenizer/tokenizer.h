@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/lm/chat_template.h"
 #include "nuvec/lm/tokenizer/streaming_detokenizer.h"
 
 namespace nuvec::lm {
@@ -68,6 +70,13 @@ class Tokenizer {
   [[nodiscard]] std::string chat_template() const;
   /// All chat templates as (name, source); a single template is named "default".
   [[nodiscard]] const std::vector<std::pair<std::string, std::string>>& chat_templates() const;
+  /// The prompt the chat template makes of `messages`, as transformers' apply_chat_template (tokenize=False): the
+  /// template named `template_name`, else "tool_use" when tools are given and the tokenizer has one, else the
+  /// default; the tokenizer's BOS and EOS strings fill `options` where it leaves them empty. Throws when there is
+  /// no such template, and for template errors (with the template's line).
+  [[nodiscard]] std::string apply_chat_template(const nlohmann::ordered_json& messages,
+                                                ChatTemplateOptions options = {},
+                                                std::string_view template_name = {}) const;
 
  private:
   friend Tokenizer make_tokenizer(std::shared_ptr<const detail::TokenizerState> state);

@@ -4,7 +4,9 @@
 // GGUF).
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -46,10 +48,17 @@ struct TokenizerState {
   bool add_bos = false;
   bool add_eos = false;
 
+  /// The chat template named `name`, parsed on first use (a broken template must not stop the tokenizer loading).
+  [[nodiscard]] std::shared_ptr<const ChatTemplate> chat_template(const std::string& name) const;
+
   /// The token of `id`, or null outside the vocabulary.
   [[nodiscard]] const std::string* token(int32_t id) const;
   /// Tokenizer::decode without the clean-up.
   [[nodiscard]] std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
+
+ private:
+  mutable std::mutex chat_templates_mutex_;
+  mutable std::map<std::string, std::shared_ptr<const ChatTemplate>, std::less<>> chat_templates_;
 };
 
 /// Builds a tokenizer from a parsed tokenizer.json (`source` names it in errors) and what tokenizer_config.json or
