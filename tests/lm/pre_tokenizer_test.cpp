@@ -11,7 +11,7 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/lm/tokenizer/normalizer.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 #include "tests/lm/text_reference.h"
 
 namespace nuvec::lm {

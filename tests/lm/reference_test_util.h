@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::test {
 

@@ -1,6 +1,6 @@
 // The tokenizer's UTF-8 and byte-level helpers.
 
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 #include <gtest/gtest.h>
 

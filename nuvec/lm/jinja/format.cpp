@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "nuvec/lm/utf8.h"
+
 namespace nuvec::lm::jinja {
 namespace {
 
@@ -43,7 +45,7 @@ std::string repr_string(const std::string& s) {
     } else if (unprintable(cp)) {
       out += cp < 0x100 ? "\\x" + hex(cp, 2) : "\\u" + hex(cp, 4);
     } else {
-      append_utf8(out, cp);
+      detail::append_utf8(out, cp);
     }
   }
   return out + quote;
@@ -83,7 +85,7 @@ void append_json_string(std::string& out, const std::string& s, bool ensure_asci
             out += "\\u" + hex(cp, 4);
           }
         } else {
-          append_utf8(out, cp);
+          detail::append_utf8(out, cp);
         }
     }
   }

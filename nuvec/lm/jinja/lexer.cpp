@@ -5,6 +5,7 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/lm/jinja/value.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::jinja {
 
@@ -344,13 +345,13 @@ class Lexer {
           ++line_;
           break;
         case 'x':
-          append_utf8(value, hex_value(p, 2)), p += 2;
+          detail::append_utf8(value, hex_value(p, 2)), p += 2;
           break;
         case 'u':
-          append_utf8(value, hex_value(p, 4)), p += 4;
+          detail::append_utf8(value, hex_value(p, 4)), p += 4;
           break;
         case 'U':
-          append_utf8(value, hex_value(p, 8)), p += 8;
+          detail::append_utf8(value, hex_value(p, 8)), p += 8;
           break;
         default:
           value += '\\', value += e;

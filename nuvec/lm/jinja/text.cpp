@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "nuvec/lm/jinja/value.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::jinja {
 namespace {
@@ -166,7 +167,7 @@ std::string replace(const std::string& s, const std::string& old, const std::str
         out += with, ++done;
       }
       if (i < cps.size()) {
-        append_utf8(out, cps[i]);
+        detail::append_utf8(out, cps[i]);
       }
     }
     return out;

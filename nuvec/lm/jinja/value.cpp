@@ -6,6 +6,7 @@
 #include "nuvec/lm/jinja/builtins.h"
 #include "nuvec/lm/jinja/format.h"
 #include "nuvec/lm/overload.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::jinja {
 
@@ -339,45 +340,17 @@ std::vector<Value> iterate(const Value& v) {
 std::u32string to_code_points(const std::string& s) {
   std::u32string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    int len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    char32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
-    if (i + static_cast<size_t>(len) > s.size()) {
-      len = 1, cp = c;  // a cut sequence: keep the byte
-    }
-    for (int k = 1; k < len; ++k) {
-      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
-    }
-    out.push_back(cp);
-    i += static_cast<size_t>(len);
+  for (size_t pos = 0; pos < s.size();) {
+    out.push_back(detail::next_code_point(s, pos));
   }
   return out;
-}
-
-void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
 }
 
 std::string from_code_points(const std::u32string& s) {
   std::string out;
   out.reserve(s.size());
   for (char32_t cp : s) {
-    append_utf8(out, cp);
+    detail::append_utf8(out, cp);
   }
   return out;
 }

@@ -147,6 +147,5 @@ std::vector<Value> iterate(const Value& v);
 /// UTF-8 text as code points and back, for Python's str indexing.
 std::u32string to_code_points(const std::string& s);
 std::string from_code_points(const std::u32string& s);
-void append_utf8(std::string& out, char32_t cp);
 
 }  // namespace nuvec::lm::jinja

@@ -6,7 +6,7 @@
 #include <mutex>
 
 #include "nuvec/lm/tokenizer/unicode.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm {
 

@@ -7,7 +7,7 @@
 #include <span>
 #include <unordered_map>
 
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::detail {
 

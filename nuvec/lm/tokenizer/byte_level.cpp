@@ -1,6 +1,6 @@
 #include "nuvec/lm/tokenizer/byte_level.h"
 
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::detail {
 

@@ -3,9 +3,9 @@
 #include <optional>
 #include <variant>
 
-#include "nuvec/lm/tokenizer/byte_level.h"
 #include "nuvec/lm/overload.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/tokenizer/byte_level.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::detail {
 
@@ -30,21 +30,10 @@ void replace_all(std::string& text, std::string_view from, std::string_view to) 
   text = std::move(out);
 }
 
-// WordPiece's and CTC's clean-up (transformers' list plus " do not" -> " don't").
+// WordPiece's and CTC's clean-up: transformers' list plus " do not" -> " don't".
 std::string wordpiece_cleanup(std::string text) {
-  for (auto [from, to] : {std::pair{" .", "."},
-                          {" ?", "?"},
-                          {" !", "!"},
-                          {" ,", ","},
-                          {" ' ", "'"},
-                          {" n't", "n't"},
-                          {" 'm", "'m"},
-                          {" do not", " don't"},
-                          {" 's", "'s"},
-                          {" 've", "'ve"},
-                          {" 're", "'re"}}) {
-    replace_all(text, from, to);
-  }
+  text = clean_up_tokenization(std::move(text));
+  replace_all(text, " do not", " don't");
   return text;
 }
 

@@ -13,7 +13,7 @@
 #include "nuvec/io/gguf.h"
 #include "nuvec/lm/tokenizer/tokenizer.h"
 #include "nuvec/lm/tokenizer/tokenizer_state.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm {
 

@@ -8,7 +8,7 @@
 #include "nuvec/lm/tokenizer/precompiled.h"
 #include "nuvec/lm/tokenizer/regex.h"
 #include "nuvec/lm/tokenizer/unicode.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm {
 

@@ -3,7 +3,7 @@
 #include <utf8proc.h>
 
 #include "nuvec/core/error.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::detail {
 

@@ -4,7 +4,7 @@
 #include <pcre2.h>
 
 #include "nuvec/core/error.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::detail {
 

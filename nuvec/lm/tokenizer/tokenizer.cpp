@@ -9,7 +9,7 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/lm/tokenizer/tokenizer_state.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm {
 

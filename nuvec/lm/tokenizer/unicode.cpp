@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "nuvec/core/error.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::detail {
 

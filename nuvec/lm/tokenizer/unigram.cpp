@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "nuvec/core/error.h"
-#include "nuvec/lm/tokenizer/utf8.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm::detail {
 

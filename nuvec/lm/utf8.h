@@ -1,6 +1,6 @@
 #pragma once
 
-// UTF-8 helpers shared by the tokenizer's pieces.
+// UTF-8 helpers shared by the lm library (the tokenizer's pieces and the Jinja interpreter).
 
 #include <cstdint>
 #include <string>
