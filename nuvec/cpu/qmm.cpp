@@ -270,6 +270,8 @@ void decode_transposed(const Rows& x, const Matrix& m, float* out) {
     constexpr int Bits = decltype(bits_c)::value;
     if constexpr (32 % Bits == 0) {
       switch (m.group_size) {
+        case 16:
+          return SimdDecode<Bits, 16>::run(x, m, out);
         case 32:
           return SimdDecode<Bits, 32>::run(x, m, out);
         case 64:
@@ -507,6 +509,8 @@ void decode_plain(const Rows& x, const Matrix& m, float* out) {
     constexpr int Bits = decltype(bits_c)::value;
     if constexpr (32 % Bits == 0) {
       switch (m.group_size) {
+        case 16:
+          return decode_columns<Bits, 16>(x, m, out);
         case 32:
           return decode_columns<Bits, 32>(x, m, out);
         case 64:
@@ -601,6 +605,8 @@ void product(const Rows& x, const Matrix& m, bool transpose, int levels, float* 
           prefill(Rows{xp.data(), x.count, x.k}, m, true, &S::dequantize_reordered, out);
         };
         switch (m.group_size) {
+          case 16:
+            return simd.template operator()<16>();
           case 32:
             return simd.template operator()<32>();
           case 64:

@@ -346,6 +346,8 @@ struct Int8Decode {
 template <int Bits, int Levels>
 bool dispatch_group(const float* x, int64_t rows, int64_t k, const Matrix& m, float* out) {
   switch (m.group_size) {
+    case 16:
+      return Int8Decode<Bits, 16, Levels>::run(x, rows, k, m, out);
     case 32:
       return Int8Decode<Bits, 32, Levels>::run(x, rows, k, m, out);
     case 64:

@@ -4,7 +4,7 @@
 //
 // A packed row is a little-endian bit stream: value i occupies bits [i * bits, (i + 1) * bits). Eight values always
 // fill exactly `bits` bytes, so every width (2 to 8) is read and written eight values at a time from `bits` bytes at
-// byte offset (i / 8) * bits; groups (32, 64 or 128 values) start on such a boundary.
+// byte offset (i / 8) * bits; groups (16, 32, 64 or 128 values) start on such a boundary.
 
 #include <cstdint>
 #include <cstring>

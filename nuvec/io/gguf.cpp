@@ -203,7 +203,9 @@ class GGUFReader {
       const auto& t = *info.type;
       if (t.bits == 0) {
         out.first.insert_or_assign(info.name, io::detail::adopt(blob_, at, info.shape, t.dtype));
-      } else if (mode_ == io::GGUFQuantized::packed && t.group == 32) {
+      } else if (mode_ == io::GGUFQuantized::skip) {
+        continue;
+      } else if ((mode_ == io::GGUFQuantized::packed && t.group == 32) || mode_ == io::GGUFQuantized::packed_all) {
         auto packed = io::detail::pack_blocks(t, blob_->data() + at, info.shape);
         std::string base = info.name;
         if (base.size() > 7 && base.substr(base.size() - 7) == ".weight") {

@@ -10,7 +10,10 @@
 //   "<name>" holds the uint32 codes, "<base>.scales" and "<base>.biases" float32 per 32 elements ("<base>" is the
 //   name without a ".weight" suffix), ready for quantized_matmul(x, w, scales, biases, true, 32, bits); the types
 //   with 16-element groups (Q2_K, Q3_K, Q6_K, Q8_K) are dequantized to float32.
+// - packed_all: as packed, and the types with 16-element groups too (scales and biases per 16 elements, for
+//   quantized_matmul with group_size 16).
 // - dequantize: every quantized tensor becomes float32.
+// - skip: quantized tensors are left out (for readers of the metadata, who need not decode the weights).
 // Metadata scalars load as 0-d arrays of their type, numeric arrays as 1-d arrays, strings as std::string, string
 // arrays as std::vector<std::string>; arrays of arrays (which MLX's type cannot hold) load as std::monostate.
 
@@ -40,7 +43,7 @@ void save_gguf(std::string file, std::unordered_map<std::string, array> array_ma
 
 namespace io {
 
-enum class GGUFQuantized { packed, dequantize };
+enum class GGUFQuantized { packed, packed_all, dequantize, skip };
 
 GGUFLoad load_gguf(const std::string& file, GGUFQuantized mode);
 /// Parses GGUF bytes held by a blob.

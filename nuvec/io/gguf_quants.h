@@ -57,8 +57,8 @@ void decode_block(GGMLType type, const unsigned char* block, uint8_t* codes, flo
 
 /// Dequantizes `blocks` (rows of whole blocks) of a quantized type to a float32 array of `shape`.
 array dequantize_blocks(const GGMLTypeInfo& info, const unsigned char* blocks, const Shape& shape);
-/// Repacks `blocks` of a type with 32-element groups as nuvec's affine quantization: {w (uint32, bit stream of
-/// codes, last axis K * bits / 32), scales, biases (float32, last axis K / 32)}.
+/// Repacks `blocks` of a quantized type as nuvec's affine quantization: {w (uint32, bit stream of codes, last axis
+/// K * bits / 32), scales, biases (float32, last axis K / group)}.
 std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* blocks, const Shape& shape);
 
 }  // namespace detail

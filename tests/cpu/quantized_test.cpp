@@ -451,8 +451,9 @@ TEST_F(QuantizedTest, Errors) {
             }),
             "[quantize] The last dimension of the matrix needs to be divisible by the quantization group size 64; "
             "got shape (4,100).");
-  EXPECT_EQ(error_of([&] { quantize(w, 16); }),
-            "[quantize] The requested group size 16 is not supported. The supported group sizes are 32, 64 and 128.");
+  EXPECT_EQ(error_of([&] { quantize(w, 8); }),
+            "[quantize] The requested group size 8 is not supported. The supported group sizes are 16, 32, 64 and "
+            "128.");
   EXPECT_EQ(error_of([&] { quantize(w, 64, 7); }),
             "[quantize] The requested number of bits 7 is not supported. The supported bits are 2, 3, 4, 5, 6 and 8.");
   EXPECT_EQ(error_of([&] { quantize(rand({128}, float32)); }),

@@ -33,9 +33,10 @@ struct Params {
 Params params(const std::string& mode, std::optional<int> group_size, std::optional<int> bits, const char* op) {
   check_mode(mode, op);
   Params p{group_size.value_or(64), bits.value_or(4)};
-  if (p.group_size != 32 && p.group_size != 64 && p.group_size != 128) {
+  // 16 is nuvec's addition to MLX's sizes: GGUF's Q2_K, Q3_K and Q6_K scale groups of 16.
+  if (p.group_size != 16 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128) {
     throw_invalid(tag(op) + "The requested group size " + std::to_string(p.group_size) +
-                  " is not supported. The supported group sizes are 32, 64 and 128.");
+                  " is not supported. The supported group sizes are 16, 32, 64 and 128.");
   }
   if (p.bits < 2 || p.bits > 8 || p.bits == 7) {
     throw_invalid(tag(op) + "The requested number of bits " + std::to_string(p.bits) +
@@ -50,8 +51,8 @@ int check_packed(const array& w, const array& scales, const std::optional<array>
     throw_invalid(tag(op) + "The weight matrix should be uint32; got " + dtype_string(w.dtype()) + ".");
   }
   if (w.ndim() < 2) {
-    throw_invalid(tag(op) + "The weight matrix must have at least 2 dimensions; got shape " +
-                  shape_string(w.shape()) + ".");
+    throw_invalid(tag(op) + "The weight matrix must have at least 2 dimensions; got shape " + shape_string(w.shape()) +
+                  ".");
   }
   if (!biases) {
     throw_invalid(tag(op) + "Biases must be provided for affine quantization.");
@@ -69,9 +70,8 @@ int check_packed(const array& w, const array& scales, const std::optional<array>
   expected.back() = static_cast<int32_t>(unpacked / p.group_size);
   if (scales.shape() != expected || unpacked % p.group_size != 0) {
     throw_invalid(tag(op) + "The shapes of the weight and scales are incompatible based on bits and group_size; " +
-                  "w.shape() == " + shape_string(w.shape()) + " and scales.shape() == " +
-                  shape_string(scales.shape()) + " with group_size=" + std::to_string(p.group_size) +
-                  " and bits=" + std::to_string(p.bits) + ".");
+                  "w.shape() == " + shape_string(w.shape()) + " and scales.shape() == " + shape_string(scales.shape()) +
+                  " with group_size=" + std::to_string(p.group_size) + " and bits=" + std::to_string(p.bits) + ".");
   }
   return static_cast<int>(unpacked);
 }
@@ -94,8 +94,8 @@ ProductDims check_product(const array& x, const array& w, const array& scales, c
   if (x.shape(-1) != k) {
     throw_invalid(tag(op) + "Last dimension of x with shape " + shape_string(x.shape()) + " must match the " +
                   (transpose ? "unpacked last" : "second to last") + " dimension " + std::to_string(k) +
-                  " of the quantized weight with shape " + shape_string(w.shape()) + " (transpose=" +
-                  (transpose ? "true" : "false") + ", bits=" + std::to_string(p.bits) + ").");
+                  " of the quantized weight with shape " + shape_string(w.shape()) +
+                  " (transpose=" + (transpose ? "true" : "false") + ", bits=" + std::to_string(p.bits) + ").");
   }
   const Dtype dtype = promote_types(promote_types(x.dtype(), scales.dtype()), biases->dtype());
   if (!is_floating(dtype)) {
@@ -134,10 +134,8 @@ array gather_product(array x, const array& w, const array& scales, const array& 
   out_shape.push_back(d.n);
   lhs = broadcast_to(lhs, batch, s);
   rhs = broadcast_to(rhs, batch, s);
-  std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(biases, d.dtype, s),
-                            lhs, rhs};
-  return array(out_shape, d.dtype, GatherQMM{p.group_size, p.bits, transpose, sorted}, std::move(inputs),
-               to_stream(s));
+  std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(biases, d.dtype, s), lhs, rhs};
+  return array(out_shape, d.dtype, GatherQMM{p.group_size, p.bits, transpose, sorted}, std::move(inputs), to_stream(s));
 }
 
 }  // namespace
@@ -156,17 +154,20 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size, std::
     throw_invalid("[quantize] The last dimension of the matrix needs to be divisible by the quantization group size " +
                   std::to_string(p.group_size) + "; got shape " + shape_string(w.shape()) + ".");
   }
+  if (int64_t{w.shape(-1)} * p.bits % 32 != 0) {
+    throw_invalid("[quantize] A row of " + std::to_string(w.shape(-1)) + " values of " + std::to_string(p.bits) +
+                  " bits must fill whole 32-bit words; got shape " + shape_string(w.shape()) + ".");
+  }
   Shape packed = w.shape();
   packed.back() = static_cast<int32_t>(int64_t{w.shape(-1)} * p.bits / 32);
   Shape groups = w.shape();
   groups.back() = w.shape(-1) / p.group_size;
-  return array::make_arrays({packed, groups, groups}, {uint32, w.dtype(), w.dtype()},
-                            Quantize{p.group_size, p.bits}, {w}, to_stream(s));
+  return array::make_arrays({packed, groups, groups}, {uint32, w.dtype(), w.dtype()}, Quantize{p.group_size, p.bits},
+                            {w}, to_stream(s));
 }
 
-array dequantize(const array& w, const array& scales, const std::optional<array>& biases,
-                 std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
-                 std::optional<Dtype> dtype, StreamOrDevice s) {
+array dequantize(const array& w, const array& scales, const std::optional<array>& biases, std::optional<int> group_size,
+                 std::optional<int> bits, const std::string& mode, std::optional<Dtype> dtype, StreamOrDevice s) {
   auto p = params(mode, group_size, bits, "dequantize");
   const int unpacked = check_packed(w, scales, biases, p, "dequantize");
   const Dtype out_dtype = dtype.value_or(scales.dtype());
@@ -217,16 +218,16 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
 
 array gather_qmm(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
                  std::optional<array> lhs_indices, std::optional<array> rhs_indices, bool transpose,
-                 std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
-                 bool sorted_indices, StreamOrDevice s) {
+                 std::optional<int> group_size, std::optional<int> bits, const std::string& mode, bool sorted_indices,
+                 StreamOrDevice s) {
   auto p = params(mode, group_size, bits, "gather_qmm");
   auto d = check_product(x, w, scales, biases, transpose, p, "gather_qmm");
   if (x.ndim() < 2) {
     throw_invalid("[gather_qmm] x must have at least 2 dimensions; got shape " + shape_string(x.shape()) + ".");
   }
   if (w.ndim() < 3 && rhs_indices) {
-    throw_invalid("[gather_qmm] rhs_indices need a weight with batch axes; got w of shape " +
-                  shape_string(w.shape()) + ".");
+    throw_invalid("[gather_qmm] rhs_indices need a weight with batch axes; got w of shape " + shape_string(w.shape()) +
+                  ".");
   }
   auto lhs = batch_indices(lhs_indices, x, "lhs_indices", "gather_qmm", s);
   auto rhs = batch_indices(rhs_indices, w, "rhs_indices", "gather_qmm", s);
@@ -236,8 +237,8 @@ array gather_qmm(const array& x, const array& w, const array& scales, const std:
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
 array to_fp8(array x, StreamOrDevice s) {
   if (!is_floating(x.dtype())) {
-    throw_invalid("[to_fp8] Only real floating point inputs can be converted to fp8; got " +
-                  dtype_string(x.dtype()) + ".");
+    throw_invalid("[to_fp8] Only real floating point inputs can be converted to fp8; got " + dtype_string(x.dtype()) +
+                  ".");
   }
   return array(x.shape(), uint8, Fp8Cast{true}, {x}, to_stream(s));
 }

@@ -174,7 +174,7 @@ json spm_merges(const std::vector<std::string>& tokens, const std::vector<double
 }  // namespace
 
 Tokenizer Tokenizer::from_gguf(const std::string& gguf_path) {
-  Metadata metadata = load_gguf(gguf_path).second;
+  Metadata metadata = io::load_gguf(gguf_path, io::GGUFQuantized::skip).second;  // the weights are not needed
   Reader reader(metadata, gguf_path);
   std::string model = reader.string("tokenizer.ggml.model").value_or("");
   std::vector<std::string> tokens = reader.strings("tokenizer.ggml.tokens");
