@@ -39,6 +39,8 @@ class QuantizedEmbedding : public Embedding {
   [[nodiscard]] std::string type_name() const override { return "QuantizedEmbedding"; }
   array forward(const array& x) override;
   array as_linear(const array& x) override;
+  [[nodiscard]] int group_size() const { return group_size_; }
+  [[nodiscard]] int bits() const { return bits_; }
 
   array scales;
   array biases;

@@ -1,0 +1,83 @@
+#pragma once
+
+// Continuous batching: several sequences decode together, one forward pass per step for all of them. Sequences join
+// between steps (their prompts are prefilled as a batch of their own, then merged into the running batch) and leave
+// when they finish, so a server can keep the batch full while requests come and go.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "nuvec/lm/cache/kv_cache.h"
+#include "nuvec/lm/generate/generate.h"
+#include "nuvec/lm/models/language_model.h"
+#include "nuvec/lm/models/load.h"
+#include "nuvec/lm/tokenizer/tokenizer.h"
+
+namespace nuvec::lm {
+
+struct BatchOptions {
+  /// The most sequences decoding at once; more wait for a place.
+  int max_batch_size = 32;
+  /// The most waiting prompts prefilled together in one batch.
+  int prefill_batch_size = 8;
+  /// Prompts go through the model this many positions at a time.
+  int prefill_chunk_size = 512;
+  /// Ids that end every sequence, besides the tokenizer's EOS and end-of-turn ids and each sequence's own.
+  std::vector<int32_t> stop_ids;
+};
+
+/// One sequence's token from a step.
+struct BatchResponse {
+  uint64_t uid = 0;
+  GenerationResponse response;
+};
+
+class BatchGenerator {
+ public:
+  /// The model and tokenizer must outlive the generator.
+  BatchGenerator(LanguageModel& model, const Tokenizer& tokenizer, BatchOptions options = {});
+  /// For a loaded model (which must outlive the generator): its tokenizer, and its generation config's EOS ids
+  /// added to options.stop_ids.
+  explicit BatchGenerator(const LoadedModel& loaded, BatchOptions options = {});
+  ~BatchGenerator();
+  BatchGenerator(const BatchGenerator&) = delete;
+  BatchGenerator& operator=(const BatchGenerator&) = delete;
+  BatchGenerator(BatchGenerator&&) = delete;
+  BatchGenerator& operator=(BatchGenerator&&) = delete;
+
+  /// Queues a prompt; it joins the batch at the next step with room. Returns its uid. Per-sequence options:
+  /// max_tokens, sampling, stop strings and ids, skip_special_tokens (prompt caches, max_kv_size and draft models
+  /// are for single sequences and are refused).
+  uint64_t insert(const std::vector<int32_t>& prompt, const GenerateOptions& options = {});
+  /// Lets waiting sequences join, then runs one decoding step for every active sequence in one forward pass and
+  /// returns each one's token; sequences whose response has a finish reason have left the batch.
+  std::vector<BatchResponse> next();
+  /// Drops a sequence, waiting or active (a cancelled request); returns whether it was there.
+  bool remove(uint64_t uid);
+
+  /// Sequences decoding now, and sequences waiting to join.
+  [[nodiscard]] int active() const { return static_cast<int>(active_.size()); }
+  [[nodiscard]] int waiting() const { return static_cast<int>(waiting_.size()); }
+  /// Whether next() has anything to do.
+  [[nodiscard]] bool has_work() const { return !active_.empty() || !waiting_.empty(); }
+
+ private:
+  struct Sequence;
+
+  /// Prefills waiting prompts and merges them into the batch while there is room.
+  void admit();
+  /// Drops the active sequences at `rows` from the batch and its cache.
+  void drop_rows(const std::vector<int>& rows);
+
+  LanguageModel& model_;
+  const Tokenizer& tokenizer_;
+  BatchOptions options_;
+  uint64_t next_uid_ = 0;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> active_;
+  Cache cache_;
+};
+
+}  // namespace nuvec::lm

@@ -1,0 +1,111 @@
+#pragma once
+
+// Text generation from a language model: the prompt goes through the model in chunks, then tokens are sampled one
+// at a time, each reported with its text, its log-probability and running statistics (stream_generate), or all at
+// once at the end (generate). Generation stops at max_tokens, at a stop id (the tokenizer's EOS and end-of-turn ids
+// and any given) or at a stop string, whose text is never returned.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nuvec/lm/cache/kv_cache.h"
+#include "nuvec/lm/models/language_model.h"
+#include "nuvec/lm/models/load.h"
+#include "nuvec/lm/sample/sampling.h"
+#include "nuvec/lm/tokenizer/tokenizer.h"
+
+namespace nuvec::lm {
+
+/// A cache kept from one generation to the next with the tokens it holds: a prompt that starts with the same tokens
+/// computes only the rest. Generation leaves it holding the prompt and the generated tokens.
+struct PromptCache {
+  Cache cache;
+  std::vector<int32_t> tokens;
+};
+
+struct GenerateOptions {
+  /// The most tokens to generate (0 generates none).
+  int max_tokens = 256;
+  /// How each token is chosen (greedy by default), and how many top log-probabilities each token reports.
+  SamplingParams sampling;
+  /// Generation stops where one of these appears in the text; the text from it on is not returned.
+  std::vector<std::string> stop_strings;
+  /// Ids that end generation besides the tokenizer's EOS and end-of-turn ids (a generation config's eos ids).
+  std::vector<int32_t> stop_ids;
+  /// Whether the returned text leaves out special tokens.
+  bool skip_special_tokens = false;
+  /// The prompt goes through the model this many tokens at a time, bounding the memory of long prompts.
+  int prefill_chunk_size = 512;
+  /// A cache to reuse and update; a fresh one when null.
+  PromptCache* prompt_cache = nullptr;
+  /// Keeps at most this many positions in a fresh cache (rotating caches), bounding memory on long generations.
+  std::optional<int> max_kv_size;
+  /// A smaller model with the same vocabulary that proposes `num_draft` tokens for the model to check at once
+  /// (speculative decoding); with greedy sampling the output is the model's own.
+  LanguageModel* draft_model = nullptr;
+  int num_draft = 3;
+};
+
+/// Running statistics of a generation.
+struct GenerationStats {
+  /// Tokens of the prompt, and how many of them a reused prompt cache already held (not computed again).
+  int prompt_tokens = 0;
+  int cached_prompt_tokens = 0;
+  /// Prompt tokens computed per second, up to the first generated token.
+  double prompt_tps = 0;
+  int generation_tokens = 0;
+  /// Generated tokens per second after the first.
+  double generation_tps = 0;
+  /// The most memory nuvec's allocator has held (get_peak_memory), in bytes.
+  size_t peak_memory = 0;
+};
+
+/// One generated token.
+struct GenerationResponse {
+  /// The text that became final with this token (possibly empty: held back by the detokenizer or a stop string).
+  std::string text;
+  int32_t token = 0;
+  float logprob = 0;
+  /// The most likely tokens at this step, most likely first (as many as the sampling parameters ask).
+  std::vector<TokenLogprob> top_logprobs;
+  /// "stop" (a stop id or stop string), "length" (max_tokens), or none while generation goes on.
+  std::optional<std::string> finish_reason;
+  /// Whether the draft model proposed this token (speculative decoding).
+  bool from_draft = false;
+  GenerationStats stats;
+};
+
+/// Called with each response; returns whether to go on.
+using GenerateCallback = std::function<bool(const GenerationResponse&)>;
+
+/// Generates from `prompt` (token ids), calling `callback` with each token as it comes.
+void stream_generate(LanguageModel& model, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                     const GenerateOptions& options, const GenerateCallback& callback);
+
+/// The whole of a generation.
+struct GenerationResult {
+  std::string text;
+  std::vector<int32_t> tokens;
+  std::vector<float> logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
+  /// "stop", "length", or "" when max_tokens is 0.
+  std::string finish_reason;
+  GenerationStats stats;
+};
+
+/// Generates from `prompt` and returns the text and each token's data.
+GenerationResult generate(LanguageModel& model, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                          const GenerateOptions& options = {});
+
+/// `options` with the EOS ids of the model's generation config added to its stop ids.
+GenerateOptions with_model_stop_ids(const LoadedModel& loaded, GenerateOptions options);
+/// stream_generate and generate for a loaded model: its tokenizer, and its generation config's EOS ids as stop ids.
+void stream_generate(const LoadedModel& loaded, const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                     const GenerateCallback& callback);
+GenerationResult generate(const LoadedModel& loaded, const std::vector<int32_t>& prompt,
+                          const GenerateOptions& options = {});
+
+}  // namespace nuvec::lm

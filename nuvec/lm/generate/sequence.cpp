@@ -1,0 +1,235 @@
+#include "nuvec/lm/generate/sequence.h"
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <utility>
+
+#include "nuvec/core/allocator.h"
+#include "nuvec/core/eval.h"
+#include "nuvec/core/ops.h"
+#include "nuvec/lm/sample/logits_processors.h"
+
+namespace nuvec::lm::detail {
+namespace {
+
+/// The ids that end a generation: the tokenizer's EOS and end-of-turn ids and `extra`.
+std::vector<int32_t> stop_ids(const Tokenizer& tokenizer, const std::vector<int32_t>& extra) {
+  std::vector<int32_t> ids = extra;
+  for (std::optional<int32_t> id : {tokenizer.eos_id(), tokenizer.eot_id()}) {
+    if (id) {
+      ids.push_back(*id);
+    }
+  }
+  return ids;
+}
+
+}  // namespace
+
+void check_options(const GenerateOptions& options, const char* caller) {
+  auto fail = [&](const std::string& what, int given) {
+    throw_invalid(std::string("[") + caller + "] " + what + "; got " + std::to_string(given) + ".");
+  };
+  if (options.max_tokens < 0) {
+    fail("max_tokens must not be negative", options.max_tokens);
+  }
+  if (options.prefill_chunk_size <= 0) {
+    fail("prefill_chunk_size must be positive", options.prefill_chunk_size);
+  }
+  if (options.max_kv_size && *options.max_kv_size <= 0) {
+    fail("max_kv_size must be positive", *options.max_kv_size);
+  }
+  if (options.draft_model != nullptr && options.num_draft <= 0) {
+    fail("num_draft must be positive", options.num_draft);
+  }
+  for (const std::string& stop : options.stop_strings) {
+    if (stop.empty()) {
+      throw_invalid(std::string("[") + caller + "] stop strings must not be empty.");
+    }
+  }
+}
+
+void check_prompt(const LanguageModel& model, const std::vector<int32_t>& prompt, const char* caller) {
+  if (prompt.empty()) {
+    throw_invalid(std::string("[") + caller + "] the prompt is empty; give at least one token.");
+  }
+  const int vocab = model.vocab_size();
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] < 0 || prompt[i] >= vocab) {
+      std::ostringstream msg;
+      msg << "[" << caller << "] prompt token " << i << " is id " << prompt[i] << ", outside the model's vocabulary of "
+          << vocab << ".";
+      throw_invalid(msg.str());
+    }
+  }
+  const int context = model.max_context();
+  if (context > 0 && static_cast<int>(prompt.size()) > context) {
+    std::ostringstream msg;
+    msg << "[" << caller << "] the prompt has " << prompt.size() << " tokens, more than the model's context of "
+        << context << " tokens.";
+    throw_invalid(msg.str());
+  }
+}
+
+void eval_cache(const Cache& cache) {
+  std::vector<array> arrays;
+  for (const auto& layer : cache) {
+    for (const array& a : layer->state()) {
+      arrays.push_back(a);
+    }
+  }
+  eval(std::move(arrays));
+}
+
+void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int count, int chunk) {
+  for (int start = 0; start < count; start += chunk) {
+    const int n = std::min(chunk, count - start);
+    // Only the cache is evaluated: the logits of the prefill are never computed.
+    (void)model.forward(array(tokens + start, {1, n}, int32), &cache);
+    eval_cache(cache);
+  }
+}
+
+SequenceSampler::SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt)
+    : sampler_(params, vocab_size), prompt_(std::move(prompt)) {}
+
+SamplingRow SequenceSampler::row() { return {&sampler_, {prompt_, generated_}}; }
+
+GenerationResponse SequenceSampler::choose(const array& logits) {
+  SampledToken picked = sampler_.sample(logits, {prompt_, generated_}).read().front();
+  push(picked.token);
+  GenerationResponse response;
+  response.token = picked.token;
+  response.logprob = picked.logprob;
+  response.top_logprobs = std::move(picked.top);
+  return response;
+}
+
+GenerationResponse SequenceSampler::describe(const array& logits, int32_t token) const {
+  const array row = astype(reshape(logits, {-1}), float32);
+  const array logprobs = subtract(row, logsumexp(row));
+  GenerationResponse response;
+  response.token = token;
+  response.logprob = take(logprobs, token).item<float>();
+  const int top = std::min(sampler_.params().top_logprobs, static_cast<int>(row.size()));
+  if (top > 0) {
+    array order = astype(slice(argsort(negative(logprobs)), {0}, {top}), int32);
+    array values = take(logprobs, order, 0);
+    eval(order, values);
+    for (int i = 0; i < top; ++i) {
+      response.top_logprobs.push_back({order.data<int32_t>()[i], values.data<float>()[i]});
+    }
+  }
+  return response;
+}
+
+array SequenceSampler::distribution(const array& logits) {
+  const SamplingRow rows[] = {row()};
+  const array processed = process_logits(logits, rows);
+  const array scaled = divide(processed, array(sampler_.params().temperature));
+  return reshape(softmax(filter_logits(scaled, rows), -1, true), {-1});
+}
+
+int32_t SequenceSampler::draw(const array& weights) {
+  // Inverse transform sampling with the sequence's next uniform number, so a seeded sequence draws reproducibly.
+  array p = astype(weights, float32);
+  p.eval();
+  const float* values = p.data<float>();
+  const double target = sampler_.next_uniform() * std::accumulate(values, values + p.size(), 0.0);
+  double cumulative = 0;
+  int32_t last_possible = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    if (values[i] > 0) {
+      cumulative += values[i];
+      last_possible = static_cast<int32_t>(i);
+      if (cumulative > target) {
+        break;
+      }
+    }
+  }
+  return last_possible;
+}
+
+double SequenceSampler::uniform() { return sampler_.next_uniform(); }
+
+SequenceOutput::SequenceOutput(const Tokenizer& tokenizer, const GenerateOptions& options, int prompt_tokens,
+                               int cached_prompt_tokens)
+    : detokenizer_(tokenizer.detokenizer(options.skip_special_tokens)),
+      stop_strings_(options.stop_strings),
+      stop_ids_(stop_ids(tokenizer, options.stop_ids)),
+      max_tokens_(options.max_tokens),
+      prompt_start_(Clock::now()) {
+  stats_.prompt_tokens = prompt_tokens;
+  stats_.cached_prompt_tokens = cached_prompt_tokens;
+}
+
+void SequenceOutput::start_prompt() { prompt_start_ = Clock::now(); }
+
+void SequenceOutput::complete(GenerationResponse& response) {
+  const Clock::time_point now = Clock::now();
+  if (stats_.generation_tokens == 0) {
+    const double seconds = std::chrono::duration<double>(now - prompt_start_).count();
+    stats_.prompt_tps = (stats_.prompt_tokens - stats_.cached_prompt_tokens) / std::max(seconds, 1e-9);
+    first_token_ = now;
+  } else {
+    const double seconds = std::chrono::duration<double>(now - first_token_).count();
+    stats_.generation_tps = stats_.generation_tokens / std::max(seconds, 1e-9);
+  }
+  ++stats_.generation_tokens;
+  stats_.peak_memory = get_peak_memory();
+  response.finish_reason.reset();
+  if (std::find(stop_ids_.begin(), stop_ids_.end(), response.token) != stop_ids_.end()) {
+    response.text = flush_text();
+    response.finish_reason = "stop";
+  } else {
+    response.text = add_text(response.token);
+    if (stopped_by_string_) {
+      response.finish_reason = "stop";
+    } else if (stats_.generation_tokens >= max_tokens_) {
+      response.text += flush_text();
+      response.finish_reason = stopped_by_string_ ? "stop" : "length";
+    }
+  }
+  response.stats = stats_;
+  finished_ = response.finish_reason.has_value();
+}
+
+std::string SequenceOutput::add_text(int32_t id) {
+  pending_ += detokenizer_.add(id);
+  return release(false);
+}
+
+std::string SequenceOutput::flush_text() {
+  pending_ += detokenizer_.finish();
+  return release(true);
+}
+
+std::string SequenceOutput::release(bool final) {
+  size_t first_stop = std::string::npos;
+  for (const std::string& stop : stop_strings_) {
+    first_stop = std::min(first_stop, pending_.find(stop));
+  }
+  if (first_stop != std::string::npos) {
+    stopped_by_string_ = true;
+    std::string out = pending_.substr(0, first_stop);
+    pending_.clear();
+    return out;
+  }
+  // Hold back the longest tail of the text that is a proper start of some stop string.
+  size_t held = 0;
+  if (!final) {
+    for (const std::string& stop : stop_strings_) {
+      for (size_t n = std::min(stop.size() - 1, pending_.size()); n > held; --n) {
+        if (pending_.compare(pending_.size() - n, n, stop, 0, n) == 0) {
+          held = n;
+          break;
+        }
+      }
+    }
+  }
+  std::string out = pending_.substr(0, pending_.size() - held);
+  pending_.erase(0, pending_.size() - held);
+  return out;
+}
+
+}  // namespace nuvec::lm::detail

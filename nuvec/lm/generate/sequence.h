@@ -1,0 +1,96 @@
+#pragma once
+
+// What every way of generating (one sequence, speculative, batched) shares: checking the request, prefilling the
+// prompt, and for each sequence its token choices (SequenceSampler) and what its responses say (SequenceOutput).
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nuvec/lm/generate/generate.h"
+#include "nuvec/lm/sample/sampling.h"
+
+namespace nuvec::lm::detail {
+
+/// Checks the options' numbers and stop strings; `caller` names the function in messages.
+void check_options(const GenerateOptions& options, const char* caller);
+/// Checks a prompt against the model: not empty, ids in the vocabulary, no longer than the context.
+void check_prompt(const LanguageModel& model, const std::vector<int32_t>& prompt, const char* caller);
+/// Runs `count` tokens through the model into `cache`, `chunk` at a time, evaluating the cache after each chunk.
+void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int count, int chunk);
+/// Evaluates every array a cache holds.
+void eval_cache(const Cache& cache);
+
+/// One sequence's token choices: its sampler, with the prompt and the generated tokens (for the penalties).
+class SequenceSampler {
+ public:
+  SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt);
+
+  /// Chooses from logits (1, V): the response's token, log-probability and top ones; the token joins the history.
+  GenerationResponse choose(const array& logits);
+  /// This sequence's row of a batch for `sample`; valid until the history changes.
+  SamplingRow row();
+  /// The response for `token` at logits (1, V): its log-probability and the top ones (the history is unchanged).
+  [[nodiscard]] GenerationResponse describe(const array& logits, int32_t token) const;
+
+  /// Whether the choice is always the most likely token (temperature 0).
+  [[nodiscard]] bool greedy() const { return sampler_.greedy(); }
+  /// The distribution choose() draws from at logits (1, V) given the history: probabilities (V,), float32.
+  array distribution(const array& logits);
+  /// A token drawn from weights (V,) proportional to probabilities, with this sequence's random state.
+  int32_t draw(const array& weights);
+  /// A number drawn uniformly from (0, 1) with this sequence's random state.
+  double uniform();
+
+  /// Adds a generated token to the history, or forgets all but the first `count` generated tokens.
+  void push(int32_t token) { generated_.push_back(token); }
+  void truncate(size_t count) { generated_.resize(count); }
+  [[nodiscard]] size_t generated() const { return generated_.size(); }
+
+ private:
+  Sampler sampler_;
+  std::vector<int32_t> prompt_;
+  std::vector<int32_t> generated_;
+};
+
+/// What one sequence's responses say: its text (through the tokenizer's streaming detokenizer, with text that could
+/// begin a stop string held back until the next tokens settle it, so nothing past a stop string is returned even
+/// when the stop string is split across tokens), when it ends (a stop id, a stop string, max_tokens) and its running
+/// statistics.
+class SequenceOutput {
+ public:
+  /// For a prompt of `prompt_tokens` of which a prompt cache held `cached_prompt_tokens`; the prompt clock starts.
+  SequenceOutput(const Tokenizer& tokenizer, const GenerateOptions& options, int prompt_tokens,
+                 int cached_prompt_tokens);
+
+  /// Restarts the prompt clock (for a sequence that waited before its prompt was processed).
+  void start_prompt();
+  /// Fills in the text, finish reason and statistics of the response for the next generated token.
+  void complete(GenerationResponse& response);
+  /// Whether the last response ended the sequence.
+  [[nodiscard]] bool finished() const { return finished_; }
+  [[nodiscard]] int generated() const { return stats_.generation_tokens; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  /// The text of the next token, up to a stop string or the longest tail that could still begin one.
+  std::string add_text(int32_t id);
+  /// The text held back, once no more tokens will come.
+  std::string flush_text();
+  std::string release(bool final);
+
+  StreamingDetokenizer detokenizer_;
+  std::vector<std::string> stop_strings_;
+  std::vector<int32_t> stop_ids_;
+  int max_tokens_;
+  std::string pending_;
+  bool stopped_by_string_ = false;
+  bool finished_ = false;
+  GenerationStats stats_;
+  Clock::time_point prompt_start_;
+  Clock::time_point first_token_;
+};
+
+}  // namespace nuvec::lm::detail

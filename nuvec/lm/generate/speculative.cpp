@@ -1,0 +1,189 @@
+#include "nuvec/lm/generate/speculative.h"
+
+#include <algorithm>
+#include <optional>
+#include <sstream>
+#include <utility>
+
+#include "nuvec/core/ops.h"
+#include "nuvec/lm/generate/sequence.h"
+
+namespace nuvec::lm {
+namespace {
+
+/// Drops the last `n` positions of every layer's cache.
+void trim_cache(Cache& cache, int n) {
+  if (n == 0) {
+    return;
+  }
+  for (const auto& layer : cache) {
+    if (!layer->is_trimmable() || layer->trim(n) != n) {
+      throw_invalid(std::string("[speculative] a ") + layer->type_name() +
+                    " cannot drop rejected draft tokens; speculative decoding needs trimmable caches.");
+    }
+  }
+}
+
+/// Logits (1, V) of position `i` of logits (1, L, V).
+array position(const array& logits, int i) {
+  const int vocab = logits.shape(-1);
+  return reshape(slice(logits, {0, i, 0}, {1, i + 1, vocab}), {1, vocab});
+}
+
+/// The model's forward pass over `tokens`, as logits (1, L, V).
+array run(LanguageModel& model, Cache& cache, const std::vector<int32_t>& tokens) {
+  return model.forward(array(tokens.begin(), {1, static_cast<int>(tokens.size())}, int32), &cache);
+}
+
+/// The draft's proposals for one round and the distributions they were drawn from (sampling only).
+struct Proposal {
+  std::vector<int32_t> tokens;
+  std::vector<array> distributions;
+};
+
+/// Runs `pending` (the tokens the draft's cache lacks) and then each proposal through the draft, `count` proposals
+/// in all; the draft's cache ends holding `pending` and all proposals but the last.
+Proposal propose(LanguageModel& draft, Cache& cache, detail::SequenceSampler& sampler,
+                 const std::vector<int32_t>& pending, int count) {
+  Proposal proposal;
+  std::vector<int32_t> input = pending;
+  for (int i = 0; i < count; ++i) {
+    const array logits = run(draft, cache, input);
+    const array last = position(logits, static_cast<int>(input.size()) - 1);
+    int32_t token = 0;
+    if (sampler.greedy()) {
+      token = sampler.choose(last).token;
+    } else {
+      proposal.distributions.push_back(sampler.distribution(last));
+      token = sampler.draw(proposal.distributions.back());
+      sampler.push(token);
+    }
+    proposal.tokens.push_back(token);
+    input = {token};
+  }
+  return proposal;
+}
+
+/// The model's verdict on a proposal: the responses to emit, the draft tokens first.
+std::vector<GenerationResponse> verify(const array& logits, detail::SequenceSampler& sampler,
+                                       const Proposal& proposal) {
+  std::vector<GenerationResponse> out;
+  const int count = static_cast<int>(proposal.tokens.size());
+  for (int i = 0; i < count; ++i) {
+    const array here = position(logits, i);
+    const int32_t drafted = proposal.tokens[i];
+    if (sampler.greedy()) {
+      GenerationResponse response = sampler.choose(here);
+      response.from_draft = response.token == drafted;
+      out.push_back(std::move(response));
+      if (!out.back().from_draft) {
+        return out;
+      }
+      continue;
+    }
+    const array p = sampler.distribution(here);
+    const array& q = proposal.distributions[i];
+    const float p_token = take(p, drafted).item<float>();
+    const float q_token = take(q, drafted).item<float>();
+    if (sampler.uniform() * q_token < p_token) {
+      GenerationResponse response = sampler.describe(here, drafted);
+      sampler.push(drafted);
+      response.from_draft = true;
+      out.push_back(std::move(response));
+      continue;
+    }
+    // Rejected: draw from where the model puts more mass than the draft (from the model's own distribution when
+    // rounding leaves no such mass, as when the two distributions are equal).
+    const array residual = maximum(subtract(p, q), array(0.0F));
+    const int32_t token = sampler.draw(sum(residual).item<float>() > 0 ? residual : p);
+    GenerationResponse response = sampler.describe(here, token);
+    sampler.push(token);
+    out.push_back(std::move(response));
+    return out;
+  }
+  out.push_back(sampler.choose(position(logits, count)));
+  return out;
+}
+
+void check_models(const LanguageModel& model, const LanguageModel& draft, const GenerateOptions& options) {
+  if (model.vocab_size() != draft.vocab_size()) {
+    std::ostringstream msg;
+    msg << "[speculative] the draft model's vocabulary (" << draft.vocab_size() << ") differs from the model's ("
+        << model.vocab_size() << ").";
+    throw_invalid(msg.str());
+  }
+  if (options.prompt_cache != nullptr) {
+    throw_unsupported("[speculative] prompt caches are not supported with a draft model.");
+  }
+  if (options.max_kv_size) {
+    throw_unsupported(
+        "[speculative] max_kv_size is not supported with a draft model: rotating caches cannot drop rejected "
+        "draft tokens.");
+  }
+}
+
+}  // namespace
+
+void speculative_stream_generate(LanguageModel& model, LanguageModel& draft, const Tokenizer& tokenizer,
+                                 const std::vector<int32_t>& prompt, const GenerateOptions& options,
+                                 const GenerateCallback& callback) {
+  GenerateOptions checked = options;
+  checked.draft_model = &draft;
+  detail::check_options(checked, "speculative");
+  check_models(model, draft, options);
+  detail::check_prompt(model, prompt, "speculative");
+  if (options.max_tokens == 0) {
+    return;
+  }
+  const int prompt_tokens = static_cast<int>(prompt.size());
+  detail::SequenceOutput output(tokenizer, options, prompt_tokens, 0);
+  detail::SequenceSampler sampler(options.sampling, model.vocab_size(), prompt);
+  // The draft's draws must be independent of the acceptance draws, so a seeded draft gets a seed of its own.
+  SamplingParams draft_params = options.sampling;
+  if (draft_params.seed) {
+    *draft_params.seed ^= 0x9E3779B97F4A7C15ULL;
+  }
+  detail::SequenceSampler draft_sampler(draft_params, draft.vocab_size(), prompt);
+  Cache cache = model.make_cache();
+  Cache draft_cache = draft.make_cache();
+  detail::prefill(model, cache, prompt.data(), prompt_tokens - 1, options.prefill_chunk_size);
+  detail::prefill(draft, draft_cache, prompt.data(), prompt_tokens - 1, options.prefill_chunk_size);
+
+  // The last emitted token, which the model's cache lacks, and the tokens the draft's cache lacks.
+  int32_t last = prompt.back();
+  std::vector<int32_t> draft_pending = {last};
+  while (true) {
+    // Every round emits at least one token of the model's own, so never draft past max_tokens.
+    const int count = std::min(options.num_draft, options.max_tokens - output.generated() - 1);
+    const size_t drafted_from = draft_sampler.generated();
+    const Proposal proposal = propose(draft, draft_cache, draft_sampler, draft_pending, count);
+
+    std::vector<int32_t> input = {last};
+    input.insert(input.end(), proposal.tokens.begin(), proposal.tokens.end());
+    const array logits = run(model, cache, input);
+    std::vector<GenerationResponse> responses = verify(logits, sampler, proposal);
+    const int accepted = static_cast<int>(responses.size()) - 1;
+
+    for (GenerationResponse& response : responses) {
+      output.complete(response);
+      if (!callback(response) || output.finished()) {
+        return;
+      }
+    }
+
+    // Keep what was accepted: the model fed `last` and every proposal, the draft `pending` and all but the last.
+    trim_cache(cache, count - accepted);
+    last = responses.back().token;
+    if (count == 0) {
+      draft_pending.push_back(last);
+    } else {
+      trim_cache(draft_cache, count - 1 - std::min(accepted, count - 1));
+      draft_pending =
+          accepted == count ? std::vector<int32_t>{proposal.tokens.back(), last} : std::vector<int32_t>{last};
+    }
+    draft_sampler.truncate(drafted_from + accepted);
+    draft_sampler.push(last);
+  }
+}
+
+}  // namespace nuvec::lm

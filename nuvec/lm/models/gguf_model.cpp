@@ -1,0 +1,484 @@
+#include "nuvec/lm/models/gguf_model.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "nuvec/core/error.h"
+#include "nuvec/core/eval.h"
+#include "nuvec/core/ops.h"
+#include "nuvec/io/blob.h"
+#include "nuvec/lm/models/registry.h"
+#include "nuvec/lm/tokenizer/tokenizer.h"
+
+namespace nuvec::lm {
+
+namespace {
+
+using nlohmann::json;
+
+/// What each supported general.architecture is called in config.json.
+struct Architecture {
+  std::string_view gguf;
+  std::string_view model_type;
+  std::string_view hf_class;
+};
+
+constexpr Architecture kArchitectures[] = {
+    {"llama", "llama", "LlamaForCausalLM"},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM"},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM"},
+    {"phi3", "phi3", "Phi3ForCausalLM"},
+};
+
+const Architecture* find_architecture(std::string_view name) {
+  for (const auto& a : kArchitectures) {
+    if (a.gguf == name) {
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+/// Typed access to GGUF metadata, with errors that name the file and the key.
+class Metadata {
+ public:
+  Metadata(const detail::GGUFMetadata& values, const std::string& file) : values_(values), file_(file) {}
+
+  [[noreturn]] void fail(const std::string& key, const std::string& problem) const {
+    throw_invalid(file_ + ": " + key + ": " + problem);
+  }
+  [[noreturn]] void unsupported(const std::string& key, const std::string& problem) const {
+    throw_unsupported(file_ + ": " + key + ": " + problem);
+  }
+
+  [[nodiscard]] std::optional<std::string> string(const std::string& key) const {
+    auto it = values_.find(key);
+    if (it == values_.end()) {
+      return std::nullopt;
+    }
+    if (const auto* s = std::get_if<std::string>(&it->second)) {
+      return *s;
+    }
+    fail(key, "expected a string");
+  }
+
+  /// A number, or one repeated for every layer (llama.cpp writes some per-layer values as arrays).
+  [[nodiscard]] std::optional<double> number(const std::string& key) const {
+    auto it = values_.find(key);
+    if (it == values_.end()) {
+      return std::nullopt;
+    }
+    const auto* a = std::get_if<array>(&it->second);
+    if (a == nullptr || a->ndim() > 1 || a->size() == 0) {
+      fail(key, "expected a number");
+    }
+    array values = astype(*a, float64);
+    values.eval();
+    const double* data = values.data<double>();
+    if (!std::all_of(data, data + values.size(), [&](double v) { return v == data[0]; })) {
+      unsupported(key, "values that differ between layers are not supported");
+    }
+    return data[0];
+  }
+
+  [[nodiscard]] double required(const std::string& key) const {
+    auto v = number(key);
+    if (!v) {
+      fail(key, "missing");
+    }
+    return *v;
+  }
+
+  [[nodiscard]] int count(const std::string& key, std::optional<int> fallback = std::nullopt) const {
+    auto v = number(key);
+    if (!v && fallback) {
+      return *fallback;
+    }
+    double d = v ? *v : required(key);
+    if (d < 1 || d > 1e9 || d != static_cast<double>(static_cast<int64_t>(d))) {
+      fail(key, "expected a positive integer; got " + std::to_string(d));
+    }
+    return static_cast<int>(d);
+  }
+
+ private:
+  const detail::GGUFMetadata& values_;
+  const std::string& file_;
+};
+
+/// rope_scaling of config.json from rope.scaling.* (llama.cpp writes Llama 3's scaling as the rope_freqs tensor).
+json rope_scaling(const Metadata& meta, const std::string& arch) {
+  auto type = meta.string(arch + ".rope.scaling.type");
+  if (!type) {
+    if (auto linear = meta.number(arch + ".rope.scale_linear")) {  // the key of older files
+      return {{"type", "linear"}, {"rope_type", "linear"}, {"factor", *linear}};
+    }
+    return nullptr;
+  }
+  if (*type == "none") {
+    return nullptr;
+  }
+  const std::string factor_key = arch + ".rope.scaling.factor";
+  if (*type == "linear") {
+    return {{"type", "linear"}, {"rope_type", "linear"}, {"factor", meta.required(factor_key)}};
+  }
+  if (*type == "yarn") {
+    json yarn = {{"type", "yarn"},
+                 {"rope_type", "yarn"},
+                 {"factor", meta.required(factor_key)},
+                 {"original_max_position_embeddings", meta.count(arch + ".rope.scaling.original_context_length")}};
+    if (auto beta = meta.number(arch + ".rope.scaling.yarn_beta_fast")) {
+      yarn["beta_fast"] = *beta;
+    }
+    if (auto beta = meta.number(arch + ".rope.scaling.yarn_beta_slow")) {
+      yarn["beta_slow"] = *beta;
+    }
+    return yarn;
+  }
+  meta.unsupported(arch + ".rope.scaling.type",
+                   "the RoPE scaling '" + *type + "' is not supported (none, linear and yarn are)");
+}
+
+/// A tensor of one factor per rotated pair of features (rope_freqs, rope_factors_long, rope_factors_short).
+std::vector<double> pair_factors(const detail::NamedArrays& tensors, const std::string& name, const json& config,
+                                 const std::string& file) {
+  const array& factors = tensors.at(name);
+  const auto rotated = static_cast<int>(config["head_dim"].get<double>() * config.value("partial_rotary_factor", 1.0));
+  if (factors.ndim() != 1 || factors.shape(0) != rotated / 2) {
+    throw_invalid(file + ": " + name + " has shape " + shape_string(factors.shape()) + "; expected (" +
+                  std::to_string(rotated / 2) + "), one factor per rotated pair of features");
+  }
+  array values = astype(factors, float64);
+  values.eval();
+  return {values.data<double>(), values.data<double>() + values.size()};
+}
+
+/// Llama 3's RoPE scaling, which the converter stores as a divisor of each frequency (rope_freqs), as the scaling
+/// that takes explicit per-frequency factors: longrope's, with the same factors for short and long sequences and no
+/// attention scaling. (Llama 3's own parameters cannot be recovered: the factors depend on fewer combinations.)
+json rope_freqs_scaling(const detail::NamedArrays& tensors, const json& config, const std::string& file) {
+  if (!config["rope_scaling"].is_null()) {
+    throw_unsupported(file + ": rope_freqs.weight together with rope.scaling.type is not supported");
+  }
+  std::vector<double> factors = pair_factors(tensors, "rope_freqs.weight", config, file);
+  return {{"rope_type", "longrope"}, {"short_factor", factors}, {"long_factor", factors}, {"attention_factor", 1.0}};
+}
+
+/// Phi-3's longrope, which the converter stores as the rope_factors_long and rope_factors_short tensors and the
+/// original context as rope.scaling.original_context_length.
+void phi3_fields(const Metadata& meta, const detail::NamedArrays& tensors, json& config, const std::string& file) {
+  if (auto window = meta.number("phi3.attention.sliding_window"); window && *window > 0) {
+    config["sliding_window"] = static_cast<int>(*window);  // 0 marks models without one (Phi-4)
+  }
+  if (auto original = meta.number("phi3.rope.scaling.original_context_length")) {
+    config["original_max_position_embeddings"] = static_cast<int>(*original);
+  }
+  const bool has_long = tensors.contains("rope_factors_long.weight");
+  if (has_long != tensors.contains("rope_factors_short.weight")) {
+    throw_invalid(file + ": rope_factors_long.weight and rope_factors_short.weight come together");
+  }
+  if (has_long) {
+    config["rope_scaling"] = {{"type", "longrope"},
+                              {"rope_type", "longrope"},
+                              {"long_factor", pair_factors(tensors, "rope_factors_long.weight", config, file)},
+                              {"short_factor", pair_factors(tensors, "rope_factors_short.weight", config, file)}};
+    if (auto factor = meta.number("phi3.rope.scaling.attn_factor")) {
+      config["rope_scaling"]["attention_factor"] = *factor;
+    }
+  }
+}
+
+/// Tensors the config holds (RoPE factors), not weights of the model.
+bool is_rope_tensor(const std::string& name) {
+  return name == "rope_freqs.weight" || name == "rope_factors_long.weight" || name == "rope_factors_short.weight";
+}
+
+/// The Hugging Face module of a GGUF tensor base name inside block N ("attn_q" -> "self_attn.q_proj").
+std::optional<std::string_view> block_module(std::string_view name) {
+  static const std::map<std::string_view, std::string_view> names = {
+      {"attn_norm", "input_layernorm"},
+      {"attn_q", "self_attn.q_proj"},
+      {"attn_k", "self_attn.k_proj"},
+      {"attn_v", "self_attn.v_proj"},
+      {"attn_qkv", "self_attn.qkv_proj"},
+      {"attn_output", "self_attn.o_proj"},
+      {"attn_q_norm", "self_attn.q_norm"},
+      {"attn_k_norm", "self_attn.k_norm"},
+      {"ffn_norm", "post_attention_layernorm"},
+      {"ffn_gate", "mlp.gate_proj"},
+      {"ffn_up", "mlp.up_proj"},
+      {"ffn_down", "mlp.down_proj"},
+  };
+  auto it = names.find(name);
+  return it == names.end() ? std::nullopt : std::optional<std::string_view>(it->second);
+}
+
+std::optional<std::string_view> global_module(std::string_view name) {
+  static const std::map<std::string_view, std::string_view> names = {
+      {"token_embd", "model.embed_tokens"},
+      {"output_norm", "model.norm"},
+      {"output", "lm_head"},
+  };
+  auto it = names.find(name);
+  return it == names.end() ? std::nullopt : std::optional<std::string_view>(it->second);
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+/// The width a product streams `bits`-wide codes at: nuvec's quantized products unpack 2-, 4- and 8-bit codes with
+/// SIMD (and AVX-512 VNNI); 3-, 5- and 6-bit codes take a generic path about 40 times slower (a 2048 x 2048 decode
+/// product: 13.5 ms against 0.3 to 0.45 ms), so those codes are rewritten one width up, exactly.
+int kernel_bits(int bits) {
+  switch (bits) {
+    case 3:
+      return 4;
+    case 5:
+    case 6:
+      return 8;
+    default:
+      return bits;
+  }
+}
+
+/// Packed codes (rows of `bits`-wide little-endian bit streams) rewritten `wider` bits wide (4 or 8), value for value.
+array widen_codes(const array& packed, int bits, int wider) {
+  array w = contiguous(packed);
+  w.eval();
+  const int64_t rows = w.shape(0);
+  const int64_t words = w.shape(1);
+  const int64_t count = words * 32 / bits;
+  const int64_t wide_words = count * wider / 32;
+  array out = io::detail::allocate({static_cast<int32_t>(rows), static_cast<int32_t>(wide_words)}, uint32);
+  auto* dst = static_cast<uint32_t*>(out.raw_data());
+  std::fill_n(dst, rows * wide_words, 0U);
+  const auto* src = w.data<uint32_t>();
+  const uint64_t mask = (uint64_t{1} << bits) - 1;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint32_t* in = src + r * words;
+    uint32_t* row = dst + r * wide_words;
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t bit = i * bits;
+      uint64_t window = in[bit / 32];
+      if (bit % 32 + bits > 32) {
+        window |= uint64_t{in[bit / 32 + 1]} << 32;
+      }
+      const auto code = static_cast<uint32_t>((window >> (bit % 32)) & mask);
+      row[i * wider / 32] |= code << (i * wider % 32);
+    }
+  }
+  return out;
+}
+
+/// The length of the rows of a linear module's weight (its input features), from the config.
+int input_features(const std::string& module, const json& config) {
+  const int hidden = config["hidden_size"].get<int>();
+  if (ends_with(module, ".o_proj")) {
+    return config["num_attention_heads"].get<int>() * config["head_dim"].get<int>();
+  }
+  if (ends_with(module, ".down_proj")) {
+    return config["intermediate_size"].get<int>();
+  }
+  return hidden;
+}
+
+}  // namespace
+
+namespace detail {
+
+json gguf_hf_config(const GGUFMetadata& metadata, const NamedArrays& tensors, const std::string& file) {
+  Metadata meta(metadata, file);
+  auto arch_name = meta.string("general.architecture");
+  if (!arch_name) {
+    meta.fail("general.architecture", "missing");
+  }
+  const Architecture* arch = find_architecture(*arch_name);
+  if (arch == nullptr) {
+    throw_unsupported(file + ": general.architecture '" + *arch_name +
+                      "' is not supported (llama, qwen2, qwen3 and phi3 are)");
+  }
+  const std::string a = *arch_name + ".";
+  auto embedding = tensors.find("token_embd.weight");
+  if (embedding == tensors.end() || embedding->second.ndim() != 2) {
+    throw_invalid(file + ": the tensor token_embd.weight (the token embeddings) is missing or not a matrix");
+  }
+  const int hidden = meta.count(a + "embedding_length");
+  const int heads = meta.count(a + "attention.head_count");
+  json config = {
+      {"model_type", arch->model_type},
+      {"architectures", {arch->hf_class}},
+      {"hidden_size", hidden},
+      {"num_hidden_layers", meta.count(a + "block_count")},
+      {"intermediate_size", meta.count(a + "feed_forward_length")},
+      {"num_attention_heads", heads},
+      {"num_key_value_heads", meta.count(a + "attention.head_count_kv", heads)},
+      {"head_dim", meta.count(a + "attention.key_length", hidden / heads)},
+      {"rms_norm_eps", meta.required(a + "attention.layer_norm_rms_epsilon")},
+      {"rope_theta", meta.number(a + "rope.freq_base").value_or(10000.0)},
+      {"max_position_embeddings", meta.count(a + "context_length", 0)},
+      // The embedding's rows: the vocabulary the weights were trained with (tokenizer.ggml.tokens may be shorter).
+      {"vocab_size", embedding->second.shape(0)},
+      {"tie_word_embeddings", tensors.count("output.weight") == 0},
+      {"rope_scaling", rope_scaling(meta, *arch_name)},
+  };
+  if (auto rope_dims = meta.number(a + "rope.dimension_count")) {
+    const double head_dim = config["head_dim"].get<double>();
+    if (*rope_dims != head_dim) {
+      config["partial_rotary_factor"] = *rope_dims / head_dim;
+    }
+  }
+  if (tensors.contains("rope_freqs.weight")) {
+    config["rope_scaling"] = rope_freqs_scaling(tensors, config, file);
+  }
+  if (arch->gguf == "phi3") {
+    phi3_fields(meta, tensors, config, file);
+  }
+  if (arch->gguf == "llama") {
+    config["attention_bias"] = tensors.count("blk.0.attn_q.bias") != 0;
+    config["mlp_bias"] = false;
+  }
+  if (auto bos = meta.number("tokenizer.ggml.bos_token_id")) {
+    config["bos_token_id"] = static_cast<int>(*bos);
+  }
+  json eos = json::array();
+  for (const char* key :
+       {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"}) {
+    if (auto id = meta.number(key); id && std::find(eos.begin(), eos.end(), static_cast<int>(*id)) == eos.end()) {
+      eos.push_back(static_cast<int>(*id));
+    }
+  }
+  if (!eos.empty()) {
+    config["eos_token_id"] = eos.size() == 1 ? eos[0] : eos;
+  }
+  return config;
+}
+
+std::string hf_tensor_name(const std::string& gguf_name, const std::string& architecture, const std::string& file) {
+  auto unknown = [&]() -> std::string {
+    throw_unsupported(file + ": tensor '" + gguf_name + "' has no counterpart in a Hugging Face '" + architecture +
+                      "' model");
+  };
+  const auto dot = gguf_name.rfind('.');
+  if (dot == std::string::npos) {
+    return unknown();
+  }
+  const std::string_view base(gguf_name.data(), dot);
+  const std::string_view suffix = std::string_view(gguf_name).substr(dot);
+  if (suffix != ".weight" && suffix != ".bias" && suffix != ".scales" && suffix != ".biases") {
+    return unknown();
+  }
+  if (auto module = global_module(base)) {
+    return std::string(*module) + std::string(suffix);
+  }
+  if (base.substr(0, 4) != "blk.") {
+    return unknown();
+  }
+  const auto layer_end = base.find('.', 4);
+  const std::string_view layer = base.substr(4, layer_end == std::string_view::npos ? 0 : layer_end - 4);
+  if (layer.empty() || !std::all_of(layer.begin(), layer.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return unknown();
+  }
+  const std::string_view tensor = base.substr(layer_end + 1);
+  // Phi-3 has no ffn_gate: its ffn_up is the fused gate_up_proj.
+  auto module = architecture == "phi3" && tensor == "ffn_up" ? std::optional<std::string_view>("mlp.gate_up_proj")
+                                                             : block_module(tensor);
+  if (!module) {
+    return unknown();
+  }
+  return "model.layers." + std::string(layer) + "." + std::string(*module) + std::string(suffix);
+}
+
+array unpermute_rope_rows(const array& rows, int heads) {
+  const int n = rows.shape(0);
+  if (heads <= 0 || n % heads != 0 || (n / heads) % 2 != 0) {
+    throw_invalid("[load_gguf_model] " + std::to_string(n) + " rows of Q or K do not split into " +
+                  std::to_string(heads) + " heads of an even size");
+  }
+  // Row h * D + 2 j + t of the file is row h * D + t * D / 2 + j of Hugging Face's layout.
+  Shape split = rows.shape();
+  split.erase(split.begin());
+  split.insert(split.begin(), {heads, n / heads / 2, 2});
+  return contiguous(reshape(swapaxes(reshape(rows, split), 1, 2), rows.shape()));
+}
+
+NamedArrays gguf_hf_weights(NamedArrays tensors, json& config, const std::string& file) {
+  const std::string arch = config["model_type"].get<std::string>();
+  const int heads = config["num_attention_heads"].get<int>();
+  const int kv_heads = config["num_key_value_heads"].get<int>();
+  NamedArrays out;
+  for (auto& [name, value] : tensors) {
+    if (is_rope_tensor(name)) {
+      continue;  // in the config's rope_scaling
+    }
+    std::string hf = hf_tensor_name(name, arch, file);
+    // The converter permutes the Q and K rows of the llama architecture only (Qwen's files keep HF's order).
+    if (arch == "llama") {
+      const auto dot = hf.rfind('.');
+      if (ends_with(hf.substr(0, dot), ".q_proj")) {
+        value = unpermute_rope_rows(value, heads);
+      } else if (ends_with(hf.substr(0, dot), ".k_proj")) {
+        value = unpermute_rope_rows(value, kv_heads);
+      }
+    }
+    out.insert_or_assign(std::move(hf), std::move(value));
+  }
+  // Quantized modules: the packed width and the number of groups of a row give the bits and the group size.
+  // (`out` gains no element in the loop, so its iteration stays valid while a weight is replaced.)
+  json quantization = json::object();
+  std::map<std::pair<int, int>, int> uses;
+  for (const auto& [name, scales] : out) {
+    if (!ends_with(name, ".scales")) {
+      continue;
+    }
+    const std::string module = name.substr(0, name.size() - 7);
+    auto weight = out.find(module + ".weight");
+    if (weight == out.end() || scales.ndim() != 2 || weight->second.ndim() != 2) {
+      throw_invalid(file + ": the quantized tensor of " + module + " is incomplete");
+    }
+    const int k = input_features(module, config);
+    const int groups = scales.shape(1);
+    const int64_t bits_total = int64_t{weight->second.shape(1)} * 32;
+    if (groups == 0 || k % groups != 0 || bits_total % k != 0) {
+      throw_invalid(file + ": the quantized weight of " + module + " (shape " + shape_string(weight->second.shape()) +
+                    ", " + std::to_string(groups) + " groups a row) does not match its " + std::to_string(k) +
+                    " input features");
+    }
+    const int group = k / groups;
+    const auto stored_bits = static_cast<int>(bits_total / k);
+    const int bits = kernel_bits(stored_bits);
+    if (bits != stored_bits) {
+      weight->second = widen_codes(weight->second, stored_bits, bits);
+    }
+    quantization[module] = {{"group_size", group}, {"bits", bits}};
+    ++uses[{group, bits}];
+  }
+  if (!uses.empty()) {
+    auto common = std::max_element(uses.begin(), uses.end(), [](auto& x, auto& y) { return x.second < y.second; });
+    quantization["group_size"] = common->first.first;
+    quantization["bits"] = common->first.second;
+    config["quantization"] = quantization;
+  }
+  std::vector<array> values;
+  for (auto& [name, value] : out) {
+    values.push_back(value);
+  }
+  eval(values);
+  return out;
+}
+
+}  // namespace detail
+
+LoadedModel load_gguf_model(const std::string& path) {
+  auto [tensors, metadata] = io::load_gguf(path, io::GGUFQuantized::packed_all);
+  json config = detail::gguf_hf_config(metadata, tensors, path);
+  detail::NamedArrays weights = detail::gguf_hf_weights(std::move(tensors), config, path);
+  std::shared_ptr<LanguageModel> model = create_model(config);
+  load_weights_into(*model, std::move(weights), config);
+  model->eval();
+  GenerationConfig generation = GenerationConfig::from_json(nullptr, config);
+  return LoadedModel{std::move(model), Tokenizer::from_gguf(path), std::move(generation), std::move(config)};
+}
+
+}  // namespace nuvec::lm

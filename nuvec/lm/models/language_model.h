@@ -1,0 +1,29 @@
+#pragma once
+
+// The interface every architecture implements: token ids in, logits out, through one KV cache per layer.
+
+#include <string>
+
+#include "nuvec/core/array.h"
+#include "nuvec/lm/cache/kv_cache.h"
+#include "nuvec/nn/module.h"
+
+namespace nuvec::lm {
+
+class LanguageModel : public nn::Module {
+ public:
+  /// Logits (B, L, vocab) for token ids (B, L); with a cache (one entry per layer, as make_cache gives), the ids
+  /// continue what the cache holds and are stored in it.
+  virtual array forward(const array& tokens, Cache* cache = nullptr) = 0;
+  array operator()(const array& tokens, Cache* cache = nullptr) { return forward(tokens, cache); }
+  /// A fresh cache: one per layer, of the kind each layer needs (rotating for sliding-window layers).
+  [[nodiscard]] virtual Cache make_cache() const = 0;
+  /// The config.json model_type this model was built for ("llama", "qwen3", ...).
+  [[nodiscard]] virtual const std::string& model_type() const = 0;
+  [[nodiscard]] virtual int vocab_size() const = 0;
+  [[nodiscard]] virtual int num_layers() const = 0;
+  /// The longest context the model was trained for (max_position_embeddings), 0 when unknown.
+  [[nodiscard]] virtual int max_context() const = 0;
+};
+
+}  // namespace nuvec::lm

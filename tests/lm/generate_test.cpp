@@ -1,0 +1,729 @@
+// Generation over a tiny random-weight Llama: greedy generation against a naive loop that recomputes the whole
+// sequence without a cache (log-probabilities from the naive logits in float64), chunked prefill and prompt-cache
+// reuse against fresh runs, stop strings (one split across tokens) and stop ids, batched generation against each
+// sequence generated alone (with sequences joining and leaving), speculative decoding against plain greedy and,
+// with sampling, against the model's own distribution.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nuvec/core/error.h"
+#include "nuvec/core/ops.h"
+#include "nuvec/core/random.h"
+#include "nuvec/lm/lm.h"
+#include "nuvec/lm/models/llama.h"
+
+namespace nuvec::lm {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kVocab = 64;
+
+/// A two-layer Llama (hidden 32, 4 heads, 2 key-value heads) with random weights from `seed`; its lm_head is scaled
+/// up so that the logits are spread and greedy choices stay far from ties that float rounding could flip.
+std::shared_ptr<LanguageModel> tiny_llama(uint64_t seed, int context = 256) {
+  const json config = {{"model_type", "llama"},    {"vocab_size", kVocab},
+                       {"hidden_size", 32},        {"num_hidden_layers", 2},
+                       {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                       {"intermediate_size", 64},  {"max_position_embeddings", context},
+                       {"rms_norm_eps", 1e-5},     {"rope_theta", 10000.0},
+                       {"hidden_act", "silu"},     {"tie_word_embeddings", false}};
+  std::shared_ptr<LanguageModel> model = make_llama(config);
+  array key = random::key(seed);
+  model->apply([&](const std::string& name, const array& a) {
+    auto keys = random::split(key);
+    key = keys.first;
+    if (a.ndim() == 1) {
+      return random::normal(a.shape(), float32, 1.0F, 0.1F, keys.second);
+    }
+    float scale = 1.0F / std::sqrt(static_cast<float>(a.shape(1)));
+    if (name == "lm_head.weight") {
+      scale *= 4.0F;
+    } else if (name.find("embed") != std::string::npos) {
+      scale = 1.0F;
+    }
+    return random::normal(a.shape(), float32, 0.0F, scale, keys.second);
+  });
+  return model;
+}
+
+/// Token texts: single letters and a few longer pieces, so a stop string can span tokens.
+std::string token_text(int id) {
+  static const std::vector<std::string> pieces = {"<unk>", "</s>", " ", ".", "th", "ing", "ab", "xyz", "lo", "ve"};
+  if (id < static_cast<int>(pieces.size())) {
+    return pieces[id];
+  }
+  const int letter = id - static_cast<int>(pieces.size());
+  return std::string(1, static_cast<char>(letter < 26 ? 'a' + letter : 'A' + (letter - 26)));
+}
+
+/// A BPE tokenizer over kVocab tokens whose decode is the concatenation of the token texts; `eos`, when given, is
+/// the EOS token of its tokenizer_config.json.
+Tokenizer make_tokenizer(std::optional<int> eos = std::nullopt) {
+  json vocab = json::object();
+  for (int id = 0; id < kVocab; ++id) {
+    vocab[token_text(id)] = id;
+  }
+  json file = {{"version", "1.0"},
+               {"added_tokens", json::array()},
+               {"normalizer", nullptr},
+               {"pre_tokenizer", nullptr},
+               {"post_processor", nullptr},
+               {"decoder", {{"type", "Fuse"}}},
+               {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}};
+  json config = json::object();
+  if (eos) {
+    config["eos_token"] = token_text(*eos);
+  }
+  return Tokenizer::from_json(file.dump(), eos ? config.dump() : std::string());
+}
+
+std::vector<int32_t> random_prompt(std::mt19937& rng, int length) {
+  std::uniform_int_distribution<int32_t> id(2, kVocab - 1);
+  std::vector<int32_t> prompt(length);
+  for (auto& t : prompt) {
+    t = id(rng);
+  }
+  return prompt;
+}
+
+/// The reference: each step recomputes the whole sequence without a cache and takes the argmax of the last
+/// position; log-probabilities are the float64 log-softmax of those logits.
+struct NaiveRun {
+  std::vector<int32_t> tokens;
+  std::vector<double> logprobs;
+};
+
+NaiveRun naive_greedy(LanguageModel& model, std::vector<int32_t> sequence, int steps) {
+  NaiveRun run;
+  for (int n = 0; n < steps; ++n) {
+    const array logits = model.forward(array(sequence.begin(), {1, static_cast<int>(sequence.size())}, int32), nullptr);
+    array last = astype(slice(logits, {0, logits.shape(1) - 1, 0}, {1, logits.shape(1), kVocab}), float32);
+    last.eval();
+    const float* v = last.data<float>();
+    const int best = static_cast<int>(std::max_element(v, v + kVocab) - v);
+    double total = 0;
+    for (int i = 0; i < kVocab; ++i) {
+      total += std::exp(static_cast<double>(v[i]) - v[best]);
+    }
+    run.tokens.push_back(best);
+    run.logprobs.push_back(-std::log(total));
+    sequence.push_back(best);
+  }
+  return run;
+}
+
+void expect_same_run(const GenerationResult& got, const GenerationResult& want, const std::string& what) {
+  EXPECT_EQ(got.tokens, want.tokens) << what;
+  EXPECT_EQ(got.text, want.text) << what;
+  EXPECT_EQ(got.finish_reason, want.finish_reason) << what;
+  ASSERT_EQ(got.logprobs.size(), want.logprobs.size()) << what;
+  for (size_t i = 0; i < got.logprobs.size(); ++i) {
+    EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << what << " token " << i;
+  }
+}
+
+std::string expect_error(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected an error";
+  return {};
+}
+
+TEST(Generate, GreedyEqualsNaiveRecomputation) {
+  const auto model_owner = tiny_llama(1);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(7);
+  for (int length : {1, 5, 13}) {
+    const std::vector<int32_t> prompt = random_prompt(rng, length);
+    GenerateOptions options;
+    options.max_tokens = 12;
+    options.sampling.top_logprobs = 3;
+    const GenerationResult got = generate(model, tokenizer, prompt, options);
+    const NaiveRun want = naive_greedy(model, prompt, 12);
+    EXPECT_EQ(got.tokens, want.tokens) << "prompt length " << length;
+    ASSERT_EQ(got.logprobs.size(), want.logprobs.size());
+    for (size_t i = 0; i < want.logprobs.size(); ++i) {
+      EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << "token " << i;
+      ASSERT_EQ(got.top_logprobs[i].size(), 3U);
+      EXPECT_EQ(got.top_logprobs[i][0].token, got.tokens[i]);
+      EXPECT_NEAR(got.top_logprobs[i][0].logprob, want.logprobs[i], 1e-4);
+    }
+    EXPECT_EQ(got.text, tokenizer.decode(got.tokens));
+    EXPECT_EQ(got.finish_reason, "length");
+  }
+}
+
+TEST(Generate, ChunkedPrefillEqualsOneShot) {
+  const auto model_owner = tiny_llama(2);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(11);
+  const std::vector<int32_t> prompt = random_prompt(rng, 37);
+  GenerateOptions options;
+  options.max_tokens = 10;
+  const GenerationResult one_shot = generate(model, tokenizer, prompt, options);
+  for (int chunk : {1, 5, 36}) {
+    options.prefill_chunk_size = chunk;
+    expect_same_run(generate(model, tokenizer, prompt, options), one_shot, "chunk " + std::to_string(chunk));
+  }
+  EXPECT_EQ(one_shot.tokens, naive_greedy(model, prompt, 10).tokens);
+}
+
+TEST(Generate, PromptCacheReuseEqualsFreshRun) {
+  const auto model_owner = tiny_llama(3);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(5);
+  const std::vector<int32_t> first = random_prompt(rng, 20);
+  GenerateOptions options;
+  options.max_tokens = 6;
+  PromptCache reused;
+  options.prompt_cache = &reused;
+  const GenerationResult initial = generate(model, tokenizer, first, options);
+  // The cache holds the prompt and every generated token but the last, which was never fed back.
+  std::vector<int32_t> held = first;
+  held.insert(held.end(), initial.tokens.begin(), initial.tokens.end() - 1);
+  EXPECT_EQ(reused.tokens, held);
+  EXPECT_EQ(reused.cache.front()->offset(), static_cast<int>(held.size()));
+
+  // A prompt sharing 12 tokens (the cache holds more: trimmed), the first prompt back (12 shared again), the same
+  // prompt again (all but its last token reused), and one that continues what the cache holds (nothing trimmed).
+  std::vector<int32_t> diverging(first.begin(), first.begin() + 12);
+  const std::vector<int32_t> tail = random_prompt(rng, 7);
+  diverging.insert(diverging.end(), tail.begin(), tail.end());
+  diverging[12] = first[12] == 2 ? 3 : 2;
+  std::vector<int32_t> continuing = first;
+  continuing.insert(continuing.end(), initial.tokens.begin(), initial.tokens.end());
+  continuing.push_back(9);
+  const std::vector<std::pair<std::vector<int32_t>, int>> cases = {
+      {diverging, 12}, {first, 12}, {first, 19}, {continuing, static_cast<int>(first.size()) + 5}};
+  for (const auto& [prompt, expected_cached] : cases) {
+    const GenerationResult got = generate(model, tokenizer, prompt, options);
+    GenerateOptions fresh_options = options;
+    fresh_options.prompt_cache = nullptr;
+    expect_same_run(got, generate(model, tokenizer, prompt, fresh_options), "reused cache");
+    EXPECT_EQ(got.stats.cached_prompt_tokens, expected_cached);
+    EXPECT_EQ(got.stats.prompt_tokens, static_cast<int>(prompt.size()));
+  }
+  // A cache whose token list disagrees with what it holds is refused.
+  reused.tokens.pop_back();
+  const std::string message = expect_error([&] { (void)generate(model, tokenizer, first, options); });
+  EXPECT_NE(message.find("prompt cache holds"), std::string::npos) << message;
+}
+
+TEST(Generate, MaxKvSizeKeepsAWindowAndMatchesWhileItFits) {
+  const auto model_owner = tiny_llama(4);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(3);
+  const std::vector<int32_t> prompt = random_prompt(rng, 10);
+  GenerateOptions options;
+  options.max_tokens = 8;
+  const GenerationResult plain = generate(model, tokenizer, prompt, options);
+  options.max_kv_size = 64;
+  expect_same_run(generate(model, tokenizer, prompt, options), plain, "a window larger than the sequence");
+  options.max_kv_size = 8;
+  options.max_tokens = 20;
+  EXPECT_EQ(generate(model, tokenizer, prompt, options).tokens.size(), 20U);
+}
+
+TEST(Generate, StopStringsEndTheTextBeforeThem) {
+  const auto model_owner = tiny_llama(5);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(13);
+  const std::vector<int32_t> prompt = random_prompt(rng, 6);
+  GenerateOptions options;
+  options.max_tokens = 24;
+  const GenerationResult plain = generate(model, tokenizer, prompt, options);
+  ASSERT_EQ(plain.tokens.size(), 24U);
+
+  // A stop string made of the last character of token 9's text and all of token 10's: split across tokens.
+  const std::string before = token_text(plain.tokens[9]);
+  const std::string stop = before.substr(before.size() - 1) + token_text(plain.tokens[10]);
+  const size_t at = plain.text.find(stop);
+  ASSERT_NE(at, std::string::npos);
+  // The tokens it takes for the stop string to appear in the text.
+  size_t needed = 0;
+  while (tokenizer.decode(std::vector<int32_t>(plain.tokens.begin(), plain.tokens.begin() + needed)).find(stop) ==
+         std::string::npos) {
+    ++needed;
+  }
+  options.stop_strings = {"never-generated", stop};
+  std::string streamed;
+  int responses = 0;
+  stream_generate(model, tokenizer, prompt, options, [&](const GenerationResponse& response) {
+    streamed += response.text;
+    ++responses;
+    // No text past the stop string is ever handed out.
+    EXPECT_EQ(plain.text.compare(0, streamed.size(), streamed), 0) << streamed;
+    EXPECT_LE(streamed.size(), at);
+    return true;
+  });
+  EXPECT_EQ(streamed, plain.text.substr(0, at));
+  EXPECT_EQ(responses, static_cast<int>(needed));
+  const GenerationResult stopped = generate(model, tokenizer, prompt, options);
+  EXPECT_EQ(stopped.finish_reason, "stop");
+  EXPECT_EQ(stopped.text, plain.text.substr(0, at));
+
+  // Text held back as a possible start of a stop string comes out when generation ends without it.
+  options.stop_strings = {plain.text.substr(plain.text.size() - 1) + "#"};
+  const GenerationResult held = generate(model, tokenizer, prompt, options);
+  EXPECT_EQ(held.text, plain.text);
+  EXPECT_EQ(held.finish_reason, "length");
+}
+
+TEST(Generate, StopIdsFromOptionsAndTokenizer) {
+  const auto model_owner = tiny_llama(6);
+  LanguageModel& model = *model_owner;
+  const Tokenizer plain_tokenizer = make_tokenizer();
+  std::mt19937 rng(17);
+  const std::vector<int32_t> prompt = random_prompt(rng, 5);
+  GenerateOptions options;
+  options.max_tokens = 16;
+  const GenerationResult plain = generate(model, plain_tokenizer, prompt, options);
+  const int32_t stop = plain.tokens[5];
+  const size_t first = std::find(plain.tokens.begin(), plain.tokens.end(), stop) - plain.tokens.begin();
+  const std::vector<int32_t> before(plain.tokens.begin(), plain.tokens.begin() + first);
+
+  auto check = [&](const GenerationResult& got, const std::string& what) {
+    std::vector<int32_t> expected = before;
+    expected.push_back(stop);
+    EXPECT_EQ(got.tokens, expected) << what;
+    EXPECT_EQ(got.finish_reason, "stop") << what;
+    EXPECT_EQ(got.text, plain_tokenizer.decode(before)) << what;  // the stop token's text is left out
+  };
+  GenerateOptions with_ids = options;
+  with_ids.stop_ids = {stop};
+  check(generate(model, plain_tokenizer, prompt, with_ids), "options.stop_ids");
+  check(generate(model, make_tokenizer(stop), prompt, options), "the tokenizer's EOS");
+  GenerationConfig generation;
+  generation.eos_token_ids = {stop};
+  const LoadedModel loaded{model_owner, plain_tokenizer, generation, json::object()};
+  check(generate(loaded, prompt, options), "the generation config's EOS ids");
+}
+
+TEST(Generate, MaxTokensAndCancelling) {
+  const auto model_owner = tiny_llama(7);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  const std::vector<int32_t> prompt = {5, 9, 12};
+  GenerateOptions options;
+  options.max_tokens = 0;
+  const GenerationResult none = generate(model, tokenizer, prompt, options);
+  EXPECT_TRUE(none.tokens.empty());
+  EXPECT_EQ(none.finish_reason, "");
+  for (int max_tokens : {1, 7}) {
+    options.max_tokens = max_tokens;
+    const GenerationResult got = generate(model, tokenizer, prompt, options);
+    EXPECT_EQ(got.tokens.size(), static_cast<size_t>(max_tokens));
+    EXPECT_EQ(got.finish_reason, "length");
+  }
+  int calls = 0;
+  stream_generate(model, tokenizer, prompt, options, [&](const GenerationResponse& response) {
+    ++calls;
+    EXPECT_FALSE(response.finish_reason.has_value());
+    return calls < 3;
+  });
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(Generate, StatisticsArePopulated) {
+  const auto model_owner = tiny_llama(8);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  GenerateOptions options;
+  options.max_tokens = 5;
+  std::vector<GenerationStats> seen;
+  stream_generate(model, tokenizer, {4, 8, 15, 16, 23, 42}, options, [&](const GenerationResponse& response) {
+    seen.push_back(response.stats);
+    return true;
+  });
+  ASSERT_EQ(seen.size(), 5U);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_EQ(seen[i].prompt_tokens, 6);
+    EXPECT_EQ(seen[i].cached_prompt_tokens, 0);
+    EXPECT_EQ(seen[i].generation_tokens, static_cast<int>(i) + 1);
+    EXPECT_GT(seen[i].prompt_tps, 0);
+    EXPECT_GT(seen[i].peak_memory, 0U);
+  }
+  EXPECT_EQ(seen[0].generation_tps, 0);
+  EXPECT_GT(seen.back().generation_tps, 0);
+}
+
+TEST(Generate, BadRequestsGiveClearErrors) {
+  const auto model_owner = tiny_llama(9, 16);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  GenerateOptions options;
+  auto message = [&](const std::vector<int32_t>& prompt, const GenerateOptions& o) {
+    return expect_error([&] { (void)generate(model, tokenizer, prompt, o); });
+  };
+  EXPECT_NE(message({}, options).find("the prompt is empty"), std::string::npos);
+  EXPECT_NE(message({3, 64}, options).find("prompt token 1 is id 64, outside the model's vocabulary of 64"),
+            std::string::npos);
+  EXPECT_NE(message(std::vector<int32_t>(17, 3), options)
+                .find("the prompt has 17 tokens, more than the model's context of 16 tokens"),
+            std::string::npos);
+  GenerateOptions bad = options;
+  bad.max_tokens = -1;
+  EXPECT_NE(message({3}, bad).find("max_tokens must not be negative; got -1"), std::string::npos);
+  bad = options;
+  bad.prefill_chunk_size = 0;
+  EXPECT_NE(message({3}, bad).find("prefill_chunk_size must be positive; got 0"), std::string::npos);
+  bad = options;
+  bad.stop_strings = {""};
+  EXPECT_NE(message({3}, bad).find("stop strings must not be empty"), std::string::npos);
+  bad = options;
+  bad.sampling.temperature = -1;
+  EXPECT_NE(message({3}, bad).find("temperature"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- batches
+
+TEST(BatchKVCache, MaskHidesPaddingAndFollowsCausality) {
+  BatchKVCache cache({2, 0});
+  const array keys = zeros({2, 1, 3, 4});
+  const MaskSpec prefill = cache.make_mask(3);
+  (void)cache.update_and_fetch(keys, keys);
+  ASSERT_EQ(prefill.mode, "array");
+  array mask = astype(*prefill.mask, int32);
+  mask.eval();
+  ASSERT_EQ(mask.shape(), (Shape{2, 1, 3, 3}));
+  // Row 0 is padded by 2: its padding queries see only themselves, its real query sees only itself.
+  const std::vector<int> expected = {1, 0, 0, 0, 1, 0, 0, 0, 1,   // sequence 0
+                                     1, 0, 0, 1, 1, 0, 1, 1, 1};  // sequence 1: causal
+  EXPECT_EQ(std::vector<int>(mask.data<int>(), mask.data<int>() + 18), expected);
+  array offsets = *cache.batch_offsets();
+  offsets.eval();
+  EXPECT_EQ(std::vector<int>(offsets.data<int>(), offsets.data<int>() + 2), (std::vector<int>{1, 3}));
+
+  // Dropping sequence 1 drops the two padding columns sequence 0 no longer shares with anyone.
+  cache.filter({0});
+  EXPECT_EQ(cache.offset(), 1);
+  EXPECT_EQ(cache.left_padding(), (std::vector<int>{0}));
+  BatchKVCache other({0});
+  (void)other.update_and_fetch(ones({1, 1, 2, 4}), ones({1, 1, 2, 4}));
+  cache.extend(other);
+  EXPECT_EQ(cache.offset(), 2);
+  EXPECT_EQ(cache.left_padding(), (std::vector<int>{1, 0}));
+}
+
+GenerationResult alone(LanguageModel& model, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                       int max_tokens) {
+  GenerateOptions options;
+  options.max_tokens = max_tokens;
+  return generate(model, tokenizer, prompt, options);
+}
+
+TEST(BatchGenerator, EqualsEachSequenceAloneWithJoinsAndLeaves) {
+  const auto model_owner = tiny_llama(10);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(23);
+  const std::vector<std::vector<int32_t>> prompts = {random_prompt(rng, 3), random_prompt(rng, 9),
+                                                     random_prompt(rng, 17), random_prompt(rng, 6),
+                                                     random_prompt(rng, 1)};
+  const std::vector<int> max_tokens = {8, 10, 4, 7, 5};
+  BatchOptions batch_options;
+  batch_options.prefill_chunk_size = 4;
+  BatchGenerator generator(model, tokenizer, batch_options);
+  std::map<uint64_t, size_t> which;
+  std::map<size_t, GenerationResult> got;
+  // Sequence 1 samples (seeded): its draws are its own, alone or in a batch.
+  auto options_for = [&](size_t i) {
+    GenerateOptions options;
+    options.max_tokens = max_tokens[i];
+    options.sampling.top_logprobs = 2;
+    if (i == 1) {
+      options.sampling.temperature = 1.0F;
+      options.sampling.top_k = 10;
+      options.sampling.seed = 42;
+    }
+    return options;
+  };
+  auto add = [&](size_t i) { which[generator.insert(prompts[i], options_for(i))] = i; };
+  for (size_t i = 0; i < 3; ++i) {
+    add(i);
+  }
+  const uint64_t removed = generator.insert(prompts[1]);
+  int step = 0;
+  while (generator.has_work()) {
+    if (step == 2) {
+      add(3);  // joins mid-way
+    }
+    if (step == 3) {
+      EXPECT_TRUE(generator.remove(removed));  // cancelled mid-way
+      add(4);
+    }
+    const int active_before = generator.active() + generator.waiting();
+    const std::vector<BatchResponse> responses = generator.next();
+    EXPECT_LE(static_cast<int>(responses.size()), active_before);
+    for (const BatchResponse& r : responses) {
+      if (r.uid == removed) {
+        continue;
+      }
+      ASSERT_TRUE(which.count(r.uid)) << "uid " << r.uid;
+      GenerationResult& result = got[which[r.uid]];
+      result.tokens.push_back(r.response.token);
+      result.logprobs.push_back(r.response.logprob);
+      result.text += r.response.text;
+      result.finish_reason = r.response.finish_reason.value_or("");
+      EXPECT_EQ(r.response.top_logprobs.size(), 2U);
+    }
+    ++step;
+    ASSERT_LT(step, 40);
+  }
+  EXPECT_FALSE(generator.remove(removed));
+  ASSERT_EQ(got.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    expect_same_run(got[i], generate(model, tokenizer, prompts[i], options_for(i)), "sequence " + std::to_string(i));
+  }
+}
+
+TEST(BatchGenerator, StopsEachSequenceOnItsOwnTerms) {
+  const auto model_owner = tiny_llama(11);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(29);
+  const std::vector<int32_t> a = random_prompt(rng, 4);
+  const std::vector<int32_t> b = random_prompt(rng, 8);
+  const GenerationResult a_alone = alone(model, tokenizer, a, 12);
+  BatchGenerator generator(model, tokenizer);
+  GenerateOptions stop_early;
+  stop_early.max_tokens = 12;
+  stop_early.stop_ids = {a_alone.tokens[3]};
+  const uint64_t ua = generator.insert(a, stop_early);
+  GenerateOptions long_run;
+  long_run.max_tokens = 12;
+  const uint64_t ub = generator.insert(b, long_run);
+  std::map<uint64_t, std::vector<int32_t>> tokens;
+  while (generator.has_work()) {
+    for (const BatchResponse& r : generator.next()) {
+      tokens[r.uid].push_back(r.response.token);
+    }
+  }
+  const size_t first =
+      std::find(a_alone.tokens.begin(), a_alone.tokens.end(), a_alone.tokens[3]) - a_alone.tokens.begin();
+  EXPECT_EQ(tokens[ua], std::vector<int32_t>(a_alone.tokens.begin(), a_alone.tokens.begin() + first + 1));
+  EXPECT_EQ(tokens[ub], alone(model, tokenizer, b, 12).tokens);
+
+  GenerateOptions cached;
+  PromptCache cache;
+  cached.prompt_cache = &cache;
+  EXPECT_NE(expect_error([&] { (void)generator.insert(a, cached); }).find("single sequences"), std::string::npos);
+  EXPECT_NE(expect_error([&] { (void)generator.insert({}); }).find("the prompt is empty"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- speculative decoding
+
+TEST(Speculative, GreedyEqualsPlainGreedy) {
+  const auto model_owner = tiny_llama(12);
+  LanguageModel& model = *model_owner;
+  const auto other_owner = tiny_llama(13);
+  LanguageModel& other = *other_owner;
+  const auto same_owner = tiny_llama(12);
+  LanguageModel& same = *same_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(31);
+  for (int length : {1, 7}) {
+    const std::vector<int32_t> prompt = random_prompt(rng, length);
+    const GenerationResult plain = alone(model, tokenizer, prompt, 13);
+    for (LanguageModel* draft : {&other, &same}) {
+      for (int num_draft : {1, 3, 4}) {
+        GenerateOptions options;
+        options.max_tokens = 13;
+        options.draft_model = draft;
+        options.num_draft = num_draft;
+        int from_draft = 0;
+        GenerationResult got;
+        stream_generate(model, tokenizer, prompt, options, [&](const GenerationResponse& r) {
+          got.tokens.push_back(r.token);
+          got.logprobs.push_back(r.logprob);
+          got.text += r.text;
+          got.finish_reason = r.finish_reason.value_or("");
+          from_draft += r.from_draft ? 1 : 0;
+          return true;
+        });
+        const std::string what =
+            std::string(draft == &same ? "same" : "other") + " draft, num_draft " + std::to_string(num_draft);
+        expect_same_run(got, plain, what);
+        if (draft == &same) {
+          // Every round but the last accepts all its drafts.
+          EXPECT_GE(from_draft, 13 - (13 + num_draft) / (num_draft + 1) - 1) << what;
+        }
+      }
+    }
+  }
+}
+
+/// The model itself as a draft, except that it proposes the wrong token (the argmax + 1) for every position p with
+/// p % 4 == 2: how many drafts are accepted then follows from the model's greedy output alone, provided the draft's
+/// cache holds exactly the accepted tokens after each round.
+class WrongAtTimes : public LanguageModel {
+ public:
+  explicit WrongAtTimes(LanguageModel& model) : model_(model) {}
+  [[nodiscard]] std::string type_name() const override { return "WrongAtTimes"; }
+  array forward(const array& tokens, Cache* cache) override {
+    const int offset = (*cache)[0]->offset();
+    const int length = tokens.shape(1);
+    const array logits = model_.forward(tokens, cache);
+    const array rolled = concatenate(
+        {slice(logits, {0, 0, kVocab - 1}, {1, length, kVocab}), slice(logits, {0, 0, 0}, {1, length, kVocab - 1})}, 2);
+    std::vector<int> wrong;
+    for (int j = 0; j < length; ++j) {
+      wrong.push_back((offset + j + 1) % 4 == 2 ? 1 : 0);  // the position this row predicts
+    }
+    return where(array(wrong.begin(), {1, length, 1}, bool_), rolled, logits);
+  }
+  [[nodiscard]] Cache make_cache() const override { return model_.make_cache(); }
+  [[nodiscard]] const std::string& model_type() const override { return model_.model_type(); }
+  [[nodiscard]] int vocab_size() const override { return kVocab; }
+  [[nodiscard]] int num_layers() const override { return model_.num_layers(); }
+  [[nodiscard]] int max_context() const override { return model_.max_context(); }
+
+ private:
+  LanguageModel& model_;
+};
+
+TEST(Speculative, DraftCacheKeepsOnlyAcceptedTokens) {
+  const auto model_owner = tiny_llama(18);
+  LanguageModel& model = *model_owner;
+  WrongAtTimes draft(model);
+  const Tokenizer tokenizer = make_tokenizer();
+  const std::vector<int32_t> prompt = {3, 30, 12, 50, 8};
+  const int max_tokens = 17;
+  const GenerationResult plain = alone(model, tokenizer, prompt, max_tokens);
+  for (int num_draft : {2, 3, 5}) {
+    // The rounds as they must go: drafts accepted up to the first wrong position, then the model's token.
+    int emitted = 0;
+    int expected_from_draft = 0;
+    while (emitted < max_tokens) {
+      const int count = std::min(num_draft, max_tokens - emitted - 1);
+      int accepted = 0;
+      while (accepted < count && (static_cast<int>(prompt.size()) + emitted + accepted) % 4 != 2) {
+        ++accepted;
+      }
+      expected_from_draft += accepted;
+      emitted += accepted + 1;
+    }
+    GenerateOptions options;
+    options.max_tokens = max_tokens;
+    options.draft_model = &draft;
+    options.num_draft = num_draft;
+    std::vector<int32_t> tokens;
+    int from_draft = 0;
+    stream_generate(model, tokenizer, prompt, options, [&](const GenerationResponse& r) {
+      tokens.push_back(r.token);
+      from_draft += r.from_draft ? 1 : 0;
+      return true;
+    });
+    EXPECT_EQ(tokens, plain.tokens) << "num_draft " << num_draft;
+    EXPECT_EQ(from_draft, expected_from_draft) << "num_draft " << num_draft;
+  }
+}
+
+/// Total variation distance between two distributions.
+double total_variation(const std::vector<double>& p, const std::vector<double>& q) {
+  double d = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    d += std::abs(p[i] - q[i]);
+  }
+  return d / 2;
+}
+
+std::vector<double> softmax_of_last(LanguageModel& model, const std::vector<int32_t>& prompt, float temperature) {
+  const array logits = model.forward(array(prompt.begin(), {1, static_cast<int>(prompt.size())}, int32), nullptr);
+  array last = slice(logits, {0, logits.shape(1) - 1, 0}, {1, logits.shape(1), kVocab});
+  last.eval();
+  const float* logit = last.data<float>();
+  const float top = *std::max_element(logit, logit + kVocab);
+  std::vector<double> p(kVocab);
+  double total = 0;
+  for (int i = 0; i < kVocab; ++i) {
+    p[i] = std::exp((logit[i] - top) / temperature);
+    total += p[i];
+  }
+  for (double& x : p) {
+    x /= total;
+  }
+  return p;
+}
+
+TEST(Speculative, SamplingFollowsTheModelsDistribution) {
+  const auto model_owner = tiny_llama(14);
+  LanguageModel& model = *model_owner;
+  const auto draft_owner = tiny_llama(15);
+  LanguageModel& draft = *draft_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  const std::vector<int32_t> prompt = {7, 21, 40};
+  const float temperature = 1.5F;
+  const std::vector<double> p = softmax_of_last(model, prompt, temperature);
+  const std::vector<double> q = softmax_of_last(draft, prompt, temperature);
+  ASSERT_GT(total_variation(p, q), 0.3) << "the draft must disagree with the model for this test to mean anything";
+  // With max_tokens 2 the draft proposes one token and the model accepts or replaces it: the first token must
+  // follow the model's distribution, not the draft's.
+  const int runs = 1200;
+  std::vector<double> counts(kVocab, 0);
+  GenerateOptions options;
+  options.max_tokens = 2;
+  options.draft_model = &draft;
+  options.sampling.temperature = temperature;
+  for (int seed = 0; seed < runs; ++seed) {
+    options.sampling.seed = seed;
+    bool first = true;
+    stream_generate(model, tokenizer, prompt, options, [&](const GenerationResponse& r) {
+      if (first) {
+        counts[r.token] += 1.0 / runs;
+      }
+      first = false;
+      return true;
+    });
+  }
+  // The distance sampling noise alone gives: about sum_i sqrt(2 p_i (1 - p_i) / (pi runs)) / 2.
+  double noise = 0;
+  for (double x : p) {
+    noise += 0.5 * std::sqrt(2 * x * (1 - x) / (3.14159 * runs));
+  }
+  EXPECT_LT(total_variation(counts, p), 2 * noise);
+  // The same seed gives the same tokens.
+  options.sampling.seed = 99;
+  options.max_tokens = 9;
+  EXPECT_EQ(generate(model, tokenizer, prompt, options).tokens, generate(model, tokenizer, prompt, options).tokens);
+}
+
+TEST(Speculative, BadRequests) {
+  const auto model_owner = tiny_llama(16);
+  LanguageModel& model = *model_owner;
+  const auto draft_owner = tiny_llama(17);
+  LanguageModel& draft = *draft_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  GenerateOptions options;
+  options.draft_model = &draft;
+  options.num_draft = 0;
+  EXPECT_NE(expect_error([&] { (void)generate(model, tokenizer, {3}, options); }).find("num_draft must be positive"),
+            std::string::npos);
+  options.num_draft = 2;
+  PromptCache cache;
+  options.prompt_cache = &cache;
+  EXPECT_NE(expect_error([&] { (void)generate(model, tokenizer, {3}, options); }).find("prompt caches"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace nuvec::lm

@@ -1,0 +1,498 @@
+// Models from GGUF files. Small random llama, qwen2, qwen3 and phi3 models (hidden 256, so that every K-quant fits)
+// are written as llama.cpp's converter and llama-quantize write them (tests/lm/reference/gguf_writer.h: its names,
+// metadata and Q/K permutation, every weight type), and the model loaded from the file is checked against the same
+// architecture built from the original config.json with the file's weights dequantized in float32: logits at every
+// position within tolerance (the differences are 2e-6 to 4e-5) and the same greedy choices through the caches. Also
+// the config.json the metadata gives, the tensor names, the un-permutation on float and packed rows, Llama 3's
+// rope_freqs, the widened codes, and the errors for unknown architectures, truncated files and unsupported types.
+
+#include "nuvec/lm/models/gguf_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+
+#include "nuvec/core/error.h"
+#include "nuvec/lm/models/registry.h"
+#include "nuvec/lm/models/rope.h"
+#include "tests/lm/reference/gguf_writer.h"
+
+namespace nuvec::lm {
+namespace {
+
+using io::GGMLType;
+using nlohmann::json;
+using test::NamedArrays;
+
+array uniform(std::mt19937& rng, const Shape& shape, double lo, double hi) {
+  std::uniform_real_distribution<float> dist(static_cast<float>(lo), static_cast<float>(hi));
+  std::vector<float> values(shape_size(shape));
+  for (auto& v : values) {
+    v = dist(rng);
+  }
+  return array(values.begin(), shape, float32);
+}
+
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("nuvec_gguf_model_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+/// A config.json of a tiny model: 2 layers, hidden 256, grouped-query attention.
+json tiny_config(const std::string& model_type) {
+  json c = {{"model_type", model_type},
+            {"vocab_size", 300},
+            {"hidden_size", 256},
+            {"intermediate_size", 512},
+            {"num_hidden_layers", 2},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 2},
+            {"head_dim", 64},
+            {"rms_norm_eps", 1e-5},
+            {"rope_theta", 10000.0},
+            {"max_position_embeddings", 512},
+            {"tie_word_embeddings", false},
+            {"torch_dtype", "float32"},
+            {"bos_token_id", 298},
+            {"eos_token_id", 299}};
+  if (model_type == "phi3") {
+    // Partial rotary embeddings, a sliding window and longrope's per-frequency factors (16 rotated pairs).
+    c["partial_rotary_factor"] = 0.5;
+    c["sliding_window"] = 5;
+    c["original_max_position_embeddings"] = 128;
+    std::vector<double> short_factor;
+    std::vector<double> long_factor;
+    for (int i = 0; i < 16; ++i) {
+      short_factor.push_back(1.0 + 0.1 * i);
+      long_factor.push_back(1.0 + 0.5 * i);
+    }
+    c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", long_factor}};
+  }
+  if (model_type == "qwen3") {
+    c["num_attention_heads"] = 8;  // head_dim * heads (512) differs from hidden_size
+    c["tie_word_embeddings"] = true;
+  }
+  return c;
+}
+
+/// Random weights of a model with Hugging Face names: matrices of about unit-variance products, norms near 1.
+NamedArrays random_weights(const json& c, std::mt19937& rng) {
+  const int hidden = c["hidden_size"];
+  const int inter = c["intermediate_size"];
+  const int heads = c["num_attention_heads"];
+  const int kv = c["num_key_value_heads"];
+  const int hd = c["head_dim"];
+  const int vocab = c["vocab_size"];
+  const std::string type = c["model_type"];
+  auto matrix = [&](int rows, int cols) {
+    const double bound = std::sqrt(3.0 / cols);
+    return uniform(rng, {rows, cols}, -bound, bound);
+  };
+  auto norm = [&](int n) { return uniform(rng, {n}, 0.8, 1.2); };
+  NamedArrays w;
+  w.insert_or_assign("model.embed_tokens.weight", uniform(rng, {vocab, hidden}, -1.0, 1.0));
+  w.insert_or_assign("model.norm.weight", norm(hidden));
+  if (!c["tie_word_embeddings"].get<bool>()) {
+    w.insert_or_assign("lm_head.weight", matrix(vocab, hidden));
+  }
+  for (int l = 0; l < c["num_hidden_layers"].get<int>(); ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    w.insert_or_assign(p + "input_layernorm.weight", norm(hidden));
+    w.insert_or_assign(p + "post_attention_layernorm.weight", norm(hidden));
+    if (type == "phi3") {
+      w.insert_or_assign(p + "self_attn.qkv_proj.weight", matrix((heads + 2 * kv) * hd, hidden));
+      w.insert_or_assign(p + "mlp.gate_up_proj.weight", matrix(2 * inter, hidden));
+    } else {
+      w.insert_or_assign(p + "self_attn.q_proj.weight", matrix(heads * hd, hidden));
+      w.insert_or_assign(p + "self_attn.k_proj.weight", matrix(kv * hd, hidden));
+      w.insert_or_assign(p + "self_attn.v_proj.weight", matrix(kv * hd, hidden));
+      w.insert_or_assign(p + "mlp.gate_proj.weight", matrix(inter, hidden));
+      w.insert_or_assign(p + "mlp.up_proj.weight", matrix(inter, hidden));
+    }
+    w.insert_or_assign(p + "self_attn.o_proj.weight", matrix(hidden, heads * hd));
+    w.insert_or_assign(p + "mlp.down_proj.weight", matrix(hidden, inter));
+    if (type == "qwen2" || c.value("attention_bias", false)) {
+      w.insert_or_assign(p + "self_attn.q_proj.bias", uniform(rng, {heads * hd}, -0.5, 0.5));
+      w.insert_or_assign(p + "self_attn.k_proj.bias", uniform(rng, {kv * hd}, -0.5, 0.5));
+      w.insert_or_assign(p + "self_attn.v_proj.bias", uniform(rng, {kv * hd}, -0.5, 0.5));
+    }
+    if (c.value("attention_bias", false)) {  // Llama's attention_bias covers o_proj too
+      w.insert_or_assign(p + "self_attn.o_proj.bias", uniform(rng, {hidden}, -0.5, 0.5));
+    }
+    if (type == "qwen3") {
+      w.insert_or_assign(p + "self_attn.q_norm.weight", norm(hd));
+      w.insert_or_assign(p + "self_attn.k_norm.weight", norm(hd));
+    }
+  }
+  return w;
+}
+
+/// Every type a weight can be written in; the K-quants need rows of whole 256-element blocks.
+const GGMLType kTypes[] = {GGMLType::F32,  GGMLType::F16,  GGMLType::BF16, GGMLType::Q4_0, GGMLType::Q4_1,
+                           GGMLType::Q5_0, GGMLType::Q5_1, GGMLType::Q8_0, GGMLType::Q2_K, GGMLType::Q3_K,
+                           GGMLType::Q4_K, GGMLType::Q5_K, GGMLType::Q6_K};
+
+std::string type_name(GGMLType t) { return std::string(io::detail::ggml_type_info(static_cast<uint32_t>(t))->name); }
+
+/// A GGUF file of a tiny model, deleted with it, and the float weights it computes with.
+struct TinyFile {
+  std::string path;
+  json config;
+  NamedArrays reference;
+  TinyFile(const std::string& name, json hf_config, const std::function<GGMLType(const std::string&)>& type_of,
+           uint32_t seed, const test::Metadata& extra = {})
+      : path(temp_path(name + ".gguf")), config(std::move(hf_config)) {
+    std::mt19937 rng(seed);
+    test::Metadata metadata = test::byte_level_vocabulary(config["vocab_size"]);
+    for (const auto& [key, value] : extra) {
+      metadata[key] = value;
+    }
+    reference = test::write_gguf_model(path, config, random_weights(config, rng), type_of, metadata);
+  }
+  TinyFile(const TinyFile&) = delete;
+  TinyFile& operator=(const TinyFile&) = delete;
+  ~TinyFile() { std::filesystem::remove(path); }
+};
+
+/// The message of the nuvec error fn throws.
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::pair<NamedArrays, test::Metadata> read_file(const std::string& path) {
+  auto [tensors, metadata] = io::load_gguf(path, io::GGUFQuantized::packed_all);
+  return {tensors, metadata};
+}
+
+TEST(GGUFModel, ConfigFromMetadata) {
+  json llama = tiny_config("llama");
+  llama["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  json qwen3 = tiny_config("qwen3");
+  json qwen2 = tiny_config("qwen2");
+  qwen2["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 128}};
+  for (const json& hf : {llama, qwen3, qwen2}) {
+    SCOPED_TRACE(hf["model_type"].get<std::string>());
+    TinyFile file(
+        hf["model_type"], hf, [](const std::string&) { return GGMLType::F16; }, 1);
+    auto [tensors, metadata] = read_file(file.path);
+    json c = detail::gguf_hf_config(metadata, tensors, file.path);
+    for (const char* key : {"model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                            "num_attention_heads", "num_key_value_heads", "head_dim", "max_position_embeddings",
+                            "tie_word_embeddings", "bos_token_id", "eos_token_id"}) {
+      EXPECT_EQ(c[key], hf[key]) << key;
+    }
+    EXPECT_TRUE(c["architectures"].is_array() && c["architectures"].size() == 1) << c["architectures"];
+    EXPECT_NEAR(c["rms_norm_eps"].get<double>(), 1e-5, 1e-11);  // stored as float32
+    EXPECT_EQ(c["rope_theta"].get<double>(), 10000.0);
+    if (hf.contains("rope_scaling")) {
+      for (const auto& [key, value] : hf["rope_scaling"].items()) {
+        EXPECT_EQ(c["rope_scaling"][key], value) << key;
+      }
+    } else {
+      EXPECT_TRUE(c["rope_scaling"].is_null());
+    }
+    EXPECT_FALSE(c.contains("quantization"));
+    // The weights of a float file carry no quantization either.
+    detail::gguf_hf_weights(tensors, c, file.path);
+    EXPECT_FALSE(c.contains("quantization"));
+  }
+}
+
+TEST(GGUFModel, TensorNames) {
+  const std::string f = "model.gguf";
+  EXPECT_EQ(detail::hf_tensor_name("token_embd.weight", "llama", f), "model.embed_tokens.weight");
+  EXPECT_EQ(detail::hf_tensor_name("token_embd.scales", "llama", f), "model.embed_tokens.scales");
+  EXPECT_EQ(detail::hf_tensor_name("output.weight", "llama", f), "lm_head.weight");
+  EXPECT_EQ(detail::hf_tensor_name("output_norm.weight", "llama", f), "model.norm.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.12.attn_q.biases", "qwen2", f), "model.layers.12.self_attn.q_proj.biases");
+  EXPECT_EQ(detail::hf_tensor_name("blk.0.attn_k.bias", "qwen2", f), "model.layers.0.self_attn.k_proj.bias");
+  EXPECT_EQ(detail::hf_tensor_name("blk.3.attn_output.weight", "llama", f), "model.layers.3.self_attn.o_proj.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.3.attn_k_norm.weight", "qwen3", f), "model.layers.3.self_attn.k_norm.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.1.ffn_norm.weight", "llama", f),
+            "model.layers.1.post_attention_layernorm.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.1.ffn_down.scales", "llama", f), "model.layers.1.mlp.down_proj.scales");
+  EXPECT_EQ(error_of([&] { detail::hf_tensor_name("blk.1.ffn_gate_exps.weight", "llama", f); }),
+            "model.gguf: tensor 'blk.1.ffn_gate_exps.weight' has no counterpart in a Hugging Face 'llama' model");
+  EXPECT_EQ(error_of([&] { detail::hf_tensor_name("blk.x.attn_q.weight", "llama", f); }),
+            "model.gguf: tensor 'blk.x.attn_q.weight' has no counterpart in a Hugging Face 'llama' model");
+}
+
+TEST(GGUFModel, UnpermuteUndoesTheConverter) {
+  std::mt19937 rng(7);
+  for (auto [heads, head_dim, cols] : {std::tuple{4, 64, 32}, {2, 8, 3}, {3, 2, 1}}) {
+    array w = uniform(rng, {heads * head_dim, cols}, -1, 1);
+    EXPECT_TRUE(array_equal(detail::unpermute_rope_rows(test::converter_permute(w, heads), heads), w).item<bool>());
+    array bias = uniform(rng, {heads * head_dim}, -1, 1);
+    EXPECT_TRUE(
+        array_equal(detail::unpermute_rope_rows(test::converter_permute(bias, heads), heads), bias).item<bool>());
+  }
+  EXPECT_EQ(error_of([&] {
+              detail::unpermute_rope_rows(zeros({12, 4}), 4);
+            }),
+            "[load_gguf_model] 12 rows of Q or K do not split into 4 heads of an even size");
+}
+
+TEST(GGUFModel, PackedRowsFollowThePermutation) {
+  // A quantized Q projection: the loaded codes, scales and biases dequantize to the Hugging Face rows.
+  json c = tiny_config("llama");
+  for (GGMLType type : {GGMLType::Q4_0, GGMLType::Q5_1, GGMLType::Q3_K, GGMLType::Q6_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file(
+        "packed", c, [&](const std::string&) { return type; }, 2);
+    auto [tensors, metadata] = read_file(file.path);
+    json config = detail::gguf_hf_config(metadata, tensors, file.path);
+    NamedArrays weights = detail::gguf_hf_weights(tensors, config, file.path);
+    for (const char* module : {"model.layers.1.self_attn.q_proj", "model.layers.0.self_attn.k_proj",
+                               "model.layers.0.mlp.down_proj", "model.embed_tokens"}) {
+      const auto& q = config["quantization"][module];
+      array w =
+          dequantize(weights.at(std::string(module) + ".weight"), weights.at(std::string(module) + ".scales"),
+                     weights.at(std::string(module) + ".biases"), q["group_size"].get<int>(), q["bits"].get<int>());
+      EXPECT_TRUE(allclose(w, file.reference.at(std::string(module) + ".weight"), 1e-6, 1e-6).item<bool>()) << module;
+    }
+    // Groups as the type scales them; 3-, 5- and 6-bit codes one width up.
+    const auto* info = io::detail::ggml_type_info(static_cast<uint32_t>(type));
+    EXPECT_EQ(config["quantization"]["group_size"], static_cast<int>(info->group));
+    EXPECT_EQ(config["quantization"]["bits"], info->bits == 3 ? 4 : info->bits == 4 ? 4 : 8);
+  }
+}
+
+TEST(GGUFModel, Llama3RopeFrequencies) {
+  // The converter stores Llama 3's scaling as rope_freqs; the loaded config rotates as the original one does.
+  json c = tiny_config("llama");
+  c["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 64}};
+  TinyFile file(
+      "llama3", c, [](const std::string&) { return GGMLType::F32; }, 3);
+  auto [tensors, metadata] = read_file(file.path);
+  json mapped = detail::gguf_hf_config(metadata, tensors, file.path);
+  EXPECT_EQ(mapped["rope_scaling"]["rope_type"], "longrope");
+  std::mt19937 rng(4);
+  array x = uniform(rng, {1, 4, 5, 64}, -1, 1);
+  for (int offset : {0, 37, 300}) {
+    array expected = (*make_rope(64, 10000.0F, c["rope_scaling"], 512))(x, offset);
+    array got = (*make_rope(64, 10000.0F, mapped["rope_scaling"], 512))(x, offset);
+    EXPECT_TRUE(allclose(got, expected, 1e-5, 1e-5).item<bool>()) << "offset " << offset;
+  }
+}
+
+/// Overwrites the type code of tensor `name` in a GGUF file.
+void set_tensor_type(const std::string& path, const std::string& name, uint32_t type) {
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string key(8, '\0');
+  const uint64_t length = name.size();
+  std::memcpy(key.data(), &length, 8);
+  key += name;
+  const auto at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  uint32_t dims = 0;
+  std::memcpy(&dims, bytes.data() + at + key.size(), 4);
+  f.seekp(static_cast<std::streamoff>(at + key.size() + 4 + 8 * dims));
+  f.write(reinterpret_cast<const char*>(&type), 4);
+}
+
+TEST(GGUFModel, Errors) {
+  json c = tiny_config("llama");
+  auto f16 = [](const std::string&) { return GGMLType::F16; };
+  {
+    TinyFile file("mamba", c, f16, 5, {{"general.architecture", std::string("mamba")}});
+    EXPECT_EQ(error_of([&] { load_gguf_model(file.path); }),
+              file.path + ": general.architecture 'mamba' is not supported (llama, qwen2, qwen3 and phi3 are)");
+  }
+  {
+    TinyFile file("truncated", c, f16, 5);
+    std::filesystem::resize_file(file.path, std::filesystem::file_size(file.path) / 2);
+    const std::string message = error_of([&] { load_gguf_model(file.path); });
+    EXPECT_TRUE(contains(message, "runs past the end of the file")) << message;
+    EXPECT_TRUE(contains(message, file.path)) << message;
+  }
+  {
+    TinyFile file("iq2", c, f16, 5);
+    set_tensor_type(file.path, "blk.1.ffn_up.weight", 16);  // IQ2_XXS
+    const std::string message = error_of([&] { load_gguf_model(file.path); });
+    EXPECT_TRUE(contains(message, "tensor \"blk.1.ffn_up.weight\": unknown or unsupported tensor type 16")) << message;
+  }
+  {
+    TinyFile file("missing", c, f16, 5);
+    auto [tensors, metadata] = read_file(file.path);
+    metadata.erase("llama.embedding_length");
+    EXPECT_EQ(error_of([&] { detail::gguf_hf_config(metadata, tensors, "m.gguf"); }),
+              "m.gguf: llama.embedding_length: missing");
+    tensors.erase("token_embd.weight");
+    EXPECT_EQ(error_of([&] { detail::gguf_hf_config(metadata, tensors, "m.gguf"); }),
+              "m.gguf: the tensor token_embd.weight (the token embeddings) is missing or not a matrix");
+  }
+}
+
+/// The logits (vocab) of the last position, as doubles.
+std::vector<double> last_logits(const array& logits) {
+  array last = astype(slice(logits, {0, logits.shape(1) - 1, 0}, logits.shape()), float64);
+  last.eval();
+  return {last.data<double>(), last.data<double>() + last.size()};
+}
+
+/// The GGUF-loaded model against the float model built from the original config with the file's weights: logits at
+/// every position of a prompt, then greedy decoding through both caches (the file's model must pick a token that the
+/// reference ranks first, up to `tol`: random weights can make near-ties).
+void expect_same_model(const TinyFile& file, double tol) {
+  LoadedModel loaded = load_gguf_model(file.path);
+  std::shared_ptr<LanguageModel> reference = create_model(file.config);
+  load_weights_into(*reference, file.reference, file.config);
+  reference->eval();
+  std::mt19937 rng(11);
+  std::vector<int32_t> prompt(12);
+  for (auto& id : prompt) {
+    id = std::uniform_int_distribution<int32_t>(0, file.config["vocab_size"].get<int>() - 1)(rng);
+  }
+  const array tokens(prompt.begin(), {1, static_cast<int32_t>(prompt.size())}, int32);
+  Cache cache = loaded.model->make_cache();
+  Cache reference_cache = reference->make_cache();
+  array got = loaded.model->forward(tokens, &cache);
+  array expected = reference->forward(tokens, &reference_cache);
+  ASSERT_EQ(got.shape(), expected.shape());
+  EXPECT_TRUE(allclose(got, expected, tol, tol).item<bool>())
+      << "largest difference " << max(abs(astype(got, float32) - expected)).item<float>();
+  for (int step = 0; step < 6; ++step) {
+    const std::vector<double> ours = last_logits(got);
+    const std::vector<double> theirs = last_logits(expected);
+    const auto chosen = static_cast<int32_t>(std::max_element(ours.begin(), ours.end()) - ours.begin());
+    const double best = *std::max_element(theirs.begin(), theirs.end());
+    EXPECT_GE(theirs[static_cast<size_t>(chosen)], best - tol) << "step " << step;
+    const array next(&chosen, {1, 1}, int32);
+    got = loaded.model->forward(next, &cache);
+    expected = reference->forward(next, &reference_cache);
+  }
+}
+
+/// Every 2-d weight in one type.
+std::function<GGMLType(const std::string&)> all(GGMLType type) {
+  return [type](const std::string&) { return type; };
+}
+
+/// Tolerance of the logits: the file's model computes with the same values in another order (quantized products,
+/// float16 weights converted in the product).
+constexpr double kTol = 3e-4;
+
+TEST(GGUFModel, LlamaEveryType) {
+  for (GGMLType type : kTypes) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("llama_" + type_name(type), tiny_config("llama"), all(type), 20);
+    expect_same_model(file, kTol);
+  }
+}
+
+TEST(GGUFModel, LlamaWithBiases) {
+  // The converter permutes the Q and K biases with their rows.
+  json c = tiny_config("llama");
+  c["attention_bias"] = true;
+  TinyFile file("llama_bias", c, all(GGMLType::Q4_1), 25);
+  expect_same_model(file, kTol);
+}
+
+TEST(GGUFModel, Qwen3EveryType) {
+  for (GGMLType type : kTypes) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("qwen3_" + type_name(type), tiny_config("qwen3"), all(type), 30);
+    expect_same_model(file, kTol);
+  }
+}
+
+TEST(GGUFModel, Qwen2) {
+  for (GGMLType type : {GGMLType::F16, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::Q6_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("qwen2_" + type_name(type), tiny_config("qwen2"), all(type), 40);
+    expect_same_model(file, kTol);
+  }
+}
+
+TEST(GGUFModel, Phi3) {
+  // Fused qkv_proj and gate_up_proj, partial rotary, a sliding window shorter than the prompt, and longrope. The
+  // sequences stay within the original context (short factors), so the long factors are checked in the config.
+  for (GGMLType type : {GGMLType::F32, GGMLType::Q5_0, GGMLType::Q3_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("phi3_" + type_name(type), tiny_config("phi3"), all(type), 45);
+    expect_same_model(file, kTol);
+  }
+  TinyFile file("phi3_config", tiny_config("phi3"), all(GGMLType::F16), 46);
+  auto [tensors, metadata] = read_file(file.path);
+  json c = detail::gguf_hf_config(metadata, tensors, file.path);
+  for (const char* key : {"partial_rotary_factor", "sliding_window", "original_max_position_embeddings"}) {
+    EXPECT_EQ(c[key], file.config[key]) << key;
+  }
+  for (const char* key : {"short_factor", "long_factor"}) {
+    const auto got = c["rope_scaling"][key].get<std::vector<double>>();
+    const auto expected = file.config["rope_scaling"][key].get<std::vector<double>>();
+    ASSERT_EQ(got.size(), expected.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], expected[i], 1e-6) << key << " " << i;  // stored as float32
+    }
+  }
+  // The attention factor the converter stored is the one transformers computes from the contexts.
+  EXPECT_NEAR(c["rope_scaling"]["attention_factor"].get<double>(), std::sqrt(1 + std::log(4.0) / std::log(128.0)),
+              1e-6);
+}
+
+TEST(GGUFModel, MixedTypesAsQ4KM) {
+  // llama-quantize's Q4_K_M: Q6_K for the output and (some) attn_v and ffn_down tensors, Q4_K for the rest; the
+  // config gets the most common group size and bits as defaults and an entry for every quantized module.
+  auto q4_k_m = [](const std::string& name) {
+    const bool wide = name == "lm_head.weight" || name.find("v_proj") != std::string::npos ||
+                      name.find("layers.0.mlp.down_proj") != std::string::npos;
+    return wide ? GGMLType::Q6_K : GGMLType::Q4_K;
+  };
+  TinyFile file("q4_k_m", tiny_config("llama"), q4_k_m, 50);
+  expect_same_model(file, kTol);
+  LoadedModel loaded = load_gguf_model(file.path);
+  const json& q = loaded.config["quantization"];
+  EXPECT_EQ(q["group_size"], 32);
+  EXPECT_EQ(q["bits"], 4);
+  EXPECT_EQ(q["lm_head"], (json{{"group_size", 16}, {"bits", 8}}));  // Q6_K's codes, widened
+  EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 16}, {"bits", 8}}));
+  EXPECT_EQ(q["model.layers.1.mlp.down_proj"], (json{{"group_size", 32}, {"bits", 4}}));
+  // The weights stay packed: uint32 codes with float32 scales per group.
+  std::map<std::string, Dtype> dtypes;
+  for (const auto& [name, value] : loaded.model->parameters()) {
+    dtypes.emplace(name, value.dtype());
+  }
+  EXPECT_EQ(dtypes.at("lm_head.weight"), uint32);
+  EXPECT_EQ(dtypes.at("model.embed_tokens.weight"), uint32);
+  EXPECT_EQ(dtypes.at("model.layers.1.self_attn.q_proj.scales"), float32);
+  EXPECT_EQ(dtypes.at("model.norm.weight"), float32);
+}
+
+TEST(GGUFModel, Llama3ScalingAndTokenizer) {
+  json c = tiny_config("llama");
+  c["rope_scaling"] = {{"rope_type", "llama3"},
+                       {"factor", 8.0},
+                       {"low_freq_factor", 1.0},
+                       {"high_freq_factor", 4.0},
+                       {"original_max_position_embeddings", 16}};
+  TinyFile file("llama3_q8", c, all(GGMLType::Q8_0), 60);
+  expect_same_model(file, kTol);
+  LoadedModel loaded = load_gguf_model(file.path);
+  EXPECT_EQ(loaded.generation.eos_token_ids, std::vector<int32_t>{299});
+  EXPECT_EQ(loaded.generation.bos_token_id, 298);
+  EXPECT_EQ(loaded.tokenizer.vocab_size(), 300U);
+  const std::string text = "the rain in Spain";
+  EXPECT_EQ(loaded.tokenizer.decode(loaded.tokenizer.encode(text, false)), text);
+  EXPECT_EQ(loaded.model->model_type(), "llama");
+  EXPECT_EQ(loaded.model->max_context(), 512);
+}
+
+}  // namespace
+}  // namespace nuvec::lm
