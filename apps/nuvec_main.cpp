@@ -1,13 +1,15 @@
 // The nuvec command:
 //   nuvec train [options]   trains an image classifier on Fashion-MNIST (apps/train)
-//   nuvec gpt [options]     trains a byte-level GPT on the fortunes corpus and samples text (apps/gpt)
+//   nuvec gpt [options]     trains a byte-level llama on the fortunes corpus, saved as a model folder (apps/gpt)
 //   nuvec tokenize, detokenize, chat-template   the lm library's tokenizer and chat templates (apps/tokenize)
+//   nuvec generate, chat, bench   language models: text generation, a terminal chat, speed (apps/generate)
 
 #include <cstdio>
 #include <exception>
 #include <string>
 
 #include "apps/cli/options.h"
+#include "apps/generate/commands.h"
 #include "apps/gpt/train_gpt.h"
 #include "apps/tokenize/commands.h"
 #include "apps/train/trainer.h"
@@ -16,11 +18,14 @@ namespace {
 
 const char* kUsage =
     "usage: nuvec train [options]   train an image classifier on Fashion-MNIST\n"
-    "       nuvec gpt [options]     train a byte-level GPT on the fortunes corpus, then sample text\n"
+    "       nuvec gpt [options]     train a byte-level llama on the fortunes corpus, saved as a model folder\n"
     "       nuvec tokenize --tokenizer PATH [--add-special-tokens] [--jsonl]\n"
     "       nuvec detokenize --tokenizer PATH [--skip-special-tokens] [--clean-up-spaces] [--jsonl]\n"
     "       nuvec chat-template --tokenizer PATH --messages FILE.json [--tools FILE.json] [--vars FILE.json]\n"
     "                           [--template NAME] [--add-generation-prompt]\n"
+    "       nuvec generate --model PATH (--prompt TEXT | --prompt-ids 1,2,3) [options]\n"
+    "       nuvec chat --model PATH [--system TEXT] [--max-tokens N] [sampling options]\n"
+    "       nuvec bench --model PATH [-p 512] [-n 128] [-t THREADS] [-r 5]\n"
     "\n"
     "nuvec train options:\n"
     "  --model NAME        cnn (default) or mlp\n"
@@ -37,12 +42,13 @@ const char* kUsage =
     "nuvec gpt options:\n"
     "  --steps N           training steps (default 600)\n"
     "  --batch-size N      sequences per step (default 32)\n"
-    "  --context N         bytes per sequence (default 128)\n"
+    "  --context N         tokens (bytes) per sequence (default 128)\n"
     "  --layers N --dims N --heads N   model size (default 4, 128, 4)\n"
     "  --lr X              peak learning rate of AdamW (default 0.003)\n"
     "  --corpus DIR        fortune files (default /usr/share/games/fortunes)\n"
-    "  --output DIR        where the weights go (default runs/gpt)\n"
-    "  --prompt TEXT --sample N --temperature X   what to sample after training (default \"The \", 400, 0.8)\n"
+    "  --output DIR        the model folder (config.json, model.safetensors, tokenizer) (default runs/gpt)\n"
+    "  --prompt TEXT --sample N --temperature X   the message to answer after training, at most N tokens\n"
+    "                      (default \"Tell me a fortune.\", 400, 0.8)\n"
     "  --seed N\n"
     "\n"
     "tokenizer commands (PATH: a tokenizer.json, a model folder or a .gguf file):\n"
@@ -51,7 +57,18 @@ const char* kUsage =
     "  detokenize          a JSON array of ids on standard input as text; --jsonl: each input line a JSON array,\n"
     "                      each output line a JSON string. --clean-up-spaces: transformers' \" .\" -> \".\" clean-up\n"
     "  chat-template       prints the prompt the tokenizer's chat template makes of the messages (a JSON list);\n"
-    "                      --vars: a JSON object of more template variables, such as {\"enable_thinking\": false}\n";
+    "                      --vars: a JSON object of more template variables, such as {\"enable_thinking\": false}\n"
+    "\n"
+    "language-model commands (PATH: a Hugging Face or MLX model folder, or a .gguf file):\n"
+    "  generate            streams the text generated after the prompt; statistics on standard error\n"
+    "    --max-tokens N      tokens to generate at most (default 256)\n"
+    "    --temp T --top-k K --top-p P --min-p P --repetition-penalty R --seed S\n"
+    "                        sampling (unset ones come from generation_config.json; greedy by default)\n"
+    "    --chat              the prompt is a user message in the model's chat template (--system TEXT adds one)\n"
+    "    --draft-model PATH --num-draft N   speculative decoding with a smaller model of the same vocabulary\n"
+    "    --json              one JSON object: prompt and generated ids, text, log-probabilities and top 5, timings\n"
+    "  chat                an interactive chat through the chat template (/reset, /exit)\n"
+    "  bench               prompt (-p tokens) and decoding (-n tokens) speed, as llama-bench prints it\n";
 
 int run_train(int argc, char** argv) {
   nuvec::train::TrainOptions o;
@@ -84,7 +101,7 @@ int run_gpt(int argc, char** argv) {
       .add("--corpus", o.corpus_dir)
       .add("--output", o.output_dir)
       .add("--prompt", o.prompt)
-      .add("--sample", o.sample_bytes)
+      .add("--sample", o.sample_tokens)
       .add("--temperature", o.temperature)
       .add("--seed", o.seed)
       .parse(argc, argv);
@@ -129,6 +146,54 @@ int run_chat_template(int argc, char** argv) {
   return 0;
 }
 
+nuvec::cli::Options& add_sampling(nuvec::cli::Options& options, nuvec::lm_cli::SamplingOptions& s) {
+  return options.add("--temp", s.temperature)
+      .add("--top-k", s.top_k)
+      .add("--top-p", s.top_p)
+      .add("--min-p", s.min_p)
+      .add("--repetition-penalty", s.repetition_penalty)
+      .add("--seed", s.seed);
+}
+
+int run_generate(int argc, char** argv) {
+  nuvec::lm_cli::GenerateCommandOptions o;
+  nuvec::cli::Options options;
+  options.add("--model", o.model)
+      .add("--prompt", o.prompt)
+      .add("--prompt-ids", o.prompt_ids)
+      .add("--system", o.system)
+      .add("--max-tokens", o.max_tokens)
+      .add("--draft-model", o.draft_model)
+      .add("--num-draft", o.num_draft)
+      .flag("--chat", o.chat)
+      .flag("--json", o.json);
+  add_sampling(options, o.sampling).parse(argc, argv);
+  nuvec::lm_cli::run_generate(o, stdout, stderr);
+  return 0;
+}
+
+int run_chat(int argc, char** argv) {
+  nuvec::lm_cli::ChatCommandOptions o;
+  nuvec::cli::Options options;
+  options.add("--model", o.model).add("--system", o.system).add("--max-tokens", o.max_tokens);
+  add_sampling(options, o.sampling).parse(argc, argv);
+  nuvec::lm_cli::run_chat(o, stdin, stdout);
+  return 0;
+}
+
+int run_bench(int argc, char** argv) {
+  nuvec::lm_cli::BenchCommandOptions o;
+  nuvec::cli::Options()
+      .add("--model", o.model)
+      .add("-p", o.prompt_tokens)
+      .add("-n", o.generation_tokens)
+      .add("-t", o.threads)
+      .add("-r", o.repetitions)
+      .parse(argc, argv);
+  nuvec::lm_cli::run_bench(o, stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -152,6 +217,15 @@ int main(int argc, char** argv) {
     }
     if (command == "chat-template") {
       return run_chat_template(argc, argv);
+    }
+    if (command == "generate") {
+      return run_generate(argc, argv);
+    }
+    if (command == "chat") {
+      return run_chat(argc, argv);
+    }
+    if (command == "bench") {
+      return run_bench(argc, argv);
     }
     std::fputs(kUsage, stderr);
     return 2;

@@ -15,6 +15,7 @@
 #include "apps/gpt/model.h"
 #include "apps/train/models.h"
 #include "apps/train/step.h"
+#include "nuvec/lm/models/registry.h"
 #include "nuvec/nuvec.h"
 
 namespace nv = nuvec;
@@ -68,9 +69,9 @@ Model transformer_block() {
   int dim = 256;
   int heads = 4;
   auto weight = [](int out, int in) { return nv::random::uniform(-0.05F, 0.05F, {out, in}); };
-  V params{nv::ones({dim}),           nv::zeros({dim}),        weight(3 * dim, dim), nv::zeros({3 * dim}),
-           weight(dim, dim),          nv::zeros({dim}),        nv::ones({dim}),      nv::zeros({dim}),
-           weight(4 * dim, dim),      nv::zeros({4 * dim}),    weight(dim, 4 * dim), nv::zeros({dim})};
+  V params{nv::ones({dim}),      nv::zeros({dim}),     weight(3 * dim, dim), nv::zeros({3 * dim}),
+           weight(dim, dim),     nv::zeros({dim}),     nv::ones({dim}),      nv::zeros({dim}),
+           weight(4 * dim, dim), nv::zeros({4 * dim}), weight(dim, 4 * dim), nv::zeros({dim})};
   V data{nv::random::normal({batch, tokens, dim})};
   auto loss = [=](const V& p, const V& d) {
     auto x = d[0];
@@ -110,8 +111,8 @@ double median_ms(F&& step, int reps, double* best) {
 }
 
 /// One optimizer step of `model` on `inputs`, everything evaluated.
-void train_step(nv::nn::Module& model, nv::optimizers::Optimizer& optimizer, const nv::nn::ModuleValueAndGradFn& step, const V& inputs,
-                bool clip) {
+void train_step(nv::nn::Module& model, nv::optimizers::Optimizer& optimizer, const nv::nn::ModuleValueAndGradFn& step,
+                const V& inputs, bool clip) {
   auto [loss, grads] = step(inputs);
   if (clip) {
     grads = nv::optimizers::clip_grad_norm(grads, 1.0).first;
@@ -139,18 +140,18 @@ void training_steps(int reps) {
   }
   {
     nv::random::seed(4);
-    nv::gpt::Gpt model(nv::gpt::GptConfig{});
+    auto model = nv::lm::create_model(nv::gpt::llama_config(nv::gpt::GptConfig{}));
     nv::optimizers::AdamW adamw(3e-3);
-    auto tokens = nv::random::randint(0, 256, {32, 129});
+    auto tokens = nv::random::randint(0, model->vocab_size(), {32, 129});
     auto inputs = nv::slice(tokens, {0, 0}, {32, 128});
     auto targets = nv::slice(tokens, {0, 1}, {32, 129});
     nv::eval(inputs, targets);
-    auto step = nv::nn::value_and_grad(model, [&](const V& in) {
-      return nv::nn::losses::cross_entropy(model.forward(in[0]), in[1], std::nullopt, -1, 0.0F,
+    auto step = nv::nn::value_and_grad(*model, [&](const V& in) {
+      return nv::nn::losses::cross_entropy(model->forward(in[0]), in[1], std::nullopt, -1, 0.0F,
                                            nv::nn::losses::Reduction::mean);
     });
-    double ms = median_ms([&] { train_step(model, adamw, step, {inputs, targets}, true); }, reps, &best);
-    std::printf("row gpt_train_step_b32_l128 median_ms=%.3f min_ms=%.3f reps=%d\n", ms, best, reps);
+    double ms = median_ms([&] { train_step(*model, adamw, step, {inputs, targets}, true); }, reps, &best);
+    std::printf("row llama_train_step_b32_l128 median_ms=%.3f min_ms=%.3f reps=%d\n", ms, best, reps);
     std::fflush(stdout);
   }
 }
@@ -169,8 +170,7 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < argnums.size(); ++i) {
       argnums[i] = static_cast<int>(i);
     }
-    auto step = nv::value_and_grad(
-        [&](const V& p) { return model.loss(p, model.data); }, argnums);
+    auto step = nv::value_and_grad([&](const V& p) { return model.loss(p, model.data); }, argnums);
     auto run = [&] {
       auto start = std::chrono::steady_clock::now();
       auto [loss, grads] = step(model.params);

@@ -12,8 +12,8 @@ over 10 classes) and a pre-norm transformer block (batch 8, 128 tokens, width 25
 written out, as torch 1.13 has no fused attention, GELU tanh MLP of width 1024; loss mean(out^2)). One step is
 the loss and every parameter's gradient (nuvec: value_and_grad then eval; torch: forward, backward, gradients
 zeroed by set_to_none). Then two whole training steps, optimizer included: nuvec train's CNN (batch 64 of 28x28
-images, Adam; the epoch time is 938 such steps) and nuvec gpt's byte-level GPT (4 layers, width 128, 4 heads,
-batch 32 x 128 bytes, AdamW, gradient clipping at norm 1; tokens per second = 4096 / step time). Two warm-up
+images, Adam; the epoch time is 938 such steps) and nuvec gpt's byte-level llama (4 layers, width 128, 4 heads,
+SwiGLU of width 512, RoPE, tied embeddings over 259 tokens; batch 32 x 128 tokens, AdamW, gradient clipping at norm 1; tokens per second = 4096 / step time). Two warm-up
 steps, then the median of --reps steps; both sides run --rounds times, alternating, and keep their best median (a
 busy machine slows one round, rarely all). ratio = nuvec / torch (below 1: nuvec is faster).
 """
@@ -97,44 +97,66 @@ def torch_worker(threads, reps):
         return "cnn_train_step_b64", model, torch.optim.Adam(model.parameters(), 1e-3), lambda: F.cross_entropy(
             model(x), y), False
 
-    def gpt():
+    def llama():
+        # The byte-level llama of `nuvec gpt` (apps/gpt/model.cpp): RMSNorm, half-split RoPE, SwiGLU, tied
+        # embeddings, 259 tokens.
         import torch.nn as nn
-        d, heads, layers, ctx = 128, 4, 4, 128
+        d, heads, layers, ctx, vocab = 128, 4, 4, 128, 259
+        hd = d // heads
+
+        class RMSNorm(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = nn.Parameter(torch.ones(d))
+
+            def forward(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+        inv_freq = 1.0 / (10000.0 ** (torch.arange(0, hd, 2).float() / hd))
+        angles = torch.outer(torch.arange(ctx).float(), inv_freq)
+        cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+
+        def rope(x):
+            x1, x2 = x[..., :hd // 2], x[..., hd // 2:]
+            return x * cos + torch.cat([-x2, x1], -1) * sin
 
         class Block(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.ln1, self.qkv, self.proj = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
-                self.ln2, self.fc, self.out = nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+                self.n1, self.n2 = RMSNorm(), RMSNorm()
+                self.q, self.k, self.v, self.o = (nn.Linear(d, d, bias=False) for _ in range(4))
+                self.gate, self.up = nn.Linear(d, 4 * d, bias=False), nn.Linear(d, 4 * d, bias=False)
+                self.down = nn.Linear(4 * d, d, bias=False)
 
             def forward(self, x):
                 b, t, _ = x.shape
-                q, k, v = self.qkv(self.ln1(x)).split(d, -1)
-                q, k, v = [u.reshape(b, t, heads, d // heads).transpose(1, 2) for u in (q, k, v)]
-                scores = (q @ k.transpose(-1, -2)) * (1.0 / (d // heads) ** 0.5)
+                h = self.n1(x)
+                q, k, v = [u.reshape(b, t, heads, hd).transpose(1, 2) for u in (self.q(h), self.k(h), self.v(h))]
+                q, k = rope(q), rope(k)
+                scores = (q @ k.transpose(-1, -2)) * (1.0 / hd ** 0.5)
                 mask = torch.ones(t, t, dtype=torch.bool).tril()
                 a = torch.softmax(scores.masked_fill(~mask, float("-inf")), -1) @ v
-                x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-                return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+                x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+                h = self.n2(x)
+                return x + self.down(F.silu(self.gate(h)) * self.up(h))
 
-        class Gpt(nn.Module):
+        class Llama(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.tok, self.pos = nn.Embedding(256, d), nn.Embedding(ctx, d)
+                self.embed = nn.Embedding(vocab, d)
                 self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
-                self.ln_f, self.head = nn.LayerNorm(d), nn.Linear(d, 256)
+                self.norm = RMSNorm()
 
             def forward(self, ids):
-                h = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
-                return self.head(self.ln_f(self.blocks(h)))
+                return self.norm(self.blocks(self.embed(ids))) @ self.embed.weight.T
 
-        model = Gpt()
-        tokens = torch.randint(0, 256, (32, ctx + 1))
+        model = Llama()
+        tokens = torch.randint(0, vocab, (32, ctx + 1))
         x, y = tokens[:, :-1], tokens[:, 1:]
-        return "gpt_train_step_b32_l128", model, torch.optim.AdamW(model.parameters(), 3e-3), lambda: F.cross_entropy(
-            model(x).reshape(-1, 256), y.reshape(-1)), True
+        return "llama_train_step_b32_l128", model, torch.optim.AdamW(model.parameters(), 3e-3), lambda: F.cross_entropy(
+            model(x).reshape(-1, vocab), y.reshape(-1)), True
 
-    for name, model, opt, loss, clip in (cnn(), gpt()):
+    for name, model, opt, loss, clip in (cnn(), llama()):
         def train_step():
             t0 = time.perf_counter()
             opt.zero_grad(set_to_none=True)
@@ -208,7 +230,7 @@ def main():
     def extra(name):
         if name.startswith("cnn"):
             return "epoch %.1f s vs %.1f s" % (nuvec[name] * 938 / 1e3, torch[name] * 938 / 1e3)
-        if name.startswith("gpt"):
+        if name.startswith("llama"):
             return "%.0f vs %.0f tokens/s" % (4096e3 / nuvec[name], 4096e3 / torch[name])
         return ""
     table = [[name, "%.2f" % nuvec[name], "%.2f" % torch[name], "%.2f" % (nuvec[name] / torch[name]), extra(name)]

@@ -54,6 +54,23 @@ Options& Options::add(const std::string& name, float& target) {
   return *this;
 }
 
+Options& Options::add(const std::string& name, std::optional<int>& target) {
+  values_[name] = [&target, name](const std::string& v) { target = parse_number<int>(name, v, "an integer"); };
+  return *this;
+}
+
+Options& Options::add(const std::string& name, std::optional<uint64_t>& target) {
+  values_[name] = [&target, name](const std::string& v) {
+    target = parse_number<uint64_t>(name, v, "a non-negative integer");
+  };
+  return *this;
+}
+
+Options& Options::add(const std::string& name, std::optional<float>& target) {
+  values_[name] = [&target, name](const std::string& v) { target = parse_number<float>(name, v, "a number"); };
+  return *this;
+}
+
 Options& Options::flag(const std::string& name, bool& target) {
   flags_[name] = &target;
   return *this;

@@ -19,6 +19,10 @@ class Options {
   Options& add(const std::string& name, uint64_t& target);
   Options& add(const std::string& name, double& target);
   Options& add(const std::string& name, float& target);
+  /// Options that may stay unset (a default chosen later, from a model's generation config say).
+  Options& add(const std::string& name, std::optional<int>& target);
+  Options& add(const std::string& name, std::optional<uint64_t>& target);
+  Options& add(const std::string& name, std::optional<float>& target);
   /// A switch: present sets `target` to true.
   Options& flag(const std::string& name, bool& target);
 

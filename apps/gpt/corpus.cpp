@@ -34,4 +34,26 @@ std::string load_corpus(const std::string& dir) {
   return text;
 }
 
+std::vector<std::string> split_fortunes(const std::string& corpus) {
+  std::vector<std::string> fortunes;
+  std::string current;
+  std::istringstream lines(corpus);
+  std::string line;
+  auto finish = [&] {
+    if (current.find_first_not_of(" \t\n") != std::string::npos) {
+      fortunes.push_back(current);
+    }
+    current.clear();
+  };
+  while (std::getline(lines, line)) {
+    if (line == "%") {
+      finish();
+    } else {
+      current += line + "\n";
+    }
+  }
+  finish();
+  return fortunes;
+}
+
 }  // namespace nuvec::gpt

@@ -1,7 +1,10 @@
 #pragma once
 
-// `nuvec gpt`: trains the byte-level GPT on the fortunes corpus with AdamW (linear warm-up, cosine decay), reports
-// the loss and tokens per second, measures the loss on held-out text, saves the weights and samples text.
+// `nuvec gpt`: trains a small byte-level `llama` model on the fortunes corpus, each fortune written as a chat
+// exchange ("Tell me a fortune." and the fortune as the answer), with AdamW (linear warm-up, cosine decay); reports
+// the loss and tokens per second, measures the loss on held-out text, saves a Hugging Face folder (config.json,
+// model.safetensors, tokenizer.json with a chat template, generation_config.json) and asks the model for a fortune
+// through its chat template.
 
 #include <cstdint>
 #include <cstdio>
@@ -18,8 +21,8 @@ struct GptOptions {
   double learning_rate = 3e-3;
   std::string corpus_dir = "/usr/share/games/fortunes";
   std::string output_dir = "runs/gpt";
-  std::string prompt = "The ";
-  int sample_bytes = 400;
+  std::string prompt = "Tell me a fortune.";  // the user message of the sample after training
+  int sample_tokens = 400;
   float temperature = 0.8F;
   uint64_t seed = 0;
 };
@@ -28,7 +31,7 @@ struct GptResult {
   double train_loss = 0.0;       // mean over the last 50 steps
   double validation_loss = 0.0;  // on the held-out last 5% of the corpus
   double tokens_per_second = 0.0;
-  std::string sample;
+  std::string sample;  // the model's answer to the prompt
 };
 
 GptResult train_gpt(const GptOptions& options, std::FILE* log = stdout);

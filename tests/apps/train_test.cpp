@@ -3,14 +3,19 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
 
+#include "apps/generate/commands.h"
 #include "apps/gpt/train_gpt.h"
 #include "apps/train/trainer.h"
 #include "nuvec/io/io.h"
+#include "nuvec/lm/load_model.h"
 #include "tests/support/reference.h"
 
 namespace nuvec {
@@ -35,6 +40,18 @@ train::TrainOptions small_run(const std::string& out) {
 std::FILE* quiet() {
   static std::FILE* sink = std::fopen("/dev/null", "w");
   return sink;
+}
+
+/// What `write` prints to a stream, as a string.
+std::string capture(const std::function<void(std::FILE*)>& write) {
+  char* buffer = nullptr;
+  size_t size = 0;
+  std::FILE* f = open_memstream(&buffer, &size);
+  write(f);
+  std::fclose(f);
+  std::string text(buffer, size);
+  std::free(buffer);
+  return text;
 }
 
 TEST(Train, LearnsAndWritesWeightsCheckpointAndCurves) {
@@ -96,32 +113,102 @@ TEST(Train, BadInputGivesClearErrors) {
   // A corrupt dataset file names the file.
   auto dir = temp_dir("corrupt");
   std::filesystem::create_directories(dir);
-  for (const char* name : {"/train-images-idx3-ubyte", "/train-labels-idx1-ubyte", "/t10k-images-idx3-ubyte",
-                           "/t10k-labels-idx1-ubyte"}) {
+  for (const char* name :
+       {"/train-images-idx3-ubyte", "/train-labels-idx1-ubyte", "/t10k-images-idx3-ubyte", "/t10k-labels-idx1-ubyte"}) {
     std::ofstream(dir + name) << "not an idx file";
   }
   options = small_run(temp_dir("bad"));
   options.data_dir = dir;
-  EXPECT_NE(test::error_of([&] { train::train(options, quiet()); }).find("train-images-idx3-ubyte"),
-            std::string::npos);
+  EXPECT_NE(test::error_of([&] { train::train(options, quiet()); }).find("train-images-idx3-ubyte"), std::string::npos);
 }
 
-TEST(Gpt, LearnsBytesAndSamples) {
+TEST(Gpt, LearnsAndSavesAModelFolderTheLmCommandsRun) {
   if (!std::filesystem::exists("/usr/share/games/fortunes")) {
     GTEST_SKIP() << "fortunes is not installed";
   }
   gpt::GptOptions o;
-  o.model = {32, 32, 2, 1, 256};
+  o.model = {32, 32, 2, 1};
   o.steps = 60;
   o.batch_size = 16;
-  o.sample_bytes = 50;
+  o.sample_tokens = 20;
   o.output_dir = temp_dir("gpt");
   auto result = gpt::train_gpt(o, quiet());
-  // Uniform guessing costs ln(256) = 5.55 nats per byte; byte frequencies alone bring it near 3.5.
+  // Uniform guessing costs ln(259) = 5.56 nats per token; byte frequencies and the chat markup bring it near 3.
   EXPECT_LT(result.train_loss, 4.0);
   EXPECT_LT(result.validation_loss, 4.2);
-  EXPECT_EQ(result.sample.size(), 50U);
-  EXPECT_TRUE(std::filesystem::exists(o.output_dir + "/gpt.safetensors"));
+  for (const char* file :
+       {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "generation_config.json"}) {
+    EXPECT_TRUE(std::filesystem::exists(o.output_dir + "/" + file)) << file;
+  }
+
+  // The folder is a model like any other: nuvec generate --json reads it and answers through its chat template.
+  lm_cli::GenerateCommandOptions g;
+  g.model = o.output_dir;
+  g.prompt = "Tell me a fortune.";
+  g.chat = true;
+  g.max_tokens = 12;
+  g.json = true;
+  auto out = capture([&](std::FILE* f) { lm_cli::run_generate(g, f, quiet()); });
+  auto j = nlohmann::json::parse(out);
+  auto loaded = lm::load_model(o.output_dir);
+  EXPECT_EQ(j["prompt_ids"].get<std::vector<int32_t>>(),
+            loaded.tokenizer.encode("<|im_start|>user\nTell me a fortune.<|im_end|>\n<|im_start|>assistant\n", false));
+  auto generated = j["generated_ids"].get<std::vector<int32_t>>();
+  ASSERT_FALSE(generated.empty());
+  EXPECT_LE(generated.size(), 12U);
+  EXPECT_EQ(j["logprobs"].size(), generated.size());
+  EXPECT_EQ(j["top_logprobs"][0].size(), 5U);
+  // Greedy by default: each token is the most probable one, so its log-probability heads the top 5.
+  for (size_t i = 0; i < generated.size(); ++i) {
+    EXPECT_EQ(j["top_logprobs"][i][0]["id"].get<int32_t>(), generated[i]);
+    EXPECT_FLOAT_EQ(j["top_logprobs"][i][0]["logprob"].get<float>(), j["logprobs"][i].get<float>());
+  }
+
+  lm_cli::BenchCommandOptions b;
+  b.model = o.output_dir;
+  b.prompt_tokens = 16;
+  b.generation_tokens = 4;
+  b.repetitions = 1;
+  auto table = capture([&](std::FILE* f) { lm_cli::run_bench(b, f); });
+  EXPECT_NE(table.find("| llama "), std::string::npos) << table;
+  EXPECT_NE(table.find("| pp16 |"), std::string::npos) << table;
+  EXPECT_NE(table.find("| tg4 |"), std::string::npos) << table;
+}
+
+TEST(LmCommands, ChatAnswersEachLineAndRefusesBadInput) {
+  if (!std::filesystem::exists("/usr/share/games/fortunes")) {
+    GTEST_SKIP() << "fortunes is not installed";
+  }
+  gpt::GptOptions o;
+  o.model = {16, 16, 2, 1};
+  o.steps = 2;
+  o.batch_size = 2;
+  o.sample_tokens = 1;
+  o.output_dir = temp_dir("gpt_chat");
+  gpt::train_gpt(o, quiet());
+  lm_cli::ChatCommandOptions c;
+  c.model = o.output_dir;
+  c.max_tokens = 3;
+  std::string script = "Hello\n/reset\nTell me a fortune.\n/exit\nnever read\n";
+  std::FILE* in = fmemopen(script.data(), script.size(), "r");
+  auto out = capture([&](std::FILE* f) { lm_cli::run_chat(c, in, f); });
+  // Two answers, each ending its line (the model is untrained, so their text is unknown), and nothing read after
+  // /exit.
+  EXPECT_GE(std::count(out.begin(), out.end(), '\n'), 2) << out;
+  EXPECT_EQ(std::ftell(in), static_cast<long>(script.find("never")));
+  std::fclose(in);
+
+  lm_cli::GenerateCommandOptions g;
+  g.model = o.output_dir;
+  g.prompt_ids = "1,2,x";
+  EXPECT_NE(test::error_of([&] { lm_cli::run_generate(g, quiet(), quiet()); }).find("got 'x'"), std::string::npos);
+  g.prompt_ids = "1,99999";
+  EXPECT_NE(test::error_of([&] { lm_cli::run_generate(g, quiet(), quiet()); }).find("99999"), std::string::npos);
+  g.prompt_ids.reset();
+  EXPECT_NE(test::error_of([&] { lm_cli::run_generate(g, quiet(), quiet()); }).find("--prompt"), std::string::npos);
+  g.model = o.output_dir + "/missing";
+  g.prompt = "x";
+  EXPECT_NE(test::error_of([&] { lm_cli::run_generate(g, quiet(), quiet()); }).find("no model at"), std::string::npos);
 }
 
 }  // namespace

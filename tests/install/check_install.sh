@@ -20,4 +20,7 @@ export PKG_CONFIG_PATH="$scratch/prefix/lib/pkgconfig"
 # shellcheck disable=SC2046,SC2086
 c++ $cxx_flags "$source_dir/consumer/main.cpp" -o "$scratch/pkg-consumer" $(pkg-config --cflags --libs nuvec)
 LD_LIBRARY_PATH="$scratch/prefix/lib" "$scratch/pkg-consumer"
-echo "install check: find_package and pkg-config consumers both built and ran"
+if [ -x "$scratch/prefix/bin/nuvec" ]; then
+  "$scratch/prefix/bin/nuvec" help >/dev/null
+fi
+echo "install check: find_package and pkg-config consumers both built and ran; the installed nuvec program runs"
