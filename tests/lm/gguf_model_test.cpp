@@ -1,10 +1,13 @@
-// Models from GGUF files. Small random llama, qwen2, qwen3 and phi3 models (hidden 256, so that every K-quant fits)
-// are written as llama.cpp's converter and llama-quantize write them (tests/lm/reference/gguf_writer.h: its names,
-// metadata and Q/K permutation, every weight type), and the model loaded from the file is checked against the same
-// architecture built from the original config.json with the file's weights dequantized in float32: logits at every
-// position within tolerance (the differences are 2e-6 to 4e-5) and the same greedy choices through the caches. Also
-// the config.json the metadata gives, the tensor names, the un-permutation on float and packed rows, Llama 3's
-// rope_freqs, the widened codes, and the errors for unknown architectures, truncated files and unsupported types.
+// Models from GGUF files. Small random llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, phi3, gemma2 and gemma3
+// text models (hidden 256, so that every K-quant fits) are written as llama.cpp's converter and llama-quantize write
+// them (tests/lm/reference/gguf_writer.h: its names, metadata, Q/K permutation, Gemma's norms plus 1, stacked experts
+// and every weight type), and the model loaded from the file is checked against the same architecture built from the
+// original config.json with the file's weights dequantized in float32 (a mixture's experts one by one, as Hugging
+// Face names them): logits at every position within tolerance (the differences are 2e-6 to 4e-5) and the same
+// greedy choices through the caches. Also the config.json the metadata gives (with what llama.cpp assumes where the
+// converter keeps nothing), the tensor names, the un-permutation on float and packed rows, Llama 3's rope_freqs, the
+// widened codes, quantized experts staying quantized, and the errors for unknown architectures, truncated files and
+// unsupported types.
 
 #include "nuvec/lm/models/gguf_model.h"
 
@@ -72,9 +75,45 @@ json tiny_config(const std::string& model_type) {
     }
     c["rope_scaling"] = {{"type", "longrope"}, {"short_factor", short_factor}, {"long_factor", long_factor}};
   }
-  if (model_type == "qwen3") {
+  if (model_type == "qwen3" || model_type == "qwen3_moe") {
     c["num_attention_heads"] = 8;  // head_dim * heads (512) differs from hidden_size
+    c["tie_word_embeddings"] = model_type == "qwen3";
+  }
+  if (model_type == "mistral") {
+    c["sliding_window"] = 4096;  // longer than the tests' sequences, which llama.cpp (no window) sees alike
+  }
+  if (model_type == "mixtral") {
+    c["intermediate_size"] = 256;  // each expert's
+    c["num_local_experts"] = 4;
+    c["num_experts_per_tok"] = 2;
+  }
+  if (model_type == "qwen3_moe") {
+    c["moe_intermediate_size"] = 256;
+    c["num_experts"] = 4;
+    c["num_experts_per_tok"] = 2;
+    c["norm_topk_prob"] = true;  // what llama.cpp computes
+  }
+  if (model_type == "gemma2" || model_type == "gemma3_text") {
     c["tie_word_embeddings"] = true;
+    c["query_pre_attn_scalar"] = 64;  // head_dim, as llama.cpp takes it below 27B
+    c["hidden_activation"] = "gelu_pytorch_tanh";
+    c["rms_norm_eps"] = 1e-6;
+  }
+  if (model_type == "gemma2") {
+    // Soft caps small enough to bite; a window shorter than the prompt on the even (sliding) layer.
+    c["attn_logit_softcapping"] = 5.0;
+    c["final_logit_softcapping"] = 10.0;
+    c["sliding_window"] = 5;
+  }
+  if (model_type == "gemma3_text") {
+    // Six layers: five sliding (window 4) and a global one, each kind with its own RoPE base; linear scaling on the
+    // global layers.
+    c["num_hidden_layers"] = 6;
+    c["sliding_window"] = 4;
+    c["sliding_window_pattern"] = 6;
+    c["rope_theta"] = 1000000.0;
+    c["rope_local_base_freq"] = 20000.0;
+    c["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
   }
   return c;
 }
@@ -92,7 +131,9 @@ NamedArrays random_weights(const json& c, std::mt19937& rng) {
     const double bound = std::sqrt(3.0 / cols);
     return uniform(rng, {rows, cols}, -bound, bound);
   };
-  auto norm = [&](int n) { return uniform(rng, {n}, 0.8, 1.2); };
+  // Gemma's norms scale by 1 + weight.
+  const bool gemma = type.starts_with("gemma");
+  auto norm = [&](int n) { return gemma ? uniform(rng, {n}, -0.2, 0.2) : uniform(rng, {n}, 0.8, 1.2); };
   NamedArrays w;
   w.insert_or_assign("model.embed_tokens.weight", uniform(rng, {vocab, hidden}, -1.0, 1.0));
   w.insert_or_assign("model.norm.weight", norm(hidden));
@@ -103,6 +144,7 @@ NamedArrays random_weights(const json& c, std::mt19937& rng) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     w.insert_or_assign(p + "input_layernorm.weight", norm(hidden));
     w.insert_or_assign(p + "post_attention_layernorm.weight", norm(hidden));
+    const bool moe = type == "mixtral" || type == "qwen3_moe";
     if (type == "phi3") {
       w.insert_or_assign(p + "self_attn.qkv_proj.weight", matrix((heads + 2 * kv) * hd, hidden));
       w.insert_or_assign(p + "mlp.gate_up_proj.weight", matrix(2 * inter, hidden));
@@ -110,11 +152,33 @@ NamedArrays random_weights(const json& c, std::mt19937& rng) {
       w.insert_or_assign(p + "self_attn.q_proj.weight", matrix(heads * hd, hidden));
       w.insert_or_assign(p + "self_attn.k_proj.weight", matrix(kv * hd, hidden));
       w.insert_or_assign(p + "self_attn.v_proj.weight", matrix(kv * hd, hidden));
-      w.insert_or_assign(p + "mlp.gate_proj.weight", matrix(inter, hidden));
-      w.insert_or_assign(p + "mlp.up_proj.weight", matrix(inter, hidden));
+      if (!moe) {
+        w.insert_or_assign(p + "mlp.gate_proj.weight", matrix(inter, hidden));
+        w.insert_or_assign(p + "mlp.up_proj.weight", matrix(inter, hidden));
+      }
     }
     w.insert_or_assign(p + "self_attn.o_proj.weight", matrix(hidden, heads * hd));
-    w.insert_or_assign(p + "mlp.down_proj.weight", matrix(hidden, inter));
+    if (!moe) {
+      w.insert_or_assign(p + "mlp.down_proj.weight", matrix(hidden, inter));
+    }
+    if (moe) {
+      // Hugging Face's experts, one by one (Mixtral's w1 is the gate, w3 the up, w2 the down projection).
+      const bool mixtral = type == "mixtral";
+      const int experts = c[mixtral ? "num_local_experts" : "num_experts"];
+      const int size = c[mixtral ? "intermediate_size" : "moe_intermediate_size"];
+      const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+      w.insert_or_assign(block + "gate.weight", matrix(experts, hidden));
+      for (int e = 0; e < experts; ++e) {
+        const std::string x = block + "experts." + std::to_string(e) + ".";
+        w.insert_or_assign(x + (mixtral ? "w1" : "gate_proj") + ".weight", matrix(size, hidden));
+        w.insert_or_assign(x + (mixtral ? "w3" : "up_proj") + ".weight", matrix(size, hidden));
+        w.insert_or_assign(x + (mixtral ? "w2" : "down_proj") + ".weight", matrix(hidden, size));
+      }
+    }
+    if (gemma) {
+      w.insert_or_assign(p + "pre_feedforward_layernorm.weight", norm(hidden));
+      w.insert_or_assign(p + "post_feedforward_layernorm.weight", norm(hidden));
+    }
     if (type == "qwen2" || c.value("attention_bias", false)) {
       w.insert_or_assign(p + "self_attn.q_proj.bias", uniform(rng, {heads * hd}, -0.5, 0.5));
       w.insert_or_assign(p + "self_attn.k_proj.bias", uniform(rng, {kv * hd}, -0.5, 0.5));
@@ -123,7 +187,7 @@ NamedArrays random_weights(const json& c, std::mt19937& rng) {
     if (c.value("attention_bias", false)) {  // Llama's attention_bias covers o_proj too
       w.insert_or_assign(p + "self_attn.o_proj.bias", uniform(rng, {hidden}, -0.5, 0.5));
     }
-    if (type == "qwen3") {
+    if (type == "qwen3" || type == "qwen3_moe" || type == "gemma3_text") {
       w.insert_or_assign(p + "self_attn.q_norm.weight", norm(hd));
       w.insert_or_assign(p + "self_attn.k_norm.weight", norm(hd));
     }
@@ -222,6 +286,24 @@ TEST(GGUFModel, TensorNames) {
   EXPECT_EQ(detail::hf_tensor_name("blk.1.ffn_norm.weight", "llama", f),
             "model.layers.1.post_attention_layernorm.weight");
   EXPECT_EQ(detail::hf_tensor_name("blk.1.ffn_down.scales", "llama", f), "model.layers.1.mlp.down_proj.scales");
+  // Gemma's four norms a layer; the routers and stacked experts of the mixtures.
+  EXPECT_EQ(detail::hf_tensor_name("blk.0.ffn_norm.weight", "gemma2", f),
+            "model.layers.0.pre_feedforward_layernorm.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.0.post_attention_norm.weight", "gemma3_text", f),
+            "model.layers.0.post_attention_layernorm.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.4.post_ffw_norm.weight", "gemma2", f),
+            "model.layers.4.post_feedforward_layernorm.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.2.ffn_gate_inp.weight", "mixtral", f),
+            "model.layers.2.block_sparse_moe.gate.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.2.ffn_gate_exps.scales", "mixtral", f),
+            "model.layers.2.block_sparse_moe.switch_mlp.gate_proj.scales");
+  EXPECT_EQ(detail::hf_tensor_name("blk.0.ffn_gate_inp.weight", "qwen3_moe", f), "model.layers.0.mlp.gate.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.0.ffn_up_exps.weight", "qwen3_moe", f),
+            "model.layers.0.mlp.switch_mlp.up_proj.weight");
+  EXPECT_EQ(detail::hf_tensor_name("blk.0.ffn_down_exps.biases", "qwen3_moe", f),
+            "model.layers.0.mlp.switch_mlp.down_proj.biases");
+  EXPECT_EQ(error_of([&] { detail::hf_tensor_name("blk.0.post_ffw_norm.weight", "llama", f); }),
+            "model.gguf: tensor 'blk.0.post_ffw_norm.weight' has no counterpart in a Hugging Face 'llama' model");
   EXPECT_EQ(error_of([&] { detail::hf_tensor_name("blk.1.ffn_gate_exps.weight", "llama", f); }),
             "model.gguf: tensor 'blk.1.ffn_gate_exps.weight' has no counterpart in a Hugging Face 'llama' model");
   EXPECT_EQ(error_of([&] { detail::hf_tensor_name("blk.x.attn_q.weight", "llama", f); }),
@@ -312,7 +394,9 @@ TEST(GGUFModel, Errors) {
   {
     TinyFile file("mamba", c, f16, 5, {{"general.architecture", std::string("mamba")}});
     EXPECT_EQ(error_of([&] { load_gguf_model(file.path); }),
-              file.path + ": general.architecture 'mamba' is not supported (llama, qwen2, qwen3 and phi3 are)");
+              file.path +
+                  ": general.architecture 'mamba' is not supported (llama, qwen2, qwen3, qwen3moe, phi3, gemma2 and "
+                  "gemma3 are)");
   }
   {
     TinyFile file("truncated", c, f16, 5);
@@ -348,14 +432,15 @@ std::vector<double> last_logits(const array& logits) {
 
 /// The GGUF-loaded model against the float model built from the original config with the file's weights: logits at
 /// every position of a prompt, then greedy decoding through both caches (the file's model must pick a token that the
-/// reference ranks first, up to `tol`: random weights can make near-ties).
-void expect_same_model(const TinyFile& file, double tol) {
+/// reference ranks first, up to `tol`: random weights can make near-ties). Prompts of 32 tokens and more send a
+/// mixture's 64 or more (token, expert) pairs through its expert-sorted products.
+void expect_same_model(const TinyFile& file, double tol, int prompt_length = 12) {
   LoadedModel loaded = load_gguf_model(file.path);
   std::shared_ptr<LanguageModel> reference = create_model(file.config);
   load_weights_into(*reference, file.reference, file.config);
   reference->eval();
   std::mt19937 rng(11);
-  std::vector<int32_t> prompt(12);
+  std::vector<int32_t> prompt(static_cast<size_t>(prompt_length));
   for (auto& id : prompt) {
     id = std::uniform_int_distribution<int32_t>(0, file.config["vocab_size"].get<int>() - 1)(rng);
   }
@@ -445,6 +530,154 @@ TEST(GGUFModel, Phi3) {
   // The attention factor the converter stored is the one transformers computes from the contexts.
   EXPECT_NEAR(c["rope_scaling"]["attention_factor"].get<double>(), std::sqrt(1 + std::log(4.0) / std::log(128.0)),
               1e-6);
+}
+
+TEST(GGUFModel, MistralLoadsAsLlama) {
+  // MistralForCausalLM converts as LlamaModel and keeps no window, so llama.cpp, and the model loaded here, attend to
+  // every position; within Mistral's 4096-position window that is what Mistral computes.
+  TinyFile file("mistral", tiny_config("mistral"), all(GGMLType::Q4_0), 70);
+  expect_same_model(file, kTol);
+  auto [tensors, metadata] = read_file(file.path);
+  EXPECT_EQ(std::get<std::string>(metadata.at("general.architecture")), "llama");
+  json c = detail::gguf_hf_config(metadata, tensors, file.path);
+  EXPECT_EQ(c["model_type"], "llama");
+  EXPECT_FALSE(c.contains("sliding_window"));
+}
+
+/// The config.json a GGUF file's metadata gives.
+json config_of(const std::string& path) {
+  auto [tensors, metadata] = read_file(path);
+  return detail::gguf_hf_config(metadata, tensors, path);
+}
+
+TEST(GGUFModel, Gemma2) {
+  // Soft caps, the alternating sliding window, four norms a layer stored as 1 + w, tied embeddings; groups of 32
+  // and of 16.
+  for (GGMLType type : {GGMLType::F32, GGMLType::Q4_0, GGMLType::Q6_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("gemma2_" + type_name(type), tiny_config("gemma2"), all(type), 72);
+    expect_same_model(file, kTol);
+  }
+  TinyFile file("gemma2_config", tiny_config("gemma2"), all(GGMLType::F16), 73);
+  auto [tensors, metadata] = read_file(file.path);
+  json c = detail::gguf_hf_config(metadata, tensors, file.path);
+  EXPECT_EQ(c["model_type"], "gemma2");
+  EXPECT_EQ(c["architectures"], json::array({"Gemma2ForCausalLM"}));
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping", "sliding_window",
+                          "query_pre_attn_scalar", "head_dim", "tie_word_embeddings", "num_key_value_heads"}) {
+    EXPECT_EQ(c[key], file.config[key]) << key;
+  }
+  EXPECT_EQ(c["rope_theta"].get<double>(), 10000.0);  // the converter writes no base for Gemma 2
+  // The norms lose the 1 the converter added: the weights are Hugging Face's, to the bit.
+  NamedArrays weights = detail::gguf_hf_weights(tensors, c, file.path);
+  for (const char* norm :
+       {"model.norm.weight", "model.layers.0.input_layernorm.weight", "model.layers.1.post_attention_layernorm.weight",
+        "model.layers.0.pre_feedforward_layernorm.weight", "model.layers.1.post_feedforward_layernorm.weight"}) {
+    EXPECT_TRUE(array_equal(weights.at(norm), file.reference.at(norm)).item<bool>()) << norm;
+    EXPECT_LT(max(abs(weights.at(norm))).item<float>(), 0.21F) << norm;
+  }
+  // llama.cpp scales the 27B model's queries by its hidden_size / heads (46 layers; here 256 / 8), others by head_dim.
+  metadata["gemma2.block_count"] = array(uint32_t{46});
+  metadata["gemma2.attention.head_count"] = array(uint32_t{8});
+  EXPECT_EQ(detail::gguf_hf_config(metadata, tensors, file.path)["query_pre_attn_scalar"], 32);
+  metadata["gemma2.block_count"] = array(uint32_t{42});
+  EXPECT_EQ(detail::gguf_hf_config(metadata, tensors, file.path)["query_pre_attn_scalar"], 64);
+}
+
+TEST(GGUFModel, Gemma3) {
+  // q/k norms, five sliding layers and a global one with their own RoPE bases, linear scaling on the global layer.
+  for (GGMLType type : {GGMLType::F32, GGMLType::Q5_1, GGMLType::Q3_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("gemma3_" + type_name(type), tiny_config("gemma3_text"), all(type), 74);
+    expect_same_model(file, kTol);
+  }
+  TinyFile file("gemma3_config", tiny_config("gemma3_text"), all(GGMLType::F16), 75);
+  auto [tensors, metadata] = read_file(file.path);
+  EXPECT_EQ(std::get<std::string>(metadata.at("general.architecture")), "gemma3");
+  json c = detail::gguf_hf_config(metadata, tensors, file.path);
+  EXPECT_EQ(c["model_type"], "gemma3_text");
+  for (const char* key : {"sliding_window", "sliding_window_pattern", "rope_local_base_freq", "rope_theta",
+                          "query_pre_attn_scalar", "num_hidden_layers", "tie_word_embeddings"}) {
+    EXPECT_EQ(c[key], file.config[key]) << key;
+  }
+  EXPECT_EQ(c["rope_scaling"]["rope_type"], "linear");
+  EXPECT_EQ(c["rope_scaling"]["factor"], 2.0);
+  EXPECT_FALSE(c.contains("final_logit_softcapping"));
+  // Files from converters that write no sliding base, or no window: llama.cpp's 10000, and every layer global.
+  metadata.erase("gemma3.rope.freq_base_swa");
+  metadata.erase("gemma3.attention.sliding_window");
+  c = detail::gguf_hf_config(metadata, tensors, file.path);
+  EXPECT_EQ(c["rope_local_base_freq"], 10000.0);
+  EXPECT_TRUE(c["sliding_window"].is_null());
+  metadata["gemma3.block_count"] = array(uint32_t{62});  // the 27B model
+  metadata["gemma3.attention.head_count"] = array(uint32_t{8});
+  EXPECT_EQ(detail::gguf_hf_config(metadata, tensors, file.path)["query_pre_attn_scalar"], 32);
+}
+
+/// The dtype and shape of every parameter of a model.
+std::map<std::string, std::pair<Dtype, Shape>> parameter_layout(const LanguageModel& model) {
+  std::map<std::string, std::pair<Dtype, Shape>> out;
+  for (const auto& [name, value] : model.parameters()) {
+    out.emplace(name, std::pair{value.dtype(), value.shape()});
+  }
+  return out;
+}
+
+TEST(GGUFModel, Mixtral) {
+  // The llama architecture with experts: permuted Q and K, a float32 router, stacked experts quantized in groups of
+  // 32 (Q4_K) and of 16 (Q2_K).
+  for (GGMLType type : {GGMLType::F32, GGMLType::Q4_K, GGMLType::Q2_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("mixtral_" + type_name(type), tiny_config("mixtral"), all(type), 76);
+    expect_same_model(file, kTol, 40);
+  }
+  TinyFile file("mixtral_q2_k", tiny_config("mixtral"), all(GGMLType::Q2_K), 77);
+  json c = config_of(file.path);
+  EXPECT_EQ(c["model_type"], "mixtral");
+  EXPECT_EQ(c["architectures"], json::array({"MixtralForCausalLM"}));
+  for (const char* key : {"num_local_experts", "num_experts_per_tok", "intermediate_size"}) {
+    EXPECT_EQ(c[key], file.config[key]) << key;
+  }
+  LoadedModel loaded = load_gguf_model(file.path);
+  EXPECT_EQ(loaded.model->model_type(), "mixtral");
+  EXPECT_EQ(loaded.config["quantization"]["model.layers.1.block_sparse_moe.switch_mlp.down_proj"],
+            (json{{"group_size", 16}, {"bits", 2}}));
+  const auto layout = parameter_layout(*loaded.model);
+  const std::string experts = "model.layers.1.block_sparse_moe.switch_mlp.";
+  EXPECT_EQ(layout.at(experts + "gate_proj.weight"), (std::pair{uint32, Shape{4, 256, 16}}));
+  EXPECT_EQ(layout.at(experts + "gate_proj.scales"), (std::pair{float32, Shape{4, 256, 16}}));
+  EXPECT_EQ(layout.at(experts + "down_proj.biases"), (std::pair{float32, Shape{4, 256, 16}}));
+  EXPECT_EQ(layout.at("model.layers.1.block_sparse_moe.gate.weight"), (std::pair{float32, Shape{4, 256}}));
+}
+
+TEST(GGUFModel, Qwen3Moe) {
+  // q/k norms, an untied output, experts of their own size (expert_feed_forward_length), 6-bit codes of the experts
+  // widened to 8.
+  for (GGMLType type : {GGMLType::F16, GGMLType::Q8_0, GGMLType::Q6_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("qwen3moe_" + type_name(type), tiny_config("qwen3_moe"), all(type), 78);
+    expect_same_model(file, kTol, 40);
+  }
+  TinyFile file("qwen3moe_q6_k", tiny_config("qwen3_moe"), all(GGMLType::Q6_K), 79);
+  auto [tensors, metadata] = read_file(file.path);
+  json c = detail::gguf_hf_config(metadata, tensors, file.path);
+  EXPECT_EQ(c["model_type"], "qwen3_moe");
+  for (const char* key : {"num_experts", "num_experts_per_tok", "moe_intermediate_size", "intermediate_size",
+                          "norm_topk_prob", "head_dim", "num_attention_heads"}) {
+    EXPECT_EQ(c[key], file.config[key]) << key;
+  }
+  LoadedModel loaded = load_gguf_model(file.path);
+  EXPECT_EQ(loaded.config["quantization"]["model.layers.0.mlp.switch_mlp.down_proj"],
+            (json{{"group_size", 16}, {"bits", 8}}));
+  const auto layout = parameter_layout(*loaded.model);
+  EXPECT_EQ(layout.at("model.layers.0.mlp.switch_mlp.down_proj.weight"), (std::pair{uint32, Shape{4, 256, 64}}));
+  EXPECT_EQ(layout.at("model.layers.0.mlp.switch_mlp.up_proj.scales"), (std::pair{float32, Shape{4, 256, 16}}));
+  // Without expert_feed_forward_length llama.cpp takes feed_forward_length / expert_used_count.
+  metadata.erase("qwen3moe.expert_feed_forward_length");
+  EXPECT_EQ(detail::gguf_hf_config(metadata, tensors, file.path)["moe_intermediate_size"], 512 / 2);
+  metadata["qwen3moe.expert_used_count"] = array(uint32_t{5});
+  EXPECT_EQ(error_of([&] { detail::gguf_hf_config(metadata, tensors, "m.gguf"); }),
+            "m.gguf: qwen3moe.expert_used_count: 5 experts a token, more than the 4 of expert_count");
 }
 
 TEST(GGUFModel, MixedTypesAsQ4KM) {

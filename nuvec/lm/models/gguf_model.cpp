@@ -24,12 +24,30 @@ struct Architecture {
   std::string_view hf_class;
 };
 
+/// Mistral's and Mixtral's checkpoints convert to the llama architecture (Mixtral's with experts); Gemma 3's text
+/// model is nuvec's gemma3_text.
 constexpr Architecture kArchitectures[] = {
     {"llama", "llama", "LlamaForCausalLM"},
     {"qwen2", "qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "qwen3", "Qwen3ForCausalLM"},
+    {"qwen3moe", "qwen3_moe", "Qwen3MoeForCausalLM"},
     {"phi3", "phi3", "Phi3ForCausalLM"},
+    {"gemma2", "gemma2", "Gemma2ForCausalLM"},
+    {"gemma3", "gemma3_text", "Gemma3ForCausalLM"},
 };
+
+/// The llama architecture with expert_count.
+constexpr Architecture kMixtral = {"llama", "mixtral", "MixtralForCausalLM"};
+
+/// "llama, qwen2, ... and gemma3", for errors.
+std::string supported_architectures() {
+  std::string names;
+  constexpr size_t count = std::size(kArchitectures);
+  for (size_t i = 0; i < count; ++i) {
+    names += (i == 0 ? "" : i + 1 == count ? " and " : ", ") + std::string(kArchitectures[i].gguf);
+  }
+  return names;
+}
 
 const Architecture* find_architecture(std::string_view name) {
   for (const auto& a : kArchitectures) {
@@ -189,6 +207,67 @@ void phi3_fields(const Metadata& meta, const detail::NamedArrays& tensors, json&
   }
 }
 
+/// Gemma's query_pre_attn_scalar, which the converter does not store: llama.cpp scales queries by 1 / sqrt(head_dim),
+/// except in the 27B models (46 layers in Gemma 2, 62 in Gemma 3), by 1 / sqrt(hidden_size / heads).
+int gemma_query_pre_attn_scalar(const json& config, bool gemma3) {
+  const bool is_27b = config["num_hidden_layers"].get<int>() == (gemma3 ? 62 : 46);
+  return is_27b ? config["hidden_size"].get<int>() / config["num_attention_heads"].get<int>()
+                : config["head_dim"].get<int>();
+}
+
+/// Gemma 2's soft caps and sliding window (transformers' and llama.cpp's defaults, 50, 30 and 4096, where the file
+/// has none).
+void gemma2_fields(const Metadata& meta, json& config) {
+  config["query_pre_attn_scalar"] = gemma_query_pre_attn_scalar(config, false);
+  if (auto cap = meta.number("gemma2.attn_logit_softcapping")) {
+    config["attn_logit_softcapping"] = *cap;
+  }
+  if (auto cap = meta.number("gemma2.final_logit_softcapping")) {
+    config["final_logit_softcapping"] = *cap;
+  }
+  if (auto window = meta.number("gemma2.attention.sliding_window")) {
+    config["sliding_window"] = static_cast<int>(*window);
+  }
+}
+
+/// Gemma 3: llama.cpp slides on five layers of every six when the file has a window (every layer is global without
+/// one), and rotates the sliding layers with a base of 10000 unless the file says otherwise (rope.freq_base_swa).
+void gemma3_fields(const Metadata& meta, json& config) {
+  config["query_pre_attn_scalar"] = gemma_query_pre_attn_scalar(config, true);
+  if (auto window = meta.number("gemma3.attention.sliding_window"); window && *window > 0) {
+    config["sliding_window"] = static_cast<int>(*window);
+    config["sliding_window_pattern"] = 6;
+  } else {
+    config["sliding_window"] = nullptr;
+  }
+  config["rope_local_base_freq"] = meta.number("gemma3.rope.freq_base_swa").value_or(10000.0);
+  if (auto cap = meta.number("gemma3.final_logit_softcapping")) {
+    config["final_logit_softcapping"] = *cap;
+  }
+}
+
+/// The experts of Mixtral (the llama architecture with expert_count) and Qwen3-MoE. llama.cpp renormalizes the
+/// chosen experts' probabilities in both (the converter keeps no norm_topk_prob), and routes every Qwen3-MoE layer
+/// through experts of expert_feed_forward_length (else feed_forward_length / expert_used_count).
+void moe_fields(const Metadata& meta, const std::string& arch, json& config) {
+  const int experts = meta.count(arch + ".expert_count");
+  const int used = meta.count(arch + ".expert_used_count");
+  if (used > experts) {
+    meta.fail(arch + ".expert_used_count",
+              std::to_string(used) + " experts a token, more than the " + std::to_string(experts) + " of expert_count");
+  }
+  config["num_experts_per_tok"] = used;
+  if (arch == "llama") {
+    config["num_local_experts"] = experts;
+    return;
+  }
+  config["num_experts"] = experts;
+  config["moe_intermediate_size"] =
+      meta.count(arch + ".expert_feed_forward_length", config["intermediate_size"].get<int>() / used);
+  config["norm_topk_prob"] = true;
+  config["decoder_sparse_step"] = 1;
+}
+
 /// Tensors the config holds (RoPE factors), not weights of the model.
 bool is_rope_tensor(const std::string& name) {
   return name == "rope_freqs.weight" || name == "rope_factors_long.weight" || name == "rope_factors_short.weight";
@@ -212,6 +291,37 @@ std::optional<std::string_view> block_module(std::string_view name) {
   };
   auto it = names.find(name);
   return it == names.end() ? std::nullopt : std::optional<std::string_view>(it->second);
+}
+
+/// Modules whose GGUF name depends on the family: Gemma's four norms a layer (its ffn_norm comes before the
+/// feed-forward, after the post-attention norm) and the routers and stacked experts of the mixtures.
+std::optional<std::string_view> family_module(std::string_view name, std::string_view model_type) {
+  struct Entry {
+    std::string_view model_type;
+    std::string_view gguf;
+    std::string_view hf;
+  };
+  static constexpr Entry entries[] = {
+      {"gemma", "post_attention_norm", "post_attention_layernorm"},
+      {"gemma", "ffn_norm", "pre_feedforward_layernorm"},
+      {"gemma", "post_ffw_norm", "post_feedforward_layernorm"},
+      {"phi3", "ffn_up", "mlp.gate_up_proj"},  // Phi-3 has no ffn_gate: its ffn_up is the fused gate_up_proj
+      {"mixtral", "ffn_gate_inp", "block_sparse_moe.gate"},
+      {"mixtral", "ffn_gate_exps", "block_sparse_moe.switch_mlp.gate_proj"},
+      {"mixtral", "ffn_up_exps", "block_sparse_moe.switch_mlp.up_proj"},
+      {"mixtral", "ffn_down_exps", "block_sparse_moe.switch_mlp.down_proj"},
+      {"qwen3_moe", "ffn_gate_inp", "mlp.gate"},
+      {"qwen3_moe", "ffn_gate_exps", "mlp.switch_mlp.gate_proj"},
+      {"qwen3_moe", "ffn_up_exps", "mlp.switch_mlp.up_proj"},
+      {"qwen3_moe", "ffn_down_exps", "mlp.switch_mlp.down_proj"},
+  };
+  const std::string_view family = model_type.starts_with("gemma") ? "gemma" : model_type;
+  for (const auto& e : entries) {
+    if (e.model_type == family && e.gguf == name) {
+      return e.hf;
+    }
+  }
+  return std::nullopt;
 }
 
 std::optional<std::string_view> global_module(std::string_view name) {
@@ -243,15 +353,18 @@ int kernel_bits(int bits) {
   }
 }
 
-/// Packed codes (rows of `bits`-wide little-endian bit streams) rewritten `wider` bits wide (4 or 8), value for value.
+/// Packed codes (rows of `bits`-wide little-endian bit streams along the last axis) rewritten `wider` bits wide (4 or
+/// 8), value for value.
 array widen_codes(const array& packed, int bits, int wider) {
   array w = contiguous(packed);
   w.eval();
-  const int64_t rows = w.shape(0);
-  const int64_t words = w.shape(1);
+  const int64_t words = w.shape(-1);
+  const int64_t rows = static_cast<int64_t>(w.size()) / words;
   const int64_t count = words * 32 / bits;
   const int64_t wide_words = count * wider / 32;
-  array out = io::detail::allocate({static_cast<int32_t>(rows), static_cast<int32_t>(wide_words)}, uint32);
+  Shape shape = w.shape();
+  shape.back() = static_cast<int32_t>(wide_words);
+  array out = io::detail::allocate(shape, uint32);
   auto* dst = static_cast<uint32_t*>(out.raw_data());
   std::fill_n(dst, rows * wide_words, 0U);
   const auto* src = w.data<uint32_t>();
@@ -279,7 +392,10 @@ int input_features(const std::string& module, const json& config) {
     return config["num_attention_heads"].get<int>() * config["head_dim"].get<int>();
   }
   if (ends_with(module, ".down_proj")) {
-    return config["intermediate_size"].get<int>();
+    // Qwen3-MoE's experts have their own size (Mixtral's are intermediate_size).
+    const bool expert = module.find(".switch_mlp.") != std::string::npos;
+    return expert ? config.value("moe_intermediate_size", config["intermediate_size"].get<int>())
+                  : config["intermediate_size"].get<int>();
   }
   return hidden;
 }
@@ -296,10 +412,13 @@ json gguf_hf_config(const GGUFMetadata& metadata, const NamedArrays& tensors, co
   }
   const Architecture* arch = find_architecture(*arch_name);
   if (arch == nullptr) {
-    throw_unsupported(file + ": general.architecture '" + *arch_name +
-                      "' is not supported (llama, qwen2, qwen3 and phi3 are)");
+    throw_unsupported(file + ": general.architecture '" + *arch_name + "' is not supported (" +
+                      supported_architectures() + " are)");
   }
   const std::string a = *arch_name + ".";
+  if (arch->gguf == "llama" && meta.number(a + "expert_count").value_or(0) > 0) {
+    arch = &kMixtral;
+  }
   auto embedding = tensors.find("token_embd.weight");
   if (embedding == tensors.end() || embedding->second.ndim() != 2) {
     throw_invalid(file + ": the tensor token_embd.weight (the token embeddings) is missing or not a matrix");
@@ -339,6 +458,15 @@ json gguf_hf_config(const GGUFMetadata& metadata, const NamedArrays& tensors, co
     config["attention_bias"] = tensors.count("blk.0.attn_q.bias") != 0;
     config["mlp_bias"] = false;
   }
+  if (arch->model_type == "mixtral" || arch->model_type == "qwen3_moe") {
+    moe_fields(meta, *arch_name, config);
+  }
+  if (arch->model_type == "gemma2") {
+    gemma2_fields(meta, config);
+  }
+  if (arch->model_type == "gemma3_text") {
+    gemma3_fields(meta, config);
+  }
   if (auto bos = meta.number("tokenizer.ggml.bos_token_id")) {
     config["bos_token_id"] = static_cast<int>(*bos);
   }
@@ -355,9 +483,9 @@ json gguf_hf_config(const GGUFMetadata& metadata, const NamedArrays& tensors, co
   return config;
 }
 
-std::string hf_tensor_name(const std::string& gguf_name, const std::string& architecture, const std::string& file) {
+std::string hf_tensor_name(const std::string& gguf_name, const std::string& model_type, const std::string& file) {
   auto unknown = [&]() -> std::string {
-    throw_unsupported(file + ": tensor '" + gguf_name + "' has no counterpart in a Hugging Face '" + architecture +
+    throw_unsupported(file + ": tensor '" + gguf_name + "' has no counterpart in a Hugging Face '" + model_type +
                       "' model");
   };
   const auto dot = gguf_name.rfind('.');
@@ -381,9 +509,10 @@ std::string hf_tensor_name(const std::string& gguf_name, const std::string& arch
     return unknown();
   }
   const std::string_view tensor = base.substr(layer_end + 1);
-  // Phi-3 has no ffn_gate: its ffn_up is the fused gate_up_proj.
-  auto module = architecture == "phi3" && tensor == "ffn_up" ? std::optional<std::string_view>("mlp.gate_up_proj")
-                                                             : block_module(tensor);
+  auto module = family_module(tensor, model_type);
+  if (!module) {
+    module = block_module(tensor);
+  }
   if (!module) {
     return unknown();
   }
@@ -413,14 +542,21 @@ NamedArrays gguf_hf_weights(NamedArrays tensors, json& config, const std::string
       continue;  // in the config's rope_scaling
     }
     std::string hf = hf_tensor_name(name, arch, file);
+    const std::string module = hf.substr(0, hf.rfind('.'));
     // The converter permutes the Q and K rows of the llama architecture only (Qwen's files keep HF's order).
-    if (arch == "llama") {
-      const auto dot = hf.rfind('.');
-      if (ends_with(hf.substr(0, dot), ".q_proj")) {
+    if (arch == "llama" || arch == "mixtral") {
+      if (ends_with(module, ".q_proj")) {
         value = unpermute_rope_rows(value, heads);
-      } else if (ends_with(hf.substr(0, dot), ".k_proj")) {
+      } else if (ends_with(module, ".k_proj")) {
         value = unpermute_rope_rows(value, kv_heads);
       }
+    }
+    // The converter stores Gemma's norm weights with the 1 its RMSNorm adds (1 + w) already added.
+    if (arch.starts_with("gemma") && ends_with(hf, "norm.weight")) {
+      if (!is_floating(value.dtype())) {
+        throw_invalid(file + ": the norm weight " + name + " is quantized");
+      }
+      value = subtract(astype(value, float32), array(1.0F));
     }
     out.insert_or_assign(std::move(hf), std::move(value));
   }
@@ -434,12 +570,13 @@ NamedArrays gguf_hf_weights(NamedArrays tensors, json& config, const std::string
     }
     const std::string module = name.substr(0, name.size() - 7);
     auto weight = out.find(module + ".weight");
-    if (weight == out.end() || scales.ndim() != 2 || weight->second.ndim() != 2) {
+    // Matrices, or the (experts, out, in) stacks of a mixture's experts.
+    if (weight == out.end() || scales.ndim() < 2 || scales.ndim() > 3 || weight->second.ndim() != scales.ndim()) {
       throw_invalid(file + ": the quantized tensor of " + module + " is incomplete");
     }
     const int k = input_features(module, config);
-    const int groups = scales.shape(1);
-    const int64_t bits_total = int64_t{weight->second.shape(1)} * 32;
+    const int groups = scales.shape(-1);
+    const int64_t bits_total = int64_t{weight->second.shape(-1)} * 32;
     if (groups == 0 || k % groups != 0 || bits_total % k != 0) {
       throw_invalid(file + ": the quantized weight of " + module + " (shape " + shape_string(weight->second.shape()) +
                     ", " + std::to_string(groups) + " groups a row) does not match its " + std::to_string(k) +

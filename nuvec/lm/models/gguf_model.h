@@ -1,12 +1,14 @@
 #pragma once
 
 // Language models from GGUF files as llama.cpp's converter (convert_hf_to_gguf.py) and llama-quantize write them.
-// The metadata becomes the Hugging Face config.json the file came from, the tensors get their Hugging Face names
-// (and the Q and K rows of the llama architecture their Hugging Face order back), and the model is built by the same
-// code as a Hugging Face folder. Quantized tensors stay quantized: every GGUF block type decodes exactly into groups
-// of codes with a float32 scale and bias, nuvec's affine quantization, with groups of 32 (Q4_0, Q4_1, Q5_0, Q5_1,
-// Q8_0, Q4_K, Q5_K) or 16 (Q2_K, Q3_K, Q6_K), in the layout of an MLX-quantized folder. Codes of 3, 5 and 6 bits are
-// stored one width up (4 or 8 bits), which nuvec's products stream much faster.
+// The metadata becomes the Hugging Face config.json the file came from (what the converter drops, such as Gemma's
+// query scale or Gemma 3's sliding-window pattern, as llama.cpp assumes it), the tensors get their Hugging Face
+// names (the Q and K rows of the llama architecture their Hugging Face order back, Gemma's norms their offset from 1,
+// a mixture's stacked experts mlx-lm's switch_mlp names), and the model is built by the same code as a Hugging Face
+// folder. Quantized tensors stay quantized, stacked experts included: every GGUF block type decodes exactly into
+// groups of codes with a float32 scale and bias, nuvec's affine quantization, with groups of 32 (Q4_0, Q4_1, Q5_0,
+// Q5_1, Q8_0, Q4_K, Q5_K) or 16 (Q2_K, Q3_K, Q6_K), in the layout of an MLX-quantized folder. Codes of 3, 5 and 6
+// bits are stored one width up (4 or 8 bits), which nuvec's products stream much faster.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -17,7 +19,8 @@
 
 namespace nuvec::lm {
 
-/// Loads a GGUF file: the model (architectures llama, qwen2, qwen3 and phi3), its tokenizer and its EOS ids.
+/// Loads a GGUF file: the model, its tokenizer and its EOS ids. Architectures: llama (Llama, Mistral, and Mixtral when
+/// it has experts), qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3 (its text model).
 LoadedModel load_gguf_model(const std::string& path);
 
 namespace detail {
@@ -29,9 +32,10 @@ using NamedArrays = std::unordered_map<std::string, array>;
 /// io::load_gguf gives them); `file` names the file in errors.
 nlohmann::json gguf_hf_config(const GGUFMetadata& metadata, const NamedArrays& tensors, const std::string& file);
 
-/// The Hugging Face name of a GGUF tensor ("blk.3.attn_q.weight" -> "model.layers.3.self_attn.q_proj.weight";
-/// ".scales" and ".biases" of packed tensors keep their suffix).
-std::string hf_tensor_name(const std::string& gguf_name, const std::string& architecture, const std::string& file);
+/// The Hugging Face name of a GGUF tensor in a model of `model_type` ("blk.3.attn_q.weight" ->
+/// "model.layers.3.self_attn.q_proj.weight"; a mixture's "blk.3.ffn_up_exps.weight" -> its stacked experts
+/// "...switch_mlp.up_proj.weight"; ".scales" and ".biases" of packed tensors keep their suffix).
+std::string hf_tensor_name(const std::string& gguf_name, const std::string& model_type, const std::string& file);
 
 /// Undoes the converter's permutation of Q and K rows for the llama architecture: within each of `heads` heads,
 /// llama.cpp's RoPE rotates adjacent rows (2i, 2i + 1), Hugging Face's rows i and i + head_dim / 2. Moves whole rows
@@ -39,8 +43,8 @@ std::string hf_tensor_name(const std::string& gguf_name, const std::string& arch
 array unpermute_rope_rows(const array& rows, int heads);
 
 /// The tensors of a GGUF file (as io::load_gguf packs them) under their Hugging Face names, in Hugging Face's
-/// layout, 3-, 5- and 6-bit codes widened to 4 or 8 bits; records the group size and bits of every quantized module
-/// in config["quantization"].
+/// layout (Gemma's norm weights less the 1 the converter added), 3-, 5- and 6-bit codes widened to 4 or 8 bits;
+/// records the group size and bits of every quantized module in config["quantization"].
 NamedArrays gguf_hf_weights(NamedArrays tensors, nlohmann::json& config, const std::string& file);
 
 }  // namespace detail

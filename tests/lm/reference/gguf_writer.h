@@ -3,13 +3,16 @@
 // Writes small models as GGUF files the way llama.cpp's convert_hf_to_gguf.py and llama-quantize write them, from
 // Hugging Face-named float weights and a config.json, for the loader's tests: llama.cpp's tensor names and metadata
 // keys, the converter's Q/K row permutation for the llama architecture (written here from its definition), Llama 3's
-// rope_freqs tensor, a byte-level BPE vocabulary, and every weight in a chosen GGML type (norms and biases stay F32,
-// as llama-quantize leaves 1-d tensors). It returns what the file holds, dequantized to float32 and put back in
-// Hugging Face's names and row order: the weights a float model must have to compute what the file computes.
+// rope_freqs tensor, Gemma's norm weights with 1 added, the experts of a mixture stacked into one (experts, out, in)
+// tensor per projection, a byte-level BPE vocabulary, and every weight in a chosen GGML type (norms, biases and
+// routers stay F32, as the converter and llama-quantize leave them). It returns what the file holds, dequantized to
+// float32 and put back in Hugging Face's names, row order and per-expert tensors: the weights a float model must
+// have to compute what the file computes.
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numbers>
 #include <stdexcept>
@@ -57,18 +60,56 @@ inline array converter_unpermute(const array& w, int heads) {
   return take(w, array(inverse.begin(), {static_cast<int32_t>(inverse.size())}, int32), 0);
 }
 
-/// llama.cpp's name for a Hugging Face tensor name (gguf-py's tensor_mapping for llama, qwen2, qwen3 and phi3).
-inline std::string gguf_tensor_name(const std::string& hf) {
+/// The general.architecture the converter writes for a model_type (MistralForCausalLM and MixtralForCausalLM
+/// convert as LlamaModel).
+inline std::string gguf_architecture(const std::string& model_type) {
+  if (model_type == "mistral" || model_type == "mixtral") {
+    return "llama";
+  }
+  if (model_type == "qwen3_moe") {
+    return "qwen3moe";
+  }
+  if (model_type == "gemma3_text") {
+    return "gemma3";
+  }
+  return model_type;
+}
+
+inline bool is_gemma(const std::string& model_type) { return model_type.rfind("gemma", 0) == 0; }
+
+/// llama.cpp's name for a Hugging Face tensor name (gguf-py's tensor_mapping for llama, qwen2, qwen3, qwen3moe, phi3,
+/// gemma2 and gemma3). Stacked experts go by the names the converter gives them before mapping:
+/// model.layers.N.block_sparse_moe.experts.w1 (Mixtral) and model.layers.N.mlp.experts.gate_proj (Qwen).
+inline std::string gguf_tensor_name(const std::string& hf, const std::string& model_type) {
   static const std::vector<std::pair<std::string, std::string>> global = {
       {"model.embed_tokens", "token_embd"}, {"model.norm", "output_norm"}, {"lm_head", "output"}};
+  // Gemma's norm after the attention is its own tensor; its pre-feed-forward norm takes ffn_norm.
+  static const std::vector<std::pair<std::string, std::string>> gemma = {
+      {"post_attention_layernorm", "post_attention_norm"},
+      {"pre_feedforward_layernorm", "ffn_norm"},
+      {"post_feedforward_layernorm", "post_ffw_norm"}};
   static const std::vector<std::pair<std::string, std::string>> block = {
-      {"input_layernorm", "attn_norm"},    {"self_attn.q_proj", "attn_q"},
-      {"self_attn.k_proj", "attn_k"},      {"self_attn.v_proj", "attn_v"},
-      {"self_attn.qkv_proj", "attn_qkv"},  {"mlp.gate_up_proj", "ffn_up"},
-      {"self_attn.o_proj", "attn_output"}, {"self_attn.q_norm", "attn_q_norm"},
-      {"self_attn.k_norm", "attn_k_norm"}, {"post_attention_layernorm", "ffn_norm"},
-      {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
-      {"mlp.down_proj", "ffn_down"}};
+      {"input_layernorm", "attn_norm"},
+      {"self_attn.q_proj", "attn_q"},
+      {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},
+      {"self_attn.qkv_proj", "attn_qkv"},
+      {"mlp.gate_up_proj", "ffn_up"},
+      {"self_attn.o_proj", "attn_output"},
+      {"self_attn.q_norm", "attn_q_norm"},
+      {"self_attn.k_norm", "attn_k_norm"},
+      {"post_attention_layernorm", "ffn_norm"},
+      {"mlp.gate_proj", "ffn_gate"},
+      {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},
+      {"block_sparse_moe.gate", "ffn_gate_inp"},
+      {"block_sparse_moe.experts.w1", "ffn_gate_exps"},
+      {"block_sparse_moe.experts.w2", "ffn_down_exps"},
+      {"block_sparse_moe.experts.w3", "ffn_up_exps"},
+      {"mlp.gate", "ffn_gate_inp"},
+      {"mlp.experts.gate_proj", "ffn_gate_exps"},
+      {"mlp.experts.up_proj", "ffn_up_exps"},
+      {"mlp.experts.down_proj", "ffn_down_exps"}};
   const auto dot = hf.rfind('.');
   const std::string base = hf.substr(0, dot);
   const std::string suffix = hf.substr(dot);
@@ -81,9 +122,12 @@ inline std::string gguf_tensor_name(const std::string& hf) {
   if (base.rfind(prefix, 0) == 0) {
     const auto layer_end = base.find('.', prefix.size());
     const std::string layer = base.substr(prefix.size(), layer_end - prefix.size());
-    for (const auto& [from, to] : block) {
-      if (base.substr(layer_end + 1) == from) {
-        return "blk." + layer + "." + to + suffix;
+    const std::string module = base.substr(layer_end + 1);
+    for (const auto* table : {is_gemma(model_type) ? &gemma : nullptr, &block}) {
+      for (size_t i = 0; table != nullptr && i < table->size(); ++i) {
+        if (module == (*table)[i].first) {
+          return "blk." + layer + "." + (*table)[i].second + suffix;
+        }
       }
     }
   }
@@ -171,26 +215,64 @@ inline array llama3_rope_factors(const nlohmann::json& config) {
   return array(factors.begin(), {static_cast<int32_t>(factors.size())}, float32);
 }
 
-/// The metadata the converter writes for a config.json of the llama, qwen2, qwen3 or phi3 architecture.
+/// The metadata the converter writes for a config.json (TextModel.set_gguf_parameters and each family's additions).
 inline Metadata model_metadata(const nlohmann::json& config) {
-  const std::string arch = config["model_type"].get<std::string>();
+  const std::string type = config["model_type"].get<std::string>();
+  const std::string arch = gguf_architecture(type);
   const std::string a = arch + ".";
   auto u32 = [&](const char* key) { return array(static_cast<uint32_t>(config[key].get<int>())); };
+  auto f32 = [&](const char* key) { return array(config[key].get<float>()); };
   Metadata m;
   m["general.architecture"] = arch;
-  m["general.name"] = std::string("tiny ") + arch;
+  m["general.name"] = std::string("tiny ") + type;
   m[a + "context_length"] = u32("max_position_embeddings");
   m[a + "embedding_length"] = u32("hidden_size");
   m[a + "block_count"] = u32("num_hidden_layers");
   m[a + "feed_forward_length"] = u32("intermediate_size");
   m[a + "attention.head_count"] = u32("num_attention_heads");
   m[a + "attention.head_count_kv"] = u32("num_key_value_heads");
-  m[a + "attention.layer_norm_rms_epsilon"] = array(config["rms_norm_eps"].get<float>());
-  m[a + "rope.freq_base"] = array(config["rope_theta"].get<float>());
+  m[a + "attention.layer_norm_rms_epsilon"] = f32("rms_norm_eps");
+  if (type != "gemma2") {  // Gemma2Model writes no RoPE base: llama.cpp's default, 10000, is Gemma 2's
+    m[a + "rope.freq_base"] = f32("rope_theta");
+  }
   if (config.contains("head_dim")) {
     m[a + "attention.key_length"] = u32("head_dim");
     m[a + "attention.value_length"] = u32("head_dim");
-    m[a + "rope.dimension_count"] = u32("head_dim");
+  }
+  if (arch == "llama") {  // LlamaModel.set_gguf_parameters
+    m[a + "vocab_size"] = u32("vocab_size");
+    m[a + "rope.dimension_count"] =
+        config.contains("head_dim")
+            ? u32("head_dim")
+            : array(static_cast<uint32_t>(config["hidden_size"].get<int>() / config["num_attention_heads"].get<int>()));
+  }
+  for (const char* experts : {"num_local_experts", "num_experts"}) {
+    if (config.contains(experts)) {
+      m[a + "expert_count"] = u32(experts);
+    }
+  }
+  if (config.contains("num_experts_per_tok")) {
+    m[a + "expert_used_count"] = u32("num_experts_per_tok");
+  }
+  if (config.contains("moe_intermediate_size")) {  // Qwen2MoeModel.set_gguf_parameters
+    m[a + "expert_feed_forward_length"] = u32("moe_intermediate_size");
+  }
+  if (type == "gemma2") {  // Gemma2Model.set_gguf_parameters
+    m[a + "attn_logit_softcapping"] = f32("attn_logit_softcapping");
+    m[a + "final_logit_softcapping"] = f32("final_logit_softcapping");
+    m[a + "attention.sliding_window"] = u32("sliding_window");
+  }
+  if (type == "gemma3_text") {  // Gemma3Model.set_gguf_parameters
+    if (!config.value("final_logit_softcapping", nlohmann::json()).is_null()) {
+      m[a + "final_logit_softcapping"] = f32("final_logit_softcapping");
+    }
+    if (config.value("sliding_window_pattern", 0) != 1) {
+      m[a + "attention.sliding_window"] = u32("sliding_window");
+    }
+    // TextModel writes the sliding layers' base where transformers' rope_parameters give it one.
+    if (config.contains("rope_local_base_freq")) {
+      m[a + "rope.freq_base_swa"] = f32("rope_local_base_freq");
+    }
   }
   if (arch == "phi3") {  // Phi3MiniModel.set_gguf_parameters
     const int hidden = config["hidden_size"].get<int>();
@@ -232,38 +314,106 @@ inline array stored_values(const array& w, io::GGMLType type) {
   return io::detail::dequantize_blocks(*info, blocks.data<uint8_t>(), w.shape());
 }
 
-/// Writes the model as a GGUF file at `path`: each 2-d weight in type_of(its Hugging Face name), 1-d tensors in F32,
-/// `extra` metadata (a vocabulary) added. Returns the weights the file computes with, dequantized, Hugging Face's
-/// names and row order.
-inline NamedArrays write_gguf_model(const std::string& path, const nlohmann::json& config, const NamedArrays& weights,
-                                    const std::function<io::GGMLType(const std::string&)>& type_of,
-                                    const Metadata& extra) {
-  const bool llama = config["model_type"] == "llama";
-  const int heads = config["num_attention_heads"].get<int>();
-  const int kv_heads = config["num_key_value_heads"].get<int>();
-  std::vector<io::GGUFTensor> tensors;
-  NamedArrays stored;
+/// A tensor as the converter writes it: one weight, or the experts of one projection stacked on a first axis.
+struct ConverterTensor {
+  std::string name;
+  array value;
+  /// The per-expert Hugging Face names of a stack's rows, in order; empty for other tensors.
+  std::vector<std::string> experts;
+};
+
+/// The tensors the converter writes for Hugging Face weights, by name: each projection's experts
+/// (<block>.experts.E.<projection>.weight) stacked as <block>.experts.<projection>.weight, Gemma 2's lm_head
+/// dropped (its output is the embedding).
+inline std::vector<ConverterTensor> converter_tensors(const nlohmann::json& config, const NamedArrays& weights) {
   std::vector<std::string> names;
   for (const auto& [name, w] : weights) {
     names.push_back(name);
   }
   std::sort(names.begin(), names.end());
+  std::vector<ConverterTensor> out;
+  std::map<std::string, std::map<int, std::string>> stacks;
   for (const auto& name : names) {
-    array w = astype(weights.at(name), float32);
+    if (config["model_type"] == "gemma2" && name == "lm_head.weight") {
+      continue;
+    }
+    const auto at = name.find(".experts.");
+    if (at == std::string::npos) {
+      out.push_back({name, weights.at(name), {}});
+      continue;
+    }
+    const auto index_start = at + 9;
+    const auto index_end = name.find('.', index_start);
+    const int expert = std::stoi(name.substr(index_start, index_end - index_start));
+    stacks[name.substr(0, index_start) + name.substr(index_end + 1)][expert] = name;
+  }
+  for (const auto& [stacked, experts] : stacks) {
+    ConverterTensor t{stacked, array(0.0F), {}};
+    std::vector<array> parts;
+    for (const auto& [expert, name] : experts) {
+      if (expert != static_cast<int>(parts.size())) {
+        throw std::runtime_error("gguf_writer: expert " + std::to_string(parts.size()) + " of " + stacked +
+                                 " is missing");
+      }
+      parts.push_back(weights.at(name));
+      t.experts.push_back(name);
+    }
+    t.value = stack(parts, 0);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+/// Writes the model as a GGUF file at `path`: each weight of 2 or more axes in type_of(its name as the converter
+/// has it; stacked experts as <block>.experts.<projection>.weight), 1-d tensors and routers in F32, `extra` metadata
+/// (a vocabulary) added. Returns the weights the file computes with, dequantized, in Hugging Face's names, row order
+/// and per-expert tensors.
+inline NamedArrays write_gguf_model(const std::string& path, const nlohmann::json& config, const NamedArrays& weights,
+                                    const std::function<io::GGMLType(const std::string&)>& type_of,
+                                    const Metadata& extra) {
+  const std::string model_type = config["model_type"].get<std::string>();
+  const bool llama = gguf_architecture(model_type) == "llama";
+  const bool gemma = is_gemma(model_type);
+  const int heads = config["num_attention_heads"].get<int>();
+  const int kv_heads = config["num_key_value_heads"].get<int>();
+  auto ends_with = [](const std::string& s, const std::string& end) {
+    return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+  };
+  std::vector<io::GGUFTensor> tensors;
+  NamedArrays stored;
+  for (const auto& [name, value, experts] : converter_tensors(config, weights)) {
+    array w = astype(value, float32);
     int permute_heads = 0;
     if (llama && name.find("self_attn.q_proj.") != std::string::npos) {
       permute_heads = heads;
     } else if (llama && name.find("self_attn.k_proj.") != std::string::npos) {
       permute_heads = kv_heads;
     }
+    // Gemma's RMSNorm scales by 1 + w; the converter stores 1 + w.
+    const bool shifted = gemma && ends_with(name, "norm.weight");
+    if (shifted) {
+      w = add(w, array(1.0F));
+    }
     array in_file = permute_heads > 0 ? converter_permute(w, permute_heads) : w;
-    const io::GGMLType type = w.ndim() == 1 ? io::GGMLType::F32 : type_of(name);
+    const bool router = ends_with(name, "block_sparse_moe.gate.weight") || ends_with(name, "mlp.gate.weight");
+    const io::GGMLType type = w.ndim() == 1 || router ? io::GGMLType::F32 : type_of(name);
     const auto* info = io::detail::ggml_type_info(static_cast<uint32_t>(type));
     array data = info->bits == 0 ? in_file : io::quantize_blocks(in_file, type);
     data.eval();
-    tensors.push_back({gguf_tensor_name(name), type, in_file.shape(), data});
+    tensors.push_back({gguf_tensor_name(name, model_type), type, in_file.shape(), data});
     array values = stored_values(in_file, type);
-    stored.insert_or_assign(name, permute_heads > 0 ? converter_unpermute(values, permute_heads) : values);
+    if (permute_heads > 0) {
+      values = converter_unpermute(values, permute_heads);
+    }
+    if (shifted) {
+      values = subtract(values, array(1.0F));
+    }
+    if (experts.empty()) {
+      stored.insert_or_assign(name, values);
+    }
+    for (size_t e = 0; e < experts.size(); ++e) {
+      stored.insert_or_assign(experts[e], take(values, static_cast<int>(e), 0));
+    }
   }
   const auto& scaling = config.value("rope_scaling", nlohmann::json());
   if (llama && scaling.is_object() && scaling.value("rope_type", "") == "llama3") {
