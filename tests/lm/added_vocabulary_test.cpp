@@ -251,7 +251,7 @@ TEST(AddedVocabulary, ConcurrentSplitsAgreeWithSequentialOnes) {
     std::vector<std::string> words;
     for (const Segment& segment : vocabulary.split(text, normalizer)) {
       if (segment.id >= 0) {
-        words.push_back("#" + std::to_string(segment.id));
+        words.push_back(std::string("#").append(std::to_string(segment.id)));
       } else {
         pre_tokenizer.split(segment.text, segment.first, words);
       }

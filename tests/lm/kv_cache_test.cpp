@@ -730,7 +730,10 @@ TEST(PromptCacheTest, MakePromptCacheBoundsEveryLayer) {
     std::vector<std::string> out;
     for (const auto& layer : cache) {
       const auto* rotating = dynamic_cast<const RotatingKVCache*>(layer.get());
-      out.push_back(rotating ? "R" + std::to_string(rotating->max_size()) + "k" + std::to_string(rotating->keep())
+      out.push_back(rotating ? std::string("R")
+                                   .append(std::to_string(rotating->max_size()))
+                                   .append("k")
+                                   .append(std::to_string(rotating->keep()))
                              : layer->type_name());
     }
     return out;
