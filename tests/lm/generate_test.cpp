@@ -1,8 +1,10 @@
 // Generation over a tiny random-weight Llama: greedy generation against a naive loop that recomputes the whole
 // sequence without a cache (log-probabilities from the naive logits in float64), chunked prefill and prompt-cache
 // reuse against fresh runs, stop strings (one split across tokens) and stop ids, batched generation against each
-// sequence generated alone (with sequences joining and leaving), speculative decoding against plain greedy and,
-// with sampling, against the model's own distribution.
+// sequence generated alone (with sequences joining and leaving, starting from prompt caches, admitted in groups of
+// similar length), speculative decoding against plain greedy (also with prompt caches and windows) and, with
+// sampling, against the model's own distribution. Steps that overlap the host's work with the model's give the same
+// tokens as steps taken one at a time, greedy and seeded.
 
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "nuvec/core/allocator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
@@ -130,6 +133,33 @@ void expect_same_run(const GenerationResult& got, const GenerationResult& want, 
   ASSERT_EQ(got.logprobs.size(), want.logprobs.size()) << what;
   for (size_t i = 0; i < got.logprobs.size(); ++i) {
     EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << what << " token " << i;
+  }
+}
+
+GenerationResult alone(LanguageModel& model, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                       int max_tokens) {
+  GenerateOptions options;
+  options.max_tokens = max_tokens;
+  return generate(model, tokenizer, prompt, options);
+}
+
+/// Checks that every layer of `cache` holds the keys and values a fresh cache gets from `tokens`.
+void expect_cache_holds(LanguageModel& model, const Cache& cache, const std::vector<int32_t>& tokens,
+                        const std::string& what) {
+  ASSERT_EQ(cache.front()->offset(), static_cast<int>(tokens.size())) << what;
+  if (tokens.empty()) {
+    return;
+  }
+  Cache fresh = model.make_cache();
+  (void)model.forward(array(tokens.begin(), {1, static_cast<int>(tokens.size())}, int32), &fresh);
+  for (size_t layer = 0; layer < cache.size(); ++layer) {
+    const std::vector<array> got = cache[layer]->state();
+    const std::vector<array> want = fresh[layer]->state();
+    ASSERT_EQ(got.size(), want.size()) << what;
+    for (size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i].shape(), want[i].shape()) << what;
+      EXPECT_LT(max(abs(subtract(got[i], want[i]))).item<float>(), 1e-4F) << what << ", layer " << layer;
+    }
   }
 }
 
@@ -366,6 +396,104 @@ TEST(Generate, StatisticsArePopulated) {
   EXPECT_GT(seen.back().generation_tps, 0);
 }
 
+TEST(Generate, OverlappedStepsEqualStepsOneAtATime) {
+  const auto model_owner = tiny_llama(19);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(37);
+  const std::vector<int32_t> prompt = random_prompt(rng, 9);
+  std::vector<SamplingParams> settings(4);
+  settings[0].top_logprobs = 3;
+  settings[1].temperature = 0.9F;
+  settings[1].top_p = 0.9F;
+  settings[1].seed = 3;
+  settings[1].top_logprobs = 2;
+  settings[2].temperature = 1.3F;
+  settings[2].top_k = 12;
+  settings[2].min_p = 0.05F;
+  settings[2].seed = 4;
+  // Penalties keep the steps one at a time either way.
+  settings[3].temperature = 1.0F;
+  settings[3].seed = 5;
+  settings[3].repetition_penalty = 1.3F;
+  settings[3].presence_penalty = 0.4F;
+  for (size_t i = 0; i < settings.size(); ++i) {
+    GenerateOptions options;
+    options.max_tokens = 14;
+    options.sampling = settings[i];
+    options.overlap_steps = false;
+    const GenerationResult one_at_a_time = generate(model, tokenizer, prompt, options);
+    options.overlap_steps = true;
+    const GenerationResult overlapped = generate(model, tokenizer, prompt, options);
+    const std::string what = "settings " + std::to_string(i);
+    expect_same_run(overlapped, one_at_a_time, what);
+    ASSERT_EQ(overlapped.top_logprobs.size(), one_at_a_time.top_logprobs.size()) << what;
+    for (size_t t = 0; t < overlapped.top_logprobs.size(); ++t) {
+      ASSERT_EQ(overlapped.top_logprobs[t].size(), static_cast<size_t>(settings[i].top_logprobs)) << what;
+      for (size_t k = 0; k < overlapped.top_logprobs[t].size(); ++k) {
+        EXPECT_EQ(overlapped.top_logprobs[t][k].token, one_at_a_time.top_logprobs[t][k].token) << what;
+      }
+    }
+  }
+  EXPECT_EQ(alone(model, tokenizer, prompt, 14).tokens, naive_greedy(model, prompt, 14).tokens);
+}
+
+TEST(Generate, StoppingWhileOverlappedKeepsThePromptCacheInStep) {
+  const auto model_owner = tiny_llama(20);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(41);
+  const std::vector<int32_t> prompt = random_prompt(rng, 8);
+  const GenerationResult plain = alone(model, tokenizer, prompt, 16);
+  const int32_t stop = plain.tokens[4];
+  const auto emitted =
+      static_cast<std::ptrdiff_t>(std::find(plain.tokens.begin(), plain.tokens.end(), stop) - plain.tokens.begin() + 1);
+  for (bool overlap : {true, false}) {
+    PromptCache reused;
+    GenerateOptions options;
+    options.max_tokens = 16;
+    options.stop_ids = {stop};
+    options.prompt_cache = &reused;
+    options.overlap_steps = overlap;
+    const GenerationResult got = generate(model, tokenizer, prompt, options);
+    EXPECT_EQ(got.tokens, std::vector<int32_t>(plain.tokens.begin(), plain.tokens.begin() + emitted));
+    // Overlapped, the model was fed the stop token before it was read back: the cache holds it and says so.
+    std::vector<int32_t> held = prompt;
+    held.insert(held.end(), plain.tokens.begin(), plain.tokens.begin() + emitted - (overlap ? 0 : 1));
+    EXPECT_EQ(reused.tokens, held) << "overlap " << overlap;
+    expect_cache_holds(model, reused.cache, held, "overlap " + std::to_string(overlap));
+    // A prompt continuing the conversation reuses all of it and equals a fresh run.
+    std::vector<int32_t> continuing(prompt);
+    continuing.insert(continuing.end(), plain.tokens.begin(), plain.tokens.begin() + emitted);
+    continuing.insert(continuing.end(), {9, 21, 30});
+    options.stop_ids.clear();
+    options.max_tokens = 6;
+    const GenerationResult next = generate(model, tokenizer, continuing, options);
+    EXPECT_EQ(next.stats.cached_prompt_tokens, static_cast<int>(held.size()));
+    expect_same_run(next, alone(model, tokenizer, continuing, 6), "continuing, overlap " + std::to_string(overlap));
+  }
+}
+
+TEST(Generate, PeakMemoryCountsFromTheStartOfTheGeneration) {
+  const auto model_owner = tiny_llama(21);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  const size_t big = size_t{64} << 20;
+  {
+    array scratch = arange(0, static_cast<int>(big / sizeof(float)), float32);
+    scratch.eval();
+  }
+  ASSERT_GE(get_peak_memory(), big);
+  for (LanguageModel* draft : {static_cast<LanguageModel*>(nullptr), &model}) {
+    GenerateOptions options;
+    options.max_tokens = 4;
+    options.draft_model = draft;
+    const GenerationResult got = generate(model, tokenizer, {4, 8, 15, 16}, options);
+    EXPECT_GT(got.stats.peak_memory, 0U);
+    EXPECT_LT(got.stats.peak_memory, big / 4) << (draft != nullptr ? "speculative" : "plain");
+  }
+}
+
 TEST(Generate, BadRequestsGiveClearErrors) {
   const auto model_owner = tiny_llama(9, 16);
   LanguageModel& model = *model_owner;
@@ -424,13 +552,6 @@ TEST(BatchKVCache, MaskHidesPaddingAndFollowsCausality) {
   EXPECT_EQ(cache.left_padding(), (std::vector<int>{1, 0}));
 }
 
-GenerationResult alone(LanguageModel& model, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
-                       int max_tokens) {
-  GenerateOptions options;
-  options.max_tokens = max_tokens;
-  return generate(model, tokenizer, prompt, options);
-}
-
 TEST(BatchGenerator, EqualsEachSequenceAloneWithJoinsAndLeaves) {
   const auto model_owner = tiny_llama(10);
   LanguageModel& model = *model_owner;
@@ -440,16 +561,12 @@ TEST(BatchGenerator, EqualsEachSequenceAloneWithJoinsAndLeaves) {
                                                      random_prompt(rng, 17), random_prompt(rng, 6),
                                                      random_prompt(rng, 1)};
   const std::vector<int> max_tokens = {8, 10, 4, 7, 5};
-  BatchOptions batch_options;
-  batch_options.prefill_chunk_size = 4;
-  BatchGenerator generator(model, tokenizer, batch_options);
-  std::map<uint64_t, size_t> which;
-  std::map<size_t, GenerationResult> got;
-  // Sequence 1 samples (seeded): its draws are its own, alone or in a batch.
+  // Sequence 1 samples (seeded): its draws are its own, alone or in a batch. Sequence 3 asks for more top tokens
+  // than the others.
   auto options_for = [&](size_t i) {
     GenerateOptions options;
     options.max_tokens = max_tokens[i];
-    options.sampling.top_logprobs = 2;
+    options.sampling.top_logprobs = i == 3 ? 4 : 2;
     if (i == 1) {
       options.sampling.temperature = 1.0F;
       options.sampling.top_k = 10;
@@ -457,42 +574,52 @@ TEST(BatchGenerator, EqualsEachSequenceAloneWithJoinsAndLeaves) {
     }
     return options;
   };
-  auto add = [&](size_t i) { which[generator.insert(prompts[i], options_for(i))] = i; };
-  for (size_t i = 0; i < 3; ++i) {
-    add(i);
-  }
-  const uint64_t removed = generator.insert(prompts[1]);
-  int step = 0;
-  while (generator.has_work()) {
-    if (step == 2) {
-      add(3);  // joins mid-way
+  for (bool overlap : {false, true}) {
+    BatchOptions batch_options;
+    batch_options.prefill_chunk_size = 4;
+    batch_options.overlap_steps = overlap;
+    BatchGenerator generator(model, tokenizer, batch_options);
+    std::map<uint64_t, size_t> which;
+    std::map<size_t, GenerationResult> got;
+    auto add = [&](size_t i) { which[generator.insert(prompts[i], options_for(i))] = i; };
+    for (size_t i = 0; i < 3; ++i) {
+      add(i);
     }
-    if (step == 3) {
-      EXPECT_TRUE(generator.remove(removed));  // cancelled mid-way
-      add(4);
-    }
-    const int active_before = generator.active() + generator.waiting();
-    const std::vector<BatchResponse> responses = generator.next();
-    EXPECT_LE(static_cast<int>(responses.size()), active_before);
-    for (const BatchResponse& r : responses) {
-      if (r.uid == removed) {
-        continue;
+    const uint64_t removed = generator.insert(prompts[1]);
+    int step = 0;
+    while (generator.has_work()) {
+      if (step == 2) {
+        add(3);  // joins mid-way
       }
-      ASSERT_TRUE(which.count(r.uid)) << "uid " << r.uid;
-      GenerationResult& result = got[which[r.uid]];
-      result.tokens.push_back(r.response.token);
-      result.logprobs.push_back(r.response.logprob);
-      result.text += r.response.text;
-      result.finish_reason = r.response.finish_reason.value_or("");
-      EXPECT_EQ(r.response.top_logprobs.size(), 2U);
+      if (step == 3) {
+        EXPECT_TRUE(generator.remove(removed));  // cancelled mid-way
+        add(4);
+      }
+      const int active_before = generator.active() + generator.waiting();
+      const std::vector<BatchResponse> responses = generator.next();
+      EXPECT_LE(static_cast<int>(responses.size()), active_before);
+      for (const BatchResponse& r : responses) {
+        if (r.uid == removed) {
+          continue;
+        }
+        ASSERT_TRUE(which.count(r.uid)) << "uid " << r.uid;
+        const size_t i = which[r.uid];
+        GenerationResult& result = got[i];
+        result.tokens.push_back(r.response.token);
+        result.logprobs.push_back(r.response.logprob);
+        result.text += r.response.text;
+        result.finish_reason = r.response.finish_reason.value_or("");
+        EXPECT_EQ(r.response.top_logprobs.size(), static_cast<size_t>(options_for(i).sampling.top_logprobs));
+      }
+      ++step;
+      ASSERT_LT(step, 40);
     }
-    ++step;
-    ASSERT_LT(step, 40);
-  }
-  EXPECT_FALSE(generator.remove(removed));
-  ASSERT_EQ(got.size(), prompts.size());
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    expect_same_run(got[i], generate(model, tokenizer, prompts[i], options_for(i)), "sequence " + std::to_string(i));
+    EXPECT_FALSE(generator.remove(removed));
+    ASSERT_EQ(got.size(), prompts.size());
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      expect_same_run(got[i], generate(model, tokenizer, prompts[i], options_for(i)),
+                      "sequence " + std::to_string(i) + (overlap ? ", overlapped" : ""));
+    }
   }
 }
 
@@ -523,11 +650,183 @@ TEST(BatchGenerator, StopsEachSequenceOnItsOwnTerms) {
   EXPECT_EQ(tokens[ua], std::vector<int32_t>(a_alone.tokens.begin(), a_alone.tokens.begin() + first + 1));
   EXPECT_EQ(tokens[ub], alone(model, tokenizer, b, 12).tokens);
 
-  GenerateOptions cached;
-  PromptCache cache;
-  cached.prompt_cache = &cache;
-  EXPECT_NE(expect_error([&] { (void)generator.insert(a, cached); }).find("single sequences"), std::string::npos);
+  GenerateOptions windowed;
+  windowed.max_kv_size = 32;
+  EXPECT_NE(expect_error([&] { (void)generator.insert(a, windowed); }).find("single sequences"), std::string::npos);
   EXPECT_NE(expect_error([&] { (void)generator.insert({}); }).find("the prompt is empty"), std::string::npos);
+}
+
+/// A model that records the shape of every input it is given.
+class Recording : public LanguageModel {
+ public:
+  explicit Recording(LanguageModel& model) : model_(model) {}
+  [[nodiscard]] std::string type_name() const override { return "Recording"; }
+  array forward(const array& tokens, Cache* cache) override {
+    inputs.push_back(tokens.shape());
+    return model_.forward(tokens, cache);
+  }
+  [[nodiscard]] Cache make_cache() const override { return model_.make_cache(); }
+  [[nodiscard]] const std::string& model_type() const override { return model_.model_type(); }
+  [[nodiscard]] int vocab_size() const override { return model_.vocab_size(); }
+  [[nodiscard]] int num_layers() const override { return model_.num_layers(); }
+  [[nodiscard]] int max_context() const override { return model_.max_context(); }
+
+  std::vector<Shape> inputs;
+
+ private:
+  LanguageModel& model_;
+};
+
+/// Runs every request to its end; the results by request.
+std::vector<GenerationResult> run_batch(BatchGenerator& generator, const std::vector<uint64_t>& uids) {
+  std::vector<GenerationResult> got(uids.size());
+  int steps = 0;
+  while (generator.has_work()) {
+    for (const BatchResponse& r : generator.next()) {
+      const size_t i = std::find(uids.begin(), uids.end(), r.uid) - uids.begin();
+      got.at(i).tokens.push_back(r.response.token);
+      got[i].logprobs.push_back(r.response.logprob);
+      got[i].text += r.response.text;
+      got[i].finish_reason = r.response.finish_reason.value_or("");
+      got[i].stats = r.response.stats;
+    }
+    EXPECT_LT(++steps, 100);
+    if (steps >= 100) {
+      break;
+    }
+  }
+  return got;
+}
+
+TEST(BatchGenerator, AdmitsPromptsInGroupsOfSimilarLength) {
+  const auto model_owner = tiny_llama(22);
+  Recording model(*model_owner);
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(43);
+  const std::vector<int> lengths = {21, 3, 19, 5, 20, 2};
+  std::vector<std::vector<int32_t>> prompts;
+  for (int length : lengths) {
+    prompts.push_back(random_prompt(rng, length));
+  }
+  auto options_for = [](size_t i) {
+    GenerateOptions options;
+    options.max_tokens = 5 + static_cast<int>(i);
+    if (i % 2 == 1) {
+      options.sampling.temperature = 0.8F;
+      options.sampling.seed = 100 + i;
+    }
+    return options;
+  };
+  std::vector<GenerationResult> runs[2];
+  for (bool overlap : {true, false}) {
+    BatchOptions batch_options;
+    batch_options.prefill_batch_size = 2;
+    batch_options.overlap_steps = overlap;
+    BatchGenerator generator(model, tokenizer, batch_options);
+    std::vector<uint64_t> uids;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      uids.push_back(generator.insert(prompts[i], options_for(i)));
+    }
+    model.inputs.clear();
+    runs[overlap ? 1 : 0] = run_batch(generator, uids);
+    // Sorted, the pairs are (2, 3), (5, 19), (20, 21): each prefilled without its last token, padded to the longer.
+    std::vector<Shape> prefills;
+    std::copy_if(model.inputs.begin(), model.inputs.end(), std::back_inserter(prefills),
+                 [](const Shape& shape) { return shape[1] > 1; });
+    EXPECT_EQ(prefills, (std::vector<Shape>{{2, 2}, {2, 18}, {2, 20}})) << "overlap " << overlap;
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::string what = "sequence " + std::to_string(i);
+    expect_same_run(runs[1][i], runs[0][i], what + ", overlapped against one step at a time");
+    expect_same_run(runs[1][i], generate(*model_owner, tokenizer, prompts[i], options_for(i)), what + " alone");
+  }
+}
+
+TEST(BatchGenerator, PromptCacheEqualsTheRequestWithout) {
+  const auto model_owner = tiny_llama(23);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(47);
+  const std::vector<int32_t> base = random_prompt(rng, 14);
+  PromptCache shared;
+  GenerateOptions fill;
+  fill.max_tokens = 5;
+  fill.prompt_cache = &shared;
+  (void)generate(model, tokenizer, base, fill);
+  const std::vector<int32_t> shared_tokens = shared.tokens;
+  const int shared_positions = shared.cache.front()->offset();
+
+  auto extended = [&](std::vector<int32_t> prompt, int more) {
+    const std::vector<int32_t> tail = random_prompt(rng, more);
+    prompt.insert(prompt.end(), tail.begin(), tail.end());
+    return prompt;
+  };
+  const std::vector<std::vector<int32_t>> prompts = {
+      extended(base, 6),                                                   // shares the whole base
+      extended(std::vector<int32_t>(base.begin(), base.begin() + 10), 3),  // shares 10 tokens
+      extended(shared_tokens, 1),                                          // shares everything the cache holds
+      extended({base.front() == 2 ? 3 : 2}, 5),                            // shares nothing
+  };
+  const std::vector<int> expected_cached = {14, 10, static_cast<int>(shared_tokens.size()), 0};
+  auto options_for = [&](size_t i, bool cached) {
+    GenerateOptions options;
+    options.max_tokens = 6;
+    options.sampling.top_logprobs = 1;
+    if (i == 1) {
+      options.sampling.temperature = 1.1F;
+      options.sampling.seed = 9;
+    }
+    options.prompt_cache = cached ? &shared : nullptr;
+    return options;
+  };
+  for (bool overlap : {false, true}) {
+    BatchOptions batch_options;
+    batch_options.overlap_steps = overlap;
+    BatchGenerator generator(model, tokenizer, batch_options);
+    std::vector<uint64_t> uids;
+    // Half the requests join while the others decode: each with the prompt cache, then the same without.
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      if (i == 2) {
+        (void)generator.next();
+      }
+      for (bool cached : {true, false}) {
+        uids.push_back(generator.insert(prompts[i], options_for(i, cached)));
+      }
+    }
+    const std::vector<GenerationResult> got = run_batch(generator, uids);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const GenerationResult want = generate(model, tokenizer, prompts[i], options_for(i, false));
+      // The first two requests' first tokens came with the step taken before the collection started.
+      const size_t skipped = i < 2 ? 1 : 0;
+      for (size_t c = 0; c < 2; ++c) {
+        const std::string what = "request " + std::to_string(i) + (c == 0 ? " from the prompt cache" : " without") +
+                                 (overlap ? ", overlapped" : "");
+        const GenerationResult& run = got[2 * i + c];
+        EXPECT_EQ(run.tokens, std::vector<int32_t>(want.tokens.begin() + skipped, want.tokens.end())) << what;
+        ASSERT_EQ(run.logprobs.size() + skipped, want.logprobs.size()) << what;
+        for (size_t t = 0; t < run.logprobs.size(); ++t) {
+          EXPECT_NEAR(run.logprobs[t], want.logprobs[t + skipped], 1e-4) << what;
+        }
+        EXPECT_EQ(run.stats.cached_prompt_tokens, c == 0 ? expected_cached[i] : 0) << what;
+      }
+    }
+  }
+  // Requests read the prompt cache and leave it as it was.
+  EXPECT_EQ(shared.tokens, shared_tokens);
+  EXPECT_EQ(shared.cache.front()->offset(), shared_positions);
+
+  // A window that has dropped positions cannot seed a batched request.
+  PromptCache windowed;
+  fill.prompt_cache = &windowed;
+  fill.max_kv_size = 8;
+  (void)generate(model, tokenizer, base, fill);
+  GenerateOptions from_window;
+  from_window.prompt_cache = &windowed;
+  BatchGenerator generator(model, tokenizer);
+  EXPECT_NE(expect_error([&] {
+              (void)generator.insert(extended(base, 2), from_window);
+            }).find("cannot start from a RotatingKVCache that has dropped positions"),
+            std::string::npos);
 }
 
 // ---------------------------------------------------------------- speculative decoding
@@ -638,6 +937,131 @@ TEST(Speculative, DraftCacheKeepsOnlyAcceptedTokens) {
   }
 }
 
+TEST(Speculative, PromptCacheEqualsPlainGreedyFromScratch) {
+  const auto model_owner = tiny_llama(24);
+  LanguageModel& model = *model_owner;
+  const auto other_owner = tiny_llama(25);
+  const auto same_owner = tiny_llama(24);
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(53);
+  const std::vector<int32_t> first = random_prompt(rng, 15);
+  std::vector<int32_t> diverging(first.begin(), first.begin() + 9);
+  diverging.push_back(first[9] == 2 ? 3 : 2);
+  const std::vector<int32_t> plain_first = alone(model, tokenizer, first, 9).tokens;
+  std::vector<int32_t> continuing = first;
+  continuing.insert(continuing.end(), plain_first.begin(), plain_first.end());
+  continuing.insert(continuing.end(), {12, 40});
+
+  // A draft that disagrees with the model (rejections), and the model itself: it accepts as many drafts as in a
+  // fresh run only if its cache holds exactly the tokens before its proposals.
+  for (LanguageModel* draft : {other_owner.get(), same_owner.get()}) {
+    PromptCache reused;
+    // A plain generation in the middle shares the cache too (and cuts the draft's back to what it keeps).
+    const std::vector<std::pair<std::vector<int32_t>, bool>> requests = {
+        {first, true}, {diverging, true}, {first, true}, {diverging, false}, {continuing, true}, {first, true}};
+    for (size_t r = 0; r < requests.size(); ++r) {
+      const auto& [prompt, speculative] = requests[r];
+      const int reusable = reused.cache.empty() ? 0
+                                                : std::min(common_prefix_length(reused.tokens, prompt),
+                                                           static_cast<int>(prompt.size()) - 1);
+      GenerateOptions options;
+      options.max_tokens = 9;
+      options.num_draft = 3;
+      options.draft_model = speculative ? draft : nullptr;
+      auto run = [&](PromptCache* cache) {
+        options.prompt_cache = cache;
+        std::pair<GenerationResult, int> out;
+        stream_generate(model, tokenizer, prompt, options, [&](const GenerationResponse& response) {
+          out.first.tokens.push_back(response.token);
+          out.first.logprobs.push_back(response.logprob);
+          out.first.text += response.text;
+          out.first.finish_reason = response.finish_reason.value_or("");
+          out.first.stats = response.stats;
+          out.second += response.from_draft ? 1 : 0;
+          return true;
+        });
+        return out;
+      };
+      const auto [got, from_draft] = run(&reused);
+      const std::string what =
+          std::string(draft == same_owner.get() ? "same" : "other") + " draft, request " + std::to_string(r);
+      expect_same_run(got, alone(model, tokenizer, prompt, 9), what);
+      EXPECT_EQ(got.stats.cached_prompt_tokens, reusable) << what;
+      if (r > 0 && speculative) {
+        EXPECT_GT(reusable, 0) << what;
+      }
+      EXPECT_EQ(from_draft, run(nullptr).second) << what;
+      std::vector<int32_t> sequence = prompt;
+      sequence.insert(sequence.end(), got.tokens.begin(), got.tokens.end());
+      ASSERT_LE(reused.tokens.size(), sequence.size()) << what;
+      EXPECT_TRUE(std::equal(reused.tokens.begin(), reused.tokens.end(), sequence.begin())) << what;
+      EXPECT_GE(reused.tokens.size(), sequence.size() - 1) << what;
+      EXPECT_EQ(reused.cache.front()->offset(), static_cast<int>(reused.tokens.size())) << what;
+      expect_cache_holds(model, reused.cache, reused.tokens, what + ", model");
+      ASSERT_FALSE(reused.draft_cache.empty()) << what;
+      const int draft_held = reused.draft_cache.front()->offset();
+      ASSERT_LE(draft_held, static_cast<int>(reused.tokens.size())) << what;
+      expect_cache_holds(*draft, reused.draft_cache,
+                         std::vector<int32_t>(reused.tokens.begin(), reused.tokens.begin() + draft_held),
+                         what + ", draft");
+    }
+  }
+}
+
+TEST(Speculative, StoppingMidRoundKeepsOnlyTheEmittedTokens) {
+  const auto model_owner = tiny_llama(26);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  const std::vector<int32_t> prompt = {6, 17, 33, 48, 9};
+  const GenerationResult plain = alone(model, tokenizer, prompt, 12);
+  // The model as its own draft accepts whole rounds of 4: stopping at token 2 stops in the middle of the first.
+  const int32_t stop = plain.tokens[2];
+  const auto emitted =
+      static_cast<std::ptrdiff_t>(std::find(plain.tokens.begin(), plain.tokens.end(), stop) - plain.tokens.begin() + 1);
+  ASSERT_LT(emitted, 4);
+  PromptCache reused;
+  GenerateOptions options;
+  options.max_tokens = 12;
+  options.num_draft = 4;
+  options.draft_model = &model;
+  options.stop_ids = {stop};
+  options.prompt_cache = &reused;
+  EXPECT_EQ(generate(model, tokenizer, prompt, options).tokens,
+            std::vector<int32_t>(plain.tokens.begin(), plain.tokens.begin() + emitted));
+  std::vector<int32_t> held = prompt;
+  held.insert(held.end(), plain.tokens.begin(), plain.tokens.begin() + emitted);
+  EXPECT_EQ(reused.tokens, held);
+  expect_cache_holds(model, reused.cache, held, "model");
+  const int draft_held = reused.draft_cache.front()->offset();
+  ASSERT_LE(draft_held, static_cast<int>(held.size()));
+  expect_cache_holds(model, reused.draft_cache, std::vector<int32_t>(held.begin(), held.begin() + draft_held), "draft");
+  // Going on from there equals a fresh run.
+  held.push_back(20);
+  options.stop_ids.clear();
+  options.max_tokens = 7;
+  expect_same_run(generate(model, tokenizer, held, options), alone(model, tokenizer, held, 7), "continuing");
+}
+
+TEST(Speculative, MaxKvSizeThatHoldsTheRequestEqualsPlainGreedy) {
+  const auto model_owner = tiny_llama(27);
+  LanguageModel& model = *model_owner;
+  const auto draft_owner = tiny_llama(28);
+  LanguageModel& draft = *draft_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(59);
+  const std::vector<int32_t> prompt = random_prompt(rng, 11);
+  GenerateOptions options;
+  options.max_tokens = 10;
+  options.draft_model = &draft;
+  options.max_kv_size = 20;  // exactly prompt + max_tokens - 1
+  expect_same_run(generate(model, tokenizer, prompt, options), alone(model, tokenizer, prompt, 10), "window 20");
+  options.max_kv_size = 19;
+  EXPECT_NE(expect_error([&] {
+              (void)generate(model, tokenizer, prompt, options);
+            }).find("max_kv_size 19 is smaller than the 20 positions"),
+            std::string::npos);
+}
+
 /// Total variation distance between two distributions.
 double total_variation(const std::vector<double>& p, const std::vector<double>& q) {
   double d = 0;
@@ -719,9 +1143,12 @@ TEST(Speculative, BadRequests) {
   EXPECT_NE(expect_error([&] { (void)generate(model, tokenizer, {3}, options); }).find("num_draft must be positive"),
             std::string::npos);
   options.num_draft = 2;
-  PromptCache cache;
-  options.prompt_cache = &cache;
-  EXPECT_NE(expect_error([&] { (void)generate(model, tokenizer, {3}, options); }).find("prompt caches"),
+  // A window too small for the whole request would wrap, and a wrapped rotating cache cannot drop drafts.
+  options.max_tokens = 10;
+  options.max_kv_size = 12;
+  EXPECT_NE(expect_error([&] {
+              (void)generate(model, tokenizer, {3, 4, 5, 6}, options);
+            }).find("max_kv_size 12 is smaller than the 13 positions this request needs"),
             std::string::npos);
 }
 

@@ -238,6 +238,38 @@ Cache make_batch_cache(const LanguageModel& model, const std::vector<int>& left_
   return cache;
 }
 
+Cache batch_cache_from_prefix(const LanguageModel& model, const Cache& source, int positions) {
+  Cache cache = make_batch_cache(model, {0});
+  if (source.size() != cache.size()) {
+    throw_invalid("[BatchKVCache] a prompt cache of " + std::to_string(source.size()) +
+                  " layers does not fit a model with " + std::to_string(cache.size()) + ".");
+  }
+  for (size_t i = 0; i < source.size(); ++i) {
+    const KVCache& layer = *source[i];
+    const bool in_order = dynamic_cast<const GrowingKVCache*>(&layer) != nullptr ||
+                          (layer.type_name() == "RotatingKVCache" && layer.is_trimmable());
+    if (!in_order) {
+      throw_unsupported(std::string("[BatchKVCache] a batched request cannot start from a ") + layer.type_name() +
+                        (layer.type_name() == "RotatingKVCache" ? " that has dropped positions" : "") +
+                        "; it needs keys and values kept whole, in position order.");
+    }
+    if (positions < 0 || positions > layer.offset()) {
+      throw_invalid("[BatchKVCache] cannot take " + std::to_string(positions) + " positions from a cache holding " +
+                    std::to_string(layer.offset()) + ".");
+    }
+    const std::vector<array> state = layer.state();
+    if (positions == 0 || state.empty()) {
+      continue;
+    }
+    if (state[0].shape(0) != 1) {
+      throw_invalid("[BatchKVCache] a batched request starts from a cache of one sequence; this one holds " +
+                    std::to_string(state[0].shape(0)) + ".");
+    }
+    cache[i]->set_state({first_columns(state[0], positions), first_columns(state[1], positions)}, {0});
+  }
+  return cache;
+}
+
 void filter_batch_cache(Cache& cache, const std::vector<int>& indices) {
   for (const auto& layer : cache) {
     as_batch_cache(layer).filter(indices);

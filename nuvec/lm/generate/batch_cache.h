@@ -54,6 +54,11 @@ class BatchKVCache : public KVCache {
 /// One BatchKVCache per cache the model makes, for sequences left-padded by `left_padding`.
 Cache make_batch_cache(const LanguageModel& model, const std::vector<int>& left_padding);
 
+/// A batch cache of one sequence (no padding) holding the first `positions` positions of `source`, a single
+/// sequence's cache for `model` (a prompt cache): its layers must hold their keys and values in position order
+/// (growing caches, or rotating ones that have not dropped a position). `source` is left as it was.
+Cache batch_cache_from_prefix(const LanguageModel& model, const Cache& source, int positions);
+
 /// Keeps the sequences at `indices` in every layer of a cache made by make_batch_cache.
 void filter_batch_cache(Cache& cache, const std::vector<int>& indices);
 /// Appends the sequences of `other` to those of `cache`, layer by layer.

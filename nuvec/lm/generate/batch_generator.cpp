@@ -4,25 +4,83 @@
 #include <string>
 #include <utility>
 
+#include "nuvec/core/allocator.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/lm/generate/batch_cache.h"
 #include "nuvec/lm/generate/sequence.h"
 
 namespace nuvec::lm {
+namespace {
+
+/// `a` (B, w) with zero columns after it up to `width`.
+array widened(const array& a, int width) {
+  if (a.shape(1) == width) {
+    return a;
+  }
+  return concatenate({a, zeros({a.shape(0), width - a.shape(1)}, a.dtype())}, 1);
+}
+
+/// The rows of `a` followed by those of `b`; the narrower top-token columns are padded (each row reads only its own
+/// top_counts entries).
+SampledTokens joined(const SampledTokens& a, const SampledTokens& b) {
+  const int width = std::max(a.top_tokens.shape(1), b.top_tokens.shape(1));
+  std::vector<int> counts = a.top_counts;
+  counts.insert(counts.end(), b.top_counts.begin(), b.top_counts.end());
+  return SampledTokens{
+      .tokens = concatenate({a.tokens, b.tokens}, 0),
+      .logprobs = concatenate({a.logprobs, b.logprobs}, 0),
+      .top_tokens = concatenate({widened(a.top_tokens, width), widened(b.top_tokens, width)}, 0),
+      .top_logprobs = concatenate({widened(a.top_logprobs, width), widened(b.top_logprobs, width)}, 0),
+      .top_counts = std::move(counts),
+  };
+}
+
+/// The rows of `choices` at `rows`, in that order.
+SampledTokens rows_of(const SampledTokens& choices, const std::vector<int>& rows) {
+  const array index(rows.begin(), {static_cast<int>(rows.size())}, int32);
+  std::vector<int> counts;
+  counts.reserve(rows.size());
+  for (int r : rows) {
+    counts.push_back(choices.top_counts[r]);
+  }
+  return SampledTokens{
+      .tokens = take(choices.tokens, index, 0),
+      .logprobs = take(choices.logprobs, index, 0),
+      .top_tokens = take(choices.top_tokens, index, 0),
+      .top_logprobs = take(choices.top_logprobs, index, 0),
+      .top_counts = std::move(counts),
+  };
+}
+
+/// Feeds `inputs` (B, 1) to the model over `cache`; each row's choice, not yet computed.
+SampledTokens decode(LanguageModel& model, Cache& cache, const array& inputs, const std::vector<SamplingRow>& rows) {
+  const array logits = model.forward(inputs, &cache);
+  return sample(reshape(logits, {inputs.shape(0), logits.shape(-1)}), rows);
+}
+
+}  // namespace
 
 struct BatchGenerator::Sequence {
   Sequence(uint64_t id, const std::vector<int32_t>& tokens, const GenerateOptions& options, const LanguageModel& model,
-           const Tokenizer& tokenizer)
+           const Tokenizer& tokenizer, int cached_tokens, Cache cached_prefix)
       : uid(id),
         prompt(tokens),
+        max_tokens(options.max_tokens),
+        cached(cached_tokens),
+        prefix(std::move(cached_prefix)),
         sampler(options.sampling, model.vocab_size(), tokens),
-        output(tokenizer, options, static_cast<int>(tokens.size()), 0) {}
+        output(tokenizer, options, static_cast<int>(tokens.size()), cached_tokens) {}
 
   uint64_t uid;
   std::vector<int32_t> prompt;
+  int max_tokens;
+  /// The prompt tokens a prompt cache supplied, held by `prefix` (a batch cache of this sequence alone) until the
+  /// sequence joins the batch.
+  int cached;
+  Cache prefix;
   detail::SequenceSampler sampler;
   detail::SequenceOutput output;
-  /// The token to feed at the next step: the prompt's last, then each generated one.
+  /// The token to feed when no step is under way: the prompt's last, then each one read back.
   int32_t next = 0;
 };
 
@@ -51,91 +109,148 @@ uint64_t BatchGenerator::insert(const std::vector<int32_t>& prompt, const Genera
   if (options.max_tokens == 0) {
     throw_invalid("[BatchGenerator] max_tokens must be positive; got 0.");
   }
-  if (options.prompt_cache != nullptr || options.max_kv_size || options.draft_model != nullptr) {
+  if (options.max_kv_size || options.draft_model != nullptr) {
     throw_unsupported(
-        "[BatchGenerator] prompt caches, max_kv_size and draft models are for single sequences; batched sequences "
-        "cannot use them.");
+        "[BatchGenerator] max_kv_size and draft models are for single sequences; batched sequences cannot use "
+        "them.");
   }
   detail::check_prompt(model_, prompt, "BatchGenerator");
+  int cached = 0;
+  Cache prefix;
+  if (options.prompt_cache != nullptr) {
+    cached = detail::reusable_prefix(*options.prompt_cache, prompt, "BatchGenerator");
+    if (cached > 0) {
+      prefix = batch_cache_from_prefix(model_, options.prompt_cache->cache, cached);
+    }
+  }
   GenerateOptions own = options;
   own.stop_ids.insert(own.stop_ids.end(), options_.stop_ids.begin(), options_.stop_ids.end());
-  waiting_.push_back(std::make_unique<Sequence>(next_uid_, prompt, own, model_, tokenizer_));
+  waiting_.push_back(std::make_unique<Sequence>(next_uid_, prompt, own, model_, tokenizer_, cached, std::move(prefix)));
   return next_uid_++;
 }
 
 void BatchGenerator::admit() {
-  while (!waiting_.empty() && active() < options_.max_batch_size) {
-    const int count = std::min({options_.prefill_batch_size, options_.max_batch_size - active(), waiting()});
-    std::vector<std::unique_ptr<Sequence>> group;
-    for (int i = 0; i < count; ++i) {
-      group.push_back(std::move(waiting_.front()));
-      waiting_.pop_front();
-    }
-    // Everything but each prompt's last token goes into the cache now, left-padded to a common length; the last
-    // token is fed with the next decoding step of the whole batch.
-    int longest = 0;
-    for (const auto& sequence : group) {
-      longest = std::max(longest, static_cast<int>(sequence->prompt.size()) - 1);
-    }
-    std::vector<int> padding;
-    std::vector<int32_t> tokens(static_cast<size_t>(count) * longest, 0);
-    for (int b = 0; b < count; ++b) {
-      Sequence& sequence = *group[b];
-      sequence.output.start_prompt();
-      const int length = static_cast<int>(sequence.prompt.size()) - 1;
-      padding.push_back(longest - length);
-      std::copy(sequence.prompt.begin(), sequence.prompt.end() - 1,
-                tokens.begin() + static_cast<std::ptrdiff_t>(b) * longest + (longest - length));
-      sequence.next = sequence.prompt.back();
-    }
-    Cache cache = make_batch_cache(model_, padding);
-    if (longest > 0) {
-      const array all(tokens.begin(), {count, longest}, int32);
-      for (int start = 0; start < longest; start += options_.prefill_chunk_size) {
-        const int stop = std::min(longest, start + options_.prefill_chunk_size);
-        (void)model_.forward(slice(all, {0, start}, {count, stop}), &cache);
-        detail::eval_cache(cache);
-      }
-    }
-    if (active_.empty()) {
-      cache_ = std::move(cache);
-    } else {
-      extend_batch_cache(cache_, cache);
-    }
-    for (auto& sequence : group) {
-      active_.push_back(std::move(sequence));
-    }
+  const int count = std::min(options_.max_batch_size - active(), waiting());
+  std::vector<std::unique_ptr<Sequence>> plain;
+  std::vector<std::unique_ptr<Sequence>> cached;
+  for (int i = 0; i < count; ++i) {
+    (waiting_.front()->cached > 0 ? cached : plain).push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  // Prompts prefilled together are padded to the longest of them: group prompts of similar lengths.
+  std::stable_sort(plain.begin(), plain.end(),
+                   [](const auto& a, const auto& b) { return a->prompt.size() < b->prompt.size(); });
+  for (size_t first = 0; first < plain.size(); first += options_.prefill_batch_size) {
+    const size_t last = std::min(plain.size(), first + options_.prefill_batch_size);
+    join({std::make_move_iterator(plain.begin() + static_cast<std::ptrdiff_t>(first)),
+          std::make_move_iterator(plain.begin() + static_cast<std::ptrdiff_t>(last))});
+  }
+  // A sequence with a cached prefix starts from a cache of its own, so it is prefilled alone.
+  for (auto& sequence : cached) {
+    std::vector<std::unique_ptr<Sequence>> alone;
+    alone.push_back(std::move(sequence));
+    join(std::move(alone));
   }
 }
 
-std::vector<BatchResponse> BatchGenerator::next() {
-  admit();
+void BatchGenerator::join(std::vector<std::unique_ptr<Sequence>> group) {
+  const int count = static_cast<int>(group.size());
+  const int skip = count == 1 ? group.front()->cached : 0;
+  // Every prompt's tokens after the cached prefix but its last go into the cache now, left-padded to a common
+  // length. The last tokens join the batch's next step, or, when that step is already under way (overlapped), give
+  // the group's first choices in a step of their own.
+  int longest = 0;
+  for (const auto& sequence : group) {
+    longest = std::max(longest, static_cast<int>(sequence->prompt.size()) - skip - 1);
+  }
+  std::vector<int> padding;
+  std::vector<int32_t> tokens(static_cast<size_t>(count) * longest, 0);
+  for (int b = 0; b < count; ++b) {
+    Sequence& sequence = *group[b];
+    sequence.output.start_prompt();
+    const int length = static_cast<int>(sequence.prompt.size()) - skip - 1;
+    padding.push_back(longest - length);
+    std::copy(sequence.prompt.begin() + skip, sequence.prompt.end() - 1,
+              tokens.begin() + static_cast<std::ptrdiff_t>(b) * longest + (longest - length));
+    sequence.next = sequence.prompt.back();
+  }
+  Cache cache = skip > 0 ? std::move(group.front()->prefix) : make_batch_cache(model_, padding);
+  if (longest > 0) {
+    const array all(tokens.begin(), {count, longest}, int32);
+    for (int begin = 0; begin < longest; begin += options_.prefill_chunk_size) {
+      const int end = std::min(longest, begin + options_.prefill_chunk_size);
+      (void)model_.forward(slice(all, {0, begin}, {count, end}), &cache);
+      detail::eval_cache(cache);
+    }
+  }
+  if (pending_) {
+    std::vector<SamplingRow> rows;
+    std::vector<int32_t> lasts;
+    for (const auto& sequence : group) {
+      rows.push_back(sequence->sampler.row());
+      lasts.push_back(sequence->next);
+    }
+    pending_ = joined(*pending_, decode(model_, cache, array(lasts.begin(), {count, 1}, int32), rows));
+  }
   if (active_.empty()) {
-    return {};
+    cache_ = std::move(cache);
+  } else {
+    extend_batch_cache(cache_, cache);
   }
-  const int batch = active();
-  std::vector<int32_t> inputs;
-  inputs.reserve(active_.size());
-  for (const auto& sequence : active_) {
-    inputs.push_back(sequence->next);
+  for (auto& sequence : group) {
+    active_.push_back(std::move(sequence));
   }
-  const array logits = model_.forward(array(inputs.begin(), {batch, 1}, int32), &cache_);
+}
+
+SampledTokens BatchGenerator::step(const array& inputs) {
   std::vector<SamplingRow> rows;
   rows.reserve(active_.size());
   for (const auto& sequence : active_) {
     rows.push_back(sequence->sampler.row());
   }
-  // One draw for the whole batch: each row with its own parameters, history and key.
-  const std::vector<SampledToken> picked = sample(reshape(logits, {batch, logits.shape(-1)}), rows).read();
+  return decode(model_, cache_, inputs, rows);
+}
+
+std::vector<BatchResponse> BatchGenerator::next() {
+  if (active_.empty()) {
+    if (waiting_.empty()) {
+      return {};
+    }
+    // The batch becomes busy: the peak memory its statistics report counts from here.
+    reset_peak_memory();
+  }
+  admit();
+  const int batch = active();
+  if (!pending_) {
+    std::vector<int32_t> inputs;
+    inputs.reserve(active_.size());
+    for (const auto& sequence : active_) {
+      inputs.push_back(sequence->next);
+    }
+    pending_ = step(array(inputs.begin(), {batch, 1}, int32));
+  }
+  const SampledTokens current = *pending_;
+  // The next step is built on the pending tokens before they are read, unless a penalty needs them on the host or
+  // every sequence ends with this token.
+  bool overlap = detail::overlap_steps(options_.overlap_steps);
+  bool any_goes_on = false;
+  for (const auto& sequence : active_) {
+    overlap = overlap && !sequence->sampler.needs_history();
+    any_goes_on = any_goes_on || sequence->output.generated() + 1 < sequence->max_tokens;
+  }
+  pending_.reset();
+  if (overlap && any_goes_on) {
+    detail::start(current);
+    pending_ = step(reshape(current.tokens, {batch, 1}));
+    detail::start(*pending_);
+  }
+  detail::wait_for(current);
+  const std::vector<SampledToken> picked = current.read();
   std::vector<BatchResponse> responses;
   std::vector<int> finished;
   for (int b = 0; b < batch; ++b) {
     Sequence& sequence = *active_[b];
-    BatchResponse out{sequence.uid, {}};
-    out.response.token = picked[b].token;
-    out.response.logprob = picked[b].logprob;
-    out.response.top_logprobs = picked[b].top;
-    sequence.sampler.push(picked[b].token);
+    BatchResponse out{sequence.uid, sequence.sampler.accept(picked[b])};
     sequence.output.complete(out.response);
     if (sequence.output.finished()) {
       finished.push_back(b);
@@ -175,8 +290,12 @@ void BatchGenerator::drop_rows(const std::vector<int>& rows) {
   active_ = std::move(remaining);
   if (active_.empty()) {
     cache_.clear();
-  } else {
-    filter_batch_cache(cache_, kept);
+    pending_.reset();
+    return;
+  }
+  filter_batch_cache(cache_, kept);
+  if (pending_) {
+    pending_ = rows_of(*pending_, kept);
   }
 }
 

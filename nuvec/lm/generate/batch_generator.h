@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "nuvec/lm/cache/kv_cache.h"
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/models/language_model.h"
 #include "nuvec/lm/models/load.h"
+#include "nuvec/lm/sample/sampling.h"
 #include "nuvec/lm/tokenizer/tokenizer.h"
 
 namespace nuvec::lm {
@@ -20,12 +22,17 @@ namespace nuvec::lm {
 struct BatchOptions {
   /// The most sequences decoding at once; more wait for a place.
   int max_batch_size = 32;
-  /// The most waiting prompts prefilled together in one batch.
+  /// The most waiting prompts prefilled together in one batch. Prompts admitted at once are grouped by length, so
+  /// a short prompt is not padded to a long one.
   int prefill_batch_size = 8;
   /// Prompts go through the model this many positions at a time.
   int prefill_chunk_size = 512;
   /// Ids that end every sequence, besides the tokenizer's EOS and end-of-turn ids and each sequence's own.
   std::vector<int32_t> stop_ids;
+  /// Whether each step is built and started before the previous step's tokens are read back (unset: only when the
+  /// default device is a GPU; see GenerateOptions::overlap_steps). Steps stay one at a time while a sequence's
+  /// penalties need its newest token on the host.
+  std::optional<bool> overlap_steps;
 };
 
 /// One sequence's token from a step.
@@ -48,11 +55,14 @@ class BatchGenerator {
   BatchGenerator& operator=(BatchGenerator&&) = delete;
 
   /// Queues a prompt; it joins the batch at the next step with room. Returns its uid. Per-sequence options:
-  /// max_tokens, sampling, stop strings and ids, skip_special_tokens (prompt caches, max_kv_size and draft models
-  /// are for single sequences and are refused).
+  /// max_tokens, sampling, stop strings and ids, skip_special_tokens, and prompt_cache: the request starts from the
+  /// prefix of the prompt the cache holds and computes only the rest. The prompt cache is read here and never
+  /// changed (many requests may share one); it must hold one sequence in growing caches (or rotating ones that have
+  /// not wrapped). max_kv_size and draft models are for single sequences and are refused.
   uint64_t insert(const std::vector<int32_t>& prompt, const GenerateOptions& options = {});
   /// Lets waiting sequences join, then runs one decoding step for every active sequence in one forward pass and
-  /// returns each one's token; sequences whose response has a finish reason have left the batch.
+  /// returns each one's token; sequences whose response has a finish reason have left the batch. The statistics'
+  /// peak memory counts from the step at which the batch last became busy.
   std::vector<BatchResponse> next();
   /// Drops a sequence, waiting or active (a cancelled request); returns whether it was there.
   bool remove(uint64_t uid);
@@ -68,7 +78,11 @@ class BatchGenerator {
 
   /// Prefills waiting prompts and merges them into the batch while there is room.
   void admit();
-  /// Drops the active sequences at `rows` from the batch and its cache.
+  /// Prefills `group` (prompts without a cached prefix, or one with) and merges it into the batch.
+  void join(std::vector<std::unique_ptr<Sequence>> group);
+  /// Feeds `inputs` (B, 1) to the batch: each active sequence's next choice, not yet computed.
+  SampledTokens step(const array& inputs);
+  /// Drops the active sequences at `rows` from the batch, its cache and its pending tokens.
   void drop_rows(const std::vector<int>& rows);
 
   LanguageModel& model_;
@@ -78,6 +92,9 @@ class BatchGenerator {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> active_;
   Cache cache_;
+  /// Each active sequence's next choice, built (and, overlapped, being computed) but not yet read back; none when
+  /// the next step is built from the tokens read back.
+  std::optional<SampledTokens> pending_;
 };
 
 }  // namespace nuvec::lm

@@ -1,8 +1,6 @@
 #include "nuvec/lm/generate/generate.h"
 
-#include <algorithm>
-#include <sstream>
-
+#include "nuvec/core/allocator.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/lm/cache/prompt_cache.h"
 #include "nuvec/lm/generate/sequence.h"
@@ -11,35 +9,24 @@
 namespace nuvec::lm {
 namespace {
 
-/// Readies `reused` for `prompt`: keeps the longest prefix of its tokens that the prompt shares (at most all but the
-/// prompt's last token, whose logits are needed), trimming the rest or starting afresh where the cache cannot be
-/// trimmed. Returns how many prompt tokens the cache already holds.
+/// Readies the prompt cache for `prompt`: keeps the longest prefix of its tokens that the prompt can reuse, trimming
+/// the rest or starting afresh where the cache cannot be trimmed; a draft cache is cut back to that prefix too (or
+/// dropped). Returns how many prompt tokens the cache already holds.
 int reuse_prefix(PromptCache& reused, const LanguageModel& model, const std::vector<int32_t>& prompt,
                  std::optional<int> max_kv_size) {
-  if (reused.cache.empty()) {
-    reused.cache = make_prompt_cache(model, max_kv_size);
-    reused.tokens.clear();
-    return 0;
+  const int reusable = detail::reusable_prefix(reused, prompt, "generate");
+  const int held = detail::keep_prefix(reused.cache, reusable, [&] { return make_prompt_cache(model, max_kv_size); });
+  reused.tokens.resize(held);
+  if (!reused.draft_cache.empty()) {
+    (void)detail::keep_prefix(reused.draft_cache, held, [] { return Cache{}; });
   }
-  const int held = reused.cache.front()->offset();
-  if (held != static_cast<int>(reused.tokens.size())) {
-    std::ostringstream msg;
-    msg << "[generate] the prompt cache holds " << held << " positions but lists " << reused.tokens.size()
-        << " tokens; keep its tokens in step with its cache.";
-    throw_invalid(msg.str());
-  }
-  const int common = std::min(common_prefix_length(reused.tokens, prompt), static_cast<int>(prompt.size()) - 1);
-  const int excess = held - common;
-  if (excess > 0 && !can_trim_prompt_cache(reused.cache)) {
-    reused.cache = make_prompt_cache(model, max_kv_size);
-    reused.tokens.clear();
-    return 0;
-  }
-  if (excess > 0) {
-    trim_prompt_cache(reused.cache, excess);
-  }
-  reused.tokens.resize(common);
-  return common;
+  return held;
+}
+
+/// One decoding step: feeds `token` (1, 1) to the model; the choice at its logits, not yet computed.
+SampledTokens step(LanguageModel& model, Cache& cache, detail::SequenceSampler& sampler, const array& token) {
+  const array logits = model.forward(token, &cache);
+  return sampler.sample(reshape(logits, {1, logits.shape(-1)}));
 }
 
 }  // namespace
@@ -55,6 +42,7 @@ void stream_generate(LanguageModel& model, const Tokenizer& tokenizer, const std
   if (options.max_tokens == 0) {
     return;
   }
+  reset_peak_memory();
   detail::SequenceSampler sampler(options.sampling, model.vocab_size(), prompt);
   PromptCache fresh;
   PromptCache& state = options.prompt_cache != nullptr ? *options.prompt_cache : fresh;
@@ -64,16 +52,31 @@ void stream_generate(LanguageModel& model, const Tokenizer& tokenizer, const std
   detail::prefill(model, state.cache, prompt.data() + cached, prompt_tokens - cached - 1, options.prefill_chunk_size);
   state.tokens.insert(state.tokens.end(), prompt.begin() + cached, prompt.end() - 1);
 
-  int32_t next = prompt.back();
+  const bool overlap = detail::overlap_steps(options.overlap_steps) && !sampler.needs_history();
+  SampledTokens pending = step(model, state.cache, sampler, array({prompt.back()}, {1, 1}, int32));
+  state.tokens.push_back(prompt.back());
   while (true) {
-    const array logits = model.forward(array({next}, {1, 1}, int32), &state.cache);
-    state.tokens.push_back(next);
-    GenerationResponse response = sampler.choose(reshape(logits, {1, logits.shape(-1)}));
+    // Unless this token is the last, the next step is built on it and started before it is read back.
+    std::optional<SampledTokens> following;
+    if (overlap && output.generated() + 1 < options.max_tokens) {
+      detail::start(pending);
+      following = step(model, state.cache, sampler, reshape(pending.tokens, {1, 1}));
+      detail::start(*following);
+    }
+    detail::wait_for(pending);
+    GenerationResponse response = sampler.accept(pending.read().front());
+    if (following) {
+      state.tokens.push_back(response.token);
+    }
     output.complete(response);
     if (!callback(response) || output.finished()) {
       return;
     }
-    next = response.token;
+    if (!following) {
+      following = step(model, state.cache, sampler, array({response.token}, {1, 1}, int32));
+      state.tokens.push_back(response.token);
+    }
+    pending = *following;
   }
 }
 

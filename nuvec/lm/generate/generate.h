@@ -20,10 +20,14 @@
 namespace nuvec::lm {
 
 /// A cache kept from one generation to the next with the tokens it holds: a prompt that starts with the same tokens
-/// computes only the rest. Generation leaves it holding the prompt and the generated tokens.
+/// computes only the rest. Generation leaves it holding the prompt and the generated tokens (the last one only when
+/// it was fed back: `tokens` always lists what `cache` holds). A BatchGenerator request only reads it.
 struct PromptCache {
   Cache cache;
   std::vector<int32_t> tokens;
+  /// The draft model's cache (speculative decoding): it holds the first draft_cache.front()->offset() of `tokens`,
+  /// never more than `cache` does. Plain generation trims it to the prefix it keeps; empty until a draft ran.
+  Cache draft_cache;
 };
 
 struct GenerateOptions {
@@ -42,11 +46,21 @@ struct GenerateOptions {
   /// A cache to reuse and update; a fresh one when null.
   PromptCache* prompt_cache = nullptr;
   /// Keeps at most this many positions in a fresh cache (rotating caches), bounding memory on long generations.
+  /// With a draft model the window must hold the whole generation (prompt + max_tokens - 1 positions): a rotating
+  /// cache that has wrapped cannot drop rejected draft tokens, so a longer request is refused up front.
   std::optional<int> max_kv_size;
   /// A smaller model with the same vocabulary that proposes `num_draft` tokens for the model to check at once
   /// (speculative decoding); with greedy sampling the output is the model's own.
   LanguageModel* draft_model = nullptr;
   int num_draft = 3;
+  /// Whether each step's computation is built and started before the previous step's token is read back, so the
+  /// host's work (graph building, detokenizing, the callback) overlaps the kernels'. Unset: only when the default
+  /// device is a GPU; on the CPU the host's work takes cores from the kernels, and decoding measured up to 15% slower
+  /// overlapped. The tokens are the same either way. Steps stay one at a time when a repetition, presence or
+  /// frequency penalty needs the newest token on the host, and with a draft model. When an overlapped generation
+  /// stops at a stop id or string (or the callback stops it), the model has already been fed the last token: a
+  /// prompt cache then holds it too.
+  std::optional<bool> overlap_steps;
 };
 
 /// Running statistics of a generation.
@@ -59,7 +73,9 @@ struct GenerationStats {
   int generation_tokens = 0;
   /// Generated tokens per second after the first.
   double generation_tps = 0;
-  /// The most memory nuvec's allocator has held (get_peak_memory), in bytes.
+  /// The most memory nuvec's allocator has held since this generation started, in bytes: the peak is reset when
+  /// generation starts (reset_peak_memory), but it is process-wide, so allocations made meanwhile by other threads
+  /// (or other sequences of a batch) count too.
   size_t peak_memory = 0;
 };
 

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <numeric>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "nuvec/core/allocator.h"
+#include "nuvec/core/device.h"
 #include "nuvec/core/eval.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/lm/cache/prompt_cache.h"
 #include "nuvec/lm/sample/logits_processors.h"
 
 namespace nuvec::lm::detail {
@@ -81,6 +84,58 @@ void eval_cache(const Cache& cache) {
   eval(std::move(arrays));
 }
 
+bool overlap_steps(std::optional<bool> setting) { return setting.value_or(default_device().type == Device::gpu); }
+
+void start(const SampledTokens& choices) {
+  if (choices.tokens.status() == Status::unscheduled) {
+    async_eval(choices.tokens, choices.logprobs, choices.top_tokens, choices.top_logprobs);
+  }
+}
+
+void wait_for(const SampledTokens& choices) {
+  for (const array* a : {&choices.tokens, &choices.logprobs, &choices.top_tokens, &choices.top_logprobs}) {
+    while (a->status() == Status::scheduled) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+}
+
+int reusable_prefix(const PromptCache& cached, const std::vector<int32_t>& prompt, const char* caller) {
+  if (cached.cache.empty()) {
+    return 0;
+  }
+  const int held = cached.cache.front()->offset();
+  const int listed = static_cast<int>(cached.tokens.size());
+  const int draft_held = cached.draft_cache.empty() ? 0 : cached.draft_cache.front()->offset();
+  if (held != listed || draft_held > listed) {
+    std::ostringstream msg;
+    msg << "[" << caller << "] the prompt cache holds " << held << " positions";
+    if (draft_held > listed) {
+      msg << " and its draft cache " << draft_held;
+    }
+    msg << " but lists " << listed << " tokens; keep its tokens in step with its caches.";
+    throw_invalid(msg.str());
+  }
+  return std::min(common_prefix_length(cached.tokens, prompt), static_cast<int>(prompt.size()) - 1);
+}
+
+int keep_prefix(Cache& cache, int keep, const std::function<Cache()>& fresh) {
+  if (cache.empty()) {
+    cache = fresh();
+    return 0;
+  }
+  const int excess = cache.front()->offset() - keep;
+  if (excess <= 0) {
+    return cache.front()->offset();
+  }
+  if (!can_trim_prompt_cache(cache)) {
+    cache = fresh();
+    return 0;
+  }
+  trim_prompt_cache(cache, excess);
+  return keep;
+}
+
 void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int count, int chunk) {
   for (int start = 0; start < count; start += chunk) {
     const int n = std::min(chunk, count - start);
@@ -95,14 +150,22 @@ SequenceSampler::SequenceSampler(const SamplingParams& params, int vocab_size, s
 
 SamplingRow SequenceSampler::row() { return {&sampler_, {prompt_, generated_}}; }
 
-GenerationResponse SequenceSampler::choose(const array& logits) {
-  SampledToken picked = sampler_.sample(logits, {prompt_, generated_}).read().front();
+GenerationResponse SequenceSampler::choose(const array& logits) { return accept(sample(logits).read().front()); }
+
+SampledTokens SequenceSampler::sample(const array& logits) { return sampler_.sample(logits, {prompt_, generated_}); }
+
+GenerationResponse SequenceSampler::accept(SampledToken picked) {
   push(picked.token);
   GenerationResponse response;
   response.token = picked.token;
   response.logprob = picked.logprob;
   response.top_logprobs = std::move(picked.top);
   return response;
+}
+
+bool SequenceSampler::needs_history() const {
+  const SamplingParams& p = sampler_.params();
+  return p.repetition_penalty != 1.0F || p.presence_penalty != 0.0F || p.frequency_penalty != 0.0F;
 }
 
 GenerationResponse SequenceSampler::describe(const array& logits, int32_t token) const {

@@ -5,6 +5,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,24 @@ void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int coun
 /// Evaluates every array a cache holds.
 void eval_cache(const Cache& cache);
 
+/// Whether steps overlap, given the option (unset: when the default device is a GPU, where the kernels do not
+/// compete with the host for cores).
+bool overlap_steps(std::optional<bool> setting);
+/// Hands choices to the background worker (async_eval), unless they were handed to it already.
+void start(const SampledTokens& choices);
+/// Waits until the background worker has computed choices handed to it, without taking the evaluation lock: eval()
+/// would queue for the lock behind the worker, which usually takes it again first for the step started after these
+/// choices, so reading them would wait for that step too and lose the overlap.
+void wait_for(const SampledTokens& choices);
+
+/// How many of `prompt`'s tokens a prompt cache can serve: the prefix its tokens share with the prompt, at most all
+/// but the prompt's last token (whose logits are needed); 0 for an empty cache. Throws when the cache's token list
+/// is out of step with what its caches hold.
+int reusable_prefix(const PromptCache& cached, const std::vector<int32_t>& prompt, const char* caller);
+/// Cuts `cache` back to at most its first `keep` positions and returns how many it holds; an empty cache, or one
+/// that would need trimming but cannot be trimmed, is replaced by `fresh()`.
+int keep_prefix(Cache& cache, int keep, const std::function<Cache()>& fresh);
+
 /// One sequence's token choices: its sampler, with the prompt and the generated tokens (for the penalties).
 class SequenceSampler {
  public:
@@ -29,6 +49,14 @@ class SequenceSampler {
 
   /// Chooses from logits (1, V): the response's token, log-probability and top ones; the token joins the history.
   GenerationResponse choose(const array& logits);
+  /// The choice at logits (1, V) as lazy arrays, to be read later; the random key advances now, the history only
+  /// when the choice is accepted.
+  SampledTokens sample(const array& logits);
+  /// The response for a choice read back from `sample` (or from this sequence's row of a batch); its token joins the
+  /// history.
+  GenerationResponse accept(SampledToken picked);
+  /// Whether a penalty reads the history, so each token must be read back before the next step's choice is built.
+  [[nodiscard]] bool needs_history() const;
   /// This sequence's row of a batch for `sample`; valid until the history changes.
   SamplingRow row();
   /// The response for `token` at logits (1, V): its log-probability and the top ones (the history is unchanged).

@@ -5,7 +5,9 @@
 #include <sstream>
 #include <utility>
 
+#include "nuvec/core/allocator.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/lm/cache/prompt_cache.h"
 #include "nuvec/lm/generate/sequence.h"
 
 namespace nuvec::lm {
@@ -105,21 +107,41 @@ std::vector<GenerationResponse> verify(const array& logits, detail::SequenceSamp
   return out;
 }
 
-void check_models(const LanguageModel& model, const LanguageModel& draft, const GenerateOptions& options) {
+void check_models(const LanguageModel& model, const LanguageModel& draft, const std::vector<int32_t>& prompt,
+                  const GenerateOptions& options) {
   if (model.vocab_size() != draft.vocab_size()) {
     std::ostringstream msg;
     msg << "[speculative] the draft model's vocabulary (" << draft.vocab_size() << ") differs from the model's ("
         << model.vocab_size() << ").";
     throw_invalid(msg.str());
   }
-  if (options.prompt_cache != nullptr) {
-    throw_unsupported("[speculative] prompt caches are not supported with a draft model.");
+  // The caches never hold more than the prompt and the generated tokens but the last (drafts stop at max_tokens),
+  // so a window that holds those never wraps and can always drop rejected drafts.
+  const int64_t needed = static_cast<int64_t>(prompt.size()) + options.max_tokens - 1;
+  if (options.max_kv_size && needed > *options.max_kv_size) {
+    std::ostringstream msg;
+    msg << "[speculative] max_kv_size " << *options.max_kv_size << " is smaller than the " << needed
+        << " positions this request needs (prompt + max_tokens - 1): a rotating cache that has wrapped cannot drop "
+           "rejected draft tokens. Raise max_kv_size, lower max_tokens, or generate without a draft model.";
+    throw_unsupported(msg.str());
   }
-  if (options.max_kv_size) {
-    throw_unsupported(
-        "[speculative] max_kv_size is not supported with a draft model: rotating caches cannot drop rejected "
-        "draft tokens.");
-  }
+}
+
+/// Readies the prompt cache's caches for `prompt` (see PromptCache): both keep the prefix the prompt shares with its
+/// tokens, the draft's at most what the model's holds. Returns how many prompt tokens each holds.
+std::pair<int, int> reuse_prefix(PromptCache& reused, const LanguageModel& model, const LanguageModel& draft,
+                                 const std::vector<int32_t>& prompt, std::optional<int> max_kv_size) {
+  const int reusable = detail::reusable_prefix(reused, prompt, "speculative");
+  const int held = detail::keep_prefix(reused.cache, reusable, [&] { return make_prompt_cache(model, max_kv_size); });
+  reused.tokens.resize(held);
+  const int draft_held =
+      detail::keep_prefix(reused.draft_cache, held, [&] { return make_prompt_cache(draft, max_kv_size); });
+  return {held, draft_held};
+}
+
+/// Drops the positions of the draft's cache past the `held` positions of the model's.
+void keep_draft_within(Cache& draft_cache, int held) {
+  trim_cache(draft_cache, std::max(0, draft_cache.front()->offset() - held));
 }
 
 }  // namespace
@@ -130,13 +152,17 @@ void speculative_stream_generate(LanguageModel& model, LanguageModel& draft, con
   GenerateOptions checked = options;
   checked.draft_model = &draft;
   detail::check_options(checked, "speculative");
-  check_models(model, draft, options);
   detail::check_prompt(model, prompt, "speculative");
+  check_models(model, draft, prompt, options);
   if (options.max_tokens == 0) {
     return;
   }
+  reset_peak_memory();
   const int prompt_tokens = static_cast<int>(prompt.size());
-  detail::SequenceOutput output(tokenizer, options, prompt_tokens, 0);
+  PromptCache fresh;
+  PromptCache& state = options.prompt_cache != nullptr ? *options.prompt_cache : fresh;
+  const auto [cached, draft_cached] = reuse_prefix(state, model, draft, prompt, options.max_kv_size);
+  detail::SequenceOutput output(tokenizer, options, prompt_tokens, cached);
   detail::SequenceSampler sampler(options.sampling, model.vocab_size(), prompt);
   // The draft's draws must be independent of the acceptance draws, so a seeded draft gets a seed of its own.
   SamplingParams draft_params = options.sampling;
@@ -144,10 +170,12 @@ void speculative_stream_generate(LanguageModel& model, LanguageModel& draft, con
     *draft_params.seed ^= 0x9E3779B97F4A7C15ULL;
   }
   detail::SequenceSampler draft_sampler(draft_params, draft.vocab_size(), prompt);
-  Cache cache = model.make_cache();
-  Cache draft_cache = draft.make_cache();
-  detail::prefill(model, cache, prompt.data(), prompt_tokens - 1, options.prefill_chunk_size);
-  detail::prefill(draft, draft_cache, prompt.data(), prompt_tokens - 1, options.prefill_chunk_size);
+  Cache& cache = state.cache;
+  Cache& draft_cache = state.draft_cache;
+  detail::prefill(model, cache, prompt.data() + cached, prompt_tokens - cached - 1, options.prefill_chunk_size);
+  detail::prefill(draft, draft_cache, prompt.data() + draft_cached, prompt_tokens - draft_cached - 1,
+                  options.prefill_chunk_size);
+  state.tokens.insert(state.tokens.end(), prompt.begin() + cached, prompt.end() - 1);
 
   // The last emitted token, which the model's cache lacks, and the tokens the draft's cache lacks.
   int32_t last = prompt.back();
@@ -164,20 +192,31 @@ void speculative_stream_generate(LanguageModel& model, LanguageModel& draft, con
     std::vector<GenerationResponse> responses = verify(logits, sampler, proposal);
     const int accepted = static_cast<int>(responses.size()) - 1;
 
-    for (GenerationResponse& response : responses) {
-      output.complete(response);
-      if (!callback(response) || output.finished()) {
+    // Keep what was accepted before anything is emitted, so the caches and their token list agree whatever the
+    // callback does: the model fed `last` and every proposal, the draft `pending` and all but the last proposal.
+    trim_cache(cache, count - accepted);
+    state.tokens.push_back(last);
+    state.tokens.insert(state.tokens.end(), proposal.tokens.begin(), proposal.tokens.begin() + accepted);
+    if (count > 0) {
+      trim_cache(draft_cache, count - 1 - std::min(accepted, count - 1));
+    }
+
+    for (int i = 0; i <= accepted; ++i) {
+      output.complete(responses[i]);
+      if (!callback(responses[i]) || output.finished()) {
+        // Forget the accepted drafts that came after the last token emitted.
+        const int unused = std::max(0, accepted - i - 1);
+        trim_cache(cache, unused);
+        state.tokens.resize(state.tokens.size() - unused);
+        keep_draft_within(draft_cache, static_cast<int>(state.tokens.size()));
         return;
       }
     }
 
-    // Keep what was accepted: the model fed `last` and every proposal, the draft `pending` and all but the last.
-    trim_cache(cache, count - accepted);
     last = responses.back().token;
     if (count == 0) {
       draft_pending.push_back(last);
     } else {
-      trim_cache(draft_cache, count - 1 - std::min(accepted, count - 1));
       draft_pending =
           accepted == count ? std::vector<int32_t>{proposal.tokens.back(), last} : std::vector<int32_t>{last};
     }

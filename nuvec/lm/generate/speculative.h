@@ -13,7 +13,8 @@
 namespace nuvec::lm {
 
 /// stream_generate with `draft` proposing options.num_draft tokens at a time (options.draft_model is not read).
-/// Both models must share the vocabulary; both caches must be trimmable.
+/// Both models must share the vocabulary. A prompt cache keeps both models' caches (PromptCache::draft_cache), each
+/// reused for the prefix the prompt shares; max_kv_size must hold the whole request (see GenerateOptions).
 void speculative_stream_generate(LanguageModel& model, LanguageModel& draft, const Tokenizer& tokenizer,
                                  const std::vector<int32_t>& prompt, const GenerateOptions& options,
                                  const GenerateCallback& callback);
