@@ -349,6 +349,7 @@ void run_bench(const BenchCommandOptions& o, std::FILE* out) {
   auto row = [&](const std::string& test, const std::function<double()>& rate) {
     rate();  // warm-up: first-touch of the mapped weights, allocator, thread pool
     std::vector<double> rates;
+    rates.reserve(static_cast<size_t>(o.repetitions));
     for (int r = 0; r < o.repetitions; ++r) {
       rates.push_back(rate());
     }

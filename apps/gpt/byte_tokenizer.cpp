@@ -6,7 +6,7 @@ namespace nuvec::gpt {
 
 namespace {
 
-const char* kChatTemplate =
+const char* chat_template_source =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
@@ -23,7 +23,7 @@ nlohmann::ordered_json byte_tokenizer_json() {
   for (int b = 0; b < 256; ++b) {
     vocab[chars[static_cast<size_t>(b)]] = b;
   }
-  const char* specials[] = {kEndOfText, kTurnStart, kTurnEnd};
+  const char* specials[] = {end_of_text, turn_start, turn_end};
   nlohmann::ordered_json added = nlohmann::ordered_json::array();
   for (int i = 0; i < 3; ++i) {
     vocab[specials[i]] = 256 + i;
@@ -55,17 +55,17 @@ nlohmann::ordered_json byte_tokenizer_json() {
 nlohmann::ordered_json byte_tokenizer_config() {
   return {{"tokenizer_class", "PreTrainedTokenizerFast"},
           {"bos_token", nullptr},
-          {"eos_token", kTurnEnd},
-          {"pad_token", kEndOfText},
+          {"eos_token", turn_end},
+          {"pad_token", end_of_text},
           {"add_bos_token", false},
           {"clean_up_tokenization_spaces", false},
           {"model_max_length", 1 << 20},
-          {"chat_template", kChatTemplate}};
+          {"chat_template", chat_template_source}};
 }
 
 std::string chatml_exchange(const std::string& user, const std::string& assistant) {
-  return std::string(kTurnStart) + "user\n" + user + kTurnEnd + "\n" + kTurnStart + "assistant\n" + assistant +
-         kTurnEnd + "\n";
+  return std::string(turn_start) + "user\n" + user + turn_end + "\n" + turn_start + "assistant\n" + assistant +
+         turn_end + "\n";
 }
 
 }  // namespace nuvec::gpt

@@ -10,10 +10,10 @@
 namespace nuvec::gpt {
 
 /// The special tokens after the 256 bytes: ids 256, 257 and 258.
-inline constexpr const char* kEndOfText = "<|endoftext|>";
-inline constexpr const char* kTurnStart = "<|im_start|>";
-inline constexpr const char* kTurnEnd = "<|im_end|>";
-inline constexpr int kByteVocabulary = 259;
+inline constexpr const char* end_of_text = "<|endoftext|>";
+inline constexpr const char* turn_start = "<|im_start|>";
+inline constexpr const char* turn_end = "<|im_end|>";
+inline constexpr int byte_vocabulary = 259;
 
 /// tokenizer.json: a BPE model over the byte-level alphabet without merges, ByteLevel pre-tokenizer and decoder.
 nlohmann::ordered_json byte_tokenizer_json();

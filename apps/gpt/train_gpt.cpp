@@ -75,9 +75,10 @@ GptResult train_gpt(const GptOptions& options, std::FILE* log) {
   for (const auto& [name, p] : model->parameters()) {
     params += static_cast<long>(p.size());
   }
-  std::fprintf(
-      log, "byte-level llama: %d layers, width %d, %d heads, context %d, %.2fM parameters; corpus %zu tokens\n",
-      options.model.layers, options.model.dims, options.model.heads, options.model.context, params / 1e6, ids.size());
+  std::fprintf(log,
+               "byte-level llama: %d layers, width %d, %d heads, context %d, %.2fM parameters; corpus %zu tokens\n",
+               options.model.layers, options.model.dims, options.model.heads, options.model.context,
+               static_cast<double>(params) / 1e6, ids.size());
 
   GptResult result;
   double window_loss = 0.0;
@@ -108,18 +109,18 @@ GptResult train_gpt(const GptOptions& options, std::FILE* log) {
   }
   std::mt19937_64 held_out(99);
   double validation = 0.0;
-  constexpr int kValidationBatches = 8;
-  for (int i = 0; i < kValidationBatches; ++i) {
+  constexpr int validation_batches = 8;
+  for (int i = 0; i < validation_batches; ++i) {
     auto [inputs, targets] = windows(ids, split_at, ids.size(), options.batch_size, options.model.context, held_out);
     validation += loss_fn({inputs, targets}).item<float>();
   }
-  result.validation_loss = validation / kValidationBatches;
+  result.validation_loss = validation / validation_batches;
 
   const std::filesystem::path out(options.output_dir);
   lm::save_folder(out.string(), *model, config);
   write_json(out / "tokenizer.json", byte_tokenizer_json());
   write_json(out / "tokenizer_config.json", byte_tokenizer_config());
-  write_json(out / "generation_config.json", {{"eos_token_id", tokenizer.token_to_id(kTurnEnd).value()}});
+  write_json(out / "generation_config.json", {{"eos_token_id", tokenizer.token_to_id(turn_end).value()}});
 
   lm::GenerateOptions generate;
   generate.max_tokens = options.sample_tokens;

@@ -104,9 +104,10 @@ void save_prompt_cache(const std::string& path, const Cache& cache,
     const std::vector<array> state = layer.state();
     for (size_t j = 0; j < state.size(); ++j) {
       const auto slot = static_cast<int>(j);
-      const std::string name =
-          group == 1 ? std::to_string(slot) : std::to_string(slot / group) + "." + std::to_string(slot % group);
-      arrays.emplace(id + "." + name, state[j]);
+      const std::string name = group == 1
+                                   ? std::to_string(slot)
+                                   : std::to_string(slot / group).append(".").append(std::to_string(slot % group));
+      arrays.emplace(std::string(id).append(".").append(name), state[j]);
     }
     const std::vector<int> meta = layer.meta_state();
     if (meta.empty()) {

@@ -286,7 +286,7 @@ array GemmaModel::embed(const array& tokens) {
 }
 
 array GemmaModel::logits(const array& hidden) {
-  const array out = TransformerModel::logits(hidden);
+  array out = TransformerModel::logits(hidden);
   if (!options_.final_logit_softcapping) {
     return out;
   }

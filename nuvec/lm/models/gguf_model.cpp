@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
@@ -26,7 +27,7 @@ struct Architecture {
 
 /// Mistral's and Mixtral's checkpoints convert to the llama architecture (Mixtral's with experts); Gemma 3's text
 /// model is nuvec's gemma3_text.
-constexpr Architecture kArchitectures[] = {
+constexpr Architecture architectures[] = {
     {"llama", "llama", "LlamaForCausalLM"},
     {"qwen2", "qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "qwen3", "Qwen3ForCausalLM"},
@@ -37,20 +38,20 @@ constexpr Architecture kArchitectures[] = {
 };
 
 /// The llama architecture with expert_count.
-constexpr Architecture kMixtral = {"llama", "mixtral", "MixtralForCausalLM"};
+constexpr Architecture mixtral_architecture = {"llama", "mixtral", "MixtralForCausalLM"};
 
 /// "llama, qwen2, ... and gemma3", for errors.
 std::string supported_architectures() {
   std::string names;
-  constexpr size_t count = std::size(kArchitectures);
+  constexpr size_t count = std::size(architectures);
   for (size_t i = 0; i < count; ++i) {
-    names += (i == 0 ? "" : i + 1 == count ? " and " : ", ") + std::string(kArchitectures[i].gguf);
+    names += (i == 0 ? "" : i + 1 == count ? " and " : ", ") + std::string(architectures[i].gguf);
   }
   return names;
 }
 
 const Architecture* find_architecture(std::string_view name) {
-  for (const auto& a : kArchitectures) {
+  for (const auto& a : architectures) {
     if (a.gguf == name) {
       return &a;
     }
@@ -417,7 +418,7 @@ json gguf_hf_config(const GGUFMetadata& metadata, const NamedArrays& tensors, co
   }
   const std::string a = *arch_name + ".";
   if (arch->gguf == "llama" && meta.number(a + "expert_count").value_or(0) > 0) {
-    arch = &kMixtral;
+    arch = &mixtral_architecture;
   }
   auto embedding = tensors.find("token_embd.weight");
   if (embedding == tensors.end() || embedding->second.ndim() != 2) {
@@ -532,12 +533,13 @@ array unpermute_rope_rows(const array& rows, int heads) {
   return contiguous(reshape(swapaxes(reshape(rows, split), 1, 2), rows.shape()));
 }
 
-NamedArrays gguf_hf_weights(NamedArrays tensors, json& config, const std::string& file) {
+NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std::string& file) {
   const std::string arch = config["model_type"].get<std::string>();
   const int heads = config["num_attention_heads"].get<int>();
   const int kv_heads = config["num_key_value_heads"].get<int>();
   NamedArrays out;
-  for (auto& [name, value] : tensors) {
+  for (const auto& [name, stored] : tensors) {
+    array value = stored;
     if (is_rope_tensor(name)) {
       continue;  // in the config's rope_scaling
     }
@@ -554,7 +556,7 @@ NamedArrays gguf_hf_weights(NamedArrays tensors, json& config, const std::string
     // The converter stores Gemma's norm weights with the 1 its RMSNorm adds (1 + w) already added.
     if (arch.starts_with("gemma") && ends_with(hf, "norm.weight")) {
       if (!is_floating(value.dtype())) {
-        throw_invalid(file + ": the norm weight " + name + " is quantized");
+        throw_invalid(std::string(file).append(": the norm weight ").append(name).append(" is quantized"));
       }
       value = subtract(astype(value, float32), array(1.0F));
     }
@@ -572,15 +574,16 @@ NamedArrays gguf_hf_weights(NamedArrays tensors, json& config, const std::string
     auto weight = out.find(module + ".weight");
     // Matrices, or the (experts, out, in) stacks of a mixture's experts.
     if (weight == out.end() || scales.ndim() < 2 || scales.ndim() > 3 || weight->second.ndim() != scales.ndim()) {
-      throw_invalid(file + ": the quantized tensor of " + module + " is incomplete");
+      throw_invalid(std::string(file).append(": the quantized tensor of ").append(module).append(" is incomplete"));
     }
     const int k = input_features(module, config);
     const int groups = scales.shape(-1);
     const int64_t bits_total = int64_t{weight->second.shape(-1)} * 32;
     if (groups == 0 || k % groups != 0 || bits_total % k != 0) {
-      throw_invalid(file + ": the quantized weight of " + module + " (shape " + shape_string(weight->second.shape()) +
-                    ", " + std::to_string(groups) + " groups a row) does not match its " + std::to_string(k) +
-                    " input features");
+      std::ostringstream message;
+      message << file << ": the quantized weight of " << module << " (shape " << shape_string(weight->second.shape())
+              << ", " << groups << " groups a row) does not match its " << k << " input features";
+      throw_invalid(message.str());
     }
     const int group = k / groups;
     const auto stored_bits = static_cast<int>(bits_total / k);
@@ -610,7 +613,8 @@ NamedArrays gguf_hf_weights(NamedArrays tensors, json& config, const std::string
 LoadedModel load_gguf_model(const std::string& path) {
   auto [tensors, metadata] = io::load_gguf(path, io::GGUFQuantized::packed_all);
   json config = detail::gguf_hf_config(metadata, tensors, path);
-  detail::NamedArrays weights = detail::gguf_hf_weights(std::move(tensors), config, path);
+  detail::NamedArrays weights = detail::gguf_hf_weights(tensors, config, path);
+  tensors.clear();  // the renamed weights hold what is still needed; the rest is freed before the model is built
   std::shared_ptr<LanguageModel> model = create_model(config);
   load_weights_into(*model, std::move(weights), config);
   model->eval();

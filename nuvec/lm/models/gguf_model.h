@@ -45,7 +45,7 @@ array unpermute_rope_rows(const array& rows, int heads);
 /// The tensors of a GGUF file (as io::load_gguf packs them) under their Hugging Face names, in Hugging Face's
 /// layout (Gemma's norm weights less the 1 the converter added), 3-, 5- and 6-bit codes widened to 4 or 8 bits;
 /// records the group size and bits of every quantized module in config["quantization"].
-NamedArrays gguf_hf_weights(NamedArrays tensors, nlohmann::json& config, const std::string& file);
+NamedArrays gguf_hf_weights(const NamedArrays& tensors, nlohmann::json& config, const std::string& file);
 
 }  // namespace detail
 

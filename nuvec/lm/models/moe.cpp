@@ -152,7 +152,13 @@ void stack_experts(const SparseMoeBlock& block, const ExpertNames& expert_names,
       std::vector<std::string> names;
       std::vector<array> parts;
       for (int e = 0; e < experts; ++e) {
-        names.push_back(prefix + "experts." + std::to_string(e) + "." + name + "." + suffix);
+        names.push_back(std::string(prefix)
+                            .append("experts.")
+                            .append(std::to_string(e))
+                            .append(".")
+                            .append(name)
+                            .append(".")
+                            .append(suffix));
         if (auto it = weights.find(names.back()); it != weights.end()) {
           parts.push_back(it->second);
         }
@@ -168,7 +174,8 @@ void stack_experts(const SparseMoeBlock& block, const ExpertNames& expert_names,
       for (const auto& n : names) {
         weights.erase(n);
       }
-      weights.insert_or_assign(prefix + "switch_mlp." + projection + "." + suffix, stack(parts, 0));
+      weights.insert_or_assign(std::string(prefix).append("switch_mlp.").append(projection).append(".").append(suffix),
+                               stack(parts, 0));
     }
   }
 }

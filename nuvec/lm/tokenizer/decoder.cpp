@@ -48,7 +48,7 @@ std::string single_character(const JsonField& field) {
 }
 
 struct ByteLevelDecoder {
-  Tokens decode(Tokens tokens) const {
+  Tokens decode(const Tokens& tokens) const {
     std::string bytes;
     for (const std::string& token : tokens) {
       // A token outside the byte alphabet (an added token) stands for its own bytes.
@@ -115,7 +115,7 @@ struct MetaspaceDecoder {
 };
 
 struct FuseDecoder {
-  Tokens decode(Tokens tokens) const {
+  Tokens decode(const Tokens& tokens) const {
     std::string joined;
     for (const std::string& token : tokens) {
       joined += token;
@@ -170,7 +170,7 @@ struct WordPieceDecoder {
         if (token.compare(0, prefix.size(), prefix) == 0) {
           token.erase(0, prefix.size());
         } else {
-          token = " " + token;
+          token.insert(0, 1, ' ');
         }
       }
       if (cleanup) {

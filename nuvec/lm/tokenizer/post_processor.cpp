@@ -25,7 +25,7 @@ struct TemplateProcessor {
   };
   std::vector<Piece> single;
 
-  std::vector<int32_t> apply(std::vector<int32_t> ids) const {
+  std::vector<int32_t> apply(const std::vector<int32_t>& ids) const {
     std::vector<int32_t> out;
     out.reserve(ids.size() + 4);
     for (const Piece& piece : single) {

@@ -11,17 +11,18 @@ namespace nuvec::lm::detail {
 namespace {
 
 // Oniguruma's \s is Unicode White_Space (PCRE2's leaves out U+0085); as class members and as their complement.
-constexpr std::string_view kSpaceMembers =
+constexpr std::string_view space_members =
     "\\t\\n\\x0B\\f\\r\\x20\\x{85}\\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}";
-constexpr std::string_view kNonSpaceMembers =
+constexpr std::string_view non_space_members =
     "\\x00-\\x08\\x0E-\\x1F\\x21-\\x84\\x86-\\x9F\\x{A1}-\\x{167F}\\x{1681}-\\x{1FFF}\\x{200B}-\\x{2027}"
     "\\x{202A}-\\x{202E}\\x{2030}-\\x{205E}\\x{2060}-\\x{2FFF}\\x{3001}-\\x{10FFFF}";
 // Oniguruma's \w in a class is Alphabetic | Mark | Decimal_Number | Connector_Punctuation; outside a class it also
 // takes the Latin-1 digits ²³¹¼½¾ (PCRE2's differs from both).
-constexpr std::string_view kWordMembers = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}";
-constexpr std::string_view kBareWordMembers = "\\x{B2}\\x{B3}\\x{B9}\\x{BC}-\\x{BE}\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}";
+constexpr std::string_view word_members = "\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}";
+constexpr std::string_view bare_word_members =
+    "\\x{B2}\\x{B3}\\x{B9}\\x{BC}-\\x{BE}\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}";
 // Oniguruma's \h is a hexadecimal digit (PCRE2's is horizontal space).
-constexpr std::string_view kHexMembers = "0-9a-fA-F";
+constexpr std::string_view hex_members = "0-9a-fA-F";
 
 struct MatchState {
   pcre2_match_data* data = nullptr;
@@ -32,7 +33,7 @@ struct MatchState {
     data = pcre2_match_data_create(1, nullptr);
     context = pcre2_match_context_create(nullptr);
     // Long runs (megabytes of spaces) need more than JIT's default 32 KiB stack.
-    stack = pcre2_jit_stack_create(32 * 1024, 64 * 1024 * 1024, nullptr);
+    stack = pcre2_jit_stack_create(size_t{32} * 1024, size_t{64} * 1024 * 1024, nullptr);
     if (data == nullptr || context == nullptr || stack == nullptr) {
       throw error(ErrorKind::out_of_memory, "PCRE2: cannot allocate match data");
     }
@@ -82,23 +83,23 @@ std::string translate_onig_pattern(std::string_view pattern) {
       };
       switch (e) {
         case 's':
-          set(kSpaceMembers, false);
+          set(space_members, false);
           break;
         case 'S':
           if (in_class) {
-            set(kNonSpaceMembers, false);
+            set(non_space_members, false);
           } else {
-            set(kSpaceMembers, true);
+            set(space_members, true);
           }
           break;
         case 'w':
-          set(in_class ? kWordMembers : kBareWordMembers, false);
+          set(in_class ? word_members : bare_word_members, false);
           break;
         case 'W':
           if (in_class) {
             out += "\\W";
           } else {
-            set(kBareWordMembers, true);
+            set(bare_word_members, true);
           }
           break;
         case 'd':
@@ -108,13 +109,13 @@ std::string translate_onig_pattern(std::string_view pattern) {
           out += "\\P{Nd}";
           break;
         case 'h':
-          set(kHexMembers, false);
+          set(hex_members, false);
           break;
         case 'H':
           if (in_class) {
             out += "\\H";
           } else {
-            set(kHexMembers, true);
+            set(hex_members, true);
           }
           break;
         case 'u':

@@ -19,7 +19,8 @@ namespace {
 
 bool is_byte_token(const std::string& token) {
   return token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>' &&
-         std::isxdigit(static_cast<unsigned char>(token[3])) && std::isxdigit(static_cast<unsigned char>(token[4]));
+         std::isxdigit(static_cast<unsigned char>(token[3])) != 0 &&
+         std::isxdigit(static_cast<unsigned char>(token[4])) != 0;
 }
 
 // The end-of-turn tokens of the chat models nuvec knows, for files that do not name theirs.

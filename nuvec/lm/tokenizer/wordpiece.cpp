@@ -22,7 +22,7 @@ void WordPiece::tokenize(std::string_view word, std::vector<int32_t>& ids) const
   const Data& data = *data_;
   size_t characters = 0;
   for (char byte : word) {
-    characters += (static_cast<unsigned char>(byte) & 0xC0) != 0x80;
+    characters += (static_cast<unsigned char>(byte) & 0xC0) != 0x80 ? 1 : 0;
   }
   if (characters > data.max_input_chars_per_word) {
     ids.push_back(data.unk_id);
