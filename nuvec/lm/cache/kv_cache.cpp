@@ -35,6 +35,17 @@ size_t KVCache::nbytes() const {
   return total;
 }
 
+namespace {
+
+/// The first `count` positions (axis 2) of a (B, N, L, D) buffer.
+array first_positions(const array& held, int count) {
+  Shape stop = held.shape();
+  stop[2] = count;
+  return slice(held, {0, 0, 0, 0}, stop);
+}
+
+}  // namespace
+
 std::pair<array, array> GrowingKVCache::update_and_fetch(const array& keys, const array& values) {
   const int length = keys.shape(2);
   if (!keys_ || offset_ + length > keys_->shape(2)) {
@@ -46,9 +57,7 @@ std::pair<array, array> GrowingKVCache::update_and_fetch(const array& keys, cons
       if (!held) {
         return fresh;
       }
-      Shape used = held->shape();
-      used[2] = offset_;
-      return concatenate({slice(*held, {0, 0, 0, 0}, used), fresh}, 2);
+      return concatenate({first_positions(*held, offset_), fresh}, 2);
     };
     keys_ = grown(keys_, keys);
     values_ = grown(values_, values);
@@ -62,11 +71,7 @@ std::pair<array, array> GrowingKVCache::update_and_fetch(const array& keys, cons
   write(*keys_, keys);
   write(*values_, values);
   offset_ += length;
-  Shape stop = keys_->shape();
-  stop[2] = offset_;
-  Shape value_stop = values_->shape();
-  value_stop[2] = offset_;
-  return {slice(*keys_, {0, 0, 0, 0}, stop), slice(*values_, {0, 0, 0, 0}, value_stop)};
+  return {first_positions(*keys_, offset_), first_positions(*values_, offset_)};
 }
 
 int GrowingKVCache::trim(int n) {
@@ -79,11 +84,7 @@ std::vector<array> GrowingKVCache::state() const {
   if (!keys_) {
     return {};
   }
-  Shape stop = keys_->shape();
-  stop[2] = offset_;
-  Shape value_stop = values_->shape();
-  value_stop[2] = offset_;
-  return {slice(*keys_, {0, 0, 0, 0}, stop), slice(*values_, {0, 0, 0, 0}, value_stop)};
+  return {first_positions(*keys_, offset_), first_positions(*values_, offset_)};
 }
 
 void GrowingKVCache::set_state(const std::vector<array>& state, const std::vector<int>& /*meta_state*/) {
