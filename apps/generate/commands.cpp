@@ -13,6 +13,7 @@
 
 #include "nuvec/core/eval.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/quantization_mode.h"
 #include "nuvec/core/random.h"
 #include "nuvec/cpu/thread_pool.h"
 #include "nuvec/lm/generate/generate.h"
@@ -129,12 +130,21 @@ struct ModelSize {
 };
 
 ModelSize model_size(lm::LanguageModel& model) {
-  std::map<std::string, int> quantized_bits;
+  // Per quantized module: its code width, and the values per byte of its weight's storage.
+  struct Quantized {
+    int bits;
+    double values_per_byte;
+  };
+  auto quantized = [](int bits, const std::string& mode) {
+    const BlockLayout blocks = block_layout(parse_quantization_mode(mode).value_or(QuantizationMode::affine));
+    return Quantized{bits, blocks.bytes == 0 ? 8.0 / bits : static_cast<double>(blocks.values) / blocks.bytes};
+  };
+  std::map<std::string, Quantized> quantized_bits;
   for (auto& [path, module] : model.modules()) {
     if (auto* q = dynamic_cast<nn::QuantizedLinear*>(module)) {
-      quantized_bits[path] = q->bits();
+      quantized_bits.emplace(path, quantized(q->bits(), q->mode()));
     } else if (auto* e = dynamic_cast<nn::QuantizedEmbedding*>(module)) {
-      quantized_bits[path] = e->bits();
+      quantized_bits.emplace(path, quantized(e->bits(), e->mode()));
     }
   }
   ModelSize size;
@@ -151,9 +161,9 @@ ModelSize model_size(lm::LanguageModel& model) {
         size.precision = std::string(dtype_name(p.dtype()));
       }
     } else if (leaf == "weight") {
-      const double values = static_cast<double>(p.size()) * 32.0 / q->second;
+      const double values = static_cast<double>(p.nbytes()) * q->second.values_per_byte;
       size.parameters += values;
-      by_bits[q->second] += values;
+      by_bits[q->second.bits] += values;
     }
   }
   if (!by_bits.empty()) {

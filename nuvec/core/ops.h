@@ -470,6 +470,13 @@ array gather_qmm(const array& x, const array& w, const array& scales, const std:
                  bool transpose = true, std::optional<int> group_size = std::nullopt,
                  std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                  bool sorted_indices = false, StreamOrDevice s = {});
+/// x @ dequantize(w, mode).T for w in one of GGML's block formats ("q4_0", "q8_0", "q4_k", "q6_k";
+/// quantization_mode.h): w (N, K / values per block * bytes per block) uint8, rows of blocks as GGUF files hold them,
+/// computed from the blocks themselves. nuvec's addition to MLX's API.
+array quantized_matmul(array x, array w, const std::string& mode, StreamOrDevice s = {});
+/// The values of w (..., N, K) in one of GGML's block formats, in `dtype` (default float32). nuvec's addition.
+array dequantize(const array& w, const std::string& mode, std::optional<Dtype> dtype = std::nullopt,
+                 StreamOrDevice s = {});
 /// Float to FP8 E4M3 codes (uint8), rounding to nearest even and saturating at +-448.
 array to_fp8(array x, StreamOrDevice s = {});
 /// FP8 E4M3 codes (uint8) to a floating dtype.

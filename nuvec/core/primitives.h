@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nuvec/core/dtype.h"
+#include "nuvec/core/quantization_mode.h"
 #include "nuvec/core/shape.h"
 
 namespace nuvec {
@@ -364,26 +365,31 @@ struct Quantize {
   int bits;
   friend bool operator==(const Quantize&, const Quantize&) = default;
 };
-/// (w_q, scales, biases) -> scale * q + bias in the scales' dtype.
+/// (w_q, scales, biases) -> scale * q + bias in the scales' dtype; in a block format (quantization_mode.h), (w) ->
+/// its values, float32 unless asked otherwise (group_size and bits are then the block's values and code width).
 struct Dequantize {
   static constexpr std::string_view name = "Dequantize";
   static constexpr Family family = Family::other;
   int group_size;
   int bits;
+  QuantizationMode mode;
   friend bool operator==(const Dequantize&, const Dequantize&) = default;
 };
 /// (x, w_q, scales, biases): rows of x (..., K) times one quantized matrix, w (N, K) when transpose, else (K, N);
-/// x, scales, biases and the output share one floating dtype.
+/// x, scales, biases and the output share one floating dtype. In a block format, (x, w): w (N, K / values per block
+/// * bytes per block) uint8, always transposed.
 struct QuantizedMatmul {
   static constexpr std::string_view name = "QuantizedMatmul";
   static constexpr Family family = Family::other;
   int group_size;
   int bits;
   bool transpose;
+  QuantizationMode mode;
   friend bool operator==(const QuantizedMatmul&, const QuantizedMatmul&) = default;
 };
 /// (x, w_q, scales, biases, lhs_indices, rhs_indices): out[i] = x[lhs[i]] @ w[rhs[i]] over flattened batches of
-/// x (..., M, K) and w (E, N, K') (as QuantizedMatmul for each pair); the uint32 indices share the output's batch shape.
+/// x (..., M, K) and w (E, N, K') (as QuantizedMatmul for each pair); the uint32 indices share the output's batch
+/// shape.
 struct GatherQMM {
   static constexpr std::string_view name = "GatherQMM";
   static constexpr Family family = Family::other;

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/cpu/block_quants.h"
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/gemm.h"
 #include "nuvec/cpu/highway.h"
@@ -669,6 +670,17 @@ void into_output(array& o, Body&& body) {
 
 void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
   auto& o = out[0];
+  if (is_block_format(p.mode)) {
+    const array w = quant::dense(in[1]);
+    into_output(o, [&](float* dst, quant::ToFloat) {
+      std::vector<float> storage;
+      const int64_t n = o.shape(-1);
+      const int64_t rows = n == 0 ? 0 : static_cast<int64_t>(o.size()) / n;
+      blocks::product(p.mode, float_rows(in[0], storage), rows, in[0].shape(-1), quant::data_of<const uint8_t>(w), n,
+                      decode_levels(o.dtype()), dst);
+    });
+    return;
+  }
   const array w = quant::dense(in[1]);
   const array scales = quant::dense(in[2]);
   const array biases = quant::dense(in[3]);

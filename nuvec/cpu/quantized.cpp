@@ -2,6 +2,8 @@
 // use for large batches (qmm.cpp). The arithmetic of quantize follows CONFORMANCE.md step by step in float32, so the
 // packed values, scales and biases are bit for bit MLX's.
 
+#include "nuvec/cpu/quantized.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -9,9 +11,9 @@
 #include <limits>
 #include <vector>
 
+#include "nuvec/cpu/block_quants.h"
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/kernels.h"
-#include "nuvec/cpu/quantized.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -67,7 +69,7 @@ uint8_t fp8_encode(float x) {
     return sign | static_cast<uint8_t>(std::nearbyint(a * 512.F));
   }
   const int e = static_cast<int>((std::bit_cast<uint32_t>(a) >> 23) & 0xFFU) - 127;  // in [-6, 8]
-  auto m = static_cast<int>(std::nearbyint(std::ldexp(a, 3 - e)));                 // in [8, 16]; exact scaling
+  auto m = static_cast<int>(std::nearbyint(std::ldexp(a, 3 - e)));                   // in [8, 16]; exact scaling
   int biased = e + 7;
   if (m == 16) {
     m = 8;
@@ -167,11 +169,28 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
     return;
   }
   const array w = quant::dense(in[0]);
+  if (is_block_format(p.mode)) {
+    const int64_t k = o.shape(-1);
+    const int64_t row_bytes = w.shape(-1);
+    const auto* blocks = quant::data_of<const uint8_t>(w);
+    quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
+      T* dst = quant::data_of<T>(o);
+      parallel_for(static_cast<size_t>(o.shape(0)), grain_values / static_cast<size_t>(std::max<int64_t>(k, 1)) + 1,
+                   [&](size_t r0, size_t r1) {
+                     std::vector<float> row(static_cast<size_t>(k));
+                     for (size_t r = r0; r < r1; ++r) {
+                       blocks::dequantize_row(p.mode, blocks + r * row_bytes, k, row.data());
+                       std::copy(row.begin(), row.end(), dst + r * k);
+                     }
+                   });
+    });
+    return;
+  }
   const array scales = quant::dense(in[1]);
   const array biases = quant::dense(in[2]);
   // The scales' dtype and the output's are dispatched apart: no kernel per pair of dtypes.
-  const quant::ToFloat load =
-      quant::dispatch_floating(scales.dtype(), []<class S>(type_tag<S>) -> quant::ToFloat { return &quant::to_float<S>; });
+  const quant::ToFloat load = quant::dispatch_floating(
+      scales.dtype(), []<class S>(type_tag<S>) -> quant::ToFloat { return &quant::to_float<S>; });
   quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
     const int64_t cols = o.shape(-1);
     const auto rows = static_cast<int64_t>(o.size()) / cols;

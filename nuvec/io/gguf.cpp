@@ -101,6 +101,9 @@ class GGUFReader {
  public:
   GGUFReader(const std::shared_ptr<const io::Blob>& blob, io::GGUFQuantized mode)
       : blob_(blob), in_(blob->data(), blob->size(), kLoad, blob->label()), mode_(mode) {}
+  /// A reader that hands every tensor to `typed` as stored (the metadata still comes back from read()).
+  GGUFReader(const std::shared_ptr<const io::Blob>& blob, std::vector<io::GGUFTensor>& typed)
+      : blob_(blob), in_(blob->data(), blob->size(), kLoad, blob->label()), typed_(&typed) {}
 
   GGUFLoad read() {
     if (in_.read<uint32_t>("the magic number") != kMagic) {
@@ -201,7 +204,14 @@ class GGUFReader {
       }
       size_t at = data_start + info.offset;
       const auto& t = *info.type;
-      if (t.bits == 0) {
+      if (typed_ != nullptr) {
+        Shape stored = info.shape;
+        if (t.bits != 0) {
+          stored.back() = static_cast<int32_t>(stored.back() / t.block_elems * t.block_bytes);
+        }
+        typed_->push_back(
+            {info.name, t.type, info.shape, io::detail::adopt(blob_, at, stored, t.bits == 0 ? t.dtype : uint8)});
+      } else if (t.bits == 0) {
         out.first.insert_or_assign(info.name, io::detail::adopt(blob_, at, info.shape, t.dtype));
       } else if (mode_ == io::GGUFQuantized::skip) {
         continue;
@@ -295,7 +305,8 @@ class GGUFReader {
 
   std::shared_ptr<const io::Blob> blob_;
   io::detail::ByteCursor in_;
-  io::GGUFQuantized mode_;
+  io::GGUFQuantized mode_ = io::GGUFQuantized::packed;
+  std::vector<io::GGUFTensor>* typed_ = nullptr;
 };
 
 class ByteSink {
@@ -356,6 +367,12 @@ GGUFLoad load_gguf(const std::shared_ptr<const Blob>& blob, GGUFQuantized mode) 
 }
 
 GGUFLoad load_gguf(const std::string& file, GGUFQuantized mode) { return load_gguf(map_file(file, kLoad), mode); }
+
+GGUFTensors load_gguf_tensors(const std::string& file) {
+  GGUFTensors out;
+  out.metadata = GGUFReader(map_file(file, kLoad), out.tensors).read().second;
+  return out;
+}
 
 void save_gguf(Writer& out, const std::vector<GGUFTensor>& tensors,
                const std::unordered_map<std::string, GGUFMetaData>& metadata, uint32_t alignment) {

@@ -49,14 +49,23 @@ GGUFLoad load_gguf(const std::string& file, GGUFQuantized mode);
 /// Parses GGUF bytes held by a blob.
 GGUFLoad load_gguf(const std::shared_ptr<const Blob>& blob, GGUFQuantized mode = GGUFQuantized::packed);
 
-/// One tensor to write: for a plain type, `data` holds its elements (any dtype, converted); for a quantized type,
-/// `data` holds the raw blocks as uint8, rows of whole blocks, and `shape` the tensor's logical shape.
+/// One tensor as GGUF stores it: for a plain type, `data` holds its elements (when writing, any dtype, converted);
+/// for a quantized type, `data` holds the raw blocks as uint8, rows of whole blocks, and `shape` the tensor's logical
+/// shape.
 struct GGUFTensor {
   std::string name;
   GGMLType type;
   Shape shape;
   array data;
 };
+
+/// A GGUF file's tensors as stored, in file order (plain types as arrays of their dtype, quantized types as their raw
+/// blocks: uint8 rows of whole blocks, the last axis in bytes; both adopt the mapped file's bytes), and its metadata.
+struct GGUFTensors {
+  std::vector<GGUFTensor> tensors;
+  std::unordered_map<std::string, GGUFMetaData> metadata;
+};
+GGUFTensors load_gguf_tensors(const std::string& file);
 
 /// Writes GGUF version 3 through a writer; `alignment` (a multiple of 8) is stored as general.alignment when it
 /// is not the default 32.

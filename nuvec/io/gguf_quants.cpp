@@ -629,4 +629,34 @@ array quantize_blocks(const array& w, GGMLType type) {
   return out;
 }
 
+std::optional<QuantizationMode> block_format(GGMLType type) {
+  switch (type) {
+    case GGMLType::Q4_0:
+      return QuantizationMode::q4_0;
+    case GGMLType::Q8_0:
+      return QuantizationMode::q8_0;
+    case GGMLType::Q4_K:
+      return QuantizationMode::q4_k;
+    case GGMLType::Q6_K:
+      return QuantizationMode::q6_k;
+    case GGMLType::F32:
+    case GGMLType::F16:
+    case GGMLType::Q4_1:
+    case GGMLType::Q5_0:
+    case GGMLType::Q5_1:
+    case GGMLType::Q2_K:
+    case GGMLType::Q3_K:
+    case GGMLType::Q5_K:
+    case GGMLType::Q8_K:
+    case GGMLType::I8:
+    case GGMLType::I16:
+    case GGMLType::I32:
+    case GGMLType::I64:
+    case GGMLType::F64:
+    case GGMLType::BF16:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace nuvec::io

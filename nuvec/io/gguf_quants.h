@@ -6,9 +6,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "nuvec/core/array.h"
+#include "nuvec/core/quantization_mode.h"
 
 namespace nuvec::io {
 
@@ -62,6 +64,10 @@ array dequantize_blocks(const GGMLTypeInfo& info, const unsigned char* blocks, c
 std::vector<array> pack_blocks(const GGMLTypeInfo& info, const unsigned char* blocks, const Shape& shape);
 
 }  // namespace detail
+
+/// The block format (quantization_mode.h) in which nuvec's products read a type's blocks as stored, if any: Q4_0,
+/// Q8_0, Q4_K and Q6_K (the types of llama-quantize's Q4_0, Q8_0 and Q4_K_M files).
+std::optional<QuantizationMode> block_format(GGMLType type);
 
 /// Encodes float values (the last axis a multiple of 32, or 256 for the K-quants) as raw GGUF blocks of any
 /// quantized type above, for writing with io::save_gguf. Each value rounds to the nearest code against scales taken

@@ -4,6 +4,10 @@
 // scales, biases, and bias for the layer's own bias. A QuantizedLinear is a Linear and a QuantizedEmbedding an
 // Embedding, so `quantize` can swap them into any member declared with the float type. The packed weight, scales
 // and biases are frozen (only the layer's bias trains).
+//
+// In one of GGML's block formats (mode "q4_0", "q8_0", "q4_k" or "q6_k"; nuvec/core/quantization_mode.h) the weight
+// is the uint8 rows of blocks a GGUF file holds, with no scales or biases of its own; such a layer starts at zero
+// and takes its weight from a file (nuvec cannot quantize into these formats).
 
 #include <functional>
 #include <string>
@@ -15,13 +19,15 @@ namespace nuvec::nn {
 class QuantizedLinear : public Linear {
  public:
   /// A layer with random weights, quantized.
-  QuantizedLinear(int input_dims, int output_dims, bool bias = true, int group_size = 64, int bits = 4);
+  QuantizedLinear(int input_dims, int output_dims, bool bias = true, int group_size = 64, int bits = 4,
+                  const std::string& mode = "affine");
   /// The quantized copy of a Linear.
-  explicit QuantizedLinear(const Linear& linear, int group_size = 64, int bits = 4);
+  explicit QuantizedLinear(const Linear& linear, int group_size = 64, int bits = 4, const std::string& mode = "affine");
   [[nodiscard]] std::string type_name() const override { return "QuantizedLinear"; }
   array forward(const array& x) override;
   [[nodiscard]] int group_size() const { return group_size_; }
   [[nodiscard]] int bits() const { return bits_; }
+  [[nodiscard]] const std::string& mode() const { return mode_; }
 
   array scales;
   array biases;
@@ -30,17 +36,21 @@ class QuantizedLinear : public Linear {
   void init(const array& float_weight);
   int group_size_;
   int bits_;
+  std::string mode_;
 };
 
 class QuantizedEmbedding : public Embedding {
  public:
-  QuantizedEmbedding(int num_embeddings, int dims, int group_size = 64, int bits = 4);
-  explicit QuantizedEmbedding(const Embedding& embedding, int group_size = 64, int bits = 4);
+  QuantizedEmbedding(int num_embeddings, int dims, int group_size = 64, int bits = 4,
+                     const std::string& mode = "affine");
+  explicit QuantizedEmbedding(const Embedding& embedding, int group_size = 64, int bits = 4,
+                              const std::string& mode = "affine");
   [[nodiscard]] std::string type_name() const override { return "QuantizedEmbedding"; }
   array forward(const array& x) override;
   array as_linear(const array& x) override;
   [[nodiscard]] int group_size() const { return group_size_; }
   [[nodiscard]] int bits() const { return bits_; }
+  [[nodiscard]] const std::string& mode() const { return mode_; }
 
   array scales;
   array biases;
@@ -49,6 +59,7 @@ class QuantizedEmbedding : public Embedding {
   void init(const array& float_weight);
   int group_size_;
   int bits_;
+  std::string mode_;
 };
 
 /// Replaces, in place, every Linear and Embedding of the tree whose input size divides by group_size (and that

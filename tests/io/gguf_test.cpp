@@ -377,6 +377,38 @@ TEST(Gguf, EncodedBlocksDecodeWithinOneStepOfTheirValues) {
             std::string::npos);
 }
 
+TEST(Gguf, TensorsLoadAsStored) {
+  // load_gguf_tensors gives each tensor its type and logical shape, quantized ones as their raw blocks (uint8 rows of
+  // whole blocks, the file's own bytes), plain ones as arrays, in file order.
+  TempDir dir;
+  array x = random::uniform(-1.0, 1.0, {3, 512});
+  array blocks = io::quantize_blocks(x, GGMLType::Q4_K);
+  array f16 = astype(random::uniform(-1.0, 1.0, {2, 4}), float16);
+  io::FileWriter writer(dir.path("t.gguf"));
+  io::save_gguf(writer, {{"q", GGMLType::Q4_K, x.shape(), blocks}, {"h", GGMLType::F16, f16.shape(), f16}},
+                {{"general.name", std::string("t")}});
+  io::GGUFTensors file = io::load_gguf_tensors(dir.path("t.gguf"));
+  ASSERT_EQ(file.tensors.size(), 2U);
+  EXPECT_EQ(file.tensors[0].name, "q");
+  EXPECT_EQ(file.tensors[0].type, GGMLType::Q4_K);
+  EXPECT_EQ(file.tensors[0].shape, Shape({3, 512}));
+  EXPECT_EQ(file.tensors[0].data.dtype(), uint8);
+  EXPECT_EQ(file.tensors[0].data.shape(), Shape({3, 2 * 144}));
+  EXPECT_TRUE(array_equal(flatten(file.tensors[0].data), blocks).item<bool>());
+  EXPECT_EQ(file.tensors[1].type, GGMLType::F16);
+  EXPECT_TRUE(array_equal(file.tensors[1].data, f16).item<bool>());
+  EXPECT_EQ(std::get<std::string>(file.metadata.at("general.name")), "t");
+  // The block formats nuvec computes in directly.
+  EXPECT_EQ(io::block_format(GGMLType::Q4_K), QuantizationMode::q4_k);
+  EXPECT_EQ(io::block_format(GGMLType::Q6_K), QuantizationMode::q6_k);
+  EXPECT_EQ(io::block_format(GGMLType::Q5_K), std::nullopt);
+  // The raw rows compute as the dequantized tensor does.
+  array dense = io::load_gguf(dir.path("t.gguf"), io::GGUFQuantized::dequantize).first.at("q");
+  array v = random::normal({2, 512});
+  EXPECT_TRUE(allclose(quantized_matmul(v, file.tensors[0].data, "q4_k"), matmul(v, transpose(dense)), 1e-4, 1e-4)
+                  .item<bool>());
+}
+
 TEST(Gguf, AnIndependentReaderReadsNuvecFiles) {
   std::string modules = NUVEC_NPM_DIR "/node_modules";
   if (std::system("node --version > /dev/null 2>&1") != 0) {

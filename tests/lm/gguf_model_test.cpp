@@ -681,8 +681,8 @@ TEST(GGUFModel, Qwen3Moe) {
 }
 
 TEST(GGUFModel, MixedTypesAsQ4KM) {
-  // llama-quantize's Q4_K_M: Q6_K for the output and (some) attn_v and ffn_down tensors, Q4_K for the rest; the
-  // config gets the most common group size and bits as defaults and an entry for every quantized module.
+  // llama-quantize's Q4_K_M: Q6_K for the output and (some) attn_v and ffn_down tensors, Q4_K for the rest; both
+  // stay in the file's blocks, and the config gets an entry with the block format for every quantized module.
   auto q4_k_m = [](const std::string& name) {
     const bool wide = name == "lm_head.weight" || name.find("v_proj") != std::string::npos ||
                       name.find("layers.0.mlp.down_proj") != std::string::npos;
@@ -692,19 +692,18 @@ TEST(GGUFModel, MixedTypesAsQ4KM) {
   expect_same_model(file, kTol);
   LoadedModel loaded = load_gguf_model(file.path);
   const json& q = loaded.config["quantization"];
-  EXPECT_EQ(q["group_size"], 32);
-  EXPECT_EQ(q["bits"], 4);
-  EXPECT_EQ(q["lm_head"], (json{{"group_size", 16}, {"bits", 8}}));  // Q6_K's codes, widened
-  EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 16}, {"bits", 8}}));
-  EXPECT_EQ(q["model.layers.1.mlp.down_proj"], (json{{"group_size", 32}, {"bits", 4}}));
-  // The weights stay packed: uint32 codes with float32 scales per group.
+  EXPECT_FALSE(q.contains("group_size"));  // no affine module to give defaults to
+  EXPECT_EQ(q["lm_head"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
+  EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
+  EXPECT_EQ(q["model.layers.1.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 4}, {"mode", "q4_k"}}));
+  // The weights are the file's blocks (uint8 rows), with no scales of their own.
   std::map<std::string, Dtype> dtypes;
   for (const auto& [name, value] : loaded.model->parameters()) {
     dtypes.emplace(name, value.dtype());
   }
-  EXPECT_EQ(dtypes.at("lm_head.weight"), uint32);
-  EXPECT_EQ(dtypes.at("model.embed_tokens.weight"), uint32);
-  EXPECT_EQ(dtypes.at("model.layers.1.self_attn.q_proj.scales"), float32);
+  EXPECT_EQ(dtypes.at("lm_head.weight"), uint8);
+  EXPECT_EQ(dtypes.at("model.embed_tokens.weight"), uint8);
+  EXPECT_EQ(dtypes.count("model.layers.1.self_attn.q_proj.scales"), 0U);
   EXPECT_EQ(dtypes.at("model.norm.weight"), float32);
 }
 

@@ -13,7 +13,8 @@ std::string tag(const char* op) { return std::string("[") + op + "] "; }
 
 std::string dtype_string(Dtype d) { return std::string(dtype_name(d)); }
 
-/// Only "affine" is implemented; MLX's other modes are recognised and refused as unsupported.
+/// The ops taking scales and biases implement "affine"; MLX's other modes are recognised and refused as unsupported,
+/// and GGML's block formats are pointed to their own overloads.
 void check_mode(const std::string& mode, const char* op) {
   if (mode == "affine") {
     return;
@@ -21,8 +22,52 @@ void check_mode(const std::string& mode, const char* op) {
   if (mode == "mxfp4" || mode == "mxfp8" || mode == "nvfp4") {
     throw_unsupported(tag(op) + "Quantization mode '" + mode + "' is not supported; nuvec implements 'affine'.");
   }
+  if (parse_quantization_mode(mode)) {
+    throw_invalid(tag(op) + "The block format '" + mode + "' keeps its scales in its blocks; call " + op +
+                  " with the weight and the mode only.");
+  }
   throw_invalid(tag(op) + "Invalid quantization mode '" + mode + "'; expected one of 'affine', 'mxfp4', 'mxfp8', " +
                 "'nvfp4'.");
+}
+
+/// A GGML block format by name, and the values per row of a weight of blocks in it.
+struct BlockWeight {
+  QuantizationMode mode;
+  BlockLayout layout;
+  int k;
+};
+
+BlockWeight check_blocks(const array& w, const std::string& mode, const char* op) {
+  auto parsed = parse_quantization_mode(mode);
+  if (!parsed || !is_block_format(*parsed)) {
+    throw_invalid(tag(op) + "Invalid block format '" + mode + "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k'.");
+  }
+  const BlockLayout layout = block_layout(*parsed);
+  if (w.dtype() != uint8) {
+    throw_invalid(tag(op) + "A weight in the block format '" + mode + "' holds its blocks as uint8; got " +
+                  dtype_string(w.dtype()) + ".");
+  }
+  if (w.ndim() != 2 || w.shape(-1) % layout.bytes != 0) {
+    throw_invalid(tag(op) + "A weight in the block format '" + mode + "' is a matrix of rows of whole " +
+                  std::to_string(layout.bytes) + "-byte blocks; got shape " + shape_string(w.shape()) + ".");
+  }
+  return {*parsed, layout, w.shape(-1) / layout.bytes * layout.values};
+}
+
+/// The width of a block format's codes, for the primitives' bits field.
+int code_bits(QuantizationMode mode) {
+  switch (mode) {
+    case QuantizationMode::affine:
+      return 0;
+    case QuantizationMode::q4_0:
+    case QuantizationMode::q4_k:
+      return 4;
+    case QuantizationMode::q8_0:
+      return 8;
+    case QuantizationMode::q6_k:
+      return 6;
+  }
+  return 0;
 }
 
 struct Params {
@@ -177,8 +222,8 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
   Shape shape = w.shape();
   shape.back() = unpacked;
   // Computed in float32 from the scales' own values and rounded once to the output dtype.
-  return array(shape, out_dtype, Dequantize{p.group_size, p.bits}, {w, scales, astype(*biases, scales.dtype(), s)},
-               to_stream(s));
+  return array(shape, out_dtype, Dequantize{p.group_size, p.bits, QuantizationMode::affine},
+               {w, scales, astype(*biases, scales.dtype(), s)}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
@@ -213,7 +258,8 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
   Shape out_shape = x.shape();
   out_shape.back() = d.n;
   std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(*biases, d.dtype, s)};
-  return array(out_shape, d.dtype, QuantizedMatmul{p.group_size, p.bits, transpose}, std::move(inputs), to_stream(s));
+  return array(out_shape, d.dtype, QuantizedMatmul{p.group_size, p.bits, transpose, QuantizationMode::affine},
+               std::move(inputs), to_stream(s));
 }
 
 array gather_qmm(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
@@ -232,6 +278,33 @@ array gather_qmm(const array& x, const array& w, const array& scales, const std:
   auto lhs = batch_indices(lhs_indices, x, "lhs_indices", "gather_qmm", s);
   auto rhs = batch_indices(rhs_indices, w, "rhs_indices", "gather_qmm", s);
   return gather_product(x, w, scales, *biases, lhs, rhs, transpose, p, sorted_indices, d, s);
+}
+
+// NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's form
+array quantized_matmul(array x, array w, const std::string& mode, StreamOrDevice s) {
+  const BlockWeight b = check_blocks(w, mode, "quantized_matmul");
+  if (x.ndim() < 1 || x.shape(-1) != b.k) {
+    throw_invalid("[quantized_matmul] Last dimension of x with shape " + shape_string(x.shape()) + " must match the " +
+                  std::to_string(b.k) + " values of a row of the " + mode + " weight with shape " +
+                  shape_string(w.shape()) + ".");
+  }
+  if (!is_floating(x.dtype())) {
+    throw_invalid("[quantized_matmul] Only real floating types are supported; got x of " + dtype_string(x.dtype()) +
+                  ".");
+  }
+  Shape out_shape = x.shape();
+  out_shape.back() = w.shape(0);
+  return array(out_shape, x.dtype(), QuantizedMatmul{b.layout.values, code_bits(b.mode), true, b.mode}, {x, w},
+               to_stream(s));
+}
+
+array dequantize(const array& w, const std::string& mode, std::optional<Dtype> dtype, StreamOrDevice s) {
+  const BlockWeight b = check_blocks(w, mode, "dequantize");
+  const Dtype out_dtype = dtype.value_or(float32);
+  if (!is_floating(out_dtype)) {
+    throw_invalid("[dequantize] The output dtype must be real floating point; got " + dtype_string(out_dtype) + ".");
+  }
+  return array({w.shape(0), b.k}, out_dtype, Dequantize{b.layout.values, code_bits(b.mode), b.mode}, {w}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature

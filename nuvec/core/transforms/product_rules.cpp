@@ -94,7 +94,24 @@ array grouped(const array& a, int group_size) {
 }
 }  // namespace
 
+namespace {
+
+/// The dequantized values of a block-format weight whose mapped axis (if any) is in front: (size, N, K) or (N, K).
+array dequantized_blocks(const Dequantize& p, const array& w, bool mapped, Dtype dtype) {
+  const std::string mode(mode_name(p.mode));
+  if (!mapped) {
+    return dequantize(w, mode, dtype);
+  }
+  auto rows = dequantize(reshape(w, {-1, w.shape(-1)}), mode, dtype);
+  return reshape(rows, {w.shape(0), w.shape(1), rows.shape(-1)});
+}
+
+}  // namespace
+
 std::vector<array> vjp_of(const Dequantize& p, const VjpArgs& args) {
+  if (is_block_format(p.mode)) {
+    return {zeros_like(args.primals[0])};  // the blocks are integers
+  }
   const auto& ct = args.cotangents[0];
   const auto& scales = args.primals[1];
   std::vector<array> grads;
@@ -109,6 +126,9 @@ std::vector<array> vjp_of(const Dequantize& p, const VjpArgs& args) {
   return grads;
 }
 std::vector<array> jvp_of(const Dequantize& p, const JvpArgs& args) {
+  if (is_block_format(p.mode)) {
+    return {zeros_like(args.outputs[0])};
+  }
   // Linear in (scales, biases) together.
   const array* ts = tangent_of(args, 1);
   const array* tb = tangent_of(args, 2);
@@ -116,6 +136,9 @@ std::vector<array> jvp_of(const Dequantize& p, const JvpArgs& args) {
   return reapply(p, {args.primals[0], ts ? *ts : zeros_like(scales), tb ? *tb : zeros_like(scales)}, args.outputs);
 }
 Batched vmap_of(const Dequantize& p, const VmapArgs& args) {
+  if (is_block_format(p.mode)) {
+    return {{dequantized_blocks(p, moved_front(args, 0), true, args.outputs[0].dtype())}, {0}};
+  }
   return reapply_front(p, {batched_front(args, 0), batched_front(args, 1), batched_front(args, 2)}, args);
 }
 
@@ -179,6 +202,14 @@ std::vector<array> vjp_of(const QuantizedMatmul& p, const VjpArgs& args) {
   const auto& x = args.primals[0];
   const auto& ct = args.cotangents[0];
   std::vector<array> grads;
+  if (is_block_format(p.mode)) {
+    // out = x @ W.T: x's cotangent is ct @ W; the blocks are integers.
+    for (int a : args.argnums) {
+      grads.push_back(a == 0 ? matmul(ct, dequantize(args.primals[1], std::string(mode_name(p.mode)), x.dtype()))
+                             : zeros_like(args.primals[1]));
+    }
+    return grads;
+  }
   std::optional<std::vector<array>> scale_bias;
   for (int a : args.argnums) {
     if (a == 0) {
@@ -194,8 +225,26 @@ std::vector<array> vjp_of(const QuantizedMatmul& p, const VjpArgs& args) {
   }
   return grads;
 }
-std::vector<array> jvp_of(const QuantizedMatmul& p, const JvpArgs& args) { return {quantized_jvp(p, args)}; }
+std::vector<array> jvp_of(const QuantizedMatmul& p, const JvpArgs& args) {
+  if (is_block_format(p.mode)) {
+    const array* tx = tangent_of(args, 0);
+    return {tx ? reapply(p, {*tx, args.primals[1]}, args.outputs)[0] : zeros_like(args.outputs[0])};
+  }
+  return {quantized_jvp(p, args)};
+}
 Batched vmap_of(const QuantizedMatmul& p, const VmapArgs& args) {
+  if (is_block_format(p.mode)) {
+    auto x = moved_front(args, 0);
+    if (args.axes[1] < 0) {
+      return reapply_front(p, {x, args.inputs[1]}, args);
+    }
+    // A mapped weight: its values, one matrix per slice.
+    const Dequantize values{p.group_size, p.bits, p.mode};
+    auto w = dequantized_blocks(values, moved_front(args, 1), true, x.dtype());
+    auto rows = reshape(x, {args.axes[0] < 0 ? 1 : args.size, -1, x.shape(-1)});
+    auto out = matmul(rows, swapaxes(w, 1, 2));
+    return {{reshape(out, front_shape(args.size, args.outputs[0].shape()))}, {0}};
+  }
   if (args.axes[1] < 0 && args.axes[2] < 0 && args.axes[3] < 0) {
     auto inputs = args.inputs;
     inputs[0] = moved_front(args, 0);

@@ -533,11 +533,13 @@ array unpermute_rope_rows(const array& rows, int heads) {
   return contiguous(reshape(swapaxes(reshape(rows, split), 1, 2), rows.shape()));
 }
 
-NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std::string& file) {
+NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std::string& file,
+                            const std::unordered_map<std::string, QuantizationMode>& block_formats) {
   const std::string arch = config["model_type"].get<std::string>();
   const int heads = config["num_attention_heads"].get<int>();
   const int kv_heads = config["num_key_value_heads"].get<int>();
   NamedArrays out;
+  json quantization = json::object();
   for (const auto& [name, stored] : tensors) {
     array value = stored;
     if (is_rope_tensor(name)) {
@@ -545,6 +547,14 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
     }
     std::string hf = hf_tensor_name(name, arch, file);
     const std::string module = hf.substr(0, hf.rfind('.'));
+    if (auto format = block_formats.find(name); format != block_formats.end()) {
+      const BlockLayout layout = block_layout(format->second);
+      quantization[module] = {{"group_size", layout.values},
+                              {"bits", format->second == QuantizationMode::q8_0   ? 8
+                                       : format->second == QuantizationMode::q6_k ? 6
+                                                                                  : 4},
+                              {"mode", mode_name(format->second)}};
+    }
     // The converter permutes the Q and K rows of the llama architecture only (Qwen's files keep HF's order).
     if (arch == "llama" || arch == "mixtral") {
       if (ends_with(module, ".q_proj")) {
@@ -564,7 +574,6 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
   }
   // Quantized modules: the packed width and the number of groups of a row give the bits and the group size.
   // (`out` gains no element in the loop, so its iteration stays valid while a weight is replaced.)
-  json quantization = json::object();
   std::map<std::pair<int, int>, int> uses;
   for (const auto& [name, scales] : out) {
     if (!ends_with(name, ".scales")) {
@@ -598,6 +607,8 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
     auto common = std::max_element(uses.begin(), uses.end(), [](auto& x, auto& y) { return x.second < y.second; });
     quantization["group_size"] = common->first.first;
     quantization["bits"] = common->first.second;
+  }
+  if (!quantization.empty()) {
     config["quantization"] = quantization;
   }
   std::vector<array> values;
@@ -611,9 +622,33 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
 }  // namespace detail
 
 LoadedModel load_gguf_model(const std::string& path) {
-  auto [tensors, metadata] = io::load_gguf(path, io::GGUFQuantized::packed_all);
+  io::GGUFTensors file = io::load_gguf_tensors(path);
+  detail::NamedArrays tensors;
+  std::unordered_map<std::string, QuantizationMode> block_formats;
+  for (io::GGUFTensor& t : file.tensors) {
+    const auto* info = io::detail::ggml_type_info(static_cast<uint32_t>(t.type));
+    auto format = io::block_format(t.type);
+    if (info->bits == 0 || (format && t.shape.size() == 2)) {
+      if (format) {
+        block_formats.emplace(t.name, *format);
+      }
+      tensors.insert_or_assign(t.name, std::move(t.data));
+      continue;
+    }
+    // Other types, and stacked experts, as affine quantization (as io::load_gguf's packed_all gives them).
+    auto packed = io::detail::pack_blocks(*info, t.data.data<uint8_t>(), t.shape);
+    std::string base = t.name;
+    if (base.ends_with(".weight")) {
+      base.resize(base.size() - 7);
+    }
+    tensors.insert_or_assign(t.name, packed[0]);
+    tensors.insert_or_assign(base + ".scales", packed[1]);
+    tensors.insert_or_assign(base + ".biases", packed[2]);
+  }
+  file.tensors.clear();
+  const detail::GGUFMetadata& metadata = file.metadata;
   json config = detail::gguf_hf_config(metadata, tensors, path);
-  detail::NamedArrays weights = detail::gguf_hf_weights(tensors, config, path);
+  detail::NamedArrays weights = detail::gguf_hf_weights(tensors, config, path, block_formats);
   tensors.clear();  // the renamed weights hold what is still needed; the rest is freed before the model is built
   std::shared_ptr<LanguageModel> model = create_model(config);
   load_weights_into(*model, std::move(weights), config);

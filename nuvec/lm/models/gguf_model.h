@@ -5,10 +5,12 @@
 // query scale or Gemma 3's sliding-window pattern, as llama.cpp assumes it), the tensors get their Hugging Face
 // names (the Q and K rows of the llama architecture their Hugging Face order back, Gemma's norms their offset from 1,
 // a mixture's stacked experts mlx-lm's switch_mlp names), and the model is built by the same code as a Hugging Face
-// folder. Quantized tensors stay quantized, stacked experts included: every GGUF block type decodes exactly into
-// groups of codes with a float32 scale and bias, nuvec's affine quantization, with groups of 32 (Q4_0, Q4_1, Q5_0,
-// Q5_1, Q8_0, Q4_K, Q5_K) or 16 (Q2_K, Q3_K, Q6_K), in the layout of an MLX-quantized folder. Codes of 3, 5 and 6
-// bits are stored one width up (4 or 8 bits), which nuvec's products stream much faster.
+// folder. Quantized tensors stay quantized, stacked experts included. Matrices of Q4_0, Q8_0, Q4_K and Q6_K are
+// computed from the file's own blocks (GGML's block formats, nuvec/core/quantization_mode.h): no copy, no repacking,
+// the mapped pages read on first use. The other types, and stacked experts, decode exactly into groups of codes with
+// a float32 scale and bias, nuvec's affine quantization, with groups of 32 (Q4_1, Q5_0, Q5_1, Q5_K, ...) or 16 (Q2_K,
+// Q3_K, Q6_K), in the layout of an MLX-quantized folder; their codes of 3, 5 and 6 bits are stored one width up (4 or
+// 8 bits), which nuvec's products stream much faster.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -42,10 +44,12 @@ std::string hf_tensor_name(const std::string& gguf_name, const std::string& mode
 /// (the first axis), so it applies to packed quantized weights and their scales and biases alike.
 array unpermute_rope_rows(const array& rows, int heads);
 
-/// The tensors of a GGUF file (as io::load_gguf packs them) under their Hugging Face names, in Hugging Face's
-/// layout (Gemma's norm weights less the 1 the converter added), 3-, 5- and 6-bit codes widened to 4 or 8 bits;
-/// records the group size and bits of every quantized module in config["quantization"].
-NamedArrays gguf_hf_weights(const NamedArrays& tensors, nlohmann::json& config, const std::string& file);
+/// The tensors of a GGUF file (as io::load_gguf packs them, or left in their blocks: `block_formats` names those
+/// tensors and their formats) under their Hugging Face names, in Hugging Face's layout (Gemma's norm weights less the
+/// 1 the converter added), 3-, 5- and 6-bit codes widened to 4 or 8 bits; records the group size and bits (and the
+/// mode of block formats) of every quantized module in config["quantization"].
+NamedArrays gguf_hf_weights(const NamedArrays& tensors, nlohmann::json& config, const std::string& file,
+                            const std::unordered_map<std::string, QuantizationMode>& block_formats = {});
 
 }  // namespace detail
 

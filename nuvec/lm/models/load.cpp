@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nuvec/core/error.h"
+#include "nuvec/core/quantization_mode.h"
 #include "nuvec/io/safetensors.h"
 #include "nuvec/lm/models/moe.h"
 #include "nuvec/lm/models/registry.h"
@@ -63,9 +64,6 @@ nlohmann::json quantization_of(const nlohmann::json& config) {
     if (!q->is_object()) {
       throw_invalid("[config.json] quantization must be an object; got " + q->dump() + ".");
     }
-    if (auto mode = q->find("mode"); mode != q->end() && *mode != "affine") {
-      throw_unsupported("[config.json] quantization mode " + mode->dump() + " is not supported; only \"affine\".");
-    }
     return *q;
   }
   if (auto q = config.find("quantization_config"); q != config.end() && q->is_object()) {
@@ -80,7 +78,18 @@ nlohmann::json quantization_of(const nlohmann::json& config) {
 
 QuantParams quant_params(const nlohmann::json& entry, const QuantParams& defaults, const std::string& where) {
   QuantParams p{config_field::integer(entry, "group_size", defaults.group_size),
-                config_field::integer(entry, "bits", defaults.bits)};
+                config_field::integer(entry, "bits", defaults.bits), defaults.mode};
+  if (auto mode = entry.find("mode"); mode != entry.end()) {
+    if (!mode->is_string()) {
+      throw_invalid("[config.json] quantization" + where + ".mode must be a string; got " + mode->dump() + ".");
+    }
+    p.mode = mode->get<std::string>();
+    if (p.mode != "affine" && !parse_quantization_mode(p.mode)) {
+      throw_unsupported("[config.json] quantization mode \"" + p.mode +
+                        "\" is not supported; nuvec reads \"affine\" and GGML's block formats (q4_0, q8_0, q4_k, "
+                        "q6_k).");
+    }
+  }
   if (p.group_size <= 0 || p.bits <= 0) {
     throw_invalid("[config.json] quantization" + where + " needs a positive group_size and bits; got " + entry.dump() +
                   ".");
@@ -111,15 +120,17 @@ std::optional<int> quantizable_input_dims(const nn::Module& module) {
 void quantize_child(nn::Module& parent, const std::string& name, const std::string& path, nn::Module& child,
                     const QuantParams& p) {
   const int dims = quantizable_input_dims(child).value();
-  if (dims % p.group_size != 0) {
+  if (p.mode == "affine" && dims % p.group_size != 0) {
     throw_invalid("[quantize] " + path + ": its input size " + std::to_string(dims) +
                   " is not a multiple of group_size " + std::to_string(p.group_size) + ".");
   }
   try {
     if (auto* linear = dynamic_cast<nn::Linear*>(&child)) {
-      parent.set_child(name, std::make_shared<nn::QuantizedLinear>(*linear, p.group_size, p.bits));
+      parent.set_child(name, std::make_shared<nn::QuantizedLinear>(*linear, p.group_size, p.bits, p.mode));
     } else if (auto* embedding = dynamic_cast<nn::Embedding*>(&child)) {
-      parent.set_child(name, std::make_shared<nn::QuantizedEmbedding>(*embedding, p.group_size, p.bits));
+      parent.set_child(name, std::make_shared<nn::QuantizedEmbedding>(*embedding, p.group_size, p.bits, p.mode));
+    } else if (p.mode != "affine") {
+      throw_unsupported("stacked experts are computed in affine quantization only; got mode " + p.mode);
     } else {
       parent.set_child(
           name, std::make_shared<QuantizedSwitchLinear>(dynamic_cast<SwitchLinear&>(child), p.group_size, p.bits));

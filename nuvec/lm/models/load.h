@@ -44,6 +44,8 @@ void load_weights_into(LanguageModel& model, std::unordered_map<std::string, arr
 struct QuantParams {
   int group_size = 64;
   int bits = 4;
+  /// "affine", or one of GGML's block formats (weights as a GGUF file holds them; nuvec/core/quantization_mode.h).
+  std::string mode = "affine";
 };
 /// Chooses per layer (by dotted path, e.g. "model.layers.0.mlp.down_proj"): its parameters, or none to keep it float.
 using QuantRecipe = std::function<std::optional<QuantParams>(const std::string& path, const nn::Module& module)>;

@@ -1,0 +1,274 @@
+// Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k), read from the blocks as a
+// GGUF file holds them. The weights are random blocks (random codes, sub-block scales and mins, and random float16
+// scales), decoded for reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate
+// implementation) and multiplied in float64 here. Covered: the decode row counts of the integer kernel (1 to 5 rows,
+// several row groups of 4), the decoded-tile path (40 rows, and rows not a multiple of 64 values), half-precision x,
+// infinities in x, empty products, the gradient with respect to x, vmap, and the errors.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nuvec/io/gguf_quants.h"
+#include "nuvec/nuvec.h"
+#include "tests/support/reference.h"
+
+namespace nuvec::test {
+namespace {
+
+struct Format {
+  const char* mode;
+  io::GGMLType type;
+  int values;
+  int bytes;
+  std::vector<int> scale_offsets;  // the float16 fields of a block
+};
+
+const std::vector<Format>& formats() {
+  static const std::vector<Format> all = {
+      {"q4_0", io::GGMLType::Q4_0, 32, 18, {0}},
+      {"q8_0", io::GGMLType::Q8_0, 32, 34, {0}},
+      {"q4_k", io::GGMLType::Q4_K, 256, 144, {0, 2}},
+      {"q6_k", io::GGMLType::Q6_K, 256, 210, {208}},
+  };
+  return all;
+}
+
+/// Random rows of blocks: random bytes, with each float16 scale drawn in [0.002, 0.05).
+array random_blocks(const Format& f, int rows, int k, std::mt19937& rng) {
+  const int row_bytes = k / f.values * f.bytes;
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows) * static_cast<size_t>(row_bytes));
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.002F, 0.05F);
+  for (auto& b : bytes) {
+    b = static_cast<uint8_t>(byte(rng));
+  }
+  for (size_t block = 0; block < bytes.size() / static_cast<size_t>(f.bytes); ++block) {
+    for (int offset : f.scale_offsets) {
+      const float16_t h(scale(rng));
+      bytes[block * f.bytes + static_cast<size_t>(offset)] = static_cast<uint8_t>(h.bits & 0xFF);
+      bytes[block * f.bytes + static_cast<size_t>(offset) + 1] = static_cast<uint8_t>(h.bits >> 8);
+    }
+  }
+  return array(bytes.begin(), {rows, row_bytes}, uint8);
+}
+
+/// The weight's values by the GGUF reader's decoder, in float64 on the host.
+std::vector<double> reference_values(const Format& f, const array& blocks, int rows, int k) {
+  const auto* info = io::detail::ggml_type_info(static_cast<uint32_t>(f.type));
+  array values = io::detail::dequantize_blocks(*info, blocks.data<uint8_t>(), {rows, k});
+  values.eval();
+  const float* v = values.data<float>();
+  return {v, v + static_cast<size_t>(rows) * static_cast<size_t>(k)};
+}
+
+/// x (m x k) @ values.T in float64.
+std::vector<double> reference_product(const std::vector<float>& x, const std::vector<double>& w, int m, int n, int k) {
+  std::vector<double> out(static_cast<size_t>(m) * static_cast<size_t>(n));
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double s = 0;
+      for (int t = 0; t < k; ++t) {
+        s += static_cast<double>(x[static_cast<size_t>(i * k + t)]) * w[static_cast<size_t>(j) * k + t];
+      }
+      out[static_cast<size_t>(i) * n + j] = s;
+    }
+  }
+  return out;
+}
+
+std::vector<float> random_x(int m, int k, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.F, 1.F);
+  std::vector<float> x(static_cast<size_t>(m) * static_cast<size_t>(k));
+  for (auto& v : x) {
+    v = normal(rng);
+  }
+  if (!x.empty()) {
+    x[x.size() / 3] *= 30.F;  // an outlier, as activations have
+  }
+  return x;
+}
+
+/// The largest |difference| over the largest |expected|.
+double relative_error(const array& got, const std::vector<double>& expected) {
+  array g = astype(got, float32);
+  g.eval();
+  const float* p = g.data<float>();
+  double worst = 0;
+  double scale = 1e-30;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(p[i]) - expected[i]));
+    scale = std::max(scale, std::fabs(expected[i]));
+  }
+  return worst / scale;
+}
+
+/// Each output of the integer kernels within the error the three int8 levels of a float32 x allow: each x_i is off by
+/// at most 1 / (2 * 127 * 254^2) of the largest |x| of its 32 values, so out_j is off by at most sum_i |w_ji| of that,
+/// plus float32 rounding of sum_i |w_ji x_i|.
+::testing::AssertionResult within_level_error(const array& got, const std::vector<float>& x,
+                                              const std::vector<double>& w, int m, int n, int k) {
+  array g = astype(got, float32);
+  g.eval();
+  const float* p = g.data<float>();
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double exact = 0;
+      double bound = 0;
+      double magnitude = 0;
+      for (int t = 0; t < k; ++t) {
+        double block_max = 0;
+        for (int u = t / 32 * 32; u < t / 32 * 32 + 32; ++u) {
+          block_max = std::max(block_max, std::fabs(static_cast<double>(x[static_cast<size_t>(i * k + u)])));
+        }
+        const double wv = w[static_cast<size_t>(j) * k + t];
+        const double xv = x[static_cast<size_t>(i * k + t)];
+        exact += xv * wv;
+        bound += std::fabs(wv) * block_max / (2.0 * 127 * 254 * 254);
+        magnitude += std::fabs(xv * wv);
+      }
+      const double error = std::fabs(static_cast<double>(p[i * n + j]) - exact);
+      if (error > bound + 2e-6 * magnitude) {
+        return ::testing::AssertionFailure() << "out[" << i << "," << j << "] = " << p[i * n + j] << ", expected "
+                                             << exact << " within " << bound + 2e-6 * magnitude;
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(QuantizedBlocks, DequantizeMatchesTheGGUFDecoder) {
+  std::mt19937 rng(1);
+  for (const auto& f : formats()) {
+    const int k = 2 * 256;
+    array blocks = random_blocks(f, 5, k, rng);
+    const auto expected = reference_values(f, blocks, 5, k);
+    array got = dequantize(blocks, f.mode);
+    EXPECT_EQ(got.shape(), Shape({5, k})) << f.mode;
+    EXPECT_EQ(got.dtype(), float32);
+    EXPECT_EQ(relative_error(got, expected), 0.0) << f.mode;
+    EXPECT_EQ(dequantize(blocks, f.mode, bfloat16).dtype(), bfloat16);
+  }
+}
+
+TEST(QuantizedBlocks, ProductsEqualTheDecodedWeightsProduct) {
+  std::mt19937 rng(2);
+  for (const auto& f : formats()) {
+    for (int k : {256, 768}) {
+      for (int n : {1, 13, 300}) {
+        array blocks = random_blocks(f, n, k, rng);
+        const auto values = reference_values(f, blocks, n, k);
+        for (int m : {1, 2, 3, 5, 9, 40}) {
+          const auto x = random_x(m, k, rng);
+          array out = quantized_matmul(array(x.begin(), {m, k}, float32), blocks, f.mode);
+          ASSERT_EQ(out.shape(), Shape({m, n}));
+          EXPECT_TRUE(within_level_error(out, x, values, m, n, k)) << f.mode << " m=" << m << " n=" << n << " k=" << k;
+        }
+      }
+    }
+  }
+}
+
+TEST(QuantizedBlocks, RowsOfOddBlockCountsAndBatchedX) {
+  std::mt19937 rng(3);
+  for (const auto& f : formats()) {
+    if (f.values != 32) {
+      continue;
+    }
+    const int k = 96;  // three blocks: not a whole number of the decode kernel's 64 values
+    array blocks = random_blocks(f, 7, k, rng);
+    const auto values = reference_values(f, blocks, 7, k);
+    const auto x = random_x(6, k, rng);
+    array out = quantized_matmul(array(x.begin(), {2, 3, k}, float32), blocks, f.mode);
+    ASSERT_EQ(out.shape(), Shape({2, 3, 7}));
+    EXPECT_LT(relative_error(out, reference_product(x, values, 6, 7, k)), 1e-5) << f.mode;
+  }
+}
+
+TEST(QuantizedBlocks, HalfPrecisionXAndNonFiniteValues) {
+  std::mt19937 rng(4);
+  const auto& f = formats()[2];
+  const int k = 256;
+  array blocks = random_blocks(f, 4, k, rng);
+  const auto values = reference_values(f, blocks, 4, k);
+  auto x = random_x(2, k, rng);
+  array x16 = astype(array(x.begin(), {2, k}, float32), float16);
+  array out = quantized_matmul(x16, blocks, f.mode);
+  EXPECT_EQ(out.dtype(), float16);
+  std::vector<float> rounded(x.size());
+  array x16f = astype(x16, float32);
+  x16f.eval();
+  std::copy_n(x16f.data<float>(), x.size(), rounded.begin());
+  EXPECT_LT(relative_error(out, reference_product(rounded, values, 2, 4, k)), 2e-3);
+
+  // An infinity in x gives infinities (or NaN where the weights' signs cancel it), never a finite number.
+  x[5] = std::numeric_limits<float>::infinity();
+  array inf_out = quantized_matmul(array(x.begin(), {2, k}, float32), blocks, f.mode);
+  inf_out.eval();
+  const auto expected = reference_product(x, values, 2, 4, k);
+  for (int j = 0; j < 4; ++j) {
+    const float got = inf_out.data<float>()[j];
+    EXPECT_TRUE(std::isinf(got) || std::isnan(got)) << j;
+    if (std::isinf(expected[static_cast<size_t>(j)])) {
+      EXPECT_EQ(got, static_cast<float>(expected[static_cast<size_t>(j)])) << j;
+    }
+  }
+}
+
+TEST(QuantizedBlocks, EmptyProductsAndGradients) {
+  std::mt19937 rng(5);
+  const auto& f = formats()[0];
+  array blocks = random_blocks(f, 6, 64, rng);
+  EXPECT_EQ(quantized_matmul(zeros({0, 64}), blocks, f.mode).shape(), Shape({0, 6}));
+
+  // d/dx sum(x @ W.T * c) = c @ W, W decoded.
+  const auto x = random_x(3, 64, rng);
+  array xa(x.begin(), {3, 64}, float32);
+  array c = random_array({3, 6}, float32, rng);
+  auto grad_fn = grad([&](const array& v) { return sum(quantized_matmul(v, blocks, f.mode) * c); });
+  array g = grad_fn(xa);
+  array expected = matmul(c, dequantize(blocks, f.mode));
+  EXPECT_TRUE(allclose(g, expected, 1e-5, 1e-5).item<bool>());
+
+  // vmap over rows of x equals the product of all rows.
+  auto mapped = vmap([&](const array& v) { return quantized_matmul(v, blocks, f.mode); })(xa);
+  EXPECT_TRUE(allclose(mapped, quantized_matmul(xa, blocks, f.mode), 1e-6, 1e-6).item<bool>());
+}
+
+TEST(QuantizedBlocks, Errors) {
+  std::mt19937 rng(6);
+  array blocks = random_blocks(formats()[0], 2, 64, rng);
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(ones({1, 32}), blocks, "q4_0");
+            }),
+            "[quantized_matmul] Last dimension of x with shape (1,32) must match the 64 values of a row of the q4_0 "
+            "weight with shape (2,36).");
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(ones({1, 64}), blocks, "q5_9");
+            }),
+            "[quantized_matmul] Invalid block format 'q5_9'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k'.");
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(ones({1, 64}), astype(blocks, int8), "q4_0");
+            }),
+            "[quantized_matmul] A weight in the block format 'q4_0' holds its blocks as uint8; got int8.");
+  EXPECT_EQ(error_of([&] {
+              dequantize(slice(blocks, {0, 0}, {2, 20}), "q4_0");
+            }),
+            "[dequantize] A weight in the block format 'q4_0' is a matrix of rows of whole 18-byte blocks; got shape "
+            "(2,20).");
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(ones({1, 64}, int32), blocks, "q4_0");
+            }),
+            "[quantized_matmul] Only real floating types are supported; got x of int32.");
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(ones({1, 64}), blocks, ones({2, 2}), std::nullopt, true, 32, 4, "q4_0");
+            }),
+            "[quantized_matmul] The block format 'q4_0' keeps its scales in its blocks; call quantized_matmul with "
+            "the weight and the mode only.");
+}
+
+}  // namespace
+}  // namespace nuvec::test

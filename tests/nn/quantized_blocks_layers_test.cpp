@@ -1,0 +1,79 @@
+// Quantized layers in GGML's block formats: their parameters (the uint8 rows of blocks, no scales or biases), a
+// zero start, and their outputs against the block-format ops on the same weight (the ops themselves are checked
+// against the GGUF reader's decoder in tests/cpu/quantized_blocks_test.cpp).
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nuvec/nn/nn.h"
+#include "nuvec/nuvec.h"
+#include "tests/support/reference.h"
+
+namespace nuvec {
+namespace {
+
+using test::error_of;
+
+/// Random q8_0 blocks (a float16 scale of 1/64, random codes): rows x k values.
+array random_q8_0(int rows, int k, std::mt19937& rng) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows) * static_cast<size_t>(k / 32 * 34));
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = i % 34 == 0 ? 0x00 : i % 34 == 1 ? 0x24 : static_cast<uint8_t>(rng() & 0xFF);  // 0x2400 = 1/64
+  }
+  return array(bytes.begin(), {rows, k / 32 * 34}, uint8);
+}
+
+std::map<std::string, Dtype> parameter_dtypes(const nn::Module& m) {
+  std::map<std::string, Dtype> out;
+  for (const auto& [name, p] : m.parameters()) {
+    out.emplace(name, p.dtype());
+  }
+  return out;
+}
+
+TEST(QuantizedBlockLayers, LinearHoldsTheBlocksAndComputesWithThem) {
+  std::mt19937 rng(1);
+  nn::QuantizedLinear layer(64, 5, true, 32, 8, "q8_0");
+  EXPECT_EQ(parameter_dtypes(layer), (std::map<std::string, Dtype>{{"weight", uint8}, {"bias", float32}}));
+  EXPECT_EQ(layer.weight.shape(), Shape({5, 68}));
+  EXPECT_EQ(layer.mode(), "q8_0");
+  array x = test::random_array({2, 3, 64}, float32, rng);
+  // A fresh layer's weight is zero.
+  EXPECT_TRUE(array_equal(layer.forward(x), broadcast_to(*layer.bias, {2, 3, 5})).item<bool>());
+  layer.weight = random_q8_0(5, 64, rng);
+  layer.update(nn::Params{{"weight", layer.weight}});
+  array expected = quantized_matmul(x, layer.weight, "q8_0") + *layer.bias;
+  EXPECT_TRUE(allclose(layer.forward(x), expected, 1e-6, 1e-6).item<bool>());
+  EXPECT_TRUE(
+      allclose(layer.forward(x), matmul(x, transpose(dequantize(layer.weight, "q8_0"))) + *layer.bias, 1e-4, 1e-4)
+          .item<bool>());
+}
+
+TEST(QuantizedBlockLayers, EmbeddingLooksUpAndDecodesRows) {
+  std::mt19937 rng(2);
+  nn::QuantizedEmbedding embedding(7, 64, 32, 8, "q8_0");
+  EXPECT_EQ(parameter_dtypes(embedding), (std::map<std::string, Dtype>{{"weight", uint8}}));
+  embedding.weight = random_q8_0(7, 64, rng);
+  embedding.update(nn::Params{{"weight", embedding.weight}});
+  array ids(std::vector<int32_t>{3, 0, 6, 6, 1, 2}.begin(), {2, 3}, int32);
+  array rows = embedding.forward(ids);
+  EXPECT_EQ(rows.shape(), Shape({2, 3, 64}));
+  EXPECT_TRUE(array_equal(rows, take(dequantize(embedding.weight, "q8_0"), ids, 0)).item<bool>());
+  EXPECT_EQ(embedding.forward(array(4)).shape(), Shape({64}));
+  array x = test::random_array({3, 64}, float32, rng);
+  EXPECT_TRUE(allclose(embedding.as_linear(x), quantized_matmul(x, embedding.weight, "q8_0"), 1e-6, 1e-6).item<bool>());
+}
+
+TEST(QuantizedBlockLayers, Errors) {
+  EXPECT_EQ(error_of([] { nn::QuantizedLinear(96, 4, false, 256, 4, "q4_k"); }),
+            "[quantize] the input size 96 must be a multiple of the q4_k block of 256 values.");
+  EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 4, false, 32, 4, "q9_9"); }),
+            "[quantize] Invalid quantization mode 'q9_9'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
+}
+
+}  // namespace
+}  // namespace nuvec
