@@ -103,6 +103,10 @@ namespace {
 
 // ---------------------------------------------------------------- layouts
 
+/// mixed_gemm: up to this many rows of a stream a half-precision weight through half_gemv; from more, widening the
+/// weight once and calling the sgemm pays.
+constexpr int64_t gemv_rows = 8;
+
 /// Scratch memory from nuvec's allocator, returned on scope exit.
 class Scratch {
  public:
@@ -437,8 +441,8 @@ bool onednn_matmul(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, 
   // sizes per product).
   const int64_t pieces = batch * m * n * k < kSplitWork ? 1 : std::min<int64_t>(num_threads(), batch);
   auto key_for = [&](int64_t count) {
-    return MatmulKey{dtype == bfloat16, count, a.batch_stride == 0, b.batch_stride == 0, m, n, k,
-                     a_trans, b_trans, alpha, beta};
+    return MatmulKey{
+        dtype == bfloat16, count, a.batch_stride == 0, b.batch_stride == 0, m, n, k, a_trans, b_trans, alpha, beta};
   };
   try {
     cache.get(key_for(batch / pieces));
@@ -523,6 +527,49 @@ void scale(Dtype dtype, void* c, size_t count, float beta) {
 }
 
 }  // namespace
+
+void mixed_gemm(Dtype a_dtype, Dtype b_dtype, Dtype c_dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
+                const MatrixBatch& a_in, const MatrixBatch& b_in, void* c) {
+  if (batch == 0 || m == 0 || n == 0) {
+    return;
+  }
+  const bool half_weight = b_dtype == float16 || b_dtype == bfloat16;
+  const bool same = a_dtype == b_dtype && b_dtype == c_dtype;
+  const bool rows_of_weight = half_weight && b_in.row_stride == 1 && k > 0;
+  if (same && !(rows_of_weight && m <= gemv_rows)) {
+    gemm(c_dtype, batch, m, n, k, 1.F, a_in, b_in, 0.F, c);
+    return;
+  }
+  const Shape c_shape{1, static_cast<int32_t>(m), static_cast<int32_t>(n)};
+  const auto c_strides = row_major_strides(c_shape);
+  const int64_t c_item = static_cast<int64_t>(size_of(c_dtype));
+  for (int64_t p = 0; p < batch; ++p) {
+    MatrixBatch a{at(a_in.data, p * a_in.batch_stride, size_of(a_dtype)), 0, a_in.row_stride, a_in.col_stride};
+    MatrixBatch b{at(b_in.data, p * b_in.batch_stride, size_of(b_dtype)), 0, b_in.row_stride, b_in.col_stride};
+    void* c_p = static_cast<char*>(c) + p * m * n * c_item;
+    std::optional<Scratch> a32;
+    if (a_dtype != float32 || a.col_stride != 1 || a.row_stride != k) {
+      a32 = densify(a, 1, m, k, a_dtype, float32);
+    }
+    std::optional<Scratch> c32;
+    if (c_dtype != float32) {
+      c32.emplace(static_cast<size_t>(m * n) * sizeof(float));
+    }
+    auto* out = static_cast<float*>(c32 ? c32->get() : c_p);
+    if (rows_of_weight && m <= gemv_rows) {
+      half_gemv(b_dtype, m, n, k, static_cast<const float*>(a.data), b.data, b.col_stride, out);
+    } else {
+      std::optional<Scratch> b32;
+      if (b_dtype != float32) {
+        b32 = densify(b, 1, k, n, b_dtype, float32);
+      }
+      gemm(float32, 1, m, n, k, 1.F, a, b, 0.F, out);
+    }
+    if (c32) {
+      copy_strided(c_shape, out, float32, c_strides, c_p, c_dtype, c_strides);
+    }
+  }
+}
 
 void set_sgemm_backend(Sgemm backend) { sgemm_backend.store(backend, std::memory_order_relaxed); }
 Sgemm get_sgemm_backend() { return sgemm_backend.load(std::memory_order_relaxed); }

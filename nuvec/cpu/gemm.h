@@ -26,6 +26,17 @@ struct MatrixBatch {
 void gemm(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, const MatrixBatch& a,
           const MatrixBatch& b, float beta, void* c);
 
+/// c[p] = a[p] @ b[p] with operands of their own floating dtypes (float32, float16, bfloat16) and c dense row-major in
+/// c_dtype: float32 activations times half-precision weights without a widened copy of the weights. Few rows of a
+/// against a half-precision b whose columns are contiguous (the transposed (n, k) weight of a linear layer) take
+/// half_gemv; other shapes widen what is not float32 (or, with one dtype throughout, take gemm).
+void mixed_gemm(Dtype a_dtype, Dtype b_dtype, Dtype c_dtype, int64_t batch, int64_t m, int64_t n, int64_t k,
+                const MatrixBatch& a, const MatrixBatch& b, void* c);
+
+/// c (m x n, dense float32) = a (m x k, dense float32) @ w.T, w being n rows of k float16 or bfloat16 values, `ld`
+/// elements apart (gemv_half.cpp).
+void half_gemv(Dtype w_dtype, int64_t m, int64_t n, int64_t k, const float* a, const void* w, int64_t ld, float* c);
+
 /// The integer and bool kernel behind `gemm`: c = a @ b for one matrix, c dense row-major.
 void gemm_integer(Dtype dtype, int64_t m, int64_t n, int64_t k, const MatrixBatch& a, const MatrixBatch& b, void* c);
 

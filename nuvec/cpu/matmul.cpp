@@ -14,7 +14,10 @@ namespace nuvec::cpu {
 
 namespace {
 
-/// out (already holding beta's operand when beta != 0) = alpha * a @ b + beta * out.
+bool is_half(Dtype d) { return d == float16 || d == bfloat16; }
+
+/// out (already holding beta's operand when beta != 0) = alpha * a @ b + beta * out. Matmul's operands may have their
+/// own floating dtypes (float32 activations with half-precision weights); AddMM's share out's.
 void batched_product(const array& a, const array& b, array& out, float alpha, float beta) {
   const int64_t m = out.shape(-2);
   const int64_t n = out.shape(-1);
@@ -31,11 +34,18 @@ void batched_product(const array& a, const array& b, array& out, float alpha, fl
   auto* a_base = static_cast<const char*>(a.raw_data());
   auto* b_base = static_cast<const char*>(b.raw_data());
   auto* out_base = static_cast<char*>(out.raw_data());
-  const auto item = static_cast<int64_t>(out.itemsize());
+  const bool mixed = a.dtype() != b.dtype() || is_half(b.dtype());
   layout.for_each_row(0, layout.rows(), [&](const std::array<int64_t, 3>& offsets) {
-    MatrixBatch ma{a_base + offsets[0] * item, layout.inner_stride(0), a.strides(-2), a.strides(-1)};
-    MatrixBatch mb{b_base + offsets[1] * item, layout.inner_stride(1), b.strides(-2), b.strides(-1)};
-    gemm(out.dtype(), inner, m, n, k, alpha, ma, mb, beta, out_base + offsets[2] * item);
+    MatrixBatch ma{a_base + offsets[0] * static_cast<int64_t>(a.itemsize()), layout.inner_stride(0), a.strides(-2),
+                   a.strides(-1)};
+    MatrixBatch mb{b_base + offsets[1] * static_cast<int64_t>(b.itemsize()), layout.inner_stride(1), b.strides(-2),
+                   b.strides(-1)};
+    void* c = out_base + offsets[2] * static_cast<int64_t>(out.itemsize());
+    if (mixed && alpha == 1.F && beta == 0.F) {
+      mixed_gemm(a.dtype(), b.dtype(), out.dtype(), inner, m, n, k, ma, mb, c);
+    } else {
+      gemm(out.dtype(), inner, m, n, k, alpha, ma, mb, beta, c);
+    }
   });
 }
 

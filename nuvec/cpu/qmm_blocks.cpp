@@ -61,6 +61,8 @@ void prefill(QuantizationMode mode, const float* x, int64_t rows, int64_t k, con
   }
 }
 
+#if NUVEC_BLOCKS_VNNI
+
 bool all_finite(const float* x, int64_t count) {
   bool finite = true;
   for (int64_t i = 0; i < count; ++i) {
@@ -68,8 +70,6 @@ bool all_finite(const float* x, int64_t count) {
   }
   return finite;
 }
-
-#if NUVEC_BLOCKS_VNNI
 
 constexpr float level_ratio = 254.F;
 
@@ -370,8 +370,8 @@ void int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
 
 }  // namespace
 
-void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n, int levels,
-             float* out) {
+void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
+             [[maybe_unused]] int levels, float* out) {
   if (rows == 0 || n == 0) {
     return;
   }

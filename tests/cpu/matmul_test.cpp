@@ -154,6 +154,40 @@ TEST_F(MatmulTest, MixedDtypesPromote) {
   }
 }
 
+TEST_F(MatmulTest, HalfPrecisionWeightsMeetFloat32Rows) {
+  // A float32 product keeps its float16 or bfloat16 operand as it is (no widened copy in the graph): few rows against
+  // a transposed (n, k) weight stream it through the half-precision GEMV, other shapes widen it. Every row count
+  // around the GEMV's limit, row lengths off the vector width, batches, and both operand orders, against NumPy.
+  for (Dtype half : {float16, bfloat16}) {
+    for (int m : {1, 3, 8, 9, 40}) {
+      for (int k : {16, 37, 300}) {
+        SCOPED_TRACE(std::string(dtype_name(half)) + " m=" + std::to_string(m) + " k=" + std::to_string(k));
+        auto x = rand({2, m, k}, float32);
+        auto w = rand({23, k}, half);
+        auto out = matmul(x, transpose(w));
+        EXPECT_EQ(out.dtype(), float32);
+        EXPECT_TRUE(matches_product(out, {x, transpose(w)}));
+        EXPECT_TRUE(matches_product(matmul(w, swapaxes(x, -1, -2)), {w, swapaxes(x, -1, -2)}));
+        auto plain = rand({k, 5}, half);  // (k, n) row-major: widened
+        EXPECT_TRUE(matches_product(matmul(x, plain), {x, plain}));
+      }
+    }
+    // Half-precision rows of a half-precision model take the GEMV too, rounded once to the dtype.
+    auto xh = rand({3, 64}, half);
+    auto wh = rand({40, 64}, half);
+    EXPECT_TRUE(matches_product(matmul(xh, transpose(wh)), {xh, transpose(wh)}));
+  }
+  // The weight's cotangent comes back in the weight's dtype.
+  auto x = rand({2, 8}, float32);
+  auto w = rand({5, 8}, float16);
+  auto grads = vjp([](const std::vector<array>& in) { return std::vector<array>{matmul(in[0], transpose(in[1]))}; },
+                   {x, w}, {ones({2, 5})})
+                   .second;
+  EXPECT_EQ(grads[0].dtype(), float32);
+  EXPECT_EQ(grads[1].dtype(), float16);
+  EXPECT_TRUE(allclose(astype(grads[1], float32), matmul(ones({5, 2}), x), 1e-2, 1e-2).item<bool>());
+}
+
 TEST_F(MatmulTest, VectorOperands) {
   for (auto dtype : {float32, bfloat16, int32, float64}) {
     SCOPED_TRACE(dtype_name(dtype));

@@ -11,7 +11,7 @@ namespace nuvec {
 
 namespace {
 
-/// The operands of a matrix product, promoted to (..., M, K) and (..., K, N) with one batch shape.
+/// The operands of a matrix product: (..., M, K) and (..., K, N) with one batch shape.
 struct Operands {
   array a;
   array b;
@@ -21,7 +21,17 @@ struct Operands {
 
 std::string op_tag(const char* op) { return std::string("[") + op + "] "; }
 
-Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* op, StreamOrDevice s) {
+/// A float16 or bfloat16 operand of a float32 product, which matmul's kernel reads as it is (a half-precision weight
+/// times float32 activations, without a widened copy of the weight each call).
+bool kept_half(const array& x, Dtype dtype) {
+  return dtype == float32 && (x.dtype() == float16 || x.dtype() == bfloat16);
+}
+
+/// The operands of a matrix product, promoted to (..., M, K) and (..., K, N) with one batch shape; with `keep_half`
+/// (matmul), half-precision operands of a float32 product keep their dtype.
+Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* op, StreamOrDevice s,
+                 bool keep_half = false) {
+  auto cast = [&](const array& x) { return keep_half && kept_half(x, dtype) ? x : astype(x, dtype, s); };
   if (in_a.ndim() == 0 || in_b.ndim() == 0) {
     throw_invalid(op_tag(op) + "Got 0 dimension input. Inputs must have at least one dimension.");
   }
@@ -61,10 +71,10 @@ Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* 
     // (..., M, K) @ (K, N), a linear layer over a batch: one (... * M, K) @ (K, N) product. Its vjp is then one
     // GEMM for b's gradient too, instead of a product per batch element summed afterwards.
     const auto folded = static_cast<int32_t>(rows);
-    return {reshape(astype(a, dtype, s), {folded, k}, s), astype(b, dtype, s), {folded, n}, std::move(final_shape)};
+    return {reshape(cast(a), {folded, k}, s), cast(b), {folded, n}, std::move(final_shape)};
   }
-  a = broadcast_to(astype(a, dtype, s), with({m, k}), s);
-  b = broadcast_to(astype(b, dtype, s), with({k, n}), s);
+  a = broadcast_to(cast(a), with({m, k}), s);
+  b = broadcast_to(cast(b), with({k, n}), s);
   return {std::move(a), std::move(b), with({m, n}), std::move(final_shape)};
 }
 
@@ -72,7 +82,7 @@ Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* 
 
 array matmul(const array& a, const array& b, StreamOrDevice s) {
   auto dtype = promote_types(a.dtype(), b.dtype());
-  auto p = prepare(a, b, dtype, "matmul", s);
+  auto p = prepare(a, b, dtype, "matmul", s, true);
   auto out = array(p.out_shape, dtype, Matmul{}, {p.a, p.b}, to_stream(s));
   return reshape(out, p.final_shape, s);
 }

@@ -37,7 +37,9 @@ std::vector<array> vjp_of(const Matmul&, const VjpArgs& args) {
   const auto& ct = args.cotangents[0];
   std::vector<array> grads;
   for (int a : args.argnums) {
-    grads.push_back(a == 0 ? matmul(ct, mT(args.primals[1])) : matmul(mT(args.primals[0]), ct));
+    // A half-precision operand of a float32 product gets its cotangent in its own dtype.
+    auto g = a == 0 ? matmul(ct, mT(args.primals[1])) : matmul(mT(args.primals[0]), ct);
+    grads.push_back(astype(g, args.primals[static_cast<size_t>(a)].dtype()));
   }
   return grads;
 }
