@@ -3,6 +3,7 @@
 //   nuvec gpt [options]     trains a byte-level llama on the fortunes corpus, saved as a model folder (apps/gpt)
 //   nuvec tokenize, detokenize, chat-template   the lm library's tokenizer and chat templates (apps/tokenize)
 //   nuvec generate, chat, bench   language models: text generation, a terminal chat, speed (apps/generate)
+//   nuvec serve             an OpenAI-compatible HTTP server (apps/serve, over nuvec/serve)
 
 #include <cstdio>
 #include <exception>
@@ -11,6 +12,7 @@
 #include "apps/cli/options.h"
 #include "apps/generate/commands.h"
 #include "apps/gpt/train_gpt.h"
+#include "apps/serve/commands.h"
 #include "apps/tokenize/commands.h"
 #include "apps/train/trainer.h"
 
@@ -26,6 +28,9 @@ const char* kUsage =
     "       nuvec generate --model PATH (--prompt TEXT | --prompt-ids 1,2,3) [options]\n"
     "       nuvec chat --model PATH [--system TEXT] [--max-tokens N] [sampling options]\n"
     "       nuvec bench --model PATH [-p 512] [-n 128] [-t THREADS] [-r 5]\n"
+    "       nuvec serve --model [NAME=]PATH [--model NAME=PATH ...] [--host 127.0.0.1] [--port 8080]\n"
+    "                   [--parallel 4] [--ctx-size N] [--max-tokens N] [--api-key KEY | --api-key-file F]\n"
+    "                   [--max-queue 64] [--log-file F] [--drain-seconds 30]\n"
     "\n"
     "nuvec train options:\n"
     "  --model NAME        cnn (default) or mlp\n"
@@ -68,7 +73,14 @@ const char* kUsage =
     "    --draft-model PATH --num-draft N   speculative decoding with a smaller model of the same vocabulary\n"
     "    --json              one JSON object: prompt and generated ids, text, log-probabilities and top 5, timings\n"
     "  chat                an interactive chat through the chat template (/reset, /exit)\n"
-    "  bench               prompt (-p tokens) and decoding (-n tokens) speed, as llama-bench prints it\n";
+    "  bench               prompt (-p tokens) and decoding (-n tokens) speed, as llama-bench prints it\n"
+    "  serve               OpenAI's HTTP API: POST /v1/chat/completions, /v1/completions, /tokenize, /detokenize;\n"
+    "                      GET /v1/models, /health, /metrics. Requests share batches (--parallel sequences per\n"
+    "                      model; --max-queue more wait, then 429); a request's `model` picks a --model by NAME.\n"
+    "                      --ctx-size bounds prompt and completion together, --max-tokens each completion.\n"
+    "                      API keys: 'Authorization: Bearer KEY' (--api-key-file: one key a line). One JSON line\n"
+    "                      per request on standard error or --log-file. SIGTERM/SIGINT: stop taking requests,\n"
+    "                      let running ones finish (at most --drain-seconds), exit 0\n";
 
 int run_train(int argc, char** argv) {
   nuvec::train::TrainOptions o;
@@ -226,6 +238,9 @@ int main(int argc, char** argv) {
     }
     if (command == "bench") {
       return run_bench(argc, argv);
+    }
+    if (command == "serve") {
+      return nuvec::serve_cli::run_serve(argc, argv, stderr);
     }
     std::fputs(kUsage, stderr);
     return 2;

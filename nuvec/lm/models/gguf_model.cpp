@@ -538,6 +538,11 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
   const std::string arch = config["model_type"].get<std::string>();
   const int heads = config["num_attention_heads"].get<int>();
   const int kv_heads = config["num_key_value_heads"].get<int>();
+  const bool permuted_rows =
+      (arch == "llama" || arch == "mixtral") && config.value("partial_rotary_factor", 1.0) != 1.0;
+  if ((arch == "llama" || arch == "mixtral") && !permuted_rows) {
+    config["rope_traditional"] = true;
+  }
   NamedArrays out;
   json quantization = json::object();
   for (const auto& [name, stored] : tensors) {
@@ -555,8 +560,11 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
                                                                                   : 4},
                               {"mode", mode_name(format->second)}};
     }
-    // The converter permutes the Q and K rows of the llama architecture only (Qwen's files keep HF's order).
-    if (arch == "llama" || arch == "mixtral") {
+    // The converter permutes the Q and K rows of the llama architecture only (Qwen's files keep HF's order), so that
+    // RoPE on adjacent pairs of features gives Hugging Face's rotation of the two halves. The model then rotates
+    // adjacent pairs itself (rope_traditional) and computes with the file's rows, uncopied; only a partial rotation,
+    // which the permutation does not match, gets Hugging Face's rows back.
+    if (permuted_rows) {
       if (ends_with(module, ".q_proj")) {
         value = unpermute_rope_rows(value, heads);
       } else if (ends_with(module, ".k_proj")) {

@@ -1,0 +1,243 @@
+#include "nuvec/serve/completion_handler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nuvec/core/error.h"
+#include "nuvec/serve/api_error.h"
+#include "nuvec/serve/completion_stream.h"
+#include "nuvec/serve/response_json.h"
+
+namespace nuvec::serve {
+
+namespace {
+
+std::shared_ptr<ServedModel> find_model(ModelRegistry& registry, const std::optional<std::string>& name) {
+  const std::string wanted = name.value_or("");
+  if (auto model = registry.find(wanted)) {
+    return model;
+  }
+  if (registry.is_loading(wanted)) {
+    throw unavailable("The model " + (wanted.empty() ? std::string("") : "`" + wanted + "` ") +
+                      "is still loading; retry shortly.");
+  }
+  if (wanted.empty()) {
+    throw unavailable("No model is served.");
+  }
+  throw model_not_found(wanted);
+}
+
+/// The prompt the chat template makes of the messages, as token ids (the template writes the special tokens).
+std::vector<int32_t> chat_prompt(const ServedModel& model, const CompletionRequest& request) {
+  const lm::Tokenizer& tokenizer = model.loaded.tokenizer;
+  if (tokenizer.chat_template().empty()) {
+    throw invalid_request("The model `" + model.name + "` has no chat template; use /v1/completions.", "messages");
+  }
+  lm::ChatTemplateOptions options;
+  options.add_generation_prompt = true;
+  options.extra = request.template_variables;
+  std::string text;
+  try {
+    text = tokenizer.apply_chat_template(request.messages, options);
+  } catch (const nuvec::error& e) {
+    throw invalid_request(std::string("The chat template could not render the messages: ").append(e.what()),
+                          "messages");
+  }
+  return tokenizer.encode(text, false);
+}
+
+/// Each prompt's ids and, for echo, its text.
+std::vector<std::pair<std::vector<int32_t>, std::string>> build_prompts(const ServedModel& model,
+                                                                        const CompletionRequest& request) {
+  std::vector<std::pair<std::vector<int32_t>, std::string>> prompts;
+  switch (request.endpoint) {
+    case Endpoint::chat:
+      prompts.emplace_back(chat_prompt(model, request), "");
+      break;
+    case Endpoint::completion:
+      for (const PromptInput& input : request.prompts) {
+        if (input.text) {
+          prompts.emplace_back(model.loaded.tokenizer.encode(*input.text, true), *input.text);
+          continue;
+        }
+        const int vocab = model.loaded.model->vocab_size();
+        for (int32_t id : input.ids) {
+          if (id >= vocab) {
+            throw invalid_request("Token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary of " +
+                                      std::to_string(vocab) + " tokens.",
+                                  "prompt");
+          }
+        }
+        prompts.emplace_back(input.ids, request.echo ? model.loaded.tokenizer.decode(input.ids) : "");
+      }
+      break;
+  }
+  return prompts;
+}
+
+/// The completion's token budget: what the request asks, else the rest of the context; 400 past the context.
+int token_budget(const ServedModel& model, const CompletionRequest& request, int prompt_tokens) {
+  const char* param = request.endpoint == Endpoint::chat ? "messages" : "prompt";
+  const std::string context = std::to_string(model.context);
+  if (prompt_tokens == 0) {
+    throw invalid_request("The prompt is empty: it has no tokens.", param);
+  }
+  if (prompt_tokens >= model.context) {
+    throw invalid_request("This model's maximum context length is " + context + " tokens. However, your prompt has " +
+                              std::to_string(prompt_tokens) +
+                              " tokens, which leaves no room for the completion. Please reduce the length of the " +
+                              param + ".",
+                          param);
+  }
+  const int room = model.context - prompt_tokens;
+  if (!request.max_tokens) {
+    return model.max_tokens > 0 ? std::min(room, model.max_tokens) : room;
+  }
+  if (model.max_tokens > 0 && *request.max_tokens > model.max_tokens) {
+    throw invalid_request("'max_tokens' is at most " + std::to_string(model.max_tokens) + " on this server; got " +
+                              std::to_string(*request.max_tokens) + ".",
+                          "max_tokens");
+  }
+  if (prompt_tokens + *request.max_tokens > model.context) {
+    throw invalid_request("This model's maximum context length is " + context + " tokens. However, you requested " +
+                              std::to_string(prompt_tokens + *request.max_tokens) + " tokens (" +
+                              std::to_string(prompt_tokens) + " in the " + param + ", " +
+                              std::to_string(*request.max_tokens) +
+                              " in the completion). Please reduce the length of the " + param + " or completion.",
+                          "max_tokens");
+  }
+  return *request.max_tokens;
+}
+
+/// The request's sampling over the model's generation defaults (then OpenAI's: temperature 1).
+lm::SamplingParams sampling_params(const ServedModel& model, const CompletionRequest& request) {
+  const SamplingFields& given = request.sampling;
+  const lm::GenerationConfig& defaults = model.loaded.generation;
+  lm::SamplingParams p;
+  p.temperature = given.temperature.value_or(defaults.temperature.value_or(1.0F));
+  p.top_p = given.top_p.value_or(defaults.top_p.value_or(1.0F));
+  p.top_k = given.top_k.value_or(defaults.top_k.value_or(0));
+  p.min_p = given.min_p.value_or(defaults.min_p.value_or(0.0F));
+  p.repetition_penalty = given.repetition_penalty.value_or(defaults.repetition_penalty.value_or(1.0F));
+  p.presence_penalty = given.presence_penalty;
+  p.frequency_penalty = given.frequency_penalty;
+  p.logit_bias = given.logit_bias;
+  p.top_logprobs = request.logprobs ? request.top_logprobs : 0;
+  const int vocab = model.loaded.model->vocab_size();
+  for (const auto& [id, bias] : p.logit_bias) {
+    if (id >= vocab) {
+      throw invalid_request("'logit_bias' names token id " + std::to_string(id) + ", outside the vocabulary of " +
+                                std::to_string(vocab) + " tokens.",
+                            "logit_bias");
+    }
+  }
+  try {
+    p.validate(vocab);
+  } catch (const nuvec::error& e) {
+    throw invalid_request(e.what());
+  }
+  return p;
+}
+
+/// Every choice draws with its own key: the request's seed plus its index, or a fresh random seed.
+uint64_t base_seed(const CompletionRequest& request) {
+  if (request.sampling.seed) {
+    return *request.sampling.seed;
+  }
+  thread_local std::mt19937_64 engine{std::random_device{}()};
+  return engine();
+}
+
+/// Waits for every sequence and builds the whole response.
+HttpResponse whole_response(RequestChannel& channel, const ResponseContext& context, int choices,
+                            const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record) {
+  std::vector<ChoiceOutput> outputs(static_cast<size_t>(choices));
+  std::string error;
+  while (!channel.finished()) {
+    for (const SequenceEvent& event : channel.take(std::chrono::milliseconds(1000))) {
+      if (event.error) {
+        error = *event.error;
+        continue;
+      }
+      if (!record.first_token_seconds) {
+        record.first_token_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - record.start).count();
+      }
+      outputs[static_cast<size_t>(event.index)].add(event.response);
+    }
+  }
+  if (!error.empty()) {
+    throw internal_error(error);
+  }
+  Usage usage{prompt_tokens, 0};
+  for (const ChoiceOutput& output : outputs) {
+    usage.completion_tokens += static_cast<int>(output.tokens.size());
+  }
+  record.completion_tokens = usage.completion_tokens;
+  record.finish_reason = outputs.empty() ? "" : outputs.back().finish_reason;
+  return json_response(200, completion_body(context, outputs, usage, prefixes));
+}
+
+}  // namespace
+
+HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& request,
+                              const std::shared_ptr<RequestRecord>& record,
+                              const std::function<void(const RequestRecord&)>& on_end) {
+  const std::shared_ptr<ServedModel> model = find_model(registry, request.model);
+  record->model = model->name;
+  record->stream = request.stream;
+  const auto prompts = build_prompts(*model, request);
+  const lm::SamplingParams sampling = sampling_params(*model, request);
+  const uint64_t seed = base_seed(request);
+
+  GenerationJob job;
+  std::vector<std::string> prefixes;
+  int prompt_tokens = 0;
+  for (const auto& [ids, text] : prompts) {
+    prompt_tokens += static_cast<int>(ids.size());
+    lm::GenerateOptions options;
+    options.max_tokens = token_budget(*model, request, static_cast<int>(ids.size()));
+    options.sampling = sampling;
+    options.stop_strings = request.stop;
+    options.skip_special_tokens = true;
+    for (int i = 0; i < request.n; ++i) {
+      options.sampling.seed = seed + job.prompts.size();
+      job.prompts.push_back(ids);
+      job.options.push_back(options);
+      if (request.echo) {
+        prefixes.push_back(text);
+      }
+    }
+  }
+  record->prompt_tokens = prompt_tokens;
+  const int choices = static_cast<int>(job.prompts.size());
+  auto channel = std::make_shared<RequestChannel>(choices);
+  job.channel = channel;
+  model->scheduler->submit(std::move(job));
+
+  ResponseContext context{
+      .endpoint = request.endpoint,
+      .id = make_response_id(request.endpoint),
+      .created =
+          std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      .model = model->name,
+      .tokenizer = &model->loaded.tokenizer,
+      .logprobs = request.logprobs,
+      .include_usage = request.include_usage};
+  record->id = context.id;
+  if (!request.stream) {
+    return whole_response(*channel, context, choices, prefixes, prompt_tokens, *record);
+  }
+  HttpResponse response;
+  response.content_type = "text/event-stream";
+  response.headers.emplace_back("Cache-Control", "no-cache");
+  response.stream = std::make_shared<CompletionStream>(channel, std::move(context), choices, std::move(prefixes),
+                                                       prompt_tokens, record, on_end);
+  return response;
+}
+
+}  // namespace nuvec::serve

@@ -1,0 +1,111 @@
+#include "nuvec/serve/model_registry.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "nuvec/core/error.h"
+#include "nuvec/lm/load_model.h"
+
+namespace nuvec::serve {
+
+ModelRegistry::ModelRegistry(Metrics& metrics) : metrics_(metrics) {}
+
+ModelRegistry::~ModelRegistry() { shutdown("The server is shutting down."); }
+
+void ModelRegistry::announce(const std::string& name) {
+  std::lock_guard lock(mutex_);
+  if (std::find(announced_.begin(), announced_.end(), name) != announced_.end()) {
+    throw_invalid("[serve] two models are named '" + name + "'; give each --model NAME=PATH a name of its own.");
+  }
+  announced_.push_back(name);
+}
+
+void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options) {
+  auto served = std::make_shared<ServedModel>(name, std::move(loaded));
+  const int own = served->loaded.model->max_context();
+  // The batch generator refuses prompts past the model's own context, so --ctx-size can only narrow it.
+  served->context = options.context > 0 && own > 0 ? std::min(options.context, own) : std::max(options.context, own);
+  served->max_tokens = options.max_tokens;
+  if (served->context <= 0) {
+    throw_invalid("[serve] model '" + name + "' does not say its context length; give --ctx-size.");
+  }
+  served->created =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  served->scheduler =
+      std::make_unique<Scheduler>(served->loaded, name, options.scheduler, metrics_.model(name), compute_);
+  std::lock_guard lock(mutex_);
+  if (std::find(announced_.begin(), announced_.end(), name) == announced_.end()) {
+    announced_.push_back(name);
+  }
+  models_.push_back(std::move(served));
+  // Keep the announced order, so the first model stays the default whichever loads first.
+  std::stable_sort(models_.begin(), models_.end(), [this](const auto& a, const auto& b) {
+    return std::find(announced_.begin(), announced_.end(), a->name) <
+           std::find(announced_.begin(), announced_.end(), b->name);
+  });
+}
+
+void ModelRegistry::load(const std::string& name, const std::string& path, const ModelOptions& options) {
+  auto loaded = [&] {
+    std::lock_guard compute(compute_);
+    return lm::load_model(path);
+  }();
+  add(name, std::move(loaded), options);
+}
+
+std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  if (name.empty()) {
+    if (announced_.empty() || models_.empty() || models_.front()->name != announced_.front()) {
+      return nullptr;
+    }
+    return models_.front();
+  }
+  for (const auto& model : models_) {
+    if (model->name == name) {
+      return model;
+    }
+  }
+  return nullptr;
+}
+
+bool ModelRegistry::is_loading(const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const bool announced =
+      name.empty() ? !announced_.empty() : std::find(announced_.begin(), announced_.end(), name) != announced_.end();
+  const std::string& wanted = name.empty() && !announced_.empty() ? announced_.front() : name;
+  const bool ready = std::any_of(models_.begin(), models_.end(), [&](const auto& m) { return m->name == wanted; });
+  return announced && !ready;
+}
+
+bool ModelRegistry::loading() const {
+  std::lock_guard lock(mutex_);
+  return models_.size() < announced_.size();
+}
+
+std::vector<std::shared_ptr<ServedModel>> ModelRegistry::models() const {
+  std::lock_guard lock(mutex_);
+  return models_;
+}
+
+// NOLINTNEXTLINE(readability-make-member-function-const): the registry's schedulers stop taking requests.
+void ModelRegistry::stop_accepting() {
+  for (const auto& model : models()) {
+    model->scheduler->stop_accepting();
+  }
+}
+
+bool ModelRegistry::idle() const {
+  const auto all = models();
+  return std::all_of(all.begin(), all.end(), [](const auto& m) { return m->scheduler->idle(); });
+}
+
+// NOLINTNEXTLINE(readability-make-member-function-const): the registry's schedulers stop.
+void ModelRegistry::shutdown(const std::string& reason) {
+  for (const auto& model : models()) {
+    model->scheduler->shutdown(reason);
+  }
+}
+
+}  // namespace nuvec::serve

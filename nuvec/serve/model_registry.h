@@ -1,0 +1,85 @@
+#pragma once
+
+// The models a server serves, by name, each with its scheduler. Models are announced first and loaded after (the
+// server answers /health with 503 meanwhile), so a client can watch a large model load.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nuvec/lm/models/load.h"
+#include "nuvec/serve/metrics.h"
+#include "nuvec/serve/scheduler.h"
+
+namespace nuvec::serve {
+
+struct ModelOptions {
+  SchedulerOptions scheduler;
+  /// The context a request may fill, prompt and completion together (0, or more than the model's own: the model's
+  /// own).
+  int context = 0;
+  /// The most tokens one completion may ask for (0: the rest of the context).
+  int max_tokens = 0;
+};
+
+/// A loaded model and its scheduler.
+struct ServedModel {
+  ServedModel(std::string model_name, lm::LoadedModel model) : name(std::move(model_name)), loaded(std::move(model)) {}
+
+  std::string name;
+  lm::LoadedModel loaded;
+  /// Prompt and completion together stay within this many tokens.
+  int context = 0;
+  /// The most tokens one completion may generate (0: no limit besides the context).
+  int max_tokens = 0;
+  int64_t created = 0;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+class ModelRegistry {
+ public:
+  explicit ModelRegistry(Metrics& metrics);
+  ~ModelRegistry();
+  ModelRegistry(const ModelRegistry&) = delete;
+  ModelRegistry& operator=(const ModelRegistry&) = delete;
+  ModelRegistry(ModelRegistry&&) = delete;
+  ModelRegistry& operator=(ModelRegistry&&) = delete;
+
+  /// Says that `name` will be served: until it is added, the server is loading.
+  void announce(const std::string& name);
+  /// Serves `loaded` under `name` from now on and starts its scheduler.
+  void add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options);
+  /// Loads the model at `path` (lm::load_model) and adds it.
+  void load(const std::string& name, const std::string& path, const ModelOptions& options);
+
+  /// The model named `name`, or the first one when `name` is empty; null when there is none (yet).
+  [[nodiscard]] std::shared_ptr<ServedModel> find(const std::string& name) const;
+  /// Whether `name` was announced but is not loaded yet.
+  [[nodiscard]] bool is_loading(const std::string& name) const;
+  /// Whether some announced model is still loading.
+  [[nodiscard]] bool loading() const;
+  /// The models ready now, in the order they were announced.
+  [[nodiscard]] std::vector<std::shared_ptr<ServedModel>> models() const;
+
+  /// Refuses new requests to every model.
+  void stop_accepting();
+  /// Whether no model has a queued or running sequence.
+  [[nodiscard]] bool idle() const;
+  /// Ends what is left with `reason` and stops every scheduler.
+  void shutdown(const std::string& reason);
+
+  /// Held around every model computation (see Scheduler).
+  std::mutex& compute_mutex() { return compute_; }
+
+ private:
+  Metrics& metrics_;
+  std::mutex compute_;
+  mutable std::mutex mutex_;
+  std::vector<std::string> announced_;
+  std::vector<std::shared_ptr<ServedModel>> models_;
+};
+
+}  // namespace nuvec::serve

@@ -1,0 +1,112 @@
+#include "nuvec/serve/serve_loop.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <memory>
+#include <thread>
+
+#include "nuvec/core/error.h"
+#include "nuvec/serve/api.h"
+#include "nuvec/serve/http_server.h"
+#include "nuvec/serve/metrics.h"
+#include "nuvec/serve/model_registry.h"
+#include "nuvec/serve/request_log.h"
+
+namespace nuvec::serve {
+
+namespace {
+
+std::atomic<int> stop_signal{0};
+
+void on_stop_signal(int signal) { stop_signal = signal; }
+
+/// SIGTERM and SIGINT set the stop flag while the server runs (the previous handlers come back after); a client
+/// that closes its socket must not kill the server with SIGPIPE.
+class SignalScope {
+ public:
+  SignalScope() {
+    stop_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = on_stop_signal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, &previous_term_);
+    sigaction(SIGINT, &action, &previous_int_);
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+  ~SignalScope() {
+    sigaction(SIGTERM, &previous_term_, nullptr);
+    sigaction(SIGINT, &previous_int_, nullptr);
+  }
+  SignalScope(const SignalScope&) = delete;
+  SignalScope& operator=(const SignalScope&) = delete;
+  SignalScope(SignalScope&&) = delete;
+  SignalScope& operator=(SignalScope&&) = delete;
+
+ private:
+  struct sigaction previous_term_ {};
+  struct sigaction previous_int_ {};
+};
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+constexpr std::chrono::milliseconds poll_interval{50};
+
+}  // namespace
+
+int serve(const ServeOptions& options, std::FILE* err) {
+  if (options.models.empty()) {
+    throw_invalid("[serve] no model given: pass --model PATH (or --model NAME=PATH, as often as needed).");
+  }
+  SignalScope signals;
+  std::unique_ptr<std::FILE, FileCloser> log_file;
+  if (!options.log_file.empty()) {
+    log_file.reset(std::fopen(options.log_file.c_str(), "a"));
+    if (!log_file) {
+      throw error(ErrorKind::io, "[serve] cannot open the log file '" + options.log_file + "' for appending.");
+    }
+  }
+  RequestLog log(log_file ? log_file.get() : stderr);
+  Metrics metrics;
+  ModelRegistry registry(metrics);
+  Api api(registry, metrics, ApiOptions{options.api_keys, options.max_body_bytes}, &log);
+  // A thread per running or waiting stream, and a few more for /health, /metrics and short requests.
+  const int threads = static_cast<int>(options.models.size()) * (options.parallel + options.max_queue) + 8;
+  HttpServer server(api, HttpServerOptions{options.host, options.port, threads});
+  for (const auto& [name, path] : options.models) {
+    registry.announce(name);
+  }
+  const int port = server.start();
+  std::fprintf(err, "nuvec serve: listening on http://%s:%d\n", options.host.c_str(), port);
+  std::fflush(err);
+
+  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue}, options.ctx_size,
+                                   options.max_tokens};
+  for (const auto& [name, path] : options.models) {
+    if (stop_signal != 0) {
+      break;
+    }
+    registry.load(name, path, model_options);
+    std::fprintf(err, "nuvec serve: model '%s' ready (%s)\n", name.c_str(), path.c_str());
+    std::fflush(err);
+  }
+  while (stop_signal == 0) {
+    std::this_thread::sleep_for(poll_interval);
+  }
+
+  std::fprintf(err, "nuvec serve: stopping (signal %d): finishing running requests\n", stop_signal.load());
+  std::fflush(err);
+  api.set_shutting_down();
+  registry.stop_accepting();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.drain_seconds);
+  while (!registry.idle() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(poll_interval);
+  }
+  registry.shutdown("The server is shutting down.");
+  server.stop();
+  return 0;
+}
+
+}  // namespace nuvec::serve

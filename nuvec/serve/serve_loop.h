@@ -1,0 +1,40 @@
+#pragma once
+
+// `nuvec serve` as a library call: listen, load the models (answering /health with 503 meanwhile), serve until
+// SIGTERM or SIGINT, then drain: refuse new requests, let running ones finish for a while, end the rest with an
+// error event, close, return 0.
+
+#include <cstddef>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace nuvec::serve {
+
+struct ServeOptions {
+  /// (name, path) of each model; the first is the default.
+  std::vector<std::pair<std::string, std::string>> models;
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  /// Sequences decoding at once, per model.
+  int parallel = 4;
+  /// Tokens of prompt and completion together (0: each model's own context, which it never exceeds).
+  int ctx_size = 0;
+  /// The most tokens one completion may generate (0: up to the context).
+  int max_tokens = 0;
+  std::vector<std::string> api_keys;
+  /// Requests waiting per model before 429.
+  int max_queue = 64;
+  /// The request log's file (appended); empty: standard error.
+  std::string log_file;
+  size_t max_body_bytes = size_t{8} << 20;
+  /// How long running requests may go on after a stop signal before they are ended.
+  double drain_seconds = 30.0;
+};
+
+/// Serves until SIGTERM or SIGINT; returns the exit status (0 after a clean stop). Startup messages go to `err`.
+/// Throws for a model that cannot be loaded or an address that cannot be bound.
+int serve(const ServeOptions& options, std::FILE* err);
+
+}  // namespace nuvec::serve

@@ -1,0 +1,157 @@
+#include "tests/serve/serve_test_util.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <unordered_map>
+
+#include "nuvec/core/ops.h"
+#include "nuvec/io/safetensors.h"
+#include "nuvec/lm/load_model.h"
+#include "tests/lm/model_test_util.h"
+
+namespace nuvec::serve::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_tokenizer(const std::string& dir) {
+  const std::vector<std::string> special = {"<unk>", "<s>", "</s>"};
+  const std::vector<std::string> words = {"user", "assistant", "system"};
+  const std::vector<std::string> multibyte = {"é", "日本", "🙂"};
+  nlohmann::json vocab = nlohmann::json::object();
+  int id = 0;
+  for (const auto& list : {special, words}) {
+    for (const std::string& w : list) {
+      vocab[w] = id++;
+    }
+  }
+  for (; id < 96 - static_cast<int>(multibyte.size()); ++id) {
+    vocab[std::string("w").append(std::to_string(id))] = id;
+  }
+  for (const std::string& w : multibyte) {
+    vocab[w] = id++;
+  }
+  nlohmann::json added = nlohmann::json::array();
+  for (int i = 0; i < 3; ++i) {
+    added.push_back({{"id", i},
+                     {"content", special[i]},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
+  }
+  const nlohmann::json tokenizer = {{"version", "1.0"},
+                                    {"added_tokens", added},
+                                    {"normalizer", nullptr},
+                                    {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+                                    {"post_processor", nullptr},
+                                    {"decoder", nullptr},
+                                    {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}}};
+  std::ofstream(fs::path(dir) / "tokenizer.json") << tokenizer.dump();
+  const std::string chat_template =
+      "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
+      "{% if add_generation_prompt %}assistant{% endif %}";
+  std::ofstream(fs::path(dir) / "tokenizer_config.json")
+      << nlohmann::json{{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"chat_template", chat_template}}.dump();
+}
+
+std::string write_chat_model() {
+  const std::string dir = lm::test::fresh_dir("serve_chat_model");
+  const nlohmann::json config = lm::test::tiny_config("llama");
+  std::unordered_map<std::string, array> weights;
+  for (auto& [name, value] : lm::test::random_weights(config, float32, 11)) {
+    // Spread the logits: greedy choices then stay clear of ties that batching's float rounding could flip.
+    weights.emplace(name, name == "lm_head.weight" ? value * 16.0F : value);
+  }
+  save_safetensors((fs::path(dir) / "model.safetensors").string(), weights);
+  std::ofstream(fs::path(dir) / "config.json") << config.dump(2);
+  write_tokenizer(dir);
+  return dir;
+}
+
+const lm::LoadedModel& loaded_model() {
+  static const lm::LoadedModel model = lm::load_model(chat_model_dir());
+  return model;
+}
+
+}  // namespace
+
+const std::string& chat_model_dir() {
+  static const std::string dir = write_chat_model();
+  return dir;
+}
+
+TestServer::TestServer(SchedulerOptions scheduler, ApiOptions api_options, ModelOptions model)
+    : api(registry, metrics, std::move(api_options), &log) {
+  model.scheduler = scheduler;
+  registry.add("tiny", loaded_model(), model);
+}
+
+HttpRequest post(const std::string& path, const nlohmann::json& body) {
+  return HttpRequest{"POST", path, {{"content-type", "application/json"}}, body.dump()};
+}
+
+HttpRequest get(const std::string& path) { return HttpRequest{"GET", path, {}, ""}; }
+
+nlohmann::json body_json(HttpResponse& response) { return nlohmann::json::parse(read_body(response)); }
+
+std::vector<nlohmann::json> sse_events(const std::string& body) {
+  std::vector<nlohmann::json> events;
+  const std::string done = "data: [DONE]\n\n";
+  EXPECT_GE(body.size(), done.size());
+  EXPECT_EQ(body.substr(body.size() - std::min(body.size(), done.size())), done) << body;
+  size_t at = 0;
+  while (at < body.size()) {
+    const size_t end = body.find("\n\n", at);
+    EXPECT_NE(end, std::string::npos) << "an event does not end with a blank line: " << body.substr(at);
+    if (end == std::string::npos) {
+      break;
+    }
+    const std::string event = body.substr(at, end - at);
+    EXPECT_EQ(event.rfind("data: ", 0), 0U) << event;
+    const std::string data = event.substr(6);
+    if (data != "[DONE]") {
+      events.push_back(nlohmann::json::parse(data));
+    }
+    at = end + 2;
+  }
+  return events;
+}
+
+std::string run_command(const std::string& command) {
+  std::string out;
+  std::FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    return out;
+  }
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) {
+    out.append(buffer.data(), n);
+  }
+  pclose(pipe);
+  return out;
+}
+
+std::vector<std::string> assemble(const std::vector<nlohmann::json>& events, int choices) {
+  std::vector<std::string> texts(static_cast<size_t>(choices));
+  for (const nlohmann::json& event : events) {
+    for (const nlohmann::json& choice : event.value("choices", nlohmann::json::array())) {
+      const size_t index = choice["index"].get<size_t>();
+      if (choice.contains("delta")) {
+        texts.at(index) += choice["delta"].value("content", "");
+      } else {
+        texts.at(index) += choice["text"].get<std::string>();
+      }
+    }
+  }
+  return texts;
+}
+
+}  // namespace nuvec::serve::test
