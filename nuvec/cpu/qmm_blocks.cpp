@@ -73,6 +73,46 @@ bool all_finite(const float* x, int64_t count) {
 
 constexpr float level_ratio = 254.F;
 
+// All-lane masks: the zero-masking forms of the intrinsics, where GCC 12's plain forms start from an undefined vector
+// and warn about it.
+constexpr __mmask16 all16 = 0xFFFF;
+constexpr __mmask8 all8 = 0xFF;
+
+inline float sum_lanes(__m256 v) {
+  const __m128 quarter = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 pair = _mm_add_ps(quarter, _mm_movehl_ps(quarter, quarter));
+  return _mm_cvtss_f32(_mm_add_ss(pair, _mm_movehdup_ps(pair)));
+}
+
+inline float max_lane(__m512 v) {
+  const __m256 half = _mm256_max_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1));
+  const __m128 quarter = _mm_max_ps(_mm256_castps256_ps128(half), _mm256_extractf128_ps(half, 1));
+  const __m128 pair = _mm_max_ps(quarter, _mm_movehl_ps(quarter, quarter));
+  return _mm_cvtss_f32(_mm_max_ss(pair, _mm_movehdup_ps(pair)));
+}
+
+inline float sum_lanes(__m512 v) {
+  return sum_lanes(_mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1)));
+}
+
+float half_at(const uint8_t* p) {
+  uint16_t bits = 0;
+  std::memcpy(&bits, p, 2);
+  return _cvtsh_ss(bits);
+}
+
+/// For q4_k's 64-value chunk c of a block: lanes 0-7 to sub-block 2c's scale, lanes 8-15 to 2c + 1's.
+inline __m512i sub_block_lanes(int c) {
+  return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * c), _mm512_set1_epi32(2 * c + 1));
+}
+
+/// For q6_k's 64-value chunk c of a block: lane l (values 4l to 4l + 3) to its group's scale 4c + l / 4.
+inline __m512i group_lanes(int c) {
+  const int g = 4 * c;
+  return _mm512_set_epi32(g + 3, g + 3, g + 3, g + 3, g + 2, g + 2, g + 2, g + 2, g + 1, g + 1, g + 1, g + 1, g, g, g,
+                          g);
+}
+
 /// Rows of x as `levels` int8 levels in value order ([row][level][k]), with a unit per 32 values (so that an outlier
 /// coarsens only its own 32 values), laid out per 64-value chunk as the 16 lanes of vpdpbusd's sums see them; and the
 /// rows' sums per 16 and per 32 values.
@@ -95,18 +135,23 @@ struct Levels {
       const float* row = x + r * k;
       int8_t* first = bytes.data() + r * levels * k;
       for (int64_t b = 0; b < k / 32; ++b) {
-        float largest = 0.F;
-        for (int64_t i = 32 * b; i < 32 * b + 32; ++i) {
-          largest = std::max(largest, std::fabs(row[i]));
-        }
+        __m512 rest[2] = {_mm512_loadu_ps(row + 32 * b), _mm512_loadu_ps(row + 32 * b + 16)};
+        const float largest = max_lane(_mm512_maskz_max_ps(all16, _mm512_abs_ps(rest[0]), _mm512_abs_ps(rest[1])));
         float unit = largest > 0.F ? largest / 127.F : 1.F;
-        float rest[32];
-        std::copy_n(row + 32 * b, 32, rest);
         for (int l = 0; l < levels; ++l) {
-          for (int i = 0; i < 32; ++i) {
-            const float q = std::clamp(std::nearbyint(rest[i] / unit), -127.F, 127.F);
-            rest[i] = std::fma(-q, unit, rest[i]);
-            first[l * k + 32 * b + i] = static_cast<int8_t>(q);
+          const __m512 inverse = _mm512_set1_ps(1.F / unit);
+          for (int h = 0; h < 2; ++h) {
+            // Rounded to nearest and kept in [-127, 127] (the reciprocal's rounding can reach 127.5).
+            const __m512 q = _mm512_maskz_min_ps(
+                all16,
+                _mm512_maskz_max_ps(
+                    all16,
+                    _mm512_maskz_roundscale_ps(all16, _mm512_mul_ps(rest[h], inverse), _MM_FROUND_TO_NEAREST_INT),
+                    _mm512_set1_ps(-127.F)),
+                _mm512_set1_ps(127.F));
+            rest[h] = _mm512_fnmadd_ps(q, _mm512_set1_ps(unit), rest[h]);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(first + l * k + 32 * b + 16 * h),
+                             _mm512_maskz_cvtsepi32_epi8(all16, _mm512_maskz_cvtps_epi32(all16, q)));
           }
           if (l + 1 < levels) {
             unit /= level_ratio;
@@ -114,14 +159,11 @@ struct Levels {
         }
         // Block b fills lanes (b % 2) * 8 to + 8 of chunk b / 2, with the unit of the last level.
         std::fill_n(lane_units.data() + r * (k / 4) + b * 8, 8, unit);
-      }
-      for (int64_t g = 0; g < k / 16; ++g) {
-        float s = 0.F;
-        for (int i = 0; i < 16; ++i) {
-          s += row[g * 16 + i];
-        }
-        per16[static_cast<size_t>(r * (k / 16) + g)] = s;
-        per32[static_cast<size_t>(r * (k / 32) + g / 2)] += s;
+        const float low = sum_lanes(_mm512_loadu_ps(row + 32 * b));
+        const float high = sum_lanes(_mm512_loadu_ps(row + 32 * b + 16));
+        per16[static_cast<size_t>(r * (k / 16) + 2 * b)] = low;
+        per16[static_cast<size_t>(r * (k / 16) + 2 * b + 1)] = high;
+        per32[static_cast<size_t>(r * (k / 32) + b)] = low + high;
       }
     }
   }
@@ -132,40 +174,8 @@ struct Levels {
   [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
 };
 
-// All-lane masks: the zero-masking forms of the intrinsics, where GCC 12's plain forms start from an undefined vector
-// and warn about it.
-constexpr __mmask16 all16 = 0xFFFF;
-constexpr __mmask8 all8 = 0xFF;
-
-inline float sum_lanes(__m512 v) {
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, v);
-  float sum = 0.F;
-  for (float lane : lanes) {
-    sum += lane;
-  }
-  return sum;
-}
-
-float half_at(const uint8_t* p) {
-  uint16_t bits = 0;
-  std::memcpy(&bits, p, 2);
-  return _cvtsh_ss(bits);
-}
-
-/// For q4_k's 64-value chunk c of a block: lanes 0-7 to sub-block 2c's scale, lanes 8-15 to 2c + 1's.
-inline __m512i sub_block_lanes(int c) {
-  return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * c), _mm512_set1_epi32(2 * c + 1));
-}
-
-/// For q6_k's 64-value chunk c of a block: lane l (values 4l to 4l + 3) to its group's scale 4c + l / 4.
-inline __m512i group_lanes(int c) {
-  const int g = 4 * c;
-  return _mm512_set_epi32(g + 3, g + 3, g + 3, g + 3, g + 2, g + 2, g + 2, g + 2, g + 1, g + 1, g + 1, g + 1, g, g, g,
-                          g);
-}
-
-/// The dot of 64 codes with value positions [v, v + 64) of R rows, all L levels, scaled per lane and added to acc.
+/// The dot of 64 codes with value positions [v, v + 64) of R rows, all L levels, scaled per lane and added to
+/// acc.
 template <int R, int L>
 inline void accumulate(__m512i codes, __m512 lane_scales, const Levels& x, int64_t r0, int64_t v, __m512* acc) {
   for (int r = 0; r < R; ++r) {
@@ -179,8 +189,8 @@ inline void accumulate(__m512i codes, __m512 lane_scales, const Levels& x, int64
   }
 }
 
-/// Per 16-bit word of a vector: no shift in the low 256 bits, `bits` in the high ones (or per 128 bits: 0, bits, 0,
-/// bits with `interleaved`).
+/// Per 16-bit word of a vector: no shift in the low 256 bits, `bits` in the high ones (or per 128 bits: 0,
+/// bits, 0, bits with `interleaved`).
 inline __m512i shift_counts(int bits, bool interleaved) {
   const __m512i shifted = _mm512_set1_epi16(static_cast<int16_t>(bits));
   return _mm512_maskz_mov_epi16(interleaved ? 0xFF00FF00U : 0xFFFF0000U, shifted);
@@ -271,10 +281,8 @@ void rows_q4_k(const uint8_t* w, int64_t blocks, const Levels& x, int64_t r0, fl
     }
   }
   for (int r = 0; r < R; ++r) {
-    const __m128 b4 = _mm_add_ps(_mm256_castps256_ps128(bias[r]), _mm256_extractf128_ps(bias[r], 1));
-    const __m128 b2 = _mm_add_ps(b4, _mm_movehl_ps(b4, b4));
-    const float offset = _mm_cvtss_f32(_mm_add_ss(b2, _mm_movehdup_ps(b2)));
-    out[r] = sum_lanes(acc[r]) + offset;
+    out[r] = sum_lanes(
+        _mm256_add_ps(_mm256_add_ps(_mm512_extractf32x8_ps(acc[r], 0), _mm512_extractf32x8_ps(acc[r], 1)), bias[r]));
   }
 }
 
@@ -313,7 +321,7 @@ void rows_q6_k(const uint8_t* w, int64_t blocks, const Levels& x, int64_t r0, fl
     }
   }
   for (int r = 0; r < R; ++r) {
-    out[r] = sum_lanes(acc[r]) - 32.F * sum_lanes(bias[r]);
+    out[r] = sum_lanes(_mm512_fmadd_ps(_mm512_set1_ps(-32.F), bias[r], acc[r]));
   }
 }
 
