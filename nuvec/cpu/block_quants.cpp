@@ -73,7 +73,8 @@ void q6_k(const uint8_t* b, float* out) {
                         (low[64 * n + l] >> 4) | (((h >> 4) & 3) << 4), (low[64 * n + 32 + l] >> 4) | ((h >> 6) << 4)};
       for (int part = 0; part < 4; ++part) {
         const int value = 128 * n + 32 * part + l;
-        out[value] = d * static_cast<float>(scales[value / 16]) * static_cast<float>(q[part] - 32);
+        const int group = value / 16;  // one scale per 16 values
+        out[value] = d * static_cast<float>(scales[group]) * static_cast<float>(q[part] - 32);
       }
     }
   }

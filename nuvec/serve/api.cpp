@@ -111,16 +111,16 @@ HttpResponse Api::route(const HttpRequest& request, const std::shared_ptr<Reques
     if (!post) {
       throw wrong_method(request, "POST");
     }
-    const nlohmann::json body = parse_body(request.body);
+    const nlohmann::ordered_json body = parse_body(request.body);
     const CompletionRequest parsed =
-        path == "/v1/chat/completions" ? parse_chat_request(body) : parse_completion_request(body);
+        path == "/v1/chat/completions" ? parse_chat_request(body) : parse_completion_request(nlohmann::json(body));
     return serve_completion(registry_, parsed, record, [this](const RequestRecord& ended) { log(ended); });
   }
   if (path == "/tokenize" || path == "/detokenize") {
     if (!post) {
       throw wrong_method(request, "POST");
     }
-    const nlohmann::json body = parse_body(request.body);
+    const nlohmann::json body(parse_body(request.body));
     return path == "/tokenize" ? tokenize(registry_, body) : detokenize(registry_, body);
   }
   const std::string models = "/v1/models";

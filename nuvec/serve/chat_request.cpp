@@ -53,7 +53,9 @@ std::string join_parts(const nlohmann::json& parts, const std::string& param) {
   return text;
 }
 
-nlohmann::ordered_json parse_message(const nlohmann::json& message, size_t index) {
+/// `ordered` is `message` in the client's key order.
+nlohmann::ordered_json parse_message(const nlohmann::json& message, const nlohmann::ordered_json& ordered,
+                                     size_t index) {
   const std::string at = "messages[" + std::to_string(index) + "]";
   if (!message.is_object()) {
     throw invalid_request("'" + at + "' must be an object; got " + field::show(message) + ".", at);
@@ -76,7 +78,8 @@ nlohmann::ordered_json parse_message(const nlohmann::json& message, size_t index
     if (role != "assistant" || tool_calls == nullptr) {
       throw invalid_request("'" + at + ".content' is required.", at + ".content");
     }
-    out["content"] = nullptr;
+    // Templates read content as text (Qwen3's searches it for "</think>"); vLLM passes "" as well.
+    out["content"] = "";
   } else if (content->is_string()) {
     out["content"] = content->get<std::string>();
   } else if (content->is_array()) {
@@ -90,30 +93,19 @@ nlohmann::ordered_json parse_message(const nlohmann::json& message, size_t index
     out["name"] = field::string(*name, at + ".name");
   }
   if (tool_calls != nullptr) {
-    if (!tool_calls->is_array()) {
-      throw invalid_request("'" + at + ".tool_calls' must be a list; got " + field::show(*tool_calls) + ".",
-                            at + ".tool_calls");
-    }
-    out["tool_calls"] = *tool_calls;
+    out["tool_calls"] = detail::parse_message_tool_calls(*tool_calls, ordered.at("tool_calls"), at + ".tool_calls");
   }
-  if (const nlohmann::json* id = field::find(message, "tool_call_id")) {
+  const nlohmann::json* id = field::find(message, "tool_call_id");
+  if (id == nullptr && role == "tool") {
+    throw invalid_request("'" + at + ".tool_call_id' is required for a message of role 'tool'.", at + ".tool_call_id");
+  }
+  if (id != nullptr) {
     out["tool_call_id"] = field::string(*id, at + ".tool_call_id");
   }
   return out;
 }
 
 void check_unsupported(const nlohmann::json& body) {
-  if (const nlohmann::json* tools = field::find(body, "tools")) {
-    if (!tools->is_array()) {
-      throw invalid_request("'tools' must be a list; got " + field::show(*tools) + ".", "tools");
-    }
-    if (!tools->empty()) {
-      throw unsupported_field("tools", "Tool calling");
-    }
-  }
-  if (field::find(body, "functions") != nullptr) {
-    throw unsupported_field("functions", "Function calling");
-  }
   if (const nlohmann::json* format = field::find(body, "response_format")) {
     const nlohmann::json* type = format->is_object() ? field::find(*format, "type") : nullptr;
     if (type == nullptr) {
@@ -134,7 +126,8 @@ void check_unsupported(const nlohmann::json& body) {
 
 }  // namespace
 
-CompletionRequest parse_chat_request(const nlohmann::json& body) {
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& ordered) {
+  const nlohmann::json body(ordered);
   CompletionRequest request;
   request.endpoint = Endpoint::chat;
   detail::parse_common_fields(body, request);
@@ -148,7 +141,7 @@ CompletionRequest parse_chat_request(const nlohmann::json& body) {
   }
   request.messages = nlohmann::ordered_json::array();
   for (size_t i = 0; i < messages->size(); ++i) {
-    request.messages.push_back(parse_message((*messages)[i], i));
+    request.messages.push_back(parse_message((*messages)[i], ordered.at("messages")[i], i));
   }
   request.logprobs = field::optional_boolean(body, "logprobs").value_or(false);
   if (auto top = field::optional_integer(body, "top_logprobs", 0, lm::max_top_logprobs)) {
@@ -158,6 +151,7 @@ CompletionRequest parse_chat_request(const nlohmann::json& body) {
     request.top_logprobs = static_cast<int>(*top);
   }
   check_unsupported(body);
+  request.tools = detail::parse_tool_fields(body, ordered);
   if (const nlohmann::json* variables = field::find(body, "chat_template_kwargs")) {
     if (!variables->is_object()) {
       throw invalid_request("'chat_template_kwargs' must be an object; got " + field::show(*variables) + ".",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "nuvec/serve/api_error.h"
 #include "nuvec/serve/completion_stream.h"
 #include "nuvec/serve/response_json.h"
+#include "nuvec/serve/tool_calls.h"
 
 namespace nuvec::serve {
 
@@ -31,18 +33,63 @@ std::shared_ptr<ServedModel> find_model(ModelRegistry& registry, const std::opti
   throw model_not_found(wanted);
 }
 
+/// The tools the prompt shows: none for tool_choice "none", only the named one for a named choice.
+nlohmann::ordered_json prompt_tools(const ToolFields& fields) {
+  switch (fields.choice) {
+    case ToolChoice::none:
+      return nullptr;
+    case ToolChoice::named: {
+      nlohmann::ordered_json named = nlohmann::ordered_json::array();
+      for (const auto& tool : fields.tools) {
+        if (tool["function"]["name"] == fields.function) {
+          named.push_back(tool);
+        }
+      }
+      return named;
+    }
+    case ToolChoice::automatic:
+    case ToolChoice::required:
+      return fields.tools;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+lm::ChatTemplateOptions chat_template_options(const CompletionRequest& request) {
+  lm::ChatTemplateOptions options;
+  options.add_generation_prompt = true;
+  options.extra = request.template_variables;
+  options.tools = prompt_tools(request.tools);
+  return options;
+}
+
+namespace {
+
+/// The family of tool calls to parse out of the answer: the one the template rendering the prompt writes (the
+/// tokenizer's "tool_use" template, when it has one, renders prompts with tools).
+std::optional<ToolCallFormat> answer_tool_format(const ServedModel& model, const CompletionRequest& request) {
+  if (request.endpoint != Endpoint::chat || prompt_tools(request.tools).is_null()) {
+    return std::nullopt;
+  }
+  const lm::Tokenizer& tokenizer = model.loaded.tokenizer;
+  for (const auto& [name, source] : tokenizer.chat_templates()) {
+    if (name == "tool_use") {
+      return tool_call_format(source);
+    }
+  }
+  return tool_call_format(tokenizer.chat_template());
+}
+
 /// The prompt the chat template makes of the messages, as token ids (the template writes the special tokens).
 std::vector<int32_t> chat_prompt(const ServedModel& model, const CompletionRequest& request) {
   const lm::Tokenizer& tokenizer = model.loaded.tokenizer;
   if (tokenizer.chat_template().empty()) {
     throw invalid_request("The model `" + model.name + "` has no chat template; use /v1/completions.", "messages");
   }
-  lm::ChatTemplateOptions options;
-  options.add_generation_prompt = true;
-  options.extra = request.template_variables;
   std::string text;
   try {
-    text = tokenizer.apply_chat_template(request.messages, options);
+    text = tokenizer.apply_chat_template(request.messages, chat_template_options(request));
   } catch (const nuvec::error& e) {
     throw invalid_request(std::string("The chat template could not render the messages: ").append(e.what()),
                           "messages");
@@ -152,9 +199,10 @@ uint64_t base_seed(const CompletionRequest& request) {
   return engine();
 }
 
-/// Waits for every sequence and builds the whole response.
-HttpResponse whole_response(RequestChannel& channel, const ResponseContext& context, int choices,
-                            const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record) {
+}  // namespace
+
+HttpResponse collect_response(RequestChannel& channel, const ResponseContext& context, int choices,
+                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record) {
   std::vector<ChoiceOutput> outputs(static_cast<size_t>(choices));
   std::string error;
   while (!channel.finished()) {
@@ -178,11 +226,10 @@ HttpResponse whole_response(RequestChannel& channel, const ResponseContext& cont
     usage.completion_tokens += static_cast<int>(output.tokens.size());
   }
   record.completion_tokens = usage.completion_tokens;
-  record.finish_reason = outputs.empty() ? "" : outputs.back().finish_reason;
-  return json_response(200, completion_body(context, outputs, usage, prefixes));
+  nlohmann::json body = completion_body(context, outputs, usage, prefixes);
+  record.finish_reason = body["choices"].empty() ? "" : body["choices"].back()["finish_reason"].get<std::string>();
+  return json_response(200, body);
 }
-
-}  // namespace
 
 HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& request,
                               const std::shared_ptr<RequestRecord>& record,
@@ -193,6 +240,7 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
   const auto prompts = build_prompts(*model, request);
   const lm::SamplingParams sampling = sampling_params(*model, request);
   const uint64_t seed = base_seed(request);
+  const std::optional<ToolCallFormat> tool_format = answer_tool_format(*model, request);
 
   GenerationJob job;
   std::vector<std::string> prefixes;
@@ -203,7 +251,8 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
     options.max_tokens = token_budget(*model, request, static_cast<int>(ids.size()));
     options.sampling = sampling;
     options.stop_strings = request.stop;
-    options.skip_special_tokens = true;
+    // A family whose call marker is a special token needs it in the text to find the calls.
+    options.skip_special_tokens = !tool_format || !needs_special_tokens(*tool_format);
     for (int i = 0; i < request.n; ++i) {
       options.sampling.seed = seed + job.prompts.size();
       job.prompts.push_back(ids);
@@ -227,10 +276,12 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
       .model = model->name,
       .tokenizer = &model->loaded.tokenizer,
       .logprobs = request.logprobs,
-      .include_usage = request.include_usage};
+      .include_usage = request.include_usage,
+      .tool_calls = tool_format,
+      .parallel_tool_calls = request.tools.parallel};
   record->id = context.id;
   if (!request.stream) {
-    return whole_response(*channel, context, choices, prefixes, prompt_tokens, *record);
+    return collect_response(*channel, context, choices, prefixes, prompt_tokens, *record);
   }
   HttpResponse response;
   response.content_type = "text/event-stream";

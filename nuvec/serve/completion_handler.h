@@ -6,11 +6,16 @@
 
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
+#include "nuvec/lm/chat_template.h"
 #include "nuvec/serve/http_types.h"
 #include "nuvec/serve/model_registry.h"
 #include "nuvec/serve/request.h"
+#include "nuvec/serve/request_channel.h"
 #include "nuvec/serve/request_log.h"
+#include "nuvec/serve/response_json.h"
 
 namespace nuvec::serve {
 
@@ -19,5 +24,14 @@ namespace nuvec::serve {
 HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& request,
                               const std::shared_ptr<RequestRecord>& record,
                               const std::function<void(const RequestRecord&)>& on_end);
+
+/// The chat template's variables for a chat request: its extra variables, the generation prompt, and the tools it
+/// shows (none for tool_choice "none", only the named one for a named choice).
+lm::ChatTemplateOptions chat_template_options(const CompletionRequest& request);
+
+/// Waits for every sequence of `channel` and builds the whole response, filling in `record`'s completion fields.
+/// `prefixes` (echo) go before each choice's text when not empty.
+HttpResponse collect_response(RequestChannel& channel, const ResponseContext& context, int choices,
+                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record);
 
 }  // namespace nuvec::serve

@@ -16,7 +16,12 @@ CompletionStream::CompletionStream(std::shared_ptr<RequestChannel> channel, Resp
       prefixes_(std::move(prefixes)),
       prompt_tokens_(prompt_tokens),
       record_(std::move(record)),
-      on_end_(std::move(on_end)) {}
+      on_end_(std::move(on_end)) {
+  if (context_.tool_calls) {
+    tool_parsers_.assign(static_cast<size_t>(choices_), ToolCallStream(*context_.tool_calls));
+    calls_sent_.assign(static_cast<size_t>(choices_), 0);
+  }
+}
 
 CompletionStream::~CompletionStream() {
   // A stream dropped before its end (the connection failed) must not leave its sequences running.
@@ -80,12 +85,31 @@ void CompletionStream::add(const SequenceEvent& event, std::string& out) {
     record_->first_token_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - record_->start).count();
   }
-  if (!response.text.empty() || context_.logprobs) {
-    out.append(sse_event(text_chunk(context_, event.index, response.text, {response})));
+  ParsedOutput parsed;
+  if (context_.tool_calls) {
+    ToolCallStream& parser = tool_parsers_[static_cast<size_t>(event.index)];
+    parsed = parser.add(response.text);
+    if (response.finish_reason) {
+      ParsedOutput rest = parser.finish();
+      parsed.content.append(rest.content);
+      parsed.calls.insert(parsed.calls.end(), rest.calls.begin(), rest.calls.end());
+    }
+  } else {
+    parsed.content = response.text;
+  }
+  if (!parsed.content.empty() || context_.logprobs) {
+    out.append(sse_event(text_chunk(context_, event.index, parsed.content, {response})));
+  }
+  for (const ToolCall& call : parsed.calls) {
+    int& sent = calls_sent_[static_cast<size_t>(event.index)];
+    if (sent == 0 || context_.parallel_tool_calls) {
+      out.append(sse_event(tool_call_chunk(context_, event.index, sent++, call)));
+    }
   }
   if (response.finish_reason) {
-    record_->finish_reason = *response.finish_reason;
-    out.append(sse_event(finish_chunk(context_, event.index, *response.finish_reason)));
+    const bool called = context_.tool_calls && calls_sent_[static_cast<size_t>(event.index)] > 0;
+    record_->finish_reason = called ? "tool_calls" : *response.finish_reason;
+    out.append(sse_event(finish_chunk(context_, event.index, record_->finish_reason)));
   }
 }
 

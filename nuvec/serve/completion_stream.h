@@ -3,7 +3,8 @@
 // A streamed completion: the tokens of a request's sequences, as they come from the scheduler, turned into
 // server-sent events in OpenAI's chunk format (a chat choice opens with its role; each token's text, which the
 // streaming detokenizer cuts only at whole UTF-8 characters, with its log-probabilities; each choice ends with its
-// finish reason; an optional usage chunk; then "data: [DONE]").
+// finish reason; an optional usage chunk; then "data: [DONE]"). With tools, the text goes through a ToolCallStream:
+// what it holds back waits, and the calls it finds go out as delta.tool_calls.
 
 #include <memory>
 #include <string>
@@ -13,6 +14,7 @@
 #include "nuvec/serve/request_channel.h"
 #include "nuvec/serve/request_log.h"
 #include "nuvec/serve/response_json.h"
+#include "nuvec/serve/tool_calls.h"
 
 namespace nuvec::serve {
 
@@ -48,6 +50,9 @@ class CompletionStream : public BodyStream {
   int completion_tokens_ = 0;
   std::shared_ptr<RequestRecord> record_;
   std::function<void(const RequestRecord&)> on_end_;
+  /// Per choice, with tools: its output's parser and how many calls it sent.
+  std::vector<ToolCallStream> tool_parsers_;
+  std::vector<int> calls_sent_;
   bool opened_ = false;
   bool done_ = false;
   bool ended_ = false;

@@ -71,7 +71,7 @@ HttpResponse tokenize(const ModelRegistry& registry, const nlohmann::json& body)
   const lm::Tokenizer& tokenizer = model->loaded.tokenizer;
   std::vector<int32_t> ids;
   if (const nlohmann::json* messages = field::find(body, "messages")) {
-    nlohmann::json request = {{"messages", *messages}};
+    const nlohmann::ordered_json request = {{"messages", nlohmann::ordered_json(*messages)}};
     const CompletionRequest chat = parse_chat_request(request);
     lm::ChatTemplateOptions options;
     options.add_generation_prompt = field::optional_boolean(body, "add_generation_prompt").value_or(true);

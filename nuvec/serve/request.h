@@ -30,6 +30,20 @@ struct SamplingFields {
   std::optional<uint64_t> seed;
 };
 
+/// tool_choice: the model may call tools, must not, must call one, or must call the one named.
+enum class ToolChoice { automatic, none, required, named };
+
+/// The chat request's tools (tools, tool_choice, parallel_tool_calls).
+struct ToolFields {
+  /// OpenAI's function tools as the client wrote them (the chat template reads this shape); null when none.
+  nlohmann::ordered_json tools;
+  ToolChoice choice = ToolChoice::automatic;
+  /// The function ToolChoice::named names.
+  std::string function;
+  /// parallel_tool_calls: false keeps only the first call of an answer.
+  bool parallel = true;
+};
+
 /// One prompt of /v1/completions: text, or token ids.
 struct PromptInput {
   std::optional<std::string> text;
@@ -59,19 +73,29 @@ struct CompletionRequest {
   bool echo = false;
   /// Chat: extra variables for the chat template (vLLM's chat_template_kwargs, e.g. enable_thinking).
   nlohmann::ordered_json template_variables = nlohmann::ordered_json::object();
+  /// Chat: the tools the model may call.
+  ToolFields tools;
 };
 
-/// Parses a /v1/chat/completions body; throws a 400 ApiError naming the first bad field.
-CompletionRequest parse_chat_request(const nlohmann::json& body);
+/// Parses a /v1/chat/completions body; throws a 400 ApiError naming the first bad field. The body keeps the client's
+/// key order, which templates show when they print tools and arguments as JSON.
+CompletionRequest parse_chat_request(const nlohmann::ordered_json& body);
 /// Parses a /v1/completions body; throws a 400 ApiError naming the first bad field.
 CompletionRequest parse_completion_request(const nlohmann::json& body);
 
-/// The body as JSON: a 400 ApiError for text that is not JSON or JSON that is not an object.
-nlohmann::json parse_body(const std::string& body);
+/// The body as JSON, in the client's key order: a 400 ApiError for text that is not JSON or JSON that is not an
+/// object.
+nlohmann::ordered_json parse_body(const std::string& body);
 
 namespace detail {
 /// Reads the fields both endpoints share (model, sampling, stop, n, max_tokens, stream) into `request`.
 void parse_common_fields(const nlohmann::json& body, CompletionRequest& request);
+/// Reads tools, tool_choice and parallel_tool_calls; `ordered` is `body` in the client's key order.
+ToolFields parse_tool_fields(const nlohmann::json& body, const nlohmann::ordered_json& ordered);
+/// An assistant message's tool_calls (at `param`) in the shape transformers gives templates: each call as the client
+/// wrote it, its function.arguments an object when the string holds a JSON object.
+nlohmann::ordered_json parse_message_tool_calls(const nlohmann::json& calls, const nlohmann::ordered_json& ordered,
+                                                const std::string& param);
 }  // namespace detail
 
 }  // namespace nuvec::serve

@@ -96,15 +96,16 @@ SamplingFields parse_sampling(const nlohmann::json& body) {
 
 }  // namespace
 
-nlohmann::json parse_body(const std::string& body) {
-  nlohmann::json parsed;
+nlohmann::ordered_json parse_body(const std::string& body) {
+  nlohmann::ordered_json parsed;
   try {
-    parsed = nlohmann::json::parse(body);
+    parsed = nlohmann::ordered_json::parse(body);
   } catch (const nlohmann::json::exception& e) {
     throw invalid_request(std::string("The body of the request is not valid JSON: ").append(e.what()));
   }
   if (!parsed.is_object()) {
-    throw invalid_request("The body of the request must be a JSON object; got " + field::show(parsed) + ".");
+    throw invalid_request("The body of the request must be a JSON object; got " + field::show(nlohmann::json(parsed)) +
+                          ".");
   }
   return parsed;
 }

@@ -2,6 +2,7 @@
 
 #include <random>
 #include <span>
+#include <utility>
 
 namespace nuvec::serve {
 
@@ -114,6 +115,33 @@ nlohmann::json chunk_choice(const ResponseContext& context, int index, nlohmann:
   return nullptr;
 }
 
+nlohmann::json tool_call_json(const ToolCall& call) {
+  return {{"id", call.id}, {"type", "function"}, {"function", {{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+/// A chat choice's message and finish reason: the calls parsed out of its text when tools were offered, with content
+/// null when there was nothing else, as OpenAI answers.
+std::pair<nlohmann::json, std::string> chat_message(const ResponseContext& context, const ChoiceOutput& choice) {
+  nlohmann::json message = {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}};
+  if (!context.tool_calls) {
+    return {message, choice.finish_reason};
+  }
+  ParsedOutput parsed = parse_tool_calls(*context.tool_calls, choice.text);
+  if (parsed.calls.empty()) {
+    return {message, choice.finish_reason};
+  }
+  if (!context.parallel_tool_calls) {
+    parsed.calls.resize(1);
+  }
+  message["content"] = parsed.content.empty() ? nlohmann::json(nullptr) : nlohmann::json(parsed.content);
+  nlohmann::json calls = nlohmann::json::array();
+  for (const ToolCall& call : parsed.calls) {
+    calls.push_back(tool_call_json(call));
+  }
+  message["tool_calls"] = std::move(calls);
+  return {message, "tool_calls"};
+}
+
 }  // namespace
 
 void ChoiceOutput::add(const lm::GenerationResponse& response) {
@@ -149,12 +177,14 @@ nlohmann::json completion_body(const ResponseContext& context, const std::vector
     const std::string& prefix = i < prefixes.size() ? prefixes[i] : std::string();
     nlohmann::json logprobs = logprobs_json(context, choice.tokens, prefix.size());
     switch (context.endpoint) {
-      case Endpoint::chat:
+      case Endpoint::chat: {
+        auto [message, finish_reason] = chat_message(context, choice);
         list.push_back({{"index", i},
-                        {"message", {{"role", "assistant"}, {"content", choice.text}, {"refusal", nullptr}}},
+                        {"message", std::move(message)},
                         {"logprobs", std::move(logprobs)},
-                        {"finish_reason", choice.finish_reason}});
+                        {"finish_reason", std::move(finish_reason)}});
         break;
+      }
       case Endpoint::completion:
         list.push_back({{"index", i},
                         {"text", prefix + choice.text},
@@ -179,6 +209,15 @@ nlohmann::json text_chunk(const ResponseContext& context, int index, const std::
   return envelope(context, true,
                   nlohmann::json::array({chunk_choice(context, index, {{"content", text}}, text,
                                                       logprobs_json(context, tokens, 0), nullptr)}));
+}
+
+nlohmann::json tool_call_chunk(const ResponseContext& context, int index, int call_index, const ToolCall& call) {
+  nlohmann::json entry = tool_call_json(call);
+  entry["index"] = call_index;
+  return envelope(
+      context, true,
+      nlohmann::json::array({chunk_choice(context, index, {{"tool_calls", nlohmann::json::array({std::move(entry)})}},
+                                          "", nullptr, nullptr)}));
 }
 
 nlohmann::json finish_chunk(const ResponseContext& context, int index, const std::string& finish_reason) {

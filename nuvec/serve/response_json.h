@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/tokenizer/tokenizer.h"
 #include "nuvec/serve/request.h"
+#include "nuvec/serve/tool_calls.h"
 
 namespace nuvec::serve {
 
@@ -26,6 +28,10 @@ struct ResponseContext {
   /// Whether tokens carry their log-probabilities (and how many of the most likely tokens come with each).
   bool logprobs = false;
   bool include_usage = false;
+  /// Chat with tools: the family whose calls are parsed out of the output; none: the output is all content.
+  std::optional<ToolCallFormat> tool_calls;
+  /// parallel_tool_calls: false keeps only an answer's first call.
+  bool parallel_tool_calls = true;
 };
 
 /// One choice, built from the tokens of its sequence.
@@ -55,6 +61,8 @@ nlohmann::json completion_body(const ResponseContext& context, const std::vector
 nlohmann::json role_chunk(const ResponseContext& context, int index);
 nlohmann::json text_chunk(const ResponseContext& context, int index, const std::string& text,
                           const std::vector<lm::GenerationResponse>& tokens);
+/// A chat choice's tool call, `call_index` counting the choice's calls.
+nlohmann::json tool_call_chunk(const ResponseContext& context, int index, int call_index, const ToolCall& call);
 nlohmann::json finish_chunk(const ResponseContext& context, int index, const std::string& finish_reason);
 nlohmann::json usage_chunk(const ResponseContext& context, const Usage& usage);
 

@@ -211,6 +211,10 @@ TEST_F(HttpServerTest, OpenAIsJavaScriptSdk) {
   const json completion =
       in_process("/v1/completions", {{"prompt", "w10 w11"}, {"max_tokens", 12}, {"temperature", 0}});
   EXPECT_EQ(got["completion"]["text"], completion["choices"][0]["text"]);
+  EXPECT_EQ(got["tools"]["text"], chat["choices"][0]["message"]["content"]);
+  EXPECT_EQ(got["tools"]["finish_reason"], chat["choices"][0]["finish_reason"]);
+  EXPECT_EQ(got["bad_tool_choice"]["status"], 400);
+  EXPECT_EQ(got["bad_tool_choice"]["param"], "tool_choice.function.name");
   EXPECT_EQ(got["bad_temperature"]["status"], 400);
   EXPECT_EQ(got["bad_temperature"]["param"], "temperature");
   EXPECT_EQ(got["unknown_model"]["status"], 404);

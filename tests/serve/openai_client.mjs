@@ -33,6 +33,19 @@ for await (const chunk of stream) {
 }
 out.stream = { text, finish_reason: finish, usage };
 
+// The tiny model's template shows no tools, so its answer stays text; the request's shape is what is checked.
+const tools = [{
+  type: 'function',
+  function: {
+    name: 'get_weather', description: 'The weather in a city.',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  },
+}];
+const withTools = await client.chat.completions.create({
+  model, messages: [{ role: 'user', content: 'w33 w34' }], max_tokens: 12, temperature: 0, tools, tool_choice: 'auto',
+});
+out.tools = { text: withTools.choices[0].message.content, finish_reason: withTools.choices[0].finish_reason };
+
 async function error(request) {
   try {
     await request();
@@ -43,6 +56,9 @@ async function error(request) {
 }
 out.bad_temperature = await error(() => client.chat.completions.create({
   model, messages: [{ role: 'user', content: 'w1' }], temperature: 'hot' }));
+out.bad_tool_choice = await error(() => client.chat.completions.create({
+  model, messages: [{ role: 'user', content: 'w1' }], tools,
+  tool_choice: { type: 'function', function: { name: 'no_such_tool' } } }));
 out.unknown_model = await error(() => client.completions.create({ model: 'no-such-model', prompt: 'w1' }));
 out.wrong_key = await error(() => new OpenAI({ baseURL, apiKey: 'wrong', maxRetries: 0 }).models.list());
 const models = await client.models.list();

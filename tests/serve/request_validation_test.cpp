@@ -97,7 +97,7 @@ std::vector<Case> corpus() {
       {"top_logprobs without logprobs", c, chat({{"top_logprobs", 3}}).dump(), 400, "top_logprobs"},
       {"top_logprobs too many", c, chat({{"logprobs", true}, {"top_logprobs", 50}}).dump(), 400, "top_logprobs"},
       {"completion logprobs too many", t, completion({{"logprobs", 21}}).dump(), 400, "logprobs"},
-      {"tools", c, chat({{"tools", {{{"type", "function"}}}}}).dump(), 400, "tools"},
+      {"tools", c, chat({{"tools", {{{"type", "function"}}}}}).dump(), 400, "tools[0].function"},
       {"json schema", c, chat({{"response_format", {{"type", "json_schema"}}}}).dump(), 400, "response_format"},
       {"response_format unknown", c, chat({{"response_format", {{"type", "yaml"}}}}).dump(), 400,
        "response_format.type"},
