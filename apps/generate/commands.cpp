@@ -17,6 +17,7 @@
 #include "nuvec/core/random.h"
 #include "nuvec/cpu/thread_pool.h"
 #include "nuvec/lm/generate/generate.h"
+#include "nuvec/lm/generate/sequence.h"
 #include "nuvec/lm/load_model.h"
 #include "nuvec/nn/quantized.h"
 
@@ -202,13 +203,19 @@ Timing summarize(const std::vector<double>& rates) {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-/// Tokens per second of one pass over `count` random prompt tokens from an empty cache.
+/// Tokens per second of one pass over `count` random prompt tokens from an empty cache, as generation prefills a
+/// prompt (and llama-bench measures): the cache of all but the last token, then the last token's logits (not the
+/// logits of every position, which nothing reads).
 double prompt_rate(lm::LanguageModel& model, int count) {
   auto cache = model.make_cache();
   auto tokens = random::randint(0, model.vocab_size(), {1, count});
   eval(tokens);
   auto start = Clock::now();
-  auto logits = model(tokens, &cache);
+  if (count > 1) {
+    (void)model(slice(tokens, {0, 0}, {1, count - 1}), &cache);
+    lm::detail::eval_cache(cache);
+  }
+  auto logits = model(slice(tokens, {0, count - 1}, {1, count}), &cache);
   eval(logits);
   return count / seconds_since(start);
 }
