@@ -2,14 +2,18 @@
 
 // nuvec's language-model library: tokenizers (tokenizer.json, model folders, GGUF) and chat templates; models
 // of the Llama, Mistral, Qwen, Phi-3, Gemma and mixture-of-experts families loaded from Hugging Face and MLX folders
-// and GGUF files; KV caches; sampling; generation (streamed, batched, speculative).
+// and GGUF files; KV caches; sampling; generation (streamed, batched, speculative, constrained to JSON or a JSON
+// schema).
 
 #include "nuvec/lm/cache/cache.h"
 #include "nuvec/lm/chat_template.h"
+#include "nuvec/lm/constrain/json_constraint.h"
+#include "nuvec/lm/constrain/json_schema.h"
 #include "nuvec/lm/generate/batch_cache.h"
 #include "nuvec/lm/generate/batch_generator.h"
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/generate/speculative.h"
+#include "nuvec/lm/generate/token_constraint.h"
 #include "nuvec/lm/load_model.h"
 #include "nuvec/lm/models/config.h"
 #include "nuvec/lm/models/gemma.h"

@@ -105,25 +105,6 @@ nlohmann::ordered_json parse_message(const nlohmann::json& message, const nlohma
   return out;
 }
 
-void check_unsupported(const nlohmann::json& body) {
-  if (const nlohmann::json* format = field::find(body, "response_format")) {
-    const nlohmann::json* type = format->is_object() ? field::find(*format, "type") : nullptr;
-    if (type == nullptr) {
-      throw invalid_request("'response_format' must be an object with a 'type'; got " + field::show(*format) + ".",
-                            "response_format");
-    }
-    const std::string& kind = field::string(*type, "response_format.type");
-    if (kind == "json_object" || kind == "json_schema") {
-      throw unsupported_field("response_format", "Constrained decoding ('" + kind + "')");
-    }
-    if (kind != "text") {
-      throw invalid_request(
-          "'response_format.type' must be 'text', 'json_object' or 'json_schema'; got " + field::show(*type) + ".",
-          "response_format.type");
-    }
-  }
-}
-
 }  // namespace
 
 CompletionRequest parse_chat_request(const nlohmann::ordered_json& ordered) {
@@ -150,7 +131,6 @@ CompletionRequest parse_chat_request(const nlohmann::ordered_json& ordered) {
     }
     request.top_logprobs = static_cast<int>(*top);
   }
-  check_unsupported(body);
   request.tools = detail::parse_tool_fields(body, ordered);
   if (const nlohmann::json* variables = field::find(body, "chat_template_kwargs")) {
     if (!variables->is_object()) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nuvec/core/error.h"
+#include "nuvec/lm/constrain/json_constraint.h"
 #include "nuvec/serve/api_error.h"
 #include "nuvec/serve/completion_stream.h"
 #include "nuvec/serve/response_json.h"
@@ -190,6 +191,19 @@ lm::SamplingParams sampling_params(const ServedModel& model, const CompletionReq
   return p;
 }
 
+/// A 400 unless the model's vocabulary can begin the document that response_format asks for (a vocabulary of
+/// whole words may have no token that starts a JSON object).
+void check_format_can_start(lm::TokenConstraint& constraint, int vocab) {
+  std::vector<uint8_t> mask(static_cast<size_t>(vocab));
+  constraint.allowed(mask);
+  if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) {
+    throw invalid_request(
+        "This model's vocabulary has no token that can begin the JSON document 'response_format' "
+        "asks for.",
+        "response_format");
+  }
+}
+
 /// Every choice draws with its own key: the request's seed plus its index, or a fresh random seed.
 uint64_t base_seed(const CompletionRequest& request) {
   if (request.sampling.seed) {
@@ -241,6 +255,8 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
   const lm::SamplingParams sampling = sampling_params(*model, request);
   const uint64_t seed = base_seed(request);
   const std::optional<ToolCallFormat> tool_format = answer_tool_format(*model, request);
+  const std::shared_ptr<const lm::TokenTexts> token_texts =
+      request.response_schema ? model->token_texts() : std::shared_ptr<const lm::TokenTexts>();
 
   GenerationJob job;
   std::vector<std::string> prefixes;
@@ -255,12 +271,19 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
     options.skip_special_tokens = !tool_format || !needs_special_tokens(*tool_format);
     for (int i = 0; i < request.n; ++i) {
       options.sampling.seed = seed + job.prompts.size();
+      if (request.response_schema) {
+        // Each choice follows the schema from its own parse state.
+        options.constraint = std::make_shared<lm::JsonConstraint>(request.response_schema, token_texts);
+      }
       job.prompts.push_back(ids);
       job.options.push_back(options);
       if (request.echo) {
         prefixes.push_back(text);
       }
     }
+  }
+  if (request.response_schema) {
+    check_format_can_start(*job.options.front().constraint, model->loaded.model->vocab_size());
   }
   record->prompt_tokens = prompt_tokens;
   const int choices = static_cast<int>(job.prompts.size());

@@ -9,6 +9,13 @@
 
 namespace nuvec::serve {
 
+std::shared_ptr<const lm::TokenTexts> ServedModel::token_texts() {
+  std::call_once(texts_once_, [this] {
+    texts_ = std::make_shared<const lm::TokenTexts>(loaded.tokenizer, loaded.model->vocab_size());
+  });
+  return texts_;
+}
+
 ModelRegistry::ModelRegistry(Metrics& metrics) : metrics_(metrics) {}
 
 ModelRegistry::~ModelRegistry() { shutdown("The server is shutting down."); }

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/lm/constrain/token_texts.h"
 #include "nuvec/lm/models/load.h"
 #include "nuvec/serve/metrics.h"
 #include "nuvec/serve/scheduler.h"
@@ -37,6 +38,14 @@ struct ServedModel {
   int max_tokens = 0;
   int64_t created = 0;
   std::unique_ptr<Scheduler> scheduler;
+
+  /// The bytes of each token, for constrained decoding (response_format): worked out once, at the first request
+  /// that needs them.
+  std::shared_ptr<const lm::TokenTexts> token_texts();
+
+ private:
+  std::once_flag texts_once_;
+  std::shared_ptr<const lm::TokenTexts> texts_;
 };
 
 class ModelRegistry {

@@ -6,10 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "nuvec/lm/constrain/json_schema.h"
 
 namespace nuvec::serve {
 
@@ -75,6 +78,9 @@ struct CompletionRequest {
   nlohmann::ordered_json template_variables = nlohmann::ordered_json::object();
   /// Chat: the tools the model may call.
   ToolFields tools;
+  /// response_format json_object (any object) or json_schema (compiled): the document the output must be, by
+  /// constrained decoding; null for free text.
+  std::shared_ptr<const lm::JsonSchema> response_schema;
 };
 
 /// Parses a /v1/chat/completions body; throws a 400 ApiError naming the first bad field. The body keeps the client's
@@ -90,6 +96,9 @@ nlohmann::ordered_json parse_body(const std::string& body);
 namespace detail {
 /// Reads the fields both endpoints share (model, sampling, stop, n, max_tokens, stream) into `request`.
 void parse_common_fields(const nlohmann::json& body, CompletionRequest& request);
+/// Reads response_format: null for "text" (or none), else the schema the output must match (a 400 naming the field
+/// for a malformed format or a schema keyword outside the supported subset).
+std::shared_ptr<const lm::JsonSchema> parse_response_format(const nlohmann::json& body);
 /// Reads tools, tool_choice and parallel_tool_calls; `ordered` is `body` in the client's key order.
 ToolFields parse_tool_fields(const nlohmann::json& body, const nlohmann::ordered_json& ordered);
 /// An assistant message's tool_calls (at `param`) in the shape transformers gives templates: each call as the client

@@ -136,6 +136,7 @@ void parse_common_fields(const nlohmann::json& body, CompletionRequest& request)
       request.include_usage = field::boolean(*usage, "stream_options.include_usage");
     }
   }
+  request.response_schema = parse_response_format(body);
   (void)field::optional_string(body, "user");  // read only to check its type: nothing depends on it
 }
 

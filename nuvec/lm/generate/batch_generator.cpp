@@ -68,7 +68,8 @@ struct BatchGenerator::Sequence {
         max_tokens(options.max_tokens),
         cached(cached_tokens),
         prefix(std::move(cached_prefix)),
-        sampler(options.sampling, model.vocab_size(), tokens),
+        sampler(options.sampling, model.vocab_size(), tokens, options.constraint,
+                detail::stop_ids(tokenizer, options.stop_ids)),
         output(tokenizer, options, static_cast<int>(tokens.size()), cached_tokens) {}
 
   uint64_t uid;
@@ -251,7 +252,7 @@ std::vector<BatchResponse> BatchGenerator::next() {
   for (int b = 0; b < batch; ++b) {
     Sequence& sequence = *active_[b];
     BatchResponse out{sequence.uid, sequence.sampler.accept(picked[b])};
-    sequence.output.complete(out.response);
+    sequence.output.complete(out.response, sequence.sampler.exhausted());
     if (sequence.output.finished()) {
       finished.push_back(b);
     }

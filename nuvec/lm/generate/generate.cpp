@@ -43,7 +43,8 @@ void stream_generate(LanguageModel& model, const Tokenizer& tokenizer, const std
     return;
   }
   reset_peak_memory();
-  detail::SequenceSampler sampler(options.sampling, model.vocab_size(), prompt);
+  detail::SequenceSampler sampler(options.sampling, model.vocab_size(), prompt, options.constraint,
+                                  detail::stop_ids(tokenizer, options.stop_ids));
   PromptCache fresh;
   PromptCache& state = options.prompt_cache != nullptr ? *options.prompt_cache : fresh;
   const int prompt_tokens = static_cast<int>(prompt.size());
@@ -68,7 +69,7 @@ void stream_generate(LanguageModel& model, const Tokenizer& tokenizer, const std
     if (following) {
       state.tokens.push_back(response.token);
     }
-    output.complete(response);
+    output.complete(response, sampler.exhausted());
     if (!callback(response) || output.finished()) {
       return;
     }

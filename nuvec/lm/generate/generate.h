@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "nuvec/lm/cache/kv_cache.h"
+#include "nuvec/lm/generate/token_constraint.h"
 #include "nuvec/lm/models/language_model.h"
 #include "nuvec/lm/models/load.h"
 #include "nuvec/lm/sample/sampling.h"
@@ -61,6 +63,9 @@ struct GenerateOptions {
   /// stops at a stop id or string (or the callback stops it), the model has already been fed the last token: a
   /// prompt cache then holds it too.
   std::optional<bool> overlap_steps;
+  /// Limits which tokens may come next (constrained decoding); it holds one sequence's state, so each sequence needs
+  /// its own. Its masks need each token on the host, so constrained steps never overlap; no draft model with it.
+  std::shared_ptr<TokenConstraint> constraint;
 };
 
 /// Running statistics of a generation.

@@ -14,9 +14,7 @@
 #include "nuvec/lm/sample/logits_processors.h"
 
 namespace nuvec::lm::detail {
-namespace {
 
-/// The ids that end a generation: the tokenizer's EOS and end-of-turn ids and `extra`.
 std::vector<int32_t> stop_ids(const Tokenizer& tokenizer, const std::vector<int32_t>& extra) {
   std::vector<int32_t> ids = extra;
   for (std::optional<int32_t> id : {tokenizer.eos_id(), tokenizer.eot_id()}) {
@@ -26,8 +24,6 @@ std::vector<int32_t> stop_ids(const Tokenizer& tokenizer, const std::vector<int3
   }
   return ids;
 }
-
-}  // namespace
 
 void check_options(const GenerateOptions& options, const char* caller) {
   auto fail = [&](const std::string& what, int given) {
@@ -41,6 +37,9 @@ void check_options(const GenerateOptions& options, const char* caller) {
   }
   if (options.max_kv_size && *options.max_kv_size <= 0) {
     fail("max_kv_size must be positive", *options.max_kv_size);
+  }
+  if (options.draft_model != nullptr && options.constraint != nullptr) {
+    throw_unsupported(std::string("[") + caller + "] a token constraint cannot be used with a draft model.");
   }
   if (options.draft_model != nullptr && options.num_draft <= 0) {
     fail("num_draft must be positive", options.num_draft);
@@ -145,17 +144,48 @@ void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int coun
   }
 }
 
-SequenceSampler::SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt)
-    : sampler_(params, vocab_size), prompt_(std::move(prompt)) {}
+SequenceSampler::SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt,
+                                 std::shared_ptr<TokenConstraint> constraint, std::vector<int32_t> stop_ids)
+    : sampler_(params, vocab_size),
+      prompt_(std::move(prompt)),
+      constraint_(std::move(constraint)),
+      stop_ids_(std::move(stop_ids)) {
+  if (constraint_) {
+    mask_.resize(static_cast<size_t>(vocab_size));
+    update_mask();
+    if (exhausted_) {
+      throw_invalid("[generate] the token constraint allows no first token: the vocabulary cannot begin its text.");
+    }
+  }
+}
 
-SamplingRow SequenceSampler::row() { return {&sampler_, {prompt_, generated_}}; }
+SamplingRow SequenceSampler::row() { return {&sampler_, {prompt_, generated_}, constraint_ ? &mask_ : nullptr}; }
 
 GenerationResponse SequenceSampler::choose(const array& logits) { return accept(sample(logits).read().front()); }
 
-SampledTokens SequenceSampler::sample(const array& logits) { return sampler_.sample(logits, {prompt_, generated_}); }
+SampledTokens SequenceSampler::sample(const array& logits) {
+  const SamplingRow rows[] = {row()};
+  return lm::sample(reshape(logits, {1, logits.shape(-1)}), rows);
+}
+
+void SequenceSampler::update_mask() {
+  std::fill(mask_.begin(), mask_.end(), uint8_t{0});
+  constraint_->allowed(mask_);
+  const bool complete = constraint_->complete();
+  for (int32_t id : stop_ids_) {
+    if (id >= 0 && static_cast<size_t>(id) < mask_.size()) {
+      mask_[id] = complete ? 1 : 0;
+    }
+  }
+  exhausted_ = std::find(mask_.begin(), mask_.end(), uint8_t{1}) == mask_.end();
+}
 
 GenerationResponse SequenceSampler::accept(SampledToken picked) {
   push(picked.token);
+  if (constraint_ && std::find(stop_ids_.begin(), stop_ids_.end(), picked.token) == stop_ids_.end()) {
+    constraint_->accept(picked.token);
+    update_mask();
+  }
   GenerationResponse response;
   response.token = picked.token;
   response.logprob = picked.logprob;
@@ -165,7 +195,8 @@ GenerationResponse SequenceSampler::accept(SampledToken picked) {
 
 bool SequenceSampler::needs_history() const {
   const SamplingParams& p = sampler_.params();
-  return p.repetition_penalty != 1.0F || p.presence_penalty != 0.0F || p.frequency_penalty != 0.0F;
+  return p.repetition_penalty != 1.0F || p.presence_penalty != 0.0F || p.frequency_penalty != 0.0F ||
+         constraint_ != nullptr;
 }
 
 GenerationResponse SequenceSampler::describe(const array& logits, int32_t token) const {
@@ -228,7 +259,7 @@ SequenceOutput::SequenceOutput(const Tokenizer& tokenizer, const GenerateOptions
 
 void SequenceOutput::start_prompt() { prompt_start_ = Clock::now(); }
 
-void SequenceOutput::complete(GenerationResponse& response) {
+void SequenceOutput::complete(GenerationResponse& response, bool constraint_ended) {
   const Clock::time_point now = Clock::now();
   if (stats_.generation_tokens == 0) {
     const double seconds = std::chrono::duration<double>(now - prompt_start_).count();
@@ -247,6 +278,9 @@ void SequenceOutput::complete(GenerationResponse& response) {
   } else {
     response.text = add_text(response.token);
     if (stopped_by_string_) {
+      response.finish_reason = "stop";
+    } else if (constraint_ended) {
+      response.text += flush_text();
       response.finish_reason = "stop";
     } else if (stats_.generation_tokens >= max_tokens_) {
       response.text += flush_text();

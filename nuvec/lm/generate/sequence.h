@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,6 +16,8 @@
 
 namespace nuvec::lm::detail {
 
+/// The ids that end a generation: the tokenizer's EOS and end-of-turn ids and `extra`.
+std::vector<int32_t> stop_ids(const Tokenizer& tokenizer, const std::vector<int32_t>& extra);
 /// Checks the options' numbers and stop strings; `caller` names the function in messages.
 void check_options(const GenerateOptions& options, const char* caller);
 /// Checks a prompt against the model: not empty, ids in the vocabulary, no longer than the context.
@@ -42,10 +45,12 @@ int reusable_prefix(const PromptCache& cached, const std::vector<int32_t>& promp
 /// that would need trimming but cannot be trimmed, is replaced by `fresh()`.
 int keep_prefix(Cache& cache, int keep, const std::function<Cache()>& fresh);
 
-/// One sequence's token choices: its sampler, with the prompt and the generated tokens (for the penalties).
+/// One sequence's token choices: its sampler, with the prompt and the generated tokens (for the penalties), and its
+/// constraint's mask of the tokens allowed next (stop ids allowed only where the constraint is complete).
 class SequenceSampler {
  public:
-  SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt);
+  SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt,
+                  std::shared_ptr<TokenConstraint> constraint = nullptr, std::vector<int32_t> stop_ids = {});
 
   /// Chooses from logits (1, V): the response's token, log-probability and top ones; the token joins the history.
   GenerationResponse choose(const array& logits);
@@ -53,10 +58,13 @@ class SequenceSampler {
   /// when the choice is accepted.
   SampledTokens sample(const array& logits);
   /// The response for a choice read back from `sample` (or from this sequence's row of a batch); its token joins the
-  /// history.
+  /// history and goes to the constraint.
   GenerationResponse accept(SampledToken picked);
-  /// Whether a penalty reads the history, so each token must be read back before the next step's choice is built.
+  /// Whether a penalty reads the history or a constraint masks the next choice, so each token must be read back
+  /// before the next step's choice is built.
   [[nodiscard]] bool needs_history() const;
+  /// Whether the constraint allows no token now (stop ids included): the sequence ends.
+  [[nodiscard]] bool exhausted() const { return exhausted_; }
   /// This sequence's row of a batch for `sample`; valid until the history changes.
   SamplingRow row();
   /// The response for `token` at logits (1, V): its log-probability and the top ones (the history is unchanged).
@@ -77,9 +85,16 @@ class SequenceSampler {
   [[nodiscard]] size_t generated() const { return generated_.size(); }
 
  private:
+  /// Asks the constraint for the tokens allowed next.
+  void update_mask();
+
   Sampler sampler_;
   std::vector<int32_t> prompt_;
   std::vector<int32_t> generated_;
+  std::shared_ptr<TokenConstraint> constraint_;
+  std::vector<int32_t> stop_ids_;
+  std::vector<uint8_t> mask_;
+  bool exhausted_ = false;
 };
 
 /// What one sequence's responses say: its text (through the tokenizer's streaming detokenizer, with text that could
@@ -94,8 +109,9 @@ class SequenceOutput {
 
   /// Restarts the prompt clock (for a sequence that waited before its prompt was processed).
   void start_prompt();
-  /// Fills in the text, finish reason and statistics of the response for the next generated token.
-  void complete(GenerationResponse& response);
+  /// Fills in the text, finish reason and statistics of the response for the next generated token;
+  /// `constraint_ended`: the sequence's constraint allows nothing after it (finish reason "stop").
+  void complete(GenerationResponse& response, bool constraint_ended = false);
   /// Whether the last response ended the sequence.
   [[nodiscard]] bool finished() const { return finished_; }
   [[nodiscard]] int generated() const { return stats_.generation_tokens; }

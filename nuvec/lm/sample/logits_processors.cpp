@@ -71,6 +71,22 @@ std::map<int32_t, Adjustment> row_adjustments(const SamplingRow& row, std::size_
   return adjustments;
 }
 
+/// `x` (B, V) with -inf where a row's mask forbids; no work unless some row has a mask.
+array masked(const array& x, std::span<const SamplingRow> rows) {
+  if (std::ranges::none_of(rows, [](const SamplingRow& row) { return row.allowed != nullptr; })) {
+    return x;
+  }
+  const auto vocab_size = static_cast<size_t>(x.shape(1));
+  std::vector<uint8_t> keep(rows.size() * vocab_size, 1);
+  for (size_t b = 0; b < rows.size(); ++b) {
+    if (rows[b].allowed != nullptr) {
+      std::copy(rows[b].allowed->begin(), rows[b].allowed->end(),
+                keep.begin() + static_cast<std::ptrdiff_t>(b * vocab_size));
+    }
+  }
+  return where(array(keep.begin(), x.shape(), bool_), x, array(negative_infinity));
+}
+
 /// A (B, 1) column of per-row values.
 template <class T>
 array column(const std::vector<T>& values, Dtype dtype) {
@@ -166,6 +182,12 @@ void check_batch(const array& logits, std::span<const SamplingRow> rows, const c
               << rows[b].sampler->vocab_size() << " but the logits have " << logits.shape(1) << ".";
       throw_invalid(message.str());
     }
+    if (rows[b].allowed != nullptr && rows[b].allowed->size() != static_cast<size_t>(logits.shape(1))) {
+      std::ostringstream message;
+      message << "[" << op << "] Row " << b << "'s mask of allowed tokens has " << rows[b].allowed->size()
+              << " entries but the logits have " << logits.shape(1) << ".";
+      throw_invalid(message.str());
+    }
   }
 }
 
@@ -181,7 +203,7 @@ array process_logits(const array& logits, std::span<const SamplingRow> rows) {
     width = std::max(width, adjustments.back().size());
   }
   if (width == 0) {
-    return x;
+    return masked(x, rows);
   }
   // Rows with fewer ids repeat their first one (the same value written twice); rows with none rewrite id 0 as it is.
   const auto batch = static_cast<int32_t>(rows.size());
@@ -216,7 +238,7 @@ array process_logits(const array& logits, std::span<const SamplingRow> rows) {
   auto factor = array(penalty.begin(), shape, float32);
   values = where(values > array(0.0F), values / factor, values * factor);
   values = values - array(subtract.begin(), shape, float32);
-  return put_along_axis(x, index, values, 1);
+  return masked(put_along_axis(x, index, values, 1), rows);
 }
 
 array filter_logits(const array& scaled, std::span<const SamplingRow> rows) {

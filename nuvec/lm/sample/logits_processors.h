@@ -11,7 +11,8 @@
 namespace nuvec::lm {
 
 /// Logits (B, V) as float32 after row b's logit bias and then its repetition, presence and frequency penalties
-/// (rows[b]'s parameters and history). Only the ids a row's bias or history names change.
+/// (rows[b]'s parameters and history), with -inf where its mask of allowed tokens has 0. Only the ids a row's bias,
+/// history or mask names change.
 array process_logits(const array& logits, std::span<const SamplingRow> rows);
 
 /// `scaled` (B, V) float32 (processed logits over the temperature) with -inf at the tokens that row b's top-k, then

@@ -75,10 +75,12 @@ class Sampler {
   std::array<uint32_t, 2> key_{};
 };
 
-/// One row of a batch: the sequence's sampler (whose key advances when the row draws) and its ids so far.
+/// One row of a batch: the sequence's sampler (whose key advances when the row draws), its ids so far, and, for a
+/// constrained sequence, which tokens it may take (V entries, 0: never drawn).
 struct SamplingRow {
   Sampler* sampler = nullptr;
   TokenHistory history{};
+  const std::vector<uint8_t>* allowed = nullptr;
 };
 
 /// A token with its log-probability under the model's own distribution.
