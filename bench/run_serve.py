@@ -2,7 +2,8 @@
 """Serving load test: `nuvec serve` against llama.cpp's `llama-server` on the same GGUF file, side by side in one run.
 
 Each server is started on a free loopback port with the same batch width (16 parallel sequences, 2 threads), then
-loaded by 1, 4, 16 and 64 concurrent clients (threads, loopback only), each sending streamed /v1/completions
+after one warm-up request loaded by 1, 4, 16 and 64 concurrent clients (threads, loopback only), each sending
+streamed /v1/completions
 requests one after another: a prompt of about P tokens (random words of the file's own vocabulary, different for
 every request) and max_tokens N, greedy. Per run it prints requests per second, output tokens per second over all
 clients (the usage each stream ends with), and time to first chunk and time between chunks at p50 and p99 (a
@@ -186,6 +187,8 @@ def main():
         port = free_port()
         process = start_server(name, args, port)
         try:
+            # One request first: the first one pays for mapping in the weights and warming the kernels.
+            stream_request(port, " ".join(vocab[:args.p]), args.n)
             for clients in counts:
                 table[(name, clients)] = r = load(port, clients, args, vocab)
                 print(f"{name:6} {clients:3} clients: {r['requests_per_s']:6.2f} req/s {r['tokens_per_s']:8.1f} tok/s  "
