@@ -11,6 +11,7 @@ packages=(
   libcpp-httplib-dev curl  # the serve library's HTTP server; its tests talk to it with curl
   python3 python3-numpy python3-torch
   python3-jinja2  # the chat-template tests render every template with Jinja2 too
+  python3-jsonschema  # the serve tests validate constrained JSON output with it
   dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo
   fortunes  # the text corpus of nuvec gpt
   clang libclang-rt-dev  # libFuzzer for fuzz/run.sh

@@ -111,7 +111,7 @@ std::string python_validate(const std::vector<std::string>& texts, const json& s
   const std::string path = (fs::path(lm::test::fresh_dir("json_validate")) / "outputs.json").string();
   std::ofstream(path) << json{{"schema", schema}, {"texts", texts}}.dump();
   return test::run_command(
-      "python3 -c \"import json, sys\ntry:\n import jsonschema\nexcept ImportError:\n print('skip'); sys.exit()\n"
+      "/usr/bin/python3 -c \"import json, sys\ntry:\n import jsonschema\nexcept ImportError:\n print('skip'); sys.exit()\n"
       "d = json.load(open('" +
       path + "'))\nfor t in d['texts']:\n jsonschema.validate(json.loads(t), d['schema'])\nprint('ok')\" 2>&1");
 }
