@@ -23,7 +23,7 @@
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
 #include "nuvec/lm/lm.h"
-#include "nuvec/lm/models/llama.h"
+#include "tests/lm/model_test_util.h"
 
 namespace nuvec::lm {
 namespace {
@@ -32,32 +32,8 @@ using nlohmann::json;
 
 constexpr int kVocab = 64;
 
-/// A two-layer Llama (hidden 32, 4 heads, 2 key-value heads) with random weights from `seed`; its lm_head is scaled
-/// up so that the logits are spread and greedy choices stay far from ties that float rounding could flip.
 std::shared_ptr<LanguageModel> tiny_llama(uint64_t seed, int context = 256) {
-  const json config = {{"model_type", "llama"},    {"vocab_size", kVocab},
-                       {"hidden_size", 32},        {"num_hidden_layers", 2},
-                       {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                       {"intermediate_size", 64},  {"max_position_embeddings", context},
-                       {"rms_norm_eps", 1e-5},     {"rope_theta", 10000.0},
-                       {"hidden_act", "silu"},     {"tie_word_embeddings", false}};
-  std::shared_ptr<LanguageModel> model = make_llama(config);
-  array key = random::key(seed);
-  model->apply([&](const std::string& name, const array& a) {
-    auto keys = random::split(key);
-    key = keys.first;
-    if (a.ndim() == 1) {
-      return random::normal(a.shape(), float32, 1.0F, 0.1F, keys.second);
-    }
-    float scale = 1.0F / std::sqrt(static_cast<float>(a.shape(1)));
-    if (name == "lm_head.weight") {
-      scale *= 4.0F;
-    } else if (name.find("embed") != std::string::npos) {
-      scale = 1.0F;
-    }
-    return random::normal(a.shape(), float32, 0.0F, scale, keys.second);
-  });
-  return model;
+  return test::random_tiny_llama(seed, kVocab, context);
 }
 
 /// Token texts: single letters and a few longer pieces, so a stop string can span tokens.

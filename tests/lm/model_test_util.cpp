@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
 #include "nuvec/io/safetensors.h"
+#include "nuvec/lm/models/llama.h"
 
 namespace nuvec::lm::test {
 
@@ -103,6 +105,32 @@ std::vector<std::pair<std::string, array>> random_weights(const nlohmann::json& 
     weights.emplace_back(name, astype(value, dtype));
   }
   return weights;
+}
+
+std::shared_ptr<LanguageModel> random_tiny_llama(uint64_t seed, int vocab, int context) {
+  const nlohmann::json config = {{"model_type", "llama"},    {"vocab_size", vocab},
+                                 {"hidden_size", 32},        {"num_hidden_layers", 2},
+                                 {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                 {"intermediate_size", 64},  {"max_position_embeddings", context},
+                                 {"rms_norm_eps", 1e-5},     {"rope_theta", 10000.0},
+                                 {"hidden_act", "silu"},     {"tie_word_embeddings", false}};
+  std::shared_ptr<LanguageModel> model = make_llama(config);
+  array key = random::key(seed);
+  model->apply([&](const std::string& name, const array& a) {
+    auto keys = random::split(key);
+    key = keys.first;
+    if (a.ndim() == 1) {
+      return random::normal(a.shape(), float32, 1.0F, 0.1F, keys.second);
+    }
+    float scale = 1.0F / std::sqrt(static_cast<float>(a.shape(1)));
+    if (name == "lm_head.weight") {
+      scale *= 4.0F;
+    } else if (name.find("embed") != std::string::npos) {
+      scale = 1.0F;
+    }
+    return random::normal(a.shape(), float32, 0.0F, scale, keys.second);
+  });
+  return model;
 }
 
 void write_tiny_tokenizer(const std::string& dir) {

@@ -5,12 +5,14 @@
 // them back on its own.
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "nuvec/core/array.h"
+#include "nuvec/lm/models/language_model.h"
 
 namespace nuvec::lm::test {
 
@@ -30,6 +32,11 @@ std::vector<std::pair<std::string, array>> random_weights(const nlohmann::json& 
 
 /// Writes config.json, model.safetensors (the weights cast to `dtype`) and a tokenizer.json into `dir`.
 void write_hf_folder(const std::string& dir, const nlohmann::json& config, Dtype dtype, uint64_t seed);
+
+/// A two-layer Llama (hidden 32, 4 heads, 2 key-value heads, FFN 64) of `vocab` tokens with random weights from
+/// `seed`, built in memory; its lm_head is scaled up so that the logits are spread and greedy choices stay far from
+/// ties that float rounding (or a batch's) could flip.
+std::shared_ptr<LanguageModel> random_tiny_llama(uint64_t seed, int vocab, int context = 256);
 
 /// A word-level tokenizer.json ("<unk>", "<s>", "</s>", then "w3" ... "w63") in `dir`.
 void write_tiny_tokenizer(const std::string& dir);

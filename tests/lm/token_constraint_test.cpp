@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -15,7 +14,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/random.h"
 #include "nuvec/lm/lm.h"
-#include "nuvec/lm/models/llama.h"
+#include "tests/lm/model_test_util.h"
 
 namespace nuvec::lm {
 namespace {
@@ -25,26 +24,7 @@ using nlohmann::json;
 constexpr int vocab_count = 32;
 constexpr int eos_id = 1;
 
-/// A two-layer Llama with random weights from `seed`; its lm_head is scaled up so greedy choices stay far from ties
-/// that a batch's float rounding could flip.
-std::shared_ptr<LanguageModel> tiny_llama(uint64_t seed) {
-  const json config = {{"model_type", "llama"},   {"vocab_size", vocab_count},      {"hidden_size", 32},
-                       {"num_hidden_layers", 2},  {"num_attention_heads", 4},       {"num_key_value_heads", 2},
-                       {"intermediate_size", 64}, {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-5},
-                       {"rope_theta", 10000.0},   {"hidden_act", "silu"},           {"tie_word_embeddings", false}};
-  std::shared_ptr<LanguageModel> model = make_llama(config);
-  array key = random::key(seed);
-  model->apply([&](const std::string& name, const array& a) {
-    auto keys = random::split(key);
-    key = keys.first;
-    if (a.ndim() == 1) {
-      return random::normal(a.shape(), float32, 1.0F, 0.1F, keys.second);
-    }
-    const float scale = (name == "lm_head.weight" ? 4.0F : 1.0F) / std::sqrt(static_cast<float>(a.shape(1)));
-    return random::normal(a.shape(), float32, 0.0F, scale, keys.second);
-  });
-  return model;
-}
+std::shared_ptr<LanguageModel> tiny_llama(uint64_t seed) { return test::random_tiny_llama(seed, vocab_count); }
 
 /// A BPE tokenizer whose tokens are "<unk>", "</s>" (EOS when `with_eos`) and the letters a, b, c, ...
 Tokenizer letters_tokenizer(bool with_eos = true) {
