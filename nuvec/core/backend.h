@@ -1,8 +1,9 @@
 #pragma once
 
-// The seam between the device-independent graph and the kernels. Each backend
-// library defines these; a build without CUDA links a stand-in that reports
-// the GPU as absent.
+// The seam between the device-independent graph and the kernels: evaluation
+// routes each node by its stream's device. The CPU library defines eval_cpu;
+// the GPU's is gpu_absent.cpp's stand-in, which fails every node with "no GPU
+// backend in this build", until a CUDA backend replaces it.
 
 #include <vector>
 
@@ -12,5 +13,11 @@ namespace nuvec::detail {
 
 /// Computes `outputs` (all outputs of one node) from evaluated `inputs` on the CPU.
 void eval_cpu(const Primitive& primitive, const std::vector<array>& inputs, std::vector<array>& outputs);
+/// The same on a GPU stream.
+void eval_gpu(const Primitive& primitive, const std::vector<array>& inputs, std::vector<array>& outputs,
+              const Stream& stream);
+/// The node's outputs computed by the backend of `stream`'s device.
+void eval_on(const Stream& stream, const Primitive& primitive, const std::vector<array>& inputs,
+             std::vector<array>& outputs);
 
 }  // namespace nuvec::detail

@@ -186,6 +186,26 @@ struct Graph {
   }
 };
 
+}  // namespace
+
+namespace detail {
+
+void eval_on(const Stream& stream, const Primitive& primitive, const std::vector<array>& inputs,
+             std::vector<array>& outputs) {
+  switch (stream.device.type) {
+    case Device::DeviceType::cpu:
+      eval_cpu(primitive, inputs, outputs);
+      return;
+    case Device::DeviceType::gpu:
+      eval_gpu(primitive, inputs, outputs, stream);
+      return;
+  }
+}
+
+}  // namespace detail
+
+namespace {
+
 void run_node(const array& a) {
   auto outputs = a.outputs();
   const auto& inputs = a.inputs();
@@ -200,10 +220,10 @@ void run_node(const array& a) {
   try {
     if (profile::enabled()) {
       auto start = std::chrono::steady_clock::now();
-      detail::eval_cpu(a.primitive(), inputs, outputs);
+      detail::eval_on(a.stream(), a.primitive(), inputs, outputs);
       profile::detail::record(a, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     } else {
-      detail::eval_cpu(a.primitive(), inputs, outputs);
+      detail::eval_on(a.stream(), a.primitive(), inputs, outputs);
     }
   } catch (...) {
     for (auto& out : outputs) {

@@ -18,7 +18,7 @@ namespace nuvec {
 
 namespace detail {
 struct CustomRules;  // transforms.h: the user's vjp, jvp and vmap of a custom function
-struct FusedKernel;  // compile/fused.h: a fused chain's tape and its generated kernel
+struct FusedKernel;  // fused.h: a fused chain's tape and its generated kernel
 }  // namespace detail
 
 /// A trait on every primitive, read by the backends and by compile (fusion),

@@ -4,30 +4,12 @@
 #include <type_traits>
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/core/scalar_math.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
-
-namespace {
-
-/// A double converted to an integer as numpy's C casts do on x86: truncation toward
-/// zero, wrapping into narrower types, and int64's minimum where int64 overflows.
-template <class T>
-T to_integer(double x) {
-  if constexpr (std::is_same_v<T, uint64_t>) {
-    if (x >= 9223372036854775808.0 && x < 18446744073709551616.0) {
-      return static_cast<uint64_t>(x);
-    }
-  }
-  if (x >= -9223372036854775808.0 && x < 9223372036854775808.0) {
-    return static_cast<T>(static_cast<int64_t>(x));
-  }
-  return static_cast<T>(INT64_MIN);
-}
-
-}  // namespace
 
 void run(const Arange& p, const Inputs&, Outputs& out) {
   auto& o = out[0];
@@ -39,8 +21,8 @@ void run(const Arange& p, const Inputs&, Outputs& out) {
       // numpy's integer arange: the first two values are cast, then their
       // difference is the step, in the dtype's (wrapping) arithmetic. So
       // arange(0.5, 5, 0.7, int32) counts 0, 1, 2, ... as numpy and MLX do.
-      const auto first = static_cast<uint64_t>(to_integer<T>(p.start));
-      const auto delta = static_cast<uint64_t>(to_integer<T>(p.start + p.step)) - first;
+      const auto first = static_cast<uint64_t>(scalar::float_to_int<T>(p.start));
+      const auto delta = static_cast<uint64_t>(scalar::float_to_int<T>(p.start + p.step)) - first;
       parallel_for(n, elementwise_grain, [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i) {
           dst[i] = static_cast<T>(first + static_cast<uint64_t>(i) * delta);

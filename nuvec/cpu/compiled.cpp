@@ -3,7 +3,7 @@
 // shape (or the one value the kernel reads once), its strided row walk otherwise
 // (always for row kernels, which reduce along the rows).
 
-#include "nuvec/core/compile/fused.h"
+#include "nuvec/core/fused.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"

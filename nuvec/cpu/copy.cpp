@@ -1,15 +1,14 @@
 #include "nuvec/cpu/copy.h"
 
 #include <array>
-#include <bit>
 #include <cstring>
-#include <limits>
 
 #ifdef __AVX__
 #include <immintrin.h>
 #endif
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/core/scalar_math.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/strided.h"
@@ -37,12 +36,7 @@ To cast(From x) {
   } else if constexpr (is_half_v<From>) {
     return cast<To>(static_cast<float>(x));
   } else if constexpr (std::is_same_v<To, bfloat16_t> && std::is_same_v<From, float>) {
-    // Round to nearest even on the bits, branch-free so the loop vectorizes;
-    // NaNs stay quiet NaNs with their sign (as bfloat16_t's constructor does).
-    auto bits = std::bit_cast<uint32_t>(x);
-    uint32_t rounded = (bits + 0x7FFFU + ((bits >> 16) & 1U)) >> 16;
-    uint32_t nan = (bits >> 16) | 0x40U;
-    return bfloat16_t::from_bits(static_cast<uint16_t>((bits & 0x7FFFFFFFU) > 0x7F800000U ? nan : rounded));
+    return bfloat16_t::from_bits(scalar::bfloat16_bits(x));
   } else if constexpr (is_half_v<To>) {
     if constexpr (std::is_same_v<From, float>) {
       return To(x);
@@ -50,15 +44,7 @@ To cast(From x) {
       return To(static_cast<double>(x));
     }
   } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
-    if constexpr (std::is_same_v<To, uint64_t>) {
-      if (x >= 9223372036854775808.0 && x < 18446744073709551616.0) {
-        return static_cast<uint64_t>(x);
-      }
-    }
-    if (x >= -9223372036854775808.0 && x < 9223372036854775808.0) {
-      return static_cast<To>(static_cast<int64_t>(x));
-    }
-    return static_cast<To>(std::numeric_limits<int64_t>::min());
+    return scalar::float_to_int<To>(static_cast<double>(x));
   } else {
     return static_cast<To>(x);
   }

@@ -19,6 +19,7 @@
 #include <numbers>
 
 #include "nuvec/core/half.h"
+#include "nuvec/core/scalar_math.h"
 #include "nuvec/cpu/simd.h"
 
 #if defined(__AVX512F__) && HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
@@ -31,8 +32,7 @@ namespace nuvec::cpu::math {
 using simd::Vec;
 
 /// Scalar floating types the library's functions take.
-template <class T>
-concept Float = std::same_as<T, float> || std::same_as<T, double>;
+using scalar::Float;
 template <class T>
 concept Complex = std::same_as<T, complex64_t>;
 /// Real values: scalars or vectors of them.
@@ -210,130 +210,23 @@ T pow(T x, T y) {
 }
 
 // ---------------------------------------------------------------- integers (numpy's semantics, no UB)
+// The scalar functions live in core/scalar_math.h, which compile's generated kernels include too.
 
 template <class T>
 concept Bool = std::same_as<T, bool>;
-template <class T>
-concept Integer = std::integral<T> && !Bool<T>;
+using scalar::Integer;
 
-/// The unsigned type integer arithmetic wraps in: at least unsigned int, so that
-/// narrow types are not promoted to (overflowing) int.
-template <Integer T>
-using wrap_t = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-
-template <Integer T>
-T wrap_add(T a, T b) {
-  return static_cast<T>(static_cast<wrap_t<T>>(a) + static_cast<wrap_t<T>>(b));
-}
-template <Integer T>
-T wrap_sub(T a, T b) {
-  return static_cast<T>(static_cast<wrap_t<T>>(a) - static_cast<wrap_t<T>>(b));
-}
-template <Integer T>
-T wrap_mul(T a, T b) {
-  return static_cast<T>(static_cast<wrap_t<T>>(a) * static_cast<wrap_t<T>>(b));
-}
-template <Integer T>
-T wrap_neg(T a) {
-  return wrap_sub(T(0), a);
-}
-/// |a|; the most negative value stays itself, as in numpy.
-template <Integer T>
-T wrap_abs(T a) {
-  if constexpr (std::is_signed_v<T>) {
-    return a < 0 ? wrap_neg(a) : a;
-  } else {
-    return a;
-  }
-}
-
-/// numpy's //: the quotient rounded toward negative infinity; a // 0 is 0 and MIN // -1 wraps to MIN.
-template <Integer T>
-T floor_divide(T a, T b) {
-  if (b == 0) {
-    return 0;
-  }
-  if constexpr (std::is_signed_v<T>) {
-    if (b == -1) {
-      return wrap_neg(a);
-    }
-    const auto q = static_cast<T>(a / b);
-    return (a % b != 0 && (a < 0) != (b < 0)) ? static_cast<T>(q - 1) : q;
-  } else {
-    return static_cast<T>(a / b);
-  }
-}
-
-/// numpy's %: the sign of the divisor; a % 0 is 0.
-template <Integer T>
-T remainder(T a, T b) {
-  if (b == 0) {
-    return 0;
-  }
-  if constexpr (std::is_signed_v<T>) {
-    if (b == -1) {
-      return 0;
-    }
-    const auto r = static_cast<T>(a % b);
-    return (r != 0 && (r < 0) != (b < 0)) ? static_cast<T>(r + b) : r;
-  } else {
-    return static_cast<T>(a % b);
-  }
-}
-
-/// numpy's float %: fmod moved to the sign of the divisor; a zero result takes the divisor's sign.
-template <Float T>
-T remainder(T a, T b) {
-  T mod = std::fmod(a, b);
-  if (b == 0) {
-    return mod;
-  }
-  if (mod != 0) {
-    if ((b < 0) != (mod < 0)) {
-      mod += b;
-    }
-  } else {
-    mod = std::copysign(T(0), b);
-  }
-  return mod;
-}
-
-/// base ** exponent by repeated squaring, wrapping on overflow. A negative exponent
-/// gives 0 (numpy raises instead; MLX, whose semantics nuvec follows, gives 0).
-template <Integer T>
-T power(T base, T exponent) {
-  if constexpr (std::is_signed_v<T>) {
-    if (exponent < 0) {
-      return 0;
-    }
-  }
-  T result = 1;
-  for (; exponent != 0; exponent = static_cast<T>(exponent >> 1), base = wrap_mul(base, base)) {
-    if ((exponent & 1) != 0) {
-      result = wrap_mul(result, base);
-    }
-  }
-  return result;
-}
-
-/// a << b; counts outside [0, bits) give 0, as numpy.
-template <Integer T>
-T shift_left(T a, T b) {
-  if (static_cast<std::make_unsigned_t<T>>(b) >= sizeof(T) * 8) {
-    return 0;
-  }
-  return static_cast<T>(static_cast<wrap_t<T>>(a) << b);
-}
-
-/// a >> b (arithmetic for signed types); counts outside [0, bits) give 0, or -1 for
-/// negative a, as numpy.
-template <Integer T>
-T shift_right(T a, T b) {
-  if (static_cast<std::make_unsigned_t<T>>(b) >= sizeof(T) * 8) {
-    return a < 0 ? T(-1) : T(0);
-  }
-  return static_cast<T>(a >> b);
-}
+using scalar::floor_divide;
+using scalar::power;
+using scalar::remainder;
+using scalar::shift_left;
+using scalar::shift_right;
+using scalar::wrap_abs;
+using scalar::wrap_add;
+using scalar::wrap_mul;
+using scalar::wrap_neg;
+using scalar::wrap_sub;
+using scalar::wrap_t;
 
 // ---------------------------------------------------------------- vectors (every target)
 
@@ -441,52 +334,6 @@ concept RealMath = Real<T> && requires(T x) {
 
 // ---------------------------------------------------------------- erfinv
 
-/// The inverse error function in double precision (a few ulp with two Halley steps).
-/// A start from Giles' single-precision approximation ("Approximating the erfinv
-/// function", GPU Computing Gems, 2010; relative error about 1e-7 for |x| < 1 - 6e-8)
-/// polished by Halley steps on erf(y) - x, whose residual near |x| = 1 comes from
-/// erfc so that it keeps its relative accuracy.
-inline double erfinv(double x, int halley_steps) {
-  const double ax = std::fabs(x);
-  if (!(ax < 1.0)) {
-    return ax == 1.0 ? std::copysign(std::numeric_limits<double>::infinity(), x)
-                     : std::numeric_limits<double>::quiet_NaN();
-  }
-  if (ax == 0.0) {
-    return x;
-  }
-  double w = -std::log((1.0 - ax) * (1.0 + ax));
-  double p = 0.0;
-  if (w < 5.0) {
-    w -= 2.5;
-    for (double c : {2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                     -0.00417768164, 0.246640727, 1.50140941}) {
-      p = c + p * w;
-    }
-  } else {
-    w = std::sqrt(w) - 3.0;
-    for (double c : {-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-                     0.00943887047, 1.00167406, 2.83297682}) {
-      p = c + p * w;
-    }
-  }
-  double y = p * ax;
-  // Halley: f = erf(y) - ax, f' = 2/sqrt(pi) exp(-y^2), f'' = -2 y f'. Cubic
-  // convergence: 1e-7 -> 1e-21, and the 1e-1 start of the far tail (doubles
-  // beyond float's range) -> 1e-3 -> 1e-9 -> exact.
-  const bool far_tail = 1.0 - ax < 5e-8;
-  for (int step = 0; step < halley_steps + (far_tail ? 1 : 0); ++step) {
-    const double residual = ax <= 0.5 ? std::erf(y) - ax : (1.0 - ax) - std::erfc(y);
-    const double u = residual / (std::numbers::inv_sqrtpi * 2.0 * std::exp(-y * y));
-    y -= u / (1.0 + y * u);
-  }
-  return std::copysign(y, x);
-}
-
-/// erfinv rounded to T: one Halley step is exact to float's precision, two to double's.
-template <Float T>
-T erfinv(T x) {
-  return static_cast<T>(erfinv(static_cast<double>(x), std::same_as<T, float> ? 1 : 2));
-}
+using scalar::erfinv;
 
 }  // namespace nuvec::cpu::math

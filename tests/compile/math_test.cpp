@@ -150,13 +150,13 @@ TEST_F(GeneratedMath, SiluIsOneCallWithinUlpsOfEager) {
     EXPECT_LE(r.worst, 6) << "at x = " << r.at;
     EXPECT_TRUE(r.mismatch.empty()) << r.mismatch;
   }
-  EXPECT_EQ(sources_containing(dir, "= nv_silu(v0);"), 1);  // the trace orders a product's arguments: one source
+  EXPECT_EQ(sources_containing(dir, "= nv::silu(v0);"), 1);  // the trace orders a product's arguments: one source
   // float64 through the library's exp; an output of the sigmoid itself keeps its own step.
   auto xd = random::uniform(-750.0, 40.0, {4096}, float64, random::key(3));
   auto both = compile([](const V& xs) { return V{xs[0] * sigmoid(xs[0]), sigmoid(xs[0])}; })({xd});
   EXPECT_TRUE(same_values(both[0], xd * sigmoid(xd), 1e-15));
   EXPECT_TRUE(same_values(both[1], sigmoid(xd), 1e-15));
-  EXPECT_EQ(sources_containing(dir, "= nv_silu(v0);"), 2);
+  EXPECT_EQ(sources_containing(dir, "= nv::silu(v0);"), 2);
   std::filesystem::remove_all(dir);
   ::setenv("NUVEC_KERNEL_CACHE", test::test_kernel_cache().c_str(), 1);
 }

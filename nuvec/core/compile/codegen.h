@@ -6,13 +6,14 @@
 // vector math library through `declare simd`).
 
 #include <string>
+#include <vector>
 
-#include "nuvec/core/compile/fused.h"
+#include "nuvec/core/fused.h"
 
 namespace nuvec::detail {
 
-/// Whether the generator has a body for this primitive on inputs of dtype `in` producing `out`.
-bool can_generate(const Primitive& p, Dtype in, Dtype out);
+/// Whether the generator has an expression for primitive `p` on arguments of these dtypes giving `out`.
+bool can_generate(const Primitive& p, const std::vector<Dtype>& arg_dtypes, Dtype out);
 
 /// The kernel's source; its entry points are `nuvec_fused_contiguous` and `nuvec_fused_strided`.
 std::string generate_source(const FusedKernel& kernel);

@@ -32,14 +32,11 @@ bool fusable(const Graph& g, const GraphNode& n) {
            r->axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
            out.dtype == in.dtype;
   }
-  const Family f = family(p);
-  if (f != Family::unary && f != Family::binary && !std::holds_alternative<Select>(p) &&
-      !std::holds_alternative<AsType>(p) && !std::holds_alternative<Broadcast>(p)) {
-    return false;
+  std::vector<Dtype> arg_dtypes;
+  for (int a : n.args) {
+    arg_dtypes.push_back(g.values[static_cast<size_t>(a)].dtype);
   }
-  const size_t data_arg = std::holds_alternative<Select>(p) ? 1 : 0;
-  const Dtype in = g.values[static_cast<size_t>(n.args[data_arg])].dtype;
-  return can_generate(p, in, out.dtype);
+  return can_generate(p, arg_dtypes, out.dtype);
 }
 
 /// The shape a fusable node iterates over: a reduction's input shape, a broadcast of rows' output shape, otherwise

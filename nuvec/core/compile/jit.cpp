@@ -97,6 +97,31 @@ std::string hex_hash(const std::string& text) {
   return os.str();
 }
 
+/// A folder holding nuvec/core/scalar_math.h as this library has it, for the compiler's -I: named after the text's
+/// hash, so libraries of other versions sharing the cache keep their own; empty when it cannot be written.
+std::string scalar_math_include_dir(const std::filesystem::path& cache) {
+  namespace fs = std::filesystem;
+  const std::string_view text = scalar_math_text();
+  const fs::path root = cache / ("include-" + hex_hash(std::string(text)));
+  const fs::path header = root / "nuvec" / "core" / "scalar_math.h";
+  std::error_code ec;
+  if (fs::exists(header, ec)) {
+    return root.string();
+  }
+  fs::create_directories(header.parent_path(), ec);
+  std::ostringstream unique;
+  unique << header.string() << '.' << getpid() << '.' << std::this_thread::get_id();
+  {
+    std::ofstream out(unique.str());
+    out << text;
+    if (!out) {
+      return {};
+    }
+  }
+  fs::rename(unique.str(), header, ec);
+  return ec ? std::string() : root.string();
+}
+
 std::optional<LoadedKernel> open_library(const std::string& path) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
@@ -147,7 +172,7 @@ std::optional<LoadedKernel> load_kernel(const std::string& source) {
     return std::nullopt;
   }
   static std::map<std::string, LoadedKernel> loaded;
-  const std::string key = hex_hash(source + '\n' + version + '\n' + flags);
+  const std::string key = hex_hash(source + '\n' + std::string(scalar_math_text()) + '\n' + version + '\n' + flags);
   if (auto found = loaded.find(key); found != loaded.end()) {
     return found->second;
   }
@@ -163,16 +188,17 @@ std::optional<LoadedKernel> load_kernel(const std::string& source) {
     const fs::path src = dir / (unique.str() + ".cpp");
     const fs::path tmp = dir / (unique.str() + ".so");
     const fs::path log = dir / (key + ".log");
+    const std::string include_dir = scalar_math_include_dir(dir);
     {
       std::ofstream out(src);
       out << source;
-      if (!out) {
+      if (include_dir.empty() || !out) {
         warn_once("write:" + dir.string(), "[compile] cannot write kernels to " + dir.string() +
                                                " (set NUVEC_KERNEL_CACHE): element-wise chains run unfused.");
         return std::nullopt;
       }
     }
-    const std::string command = "'" + cxx + "' " + flags + " -o '" + tmp.string() + "' '" + src.string() +
+    const std::string command = "'" + cxx + "' " + flags + " -I'" + include_dir + "' -o '" + tmp.string() + "' '" + src.string() +
                                 "' -lmvec -lm > '" + log.string() + "' 2>&1";
     const int status = std::system(command.c_str());
     if (status != 0 || !fs::exists(tmp, ec)) {

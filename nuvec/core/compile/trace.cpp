@@ -4,7 +4,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "nuvec/core/compile/fused.h"
+#include "nuvec/core/fused.h"
 #include "nuvec/core/compile/graph.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"

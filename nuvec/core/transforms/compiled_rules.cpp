@@ -1,6 +1,6 @@
 // Transforms of a fused chain go through the unfused tape it replaced.
 
-#include "nuvec/core/compile/fused.h"
+#include "nuvec/core/fused.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/transforms/rules.h"
 

@@ -112,12 +112,20 @@ array scaled(const ArcTan2&, const array& v, const Operands& o) {
   auto r2 = square(o.a) + square(o.b);
   return o.which == 0 ? v * o.b / r2 : negative(v) * o.a / r2;
 }
-template <class P>
-  requires BinaryPrimitive<P>
-array scaled(const P&, const array& v, const Operands&) {
-  // Comparisons, logical and bitwise ops: piecewise constant.
-  return zeros_like(v);
-}
+// Comparisons, logical and bitwise ops are piecewise constant: their derivative is zero wherever it exists.
+array scaled(const Equal&, const array& v, const Operands&) { return zero(v); }
+array scaled(const NotEqual&, const array& v, const Operands&) { return zero(v); }
+array scaled(const Greater&, const array& v, const Operands&) { return zero(v); }
+array scaled(const GreaterEqual&, const array& v, const Operands&) { return zero(v); }
+array scaled(const Less&, const array& v, const Operands&) { return zero(v); }
+array scaled(const LessEqual&, const array& v, const Operands&) { return zero(v); }
+array scaled(const LogicalAnd&, const array& v, const Operands&) { return zero(v); }
+array scaled(const LogicalOr&, const array& v, const Operands&) { return zero(v); }
+array scaled(const BitwiseAnd&, const array& v, const Operands&) { return zero(v); }
+array scaled(const BitwiseOr&, const array& v, const Operands&) { return zero(v); }
+array scaled(const BitwiseXor&, const array& v, const Operands&) { return zero(v); }
+array scaled(const LeftShift&, const array& v, const Operands&) { return zero(v); }
+array scaled(const RightShift&, const array& v, const Operands&) { return zero(v); }
 
 bool is_complex(const array& a) { return a.dtype() == complex64; }
 

@@ -1,9 +1,10 @@
 #pragma once
 
 // The per-primitive rules of the transforms (internal). Every primitive outside
-// the unary and binary families declares one overload per transform below;
-// dispatch.cpp visits the primitive variant exhaustively, so a primitive
-// without its three overloads does not compile. A rule that has no meaning
+// the unary and binary families declares one overload per transform below, and
+// every unary and binary primitive one `scaled` overload (its derivative) in
+// elementwise_rules.cpp; dispatch.cpp visits the primitive variant exhaustively,
+// so a primitive without its rules does not compile. A rule that has no meaning
 // throws an error naming the primitive and the transform.
 
 #include <string_view>
@@ -92,15 +93,6 @@ Batched reapply_front(const Primitive& p, std::vector<array> inputs, const VmapA
 Batched front_vmap(const Primitive& q, const VmapArgs& args);
 /// Input i with its mapped axis moved to the front, or broadcast to a new front axis of `size` when unmapped.
 array batched_front(const VmapArgs& args, size_t i);
-/// Axes moved past a new front axis.
-std::vector<int> shifted(const std::vector<int>& axes);
-/// `shape` with a front axis of `size`.
-Shape front_shape(int size, const Shape& shape);
-/// The primitive applied to inputs whose mapped axis is in front: its outputs get a front axis of the mapped size.
-Batched reapply_front(const Primitive& p, std::vector<array> inputs, const VmapArgs& args);
-/// A one-input primitive's vmap: the input's mapped axis moved in front, `q` (the primitive with parameters for
-/// the new front axis) applied.
-Batched front_vmap(const Primitive& q, const VmapArgs& args);
 /// Input i with its mapped axis moved to the front, or as it is when unmapped.
 array moved_front(const VmapArgs& args, size_t i);
 /// `a` with axis 0 of `size` added in front when not mapped.
