@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "nuvec/core/fused.h"
+#include "nuvec/core/output_shapes.h"
 #include "nuvec/core/compile/graph.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
@@ -135,14 +136,6 @@ Graph trace_graph(const TracedFunction& fun, const std::vector<array>& inputs) {
 
 namespace {
 
-Shape broadcast_of(const std::vector<array>& args) {
-  Shape s;
-  for (const auto& a : args) {
-    s = broadcast_shapes(s, a.shape());
-  }
-  return s;
-}
-
 [[noreturn]] void throw_shapeless(const Primitive& p) {
   throw_invalid("[compile] shapeless: the output shape of " + std::string(name(p)) +
                 " is fixed by its parameters and cannot follow new input shapes; compile with shapeless=false.");
@@ -163,56 +156,23 @@ std::vector<Shape> infer_shapes(const Graph& g, const GraphNode& n, const std::v
     return shapes;
   }
   const Primitive& p = n.primitive;
-  const Family f = family(p);
-  if (const auto* c = std::get_if<Compiled>(&p)) {
-    const Shape s = broadcast_of(args);
-    for (int o : c->kernel->outputs) {
-      shapes.push_back(c->kernel->row_values[static_cast<size_t>(o)] ? row_shape(s) : s);
-    }
-    return shapes;
-  }
-  if (f == Family::unary || f == Family::binary || std::holds_alternative<Select>(p) ||
-      std::holds_alternative<AsType>(p)) {
-    return std::vector<Shape>(n.outs.size(), broadcast_of(args));
-  }
+  // A broadcast's target is the shape of the value it was traced against (a shapeless broadcast_to(x, y.shape())).
   if (std::holds_alternative<Broadcast>(p)) {
     if (n.shape_source < 0) {
       throw_shapeless(p);
     }
     return {broadcast_shapes(args[0].shape(), vals[static_cast<size_t>(n.shape_source)]->shape())};
   }
-  if (const auto* r = std::get_if<Reduce>(&p)) {
-    Shape s = args[0].shape();
-    for (int a : r->axes) {
-      s[static_cast<size_t>(a)] = 1;
+  try {
+    shapes = output_shapes(p, args);
+  } catch (const error& e) {
+    if (e.kind() != ErrorKind::unsupported) {
+      throw;
     }
-    return {s};
+    throw_shapeless(p);
   }
-  if (const auto* r = std::get_if<ArgReduce>(&p)) {
-    Shape s = args[0].shape();
-    s[static_cast<size_t>(r->axis)] = 1;
-    return {s};
-  }
-  if (std::holds_alternative<LogSumExp>(p)) {
-    Shape s = args[0].shape();
-    s.back() = 1;
-    return {s};
-  }
-  if (const auto* t = std::get_if<Transpose>(&p)) {
-    Shape s;
-    for (int a : t->axes) {
-      s.push_back(args[0].shape(a));
-    }
-    return {s};
-  }
-  if (std::holds_alternative<Softmax>(p) || std::holds_alternative<StopGradient>(p) ||
-      std::holds_alternative<Copy>(p) || std::holds_alternative<Depends>(p) || std::holds_alternative<Custom>(p)) {
-    for (size_t i = 0; i < n.outs.size(); ++i) {
-      shapes.push_back(args[i].shape());
-    }
-    return shapes;
-  }
-  throw_shapeless(p);
+  shapes.resize(n.outs.size());  // Depends: its outputs are its first inputs
+  return shapes;
 }
 
 }  // namespace
