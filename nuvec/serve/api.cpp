@@ -7,6 +7,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/serve/api_error.h"
 #include "nuvec/serve/completion_handler.h"
+#include "nuvec/serve/embeddings.h"
 #include "nuvec/serve/info_handlers.h"
 #include "nuvec/serve/request.h"
 
@@ -115,6 +116,12 @@ HttpResponse Api::route(const HttpRequest& request, const std::shared_ptr<Reques
     const CompletionRequest parsed =
         path == "/v1/chat/completions" ? parse_chat_request(body) : parse_completion_request(nlohmann::json(body));
     return serve_completion(registry_, parsed, record, [this](const RequestRecord& ended) { log(ended); });
+  }
+  if (path == "/v1/embeddings") {
+    if (!post) {
+      throw wrong_method(request, "POST");
+    }
+    return embeddings(registry_, nlohmann::json(parse_body(request.body)));
   }
   if (path == "/tokenize" || path == "/detokenize") {
     if (!post) {

@@ -20,7 +20,9 @@ nlohmann::json model_card(const ServedModel& model) {
           {"max_model_len", model.context}};
 }
 
-std::shared_ptr<ServedModel> model_for(const ModelRegistry& registry, const nlohmann::json& body) {
+}  // namespace
+
+std::shared_ptr<ServedModel> requested_model(const ModelRegistry& registry, const nlohmann::json& body) {
   const std::string name = field::optional_string(body, "model").value_or("");
   if (auto model = registry.find(name)) {
     return model;
@@ -30,8 +32,6 @@ std::shared_ptr<ServedModel> model_for(const ModelRegistry& registry, const nloh
   }
   throw model_not_found(name);
 }
-
-}  // namespace
 
 HttpResponse list_models(const ModelRegistry& registry) {
   nlohmann::json data = nlohmann::json::array();
@@ -67,7 +67,7 @@ HttpResponse metrics_text(const Metrics& metrics) {
 }
 
 HttpResponse tokenize(const ModelRegistry& registry, const nlohmann::json& body) {
-  const auto model = model_for(registry, body);
+  const auto model = requested_model(registry, body);
   const lm::Tokenizer& tokenizer = model->loaded.tokenizer;
   std::vector<int32_t> ids;
   if (const nlohmann::json* messages = field::find(body, "messages")) {
@@ -93,7 +93,7 @@ HttpResponse tokenize(const ModelRegistry& registry, const nlohmann::json& body)
 }
 
 HttpResponse detokenize(const ModelRegistry& registry, const nlohmann::json& body) {
-  const auto model = model_for(registry, body);
+  const auto model = requested_model(registry, body);
   const nlohmann::json* tokens = field::find(body, "tokens");
   if (tokens == nullptr || !tokens->is_array()) {
     throw invalid_request("'tokens' must be a list of token ids.", "tokens");

@@ -4,6 +4,7 @@
 // POST /tokenize and /detokenize (vLLM's shapes).
 
 #include <nlohmann/json.hpp>
+#include <memory>
 #include <string>
 
 #include "nuvec/serve/http_types.h"
@@ -11,6 +12,10 @@
 #include "nuvec/serve/model_registry.h"
 
 namespace nuvec::serve {
+
+/// The model a request's "model" field names (the first one when it names none); 503 while it loads, 404 when it is
+/// not served.
+std::shared_ptr<ServedModel> requested_model(const ModelRegistry& registry, const nlohmann::json& body);
 
 HttpResponse list_models(const ModelRegistry& registry);
 /// 404 (OpenAI's error) for a model that is not served.

@@ -641,6 +641,7 @@ class Recording : public LanguageModel {
     inputs.push_back(tokens.shape());
     return model_.forward(tokens, cache);
   }
+  array hidden_states(const array& tokens, Cache* cache) override { return model_.hidden_states(tokens, cache); }
   [[nodiscard]] Cache make_cache() const override { return model_.make_cache(); }
   [[nodiscard]] const std::string& model_type() const override { return model_.model_type(); }
   [[nodiscard]] int vocab_size() const override { return model_.vocab_size(); }
@@ -715,6 +716,64 @@ TEST(BatchGenerator, AdmitsPromptsInGroupsOfSimilarLength) {
     const std::string what = "sequence " + std::to_string(i);
     expect_same_run(runs[1][i], runs[0][i], what + ", overlapped against one step at a time");
     expect_same_run(runs[1][i], generate(*model_owner, tokenizer, prompts[i], options_for(i)), what + " alone");
+  }
+}
+
+TEST(BatchGenerator, LongPromptsGoInAChunkPerStepWhileOthersDecode) {
+  const auto model_owner = tiny_llama(31);
+  Recording model(*model_owner);
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(59);
+  const std::vector<int32_t> first = random_prompt(rng, 5);
+  const std::vector<int32_t> longer = random_prompt(rng, 41);
+  const std::vector<int32_t> cancelled = random_prompt(rng, 39);
+  GenerateOptions options;
+  options.max_tokens = 12;
+  for (bool overlap : {false, true}) {
+    BatchOptions batch_options;
+    batch_options.prefill_chunk_size = 8;
+    batch_options.overlap_steps = overlap;
+    BatchGenerator generator(model, tokenizer, batch_options);
+    const uint64_t a = generator.insert(first, options);
+    std::map<uint64_t, GenerationResult> got;
+    uint64_t b = UINT64_MAX;  // not inserted yet
+    uint64_t c = UINT64_MAX;
+    int step = 0;
+    while (generator.has_work()) {
+      if (step == 1) {
+        // Two long prompts join as one group (40 and 38 positions to prefill, padded to 40: five chunks of 8).
+        b = generator.insert(longer, options);
+        c = generator.insert(cancelled, options);
+        model.inputs.clear();
+      }
+      if (step == 3) {
+        EXPECT_TRUE(generator.remove(c));  // cancelled half-way through its prefill
+      }
+      const bool a_running = got[a].finish_reason.empty();
+      const std::vector<BatchResponse> responses = generator.next();
+      bool a_answered = false;
+      for (const BatchResponse& r : responses) {
+        ASSERT_NE(r.uid, c);
+        a_answered = a_answered || r.uid == a;
+        GenerationResult& result = got[r.uid];
+        result.tokens.push_back(r.response.token);
+        result.logprobs.push_back(r.response.logprob);
+        result.text += r.response.text;
+        result.finish_reason = r.response.finish_reason.value_or("");
+      }
+      EXPECT_TRUE(!a_running || a_answered) << "step " << step << ": the decoding sequence stalled";
+      ++step;
+      ASSERT_LT(step, 60);
+    }
+    // The group's prompt went in five chunks of at most 8 positions, one per step beside the decode.
+    std::vector<Shape> chunks;
+    std::copy_if(model.inputs.begin(), model.inputs.end(), std::back_inserter(chunks),
+                 [](const Shape& shape) { return shape[1] > 1; });
+    EXPECT_EQ(chunks, (std::vector<Shape>{{2, 8}, {2, 8}, {1, 8}, {1, 8}, {1, 8}})) << "overlap " << overlap;
+    const std::string what = overlap ? ", overlapped" : "";
+    expect_same_run(got[a], generate(*model_owner, tokenizer, first, options), "the first sequence" + what);
+    expect_same_run(got[b], generate(*model_owner, tokenizer, longer, options), "the long prompt" + what);
+    EXPECT_EQ(got.count(c), 0U);
   }
 }
 
@@ -866,6 +925,7 @@ class WrongAtTimes : public LanguageModel {
     }
     return where(array(wrong.begin(), {1, length, 1}, bool_), rolled, logits);
   }
+  array hidden_states(const array& tokens, Cache* cache) override { return model_.hidden_states(tokens, cache); }
   [[nodiscard]] Cache make_cache() const override { return model_.make_cache(); }
   [[nodiscard]] const std::string& model_type() const override { return model_.model_type(); }
   [[nodiscard]] int vocab_size() const override { return kVocab; }

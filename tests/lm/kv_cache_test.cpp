@@ -706,6 +706,7 @@ TEST(KVCacheTest, BadArgumentsGiveClearErrors) {
 class CacheOnlyModel : public LanguageModel {
  public:
   array forward(const array& tokens, Cache* /*cache*/) override { return tokens; }
+  array hidden_states(const array& tokens, Cache* /*cache*/) override { return tokens; }
   [[nodiscard]] Cache make_cache() const override {
     Cache cache;
     for (int i = 0; i < num_layers(); ++i) {

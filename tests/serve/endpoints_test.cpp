@@ -1,12 +1,18 @@
 // The endpoints around generation, without sockets: /v1/models, /health (503 while loading), /tokenize and
-// /detokenize (against the tokenizer itself), /metrics in Prometheus' text format, and API keys.
+// /detokenize (against the tokenizer itself), /v1/embeddings (against the model's hidden states pooled here in
+// double), /metrics in Prometheus' text format, and API keys.
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "nuvec/core/ops.h"
 #include "nuvec/lm/load_model.h"
+#include "nuvec/lm/tokenizer/precompiled.h"
 #include "tests/serve/serve_test_util.h"
 
 namespace nuvec::serve {
@@ -67,6 +73,82 @@ TEST(Endpoints, TokenizeAndDetokenizeMatchTheTokenizer) {
   EXPECT_EQ(body_json(response)["prompt"], tokenizer.decode(std::vector<int32_t>{7, 93, 9}));
   EXPECT_EQ(server.api.handle(post("/detokenize", {{"tokens", {7, 96}}})).status, 400);
   EXPECT_EQ(server.api.handle(post("/tokenize", {{"prompt", 5}})).status, 400);
+}
+
+/// The unit-length mean over the tokens of the model's last hidden states, computed in double.
+std::vector<double> pooled(lm::LanguageModel& model, const std::vector<int32_t>& ids) {
+  array h = astype(model.hidden_states(array(ids.begin(), {1, static_cast<int>(ids.size())}, int32)), float32);
+  h.eval();
+  const int width = h.shape(2);
+  std::vector<double> sum(static_cast<size_t>(width), 0.0);
+  for (size_t t = 0; t < ids.size(); ++t) {
+    for (int j = 0; j < width; ++j) {
+      sum[static_cast<size_t>(j)] += h.data<float>()[t * static_cast<size_t>(width) + static_cast<size_t>(j)];
+    }
+  }
+  double norm = 0.0;
+  for (double& v : sum) {
+    v /= static_cast<double>(ids.size());
+    norm += v * v;
+  }
+  for (double& v : sum) {
+    v /= std::sqrt(norm);
+  }
+  return sum;
+}
+
+TEST(Endpoints, EmbeddingsAreTheUnitMeanOfTheLastHiddenStates) {
+  test::TestServer server;
+  const auto model = server.registry.find("tiny");
+  const lm::Tokenizer& tokenizer = model->loaded.tokenizer;
+  const std::vector<int32_t> ids{7, 12, 93, 40};
+  HttpResponse response =
+      server.api.handle(post("/v1/embeddings", {{"model", "tiny"}, {"input", {"w33 w34 w35", ids, "w10"}}}));
+  ASSERT_EQ(response.status, 200) << response.body;
+  const json body = body_json(response);
+  EXPECT_EQ(body["object"], "list");
+  EXPECT_EQ(body["model"], "tiny");
+  const std::vector<std::vector<int32_t>> inputs{tokenizer.encode("w33 w34 w35", true), ids, tokenizer.encode("w10", true)};
+  ASSERT_EQ(body["data"].size(), inputs.size());
+  size_t tokens = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    EXPECT_EQ(body["data"][i]["object"], "embedding");
+    EXPECT_EQ(body["data"][i]["index"], i);
+    const auto got = body["data"][i]["embedding"].get<std::vector<double>>();
+    const auto want = pooled(*model->loaded.model, inputs[i]);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t j = 0; j < got.size(); ++j) {
+      EXPECT_NEAR(got[j], want[j], 1e-6) << i << " " << j;
+    }
+    tokens += inputs[i].size();
+  }
+  EXPECT_EQ(body["usage"]["prompt_tokens"], tokens);
+  EXPECT_EQ(body["usage"]["total_tokens"], tokens);
+  // One text alone gives what it gave in the list; base64 holds the same float32 values, little-endian.
+  response = server.api.handle(post("/v1/embeddings", {{"input", "w10"}, {"encoding_format", "base64"}}));
+  ASSERT_EQ(response.status, 200) << response.body;
+  const auto decoded = lm::detail::decode_base64(body_json(response)["data"][0]["embedding"].get<std::string>());
+  ASSERT_TRUE(decoded.has_value());
+  std::vector<float> values(decoded->size() / sizeof(float));
+  std::memcpy(values.data(), decoded->data(), values.size() * sizeof(float));
+  EXPECT_EQ(values, body["data"][2]["embedding"].get<std::vector<float>>());
+  // Mistakes get 400 naming the field.
+  const std::vector<json> bad = {
+      {{"input", ""}},
+      {{"input", json::array()}},
+      {{"input", 5}},
+      {{"input", {1, 2, 500}}},
+      {{"input", {{1, 2}, 7}}},
+      {{"input", "w10"}, {"encoding_format", "hex"}},
+      {{"input", "w10"}, {"dimensions", 3}},
+      {{"input", std::vector<int32_t>(300, 7)}},
+  };
+  for (const auto& request : bad) {
+    response = server.api.handle(post("/v1/embeddings", request));
+    EXPECT_EQ(response.status, 400) << request.dump() << " " << response.body;
+  }
+  EXPECT_EQ(server.api.handle(post("/v1/embeddings", {{"model", "nope"}, {"input", "w10"}})).status, 404);
+  EXPECT_EQ(server.api.handle(get("/v1/embeddings")).status, 405);
 }
 
 TEST(Endpoints, MetricsCountTokensAndRequestsPerModel) {

@@ -220,6 +220,13 @@ TEST_F(HttpServerTest, OpenAIsJavaScriptSdk) {
   EXPECT_EQ(got["unknown_model"]["status"], 404);
   EXPECT_EQ(got["wrong_key"]["status"], 401);
   EXPECT_EQ(got["models"], json::array({"tiny"}));
+  const json embeddings = in_process("/v1/embeddings", {{"input", {"w33 w34", "w10"}}});
+  ASSERT_EQ(got["embeddings"]["vectors"].size(), 2U);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got["embeddings"]["vectors"][i].get<std::vector<float>>(),
+              embeddings["data"][i]["embedding"].get<std::vector<float>>());
+  }
+  EXPECT_EQ(got["embeddings"]["usage"], embeddings["usage"]);
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ out.bad_tool_choice = await error(() => client.chat.completions.create({
   tool_choice: { type: 'function', function: { name: 'no_such_tool' } } }));
 out.unknown_model = await error(() => client.completions.create({ model: 'no-such-model', prompt: 'w1' }));
 out.wrong_key = await error(() => new OpenAI({ baseURL, apiKey: 'wrong', maxRetries: 0 }).models.list());
+// The SDK asks for base64 and decodes it to floats.
+const embedding = await client.embeddings.create({ model, input: ['w33 w34', 'w10'] });
+out.embeddings = { vectors: embedding.data.map((d) => d.embedding), usage: embedding.usage };
 const models = await client.models.list();
 out.models = models.data.map((m) => m.id);
 

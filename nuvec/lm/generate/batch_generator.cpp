@@ -85,6 +85,17 @@ struct BatchGenerator::Sequence {
   int32_t next = 0;
 };
 
+/// A group of prompts on its way into the batch: every prompt's tokens after its cached prefix but its last,
+/// left-padded to a common length, go into the group's cache a chunk at a time.
+struct BatchGenerator::Prefill {
+  std::vector<std::unique_ptr<Sequence>> group;
+  Cache cache;
+  array tokens;  // (group, length)
+  int done = 0;  // positions already in the cache
+
+  [[nodiscard]] int length() const { return tokens.shape(1); }
+};
+
 BatchGenerator::BatchGenerator(LanguageModel& model, const Tokenizer& tokenizer, BatchOptions options)
     : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
   auto check = [](int value, const char* name) {
@@ -130,8 +141,16 @@ uint64_t BatchGenerator::insert(const std::vector<int32_t>& prompt, const Genera
   return next_uid_++;
 }
 
+int BatchGenerator::prefilling() const {
+  int count = 0;
+  for (const auto& prefill : prefilling_) {
+    count += static_cast<int>(prefill.group.size());
+  }
+  return count;
+}
+
 void BatchGenerator::admit() {
-  const int count = std::min(options_.max_batch_size - active(), waiting());
+  const int count = std::min(options_.max_batch_size - active() - prefilling(), static_cast<int>(waiting_.size()));
   std::vector<std::unique_ptr<Sequence>> plain;
   std::vector<std::unique_ptr<Sequence>> cached;
   for (int i = 0; i < count; ++i) {
@@ -143,23 +162,22 @@ void BatchGenerator::admit() {
                    [](const auto& a, const auto& b) { return a->prompt.size() < b->prompt.size(); });
   for (size_t first = 0; first < plain.size(); first += options_.prefill_batch_size) {
     const size_t last = std::min(plain.size(), first + options_.prefill_batch_size);
-    join({std::make_move_iterator(plain.begin() + static_cast<std::ptrdiff_t>(first)),
-          std::make_move_iterator(plain.begin() + static_cast<std::ptrdiff_t>(last))});
+    start_prefill({std::make_move_iterator(plain.begin() + static_cast<std::ptrdiff_t>(first)),
+                   std::make_move_iterator(plain.begin() + static_cast<std::ptrdiff_t>(last))});
   }
   // A sequence with a cached prefix starts from a cache of its own, so it is prefilled alone.
   for (auto& sequence : cached) {
     std::vector<std::unique_ptr<Sequence>> alone;
     alone.push_back(std::move(sequence));
-    join(std::move(alone));
+    start_prefill(std::move(alone));
   }
 }
 
-void BatchGenerator::join(std::vector<std::unique_ptr<Sequence>> group) {
+void BatchGenerator::start_prefill(std::vector<std::unique_ptr<Sequence>> group) {
   const int count = static_cast<int>(group.size());
   const int skip = count == 1 ? group.front()->cached : 0;
-  // Every prompt's tokens after the cached prefix but its last go into the cache now, left-padded to a common
-  // length. The last tokens join the batch's next step, or, when that step is already under way (overlapped), give
-  // the group's first choices in a step of their own.
+  // The last tokens join the batch's next step, or, when that step is already under way (overlapped), give the
+  // group's first choices in a step of their own.
   int longest = 0;
   for (const auto& sequence : group) {
     longest = std::max(longest, static_cast<int>(sequence->prompt.size()) - skip - 1);
@@ -176,29 +194,51 @@ void BatchGenerator::join(std::vector<std::unique_ptr<Sequence>> group) {
     sequence.next = sequence.prompt.back();
   }
   Cache cache = skip > 0 ? std::move(group.front()->prefix) : make_batch_cache(model_, padding);
-  if (longest > 0) {
-    const array all(tokens.begin(), {count, longest}, int32);
-    for (int begin = 0; begin < longest; begin += options_.prefill_chunk_size) {
-      const int end = std::min(longest, begin + options_.prefill_chunk_size);
-      (void)model_.forward(slice(all, {0, begin}, {count, end}), &cache);
-      detail::eval_cache(cache);
+  prefilling_.push_back(Prefill{std::move(group), std::move(cache), array(tokens.begin(), {count, longest}, int32)});
+}
+
+void BatchGenerator::advance_prefill() {
+  const bool all = active_.empty();
+  while (!prefilling_.empty()) {
+    Prefill& prefill = prefilling_.front();
+    const int count = static_cast<int>(prefill.group.size());
+    if (prefill.done < prefill.length()) {
+      const int end = std::min(prefill.length(), prefill.done + options_.prefill_chunk_size);
+      (void)model_.forward(slice(prefill.tokens, {0, prefill.done}, {count, end}), &prefill.cache);
+      detail::eval_cache(prefill.cache);
+      prefill.done = end;
+    }
+    if (prefill.done < prefill.length() && !all) {
+      return;  // the next chunk in the next step
+    }
+    if (prefill.done == prefill.length()) {
+      Prefill done = std::move(prefill);
+      prefilling_.pop_front();
+      join(std::move(done));
+      if (!all) {
+        return;
+      }
     }
   }
+}
+
+void BatchGenerator::join(Prefill prefill) {
+  const int count = static_cast<int>(prefill.group.size());
   if (pending_) {
     std::vector<SamplingRow> rows;
     std::vector<int32_t> lasts;
-    for (const auto& sequence : group) {
+    for (const auto& sequence : prefill.group) {
       rows.push_back(sequence->sampler.row());
       lasts.push_back(sequence->next);
     }
-    pending_ = joined(*pending_, decode(model_, cache, array(lasts.begin(), {count, 1}, int32), rows));
+    pending_ = joined(*pending_, decode(model_, prefill.cache, array(lasts.begin(), {count, 1}, int32), rows));
   }
   if (active_.empty()) {
-    cache_ = std::move(cache);
+    cache_ = std::move(prefill.cache);
   } else {
-    extend_batch_cache(cache_, cache);
+    extend_batch_cache(cache_, prefill.cache);
   }
-  for (auto& sequence : group) {
+  for (auto& sequence : prefill.group) {
     active_.push_back(std::move(sequence));
   }
 }
@@ -214,14 +254,18 @@ SampledTokens BatchGenerator::step(const array& inputs) {
 
 std::vector<BatchResponse> BatchGenerator::next() {
   if (active_.empty()) {
-    if (waiting_.empty()) {
+    if (!has_work()) {
       return {};
     }
     // The batch becomes busy: the peak memory its statistics report counts from here.
     reset_peak_memory();
   }
   admit();
+  advance_prefill();
   const int batch = active();
+  if (batch == 0) {
+    return {};
+  }
   if (!pending_) {
     std::vector<int32_t> inputs;
     inputs.reserve(active_.size());
@@ -267,6 +311,28 @@ bool BatchGenerator::remove(uint64_t uid) {
   auto matches = [uid](const std::unique_ptr<Sequence>& s) { return s->uid == uid; };
   if (auto it = std::find_if(waiting_.begin(), waiting_.end(), matches); it != waiting_.end()) {
     waiting_.erase(it);
+    return true;
+  }
+  for (auto prefill = prefilling_.begin(); prefill != prefilling_.end(); ++prefill) {
+    auto& group = prefill->group;
+    auto it = std::find_if(group.begin(), group.end(), matches);
+    if (it == group.end()) {
+      continue;
+    }
+    if (group.size() == 1) {
+      prefilling_.erase(prefill);
+      return true;
+    }
+    const int row = static_cast<int>(it - group.begin());
+    std::vector<int> kept;
+    for (int b = 0; b < static_cast<int>(group.size()); ++b) {
+      if (b != row) {
+        kept.push_back(b);
+      }
+    }
+    group.erase(it);
+    filter_batch_cache(prefill->cache, kept);
+    prefill->tokens = take(prefill->tokens, array(kept.begin(), {static_cast<int>(kept.size())}, int32), 0);
     return true;
   }
   if (auto it = std::find_if(active_.begin(), active_.end(), matches); it != active_.end()) {

@@ -2,7 +2,9 @@
 
 // Continuous batching: several sequences decode together, one forward pass per step for all of them. Sequences join
 // between steps (their prompts are prefilled as a batch of their own, then merged into the running batch) and leave
-// when they finish, so a server can keep the batch full while requests come and go.
+// when they finish, so a server can keep the batch full while requests come and go. While the batch decodes, a
+// joining group's prompts go in one chunk per step, so running sequences keep getting a token every step while a
+// long prompt arrives.
 
 #include <cstdint>
 #include <deque>
@@ -25,7 +27,8 @@ struct BatchOptions {
   /// The most waiting prompts prefilled together in one batch. Prompts admitted at once are grouped by length, so
   /// a short prompt is not padded to a long one.
   int prefill_batch_size = 8;
-  /// Prompts go through the model this many positions at a time.
+  /// Prompts go through the model this many positions at a time: one chunk per step while other sequences decode,
+  /// all at once when none does.
   int prefill_chunk_size = 512;
   /// Ids that end every sequence, besides the tokenizer's EOS and end-of-turn ids and each sequence's own.
   std::vector<int32_t> stop_ids;
@@ -67,19 +70,26 @@ class BatchGenerator {
   /// Drops a sequence, waiting or active (a cancelled request); returns whether it was there.
   bool remove(uint64_t uid);
 
-  /// Sequences decoding now, and sequences waiting to join.
+  /// Sequences decoding now, and sequences waiting to join (queued, or their prompts being prefilled).
   [[nodiscard]] int active() const { return static_cast<int>(active_.size()); }
-  [[nodiscard]] int waiting() const { return static_cast<int>(waiting_.size()); }
+  [[nodiscard]] int waiting() const { return static_cast<int>(waiting_.size()) + prefilling(); }
   /// Whether next() has anything to do.
-  [[nodiscard]] bool has_work() const { return !active_.empty() || !waiting_.empty(); }
+  [[nodiscard]] bool has_work() const { return !active_.empty() || waiting() > 0; }
 
  private:
   struct Sequence;
+  struct Prefill;
 
-  /// Prefills waiting prompts and merges them into the batch while there is room.
+  /// Sequences whose prompts are being prefilled.
+  [[nodiscard]] int prefilling() const;
+  /// Starts prefilling waiting prompts in groups while the batch has room.
   void admit();
-  /// Prefills `group` (prompts without a cached prefix, or one with) and merges it into the batch.
-  void join(std::vector<std::unique_ptr<Sequence>> group);
+  /// Puts `group` (prompts without a cached prefix, or one with) in the prefill queue.
+  void start_prefill(std::vector<std::unique_ptr<Sequence>> group);
+  /// Prefills every queued group to its end when nothing decodes, else one chunk of the first; groups done join.
+  void advance_prefill();
+  /// Merges a prefilled group into the batch.
+  void join(Prefill prefill);
   /// Feeds `inputs` (B, 1) to the batch: each active sequence's next choice, not yet computed.
   SampledTokens step(const array& inputs);
   /// Drops the active sequences at `rows` from the batch, its cache and its pending tokens.
@@ -90,6 +100,7 @@ class BatchGenerator {
   BatchOptions options_;
   uint64_t next_uid_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::deque<Prefill> prefilling_;
   std::vector<std::unique_ptr<Sequence>> active_;
   Cache cache_;
   /// Each active sequence's next choice, built (and, overlapped, being computed) but not yet read back; none when

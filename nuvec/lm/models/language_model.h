@@ -16,6 +16,9 @@ class LanguageModel : public nn::Module {
   /// continue what the cache holds and are stored in it.
   virtual array forward(const array& tokens, Cache* cache = nullptr) = 0;
   array operator()(const array& tokens, Cache* cache = nullptr) { return forward(tokens, cache); }
+  /// The last layer's normalized hidden states (B, L, hidden): what forward projects to the vocabulary (embeddings
+  /// pool them). The cache as forward takes it.
+  virtual array hidden_states(const array& tokens, Cache* cache = nullptr) = 0;
   /// A fresh cache: one per layer, of the kind each layer needs (rotating for sliding-window layers).
   [[nodiscard]] virtual Cache make_cache() const = 0;
   /// The config.json model_type this model was built for ("llama", "qwen3", ...).

@@ -204,7 +204,9 @@ TransformerModel::TransformerModel(std::string model_type, int vocab_size, int h
   }
 }
 
-array TransformerModel::forward(const array& tokens, Cache* cache) {
+array TransformerModel::forward(const array& tokens, Cache* cache) { return logits(hidden_states(tokens, cache)); }
+
+array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
   if (tokens.ndim() != 2 || !is_integer(tokens.dtype())) {
     std::ostringstream message;
     message << "expects token ids (B, L) of an integer dtype; got shape " << tokens.shape() << " and dtype "
@@ -234,7 +236,7 @@ array TransformerModel::forward(const array& tokens, Cache* cache) {
     }
     h = layer.forward(h, mask->second, layer_cache);
   }
-  return logits((*model->norm)(h));
+  return (*model->norm)(h);
 }
 
 Cache TransformerModel::make_cache() const {

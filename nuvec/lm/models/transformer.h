@@ -169,6 +169,7 @@ class TransformerModel : public LanguageModel {
                    bool tie_word_embeddings, int max_context);
   [[nodiscard]] std::string type_name() const override { return "TransformerModel"; }
   array forward(const array& tokens, Cache* cache = nullptr) override;
+  array hidden_states(const array& tokens, Cache* cache = nullptr) override;
   [[nodiscard]] Cache make_cache() const override;
   [[nodiscard]] const std::string& model_type() const override { return model_type_; }
   [[nodiscard]] int vocab_size() const override { return vocab_size_; }
