@@ -9,9 +9,9 @@ namespace nuvec::cli {
 
 namespace {
 
-constexpr const char* kNumber = "a number";
-constexpr const char* kInteger = "an integer";
-constexpr const char* kCount = "a non-negative integer";
+constexpr const char* expects_number = "a number";
+constexpr const char* expects_integer = "an integer";
+constexpr const char* expects_count = "a non-negative integer";
 
 /// `text` parsed whole as a T, or a message naming the option and what it expects.
 template <class T>
@@ -41,43 +41,43 @@ Options& Options::add(const std::string& name, std::optional<std::string>& targe
 }
 
 Options& Options::add(const std::string& name, int& target) {
-  return value(name, kInteger,
-               [&target, name](const std::string& v) { target = parse_number<int>(name, v, kInteger); });
+  return value(name, expects_integer,
+               [&target, name](const std::string& v) { target = parse_number<int>(name, v, expects_integer); });
 }
 
 Options& Options::add(const std::string& name, uint64_t& target) {
-  return value(name, kCount,
-               [&target, name](const std::string& v) { target = parse_number<uint64_t>(name, v, kCount); });
+  return value(name, expects_count,
+               [&target, name](const std::string& v) { target = parse_number<uint64_t>(name, v, expects_count); });
 }
 
 Options& Options::add(const std::string& name, double& target) {
-  return value(name, kNumber,
-               [&target, name](const std::string& v) { target = parse_number<double>(name, v, kNumber); });
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<double>(name, v, expects_number); });
 }
 
 Options& Options::add(const std::string& name, float& target) {
-  return value(name, kNumber,
-               [&target, name](const std::string& v) { target = parse_number<float>(name, v, kNumber); });
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<float>(name, v, expects_number); });
 }
 
 Options& Options::add(const std::string& name, std::optional<int>& target) {
-  return value(name, kInteger,
-               [&target, name](const std::string& v) { target = parse_number<int>(name, v, kInteger); });
+  return value(name, expects_integer,
+               [&target, name](const std::string& v) { target = parse_number<int>(name, v, expects_integer); });
 }
 
 Options& Options::add(const std::string& name, std::optional<uint64_t>& target) {
-  return value(name, kCount,
-               [&target, name](const std::string& v) { target = parse_number<uint64_t>(name, v, kCount); });
+  return value(name, expects_count,
+               [&target, name](const std::string& v) { target = parse_number<uint64_t>(name, v, expects_count); });
 }
 
 Options& Options::add(const std::string& name, std::optional<double>& target) {
-  return value(name, kNumber,
-               [&target, name](const std::string& v) { target = parse_number<double>(name, v, kNumber); });
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<double>(name, v, expects_number); });
 }
 
 Options& Options::add(const std::string& name, std::optional<float>& target) {
-  return value(name, kNumber,
-               [&target, name](const std::string& v) { target = parse_number<float>(name, v, kNumber); });
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<float>(name, v, expects_number); });
 }
 
 Options& Options::flag(const std::string& name, bool& target) {

@@ -88,7 +88,7 @@ double peak_learning_rate(const TrainOptions& options,
                           const std::optional<std::unordered_map<std::string, std::string>>& saved, int64_t saved_step,
                           std::FILE* log) {
   if (!saved) {
-    return options.learning_rate.value_or(kDefaultLearningRate);
+    return options.learning_rate.value_or(default_learning_rate);
   }
   auto found = saved->find("learning_rate");
   if (found == saved->end()) {
@@ -108,7 +108,7 @@ double peak_learning_rate(const TrainOptions& options,
 }  // namespace
 
 TrainResult train(const TrainOptions& options, std::FILE* log) {
-  if (options.epochs < 1 || options.batch_size < 1 || !(options.learning_rate.value_or(kDefaultLearningRate) > 0)) {
+  if (options.epochs < 1 || options.batch_size < 1 || !(options.learning_rate.value_or(default_learning_rate) > 0)) {
     throw_invalid("[train] epochs and batch size must be positive and the learning rate above 0.");
   }
   auto train_set = first(load_image_set(options.data_dir, "train"), options.train_limit);

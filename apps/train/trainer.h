@@ -16,7 +16,7 @@
 namespace nuvec::train {
 
 /// The peak learning rate of a new run that names none.
-constexpr double kDefaultLearningRate = 2e-3;
+constexpr double default_learning_rate = 2e-3;
 
 struct TrainOptions {
   std::string model = "cnn";
