@@ -9,12 +9,8 @@
 #include <exception>
 #include <string>
 
-#include "apps/cli/options.h"
-#include "apps/generate/commands.h"
-#include "apps/gpt/train_gpt.h"
+#include "apps/cli/commands.h"
 #include "apps/serve/commands.h"
-#include "apps/tokenize/commands.h"
-#include "apps/train/trainer.h"
 
 namespace {
 
@@ -36,7 +32,8 @@ const char* kUsage =
     "  --model NAME        cnn (default) or mlp\n"
     "  --epochs N          passes over the training set (default 3)\n"
     "  --batch-size N      images per step (default 64)\n"
-    "  --lr X              peak learning rate of Adam with cosine decay (default 0.002)\n"
+    "  --lr X              peak learning rate of Adam with cosine decay (default 0.002; when resuming, the\n"
+    "                      checkpoint's: a different --lr is used from the saved step on, and said so)\n"
     "  --data DIR          folder of the IDX files (default /usr/share/datasets/fashion-mnist)\n"
     "  --output DIR        where weights, checkpoint and curves go (default runs/fashion-mnist)\n"
     "  --resume FILE       continue from a checkpoint.safetensors written by an earlier run\n"
@@ -55,6 +52,8 @@ const char* kUsage =
     "  --prompt TEXT --sample N --temperature X   the message to answer after training, at most N tokens\n"
     "                      (default \"Tell me a fortune.\", 400, 0.8)\n"
     "  --seed N\n"
+    "  --eager             run the training step op by op (by default it is compiled whole: forward, backward,\n"
+    "                      clipping and the AdamW update with its schedule)\n"
     "\n"
     "tokenizer commands (PATH: a tokenizer.json, a model folder or a .gguf file):\n"
     "  tokenize            the text on standard input as one JSON array of ids; --jsonl: each input line a JSON\n"
@@ -85,124 +84,56 @@ const char* kUsage =
 
 int run_train(int argc, char** argv) {
   nuvec::train::TrainOptions o;
-  nuvec::cli::Options()
-      .add("--model", o.model)
-      .add("--epochs", o.epochs)
-      .add("--batch-size", o.batch_size)
-      .add("--lr", o.learning_rate)
-      .add("--data", o.data_dir)
-      .add("--output", o.output_dir)
-      .add("--resume", o.resume)
-      .add("--stop-after", o.stop_after_epochs)
-      .add("--seed", o.seed)
-      .add("--limit", o.train_limit)
-      .parse(argc, argv);
+  nuvec::cli::train_options(o).parse(argc, argv);
   nuvec::train::train(o);
   return 0;
 }
 
 int run_gpt(int argc, char** argv) {
   nuvec::gpt::GptOptions o;
-  nuvec::cli::Options()
-      .add("--steps", o.steps)
-      .add("--batch-size", o.batch_size)
-      .add("--context", o.model.context)
-      .add("--layers", o.model.layers)
-      .add("--dims", o.model.dims)
-      .add("--heads", o.model.heads)
-      .add("--lr", o.learning_rate)
-      .add("--corpus", o.corpus_dir)
-      .add("--output", o.output_dir)
-      .add("--prompt", o.prompt)
-      .add("--sample", o.sample_tokens)
-      .add("--temperature", o.temperature)
-      .add("--seed", o.seed)
-      .parse(argc, argv);
+  nuvec::cli::gpt_options(o).parse(argc, argv);
   nuvec::gpt::train_gpt(o);
   return 0;
 }
 
 int run_tokenize(int argc, char** argv) {
   nuvec::tokenize::TokenizeOptions o;
-  nuvec::cli::Options()
-      .add("--tokenizer", o.tokenizer)
-      .flag("--add-special-tokens", o.add_special_tokens)
-      .flag("--jsonl", o.jsonl)
-      .parse(argc, argv);
+  nuvec::cli::tokenize_options(o).parse(argc, argv);
   nuvec::tokenize::run_tokenize(o, stdin, stdout);
   return 0;
 }
 
 int run_detokenize(int argc, char** argv) {
   nuvec::tokenize::DetokenizeOptions o;
-  nuvec::cli::Options()
-      .add("--tokenizer", o.tokenizer)
-      .flag("--skip-special-tokens", o.skip_special_tokens)
-      .flag("--clean-up-spaces", o.clean_up_spaces)
-      .flag("--jsonl", o.jsonl)
-      .parse(argc, argv);
+  nuvec::cli::detokenize_options(o).parse(argc, argv);
   nuvec::tokenize::run_detokenize(o, stdin, stdout);
   return 0;
 }
 
 int run_chat_template(int argc, char** argv) {
   nuvec::tokenize::ChatTemplateCommandOptions o;
-  nuvec::cli::Options()
-      .add("--tokenizer", o.tokenizer)
-      .add("--messages", o.messages)
-      .add("--tools", o.tools)
-      .add("--vars", o.vars)
-      .add("--template", o.name)
-      .flag("--add-generation-prompt", o.add_generation_prompt)
-      .parse(argc, argv);
+  nuvec::cli::chat_template_options(o).parse(argc, argv);
   nuvec::tokenize::run_chat_template(o, stdout);
   return 0;
 }
 
-nuvec::cli::Options& add_sampling(nuvec::cli::Options& options, nuvec::lm_cli::SamplingOptions& s) {
-  return options.add("--temp", s.temperature)
-      .add("--top-k", s.top_k)
-      .add("--top-p", s.top_p)
-      .add("--min-p", s.min_p)
-      .add("--repetition-penalty", s.repetition_penalty)
-      .add("--seed", s.seed);
-}
-
 int run_generate(int argc, char** argv) {
   nuvec::lm_cli::GenerateCommandOptions o;
-  nuvec::cli::Options options;
-  options.add("--model", o.model)
-      .add("--prompt", o.prompt)
-      .add("--prompt-ids", o.prompt_ids)
-      .add("--system", o.system)
-      .add("--max-tokens", o.max_tokens)
-      .add("--draft-model", o.draft_model)
-      .add("--num-draft", o.num_draft)
-      .flag("--chat", o.chat)
-      .flag("--json", o.json);
-  add_sampling(options, o.sampling).parse(argc, argv);
+  nuvec::cli::generate_options(o).parse(argc, argv);
   nuvec::lm_cli::run_generate(o, stdout, stderr);
   return 0;
 }
 
 int run_chat(int argc, char** argv) {
   nuvec::lm_cli::ChatCommandOptions o;
-  nuvec::cli::Options options;
-  options.add("--model", o.model).add("--system", o.system).add("--max-tokens", o.max_tokens);
-  add_sampling(options, o.sampling).parse(argc, argv);
+  nuvec::cli::chat_options(o).parse(argc, argv);
   nuvec::lm_cli::run_chat(o, stdin, stdout);
   return 0;
 }
 
 int run_bench(int argc, char** argv) {
   nuvec::lm_cli::BenchCommandOptions o;
-  nuvec::cli::Options()
-      .add("--model", o.model)
-      .add("-p", o.prompt_tokens)
-      .add("-n", o.generation_tokens)
-      .add("-t", o.threads)
-      .add("-r", o.repetitions)
-      .parse(argc, argv);
+  nuvec::cli::bench_options(o).parse(argc, argv);
   nuvec::lm_cli::run_bench(o, stdout);
   return 0;
 }

@@ -3,10 +3,15 @@
 #include <charconv>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 
 namespace nuvec::cli {
 
 namespace {
+
+constexpr const char* expects_number = "a number";
+constexpr const char* expects_integer = "an integer";
+constexpr const char* expects_count = "a non-negative integer";
 
 /// `text` parsed whole as a T, or a message naming the option and what it expects.
 template <class T>
@@ -22,53 +27,57 @@ T parse_number(const std::string& option, const std::string& text, const char* e
 
 }  // namespace
 
-Options& Options::add(const std::string& name, std::string& target) {
-  values_[name] = [&target](const std::string& v) { target = v; };
+Options& Options::value(const std::string& name, std::string expects, std::function<void(const std::string&)> set) {
+  values_.insert_or_assign(name, Value{std::move(expects), std::move(set)});
   return *this;
+}
+
+Options& Options::add(const std::string& name, std::string& target) {
+  return value(name, "a value", [&target](const std::string& v) { target = v; });
 }
 
 Options& Options::add(const std::string& name, std::optional<std::string>& target) {
-  values_[name] = [&target](const std::string& v) { target = v; };
-  return *this;
+  return value(name, "a value", [&target](const std::string& v) { target = v; });
 }
 
 Options& Options::add(const std::string& name, int& target) {
-  values_[name] = [&target, name](const std::string& v) { target = parse_number<int>(name, v, "an integer"); };
-  return *this;
+  return value(name, expects_integer,
+               [&target, name](const std::string& v) { target = parse_number<int>(name, v, expects_integer); });
 }
 
 Options& Options::add(const std::string& name, uint64_t& target) {
-  values_[name] = [&target, name](const std::string& v) {
-    target = parse_number<uint64_t>(name, v, "a non-negative integer");
-  };
-  return *this;
+  return value(name, expects_count,
+               [&target, name](const std::string& v) { target = parse_number<uint64_t>(name, v, expects_count); });
 }
 
 Options& Options::add(const std::string& name, double& target) {
-  values_[name] = [&target, name](const std::string& v) { target = parse_number<double>(name, v, "a number"); };
-  return *this;
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<double>(name, v, expects_number); });
 }
 
 Options& Options::add(const std::string& name, float& target) {
-  values_[name] = [&target, name](const std::string& v) { target = parse_number<float>(name, v, "a number"); };
-  return *this;
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<float>(name, v, expects_number); });
 }
 
 Options& Options::add(const std::string& name, std::optional<int>& target) {
-  values_[name] = [&target, name](const std::string& v) { target = parse_number<int>(name, v, "an integer"); };
-  return *this;
+  return value(name, expects_integer,
+               [&target, name](const std::string& v) { target = parse_number<int>(name, v, expects_integer); });
 }
 
 Options& Options::add(const std::string& name, std::optional<uint64_t>& target) {
-  values_[name] = [&target, name](const std::string& v) {
-    target = parse_number<uint64_t>(name, v, "a non-negative integer");
-  };
-  return *this;
+  return value(name, expects_count,
+               [&target, name](const std::string& v) { target = parse_number<uint64_t>(name, v, expects_count); });
+}
+
+Options& Options::add(const std::string& name, std::optional<double>& target) {
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<double>(name, v, expects_number); });
 }
 
 Options& Options::add(const std::string& name, std::optional<float>& target) {
-  values_[name] = [&target, name](const std::string& v) { target = parse_number<float>(name, v, "a number"); };
-  return *this;
+  return value(name, expects_number,
+               [&target, name](const std::string& v) { target = parse_number<float>(name, v, expects_number); });
 }
 
 Options& Options::flag(const std::string& name, bool& target) {
@@ -88,10 +97,18 @@ void Options::parse(int argc, char** argv, int first) const {
       throw std::invalid_argument("unknown option " + name);
     }
     if (i + 1 >= argc) {
-      throw std::invalid_argument("option " + name + " needs a value");
+      throw std::invalid_argument(name + " expects " + found->second.expects + ", got nothing");
     }
-    found->second(argv[++i]);
+    found->second.set(argv[++i]);
   }
+}
+
+std::map<std::string, std::string> Options::expected_values() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [name, v] : values_) {
+    out.emplace(name, v.expects);
+  }
+  return out;
 }
 
 }  // namespace nuvec::cli

@@ -22,6 +22,7 @@ class Options {
   /// Options that may stay unset (a default chosen later, from a model's generation config say).
   Options& add(const std::string& name, std::optional<int>& target);
   Options& add(const std::string& name, std::optional<uint64_t>& target);
+  Options& add(const std::string& name, std::optional<double>& target);
   Options& add(const std::string& name, std::optional<float>& target);
   /// A switch: present sets `target` to true.
   Options& flag(const std::string& name, bool& target);
@@ -30,8 +31,18 @@ class Options {
   /// value, or a value of the wrong kind.
   void parse(int argc, char** argv, int first = 2) const;
 
+  /// Each option that takes a value, with what it expects: "a number", "an integer", "a non-negative integer" or
+  /// "a value" (any text).
+  [[nodiscard]] std::map<std::string, std::string> expected_values() const;
+
  private:
-  std::map<std::string, std::function<void(const std::string&)>> values_;
+  struct Value {
+    std::string expects;
+    std::function<void(const std::string&)> set;
+  };
+  Options& value(const std::string& name, std::string expects, std::function<void(const std::string&)> set);
+
+  std::map<std::string, Value> values_;
   std::map<std::string, bool*> flags_;
 };
 

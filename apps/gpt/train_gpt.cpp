@@ -69,7 +69,9 @@ GptResult train_gpt(const GptOptions& options, std::FILE* log) {
     auto logits = model->forward(batch[0]);
     return nn::losses::cross_entropy(logits, batch[1], std::nullopt, -1, 0.0F, nn::losses::Reduction::mean);
   };
-  auto step = nn::value_and_grad(*model, loss_fn);
+  constexpr double max_grad_norm = 1.0;
+  auto step = options.eager ? train::eager_step(*model, optimizer, loss_fn, max_grad_norm)
+                            : train::compiled_step(*model, optimizer, loss_fn, max_grad_norm);
   std::mt19937_64 rng(options.seed + 17);
   long params = 0;
   for (const auto& [name, p] : model->parameters()) {
@@ -85,14 +87,17 @@ GptResult train_gpt(const GptOptions& options, std::FILE* log) {
   int window_steps = 0;
   auto started = std::chrono::steady_clock::now();
   auto window_start = started;
+  auto first_step_end = started;
   for (int s = 1; s <= options.steps; ++s) {
     auto [inputs, targets] = windows(ids, 0, split_at, options.batch_size, options.model.context, rng);
-    auto [loss, grads] = step({inputs, targets});
-    auto [clipped, norm] = optimizers::clip_grad_norm(grads, 1.0);
-    optimizer.update(*model, clipped);
+    auto loss = step({inputs, targets});
     train::eval_step(loss, *model, optimizer);
     window_loss += loss.item<float>();
     ++window_steps;
+    if (s == 1) {
+      first_step_end = std::chrono::steady_clock::now();
+      result.first_step_seconds = std::chrono::duration<double>(first_step_end - started).count();
+    }
     if (s % 50 == 0 || s == options.steps) {
       auto now = std::chrono::steady_clock::now();
       double seconds = std::chrono::duration<double>(now - window_start).count();
@@ -107,6 +112,12 @@ GptResult train_gpt(const GptOptions& options, std::FILE* log) {
       window_start = now;
     }
   }
+  if (options.steps > 1) {
+    result.step_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - first_step_end).count() / (options.steps - 1);
+  }
+  std::fprintf(log, "%s step: the first %.2f s, then %.1f ms each\n", options.eager ? "eager" : "compiled",
+               result.first_step_seconds, result.step_seconds * 1e3);
   std::mt19937_64 held_out(99);
   double validation = 0.0;
   constexpr int validation_batches = 8;

@@ -64,7 +64,7 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   for (int i = 2; i < argc; ++i) {
     if (std::string(argv[i]) == "--model") {
       if (i + 1 >= argc) {
-        throw std::invalid_argument("--model expects a value");
+        throw std::invalid_argument("--model expects a value, got nothing");
       }
       o.models.push_back(model_spec(argv[++i]));
     } else {

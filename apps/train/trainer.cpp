@@ -1,8 +1,12 @@
 #include "apps/train/trainer.h"
 
+#include <array>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <sstream>
+#include <unordered_map>
 
 #include "apps/train/dataset.h"
 #include "apps/train/models.h"
@@ -15,7 +19,8 @@ namespace nuvec::train {
 
 namespace {
 
-constexpr const char* kCheckpointFormat = "nuvec-train-checkpoint-1";
+// 2: the optimizer state holds the step and learning rate, the metadata the peak learning rate.
+constexpr const char* kCheckpointFormat = "nuvec-train-checkpoint-2";
 
 std::string encode_points(const std::vector<std::pair<double, double>>& points) {
   std::ostringstream out;
@@ -76,10 +81,34 @@ nn::Params with_prefix(const std::unordered_map<std::string, array>& map, const 
   return params;
 }
 
+/// The peak learning rate of this run: --lr when given, else the checkpoint's when resuming, else the default. A
+/// --lr that differs from the checkpoint's is used and said so: the saved step and moments carry on under the new
+/// peak, which is what asking for another rate on a resumed run means.
+double peak_learning_rate(const TrainOptions& options,
+                          const std::optional<std::unordered_map<std::string, std::string>>& saved, int64_t saved_step,
+                          std::FILE* log) {
+  if (!saved) {
+    return options.learning_rate.value_or(default_learning_rate);
+  }
+  auto found = saved->find("learning_rate");
+  if (found == saved->end()) {
+    throw_invalid("[train] " + *options.resume + " has no learning rate in its metadata.");
+  }
+  const double saved_peak = std::stod(found->second);
+  if (options.learning_rate && *options.learning_rate != saved_peak) {
+    std::fprintf(log,
+                 "--lr %g differs from the checkpoint's peak learning rate %g: the cosine decay continues from step "
+                 "%lld with peak %g (leave out --lr to keep %g)\n",
+                 *options.learning_rate, saved_peak, static_cast<long long>(saved_step), *options.learning_rate,
+                 saved_peak);
+  }
+  return options.learning_rate.value_or(saved_peak);
+}
+
 }  // namespace
 
 TrainResult train(const TrainOptions& options, std::FILE* log) {
-  if (options.epochs < 1 || options.batch_size < 1 || !(options.learning_rate > 0)) {
+  if (options.epochs < 1 || options.batch_size < 1 || !(options.learning_rate.value_or(default_learning_rate) > 0)) {
     throw_invalid("[train] epochs and batch size must be positive and the learning rate above 0.");
   }
   auto train_set = first(load_image_set(options.data_dir, "train"), options.train_limit);
@@ -90,23 +119,32 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
   auto model = make_model(options.model);
   int steps_per_epoch = (train_set.size() + options.batch_size - 1) / options.batch_size;
   int total_steps = steps_per_epoch * options.epochs;
-  optimizers::Adam optimizer(optimizers::cosine_decay(options.learning_rate, total_steps,
-                                                      options.learning_rate * 0.05));
+  std::unordered_map<std::string, array> checkpoint;
+  std::optional<std::unordered_map<std::string, std::string>> metadata;
+  if (options.resume) {
+    auto [arrays, saved] = load_safetensors(*options.resume);
+    if (saved["format"] != kCheckpointFormat || saved["model"] != options.model) {
+      throw_invalid("[train] " + *options.resume + " is not a checkpoint of model '" + options.model +
+                    "' written by this version of nuvec train (format " + kCheckpointFormat + ").");
+    }
+    checkpoint = std::move(arrays);
+    metadata = std::move(saved);
+  }
+  const nn::Params saved_state = with_prefix(checkpoint, "optimizer.");
+  const array* saved_step = nn::find_param(saved_state, "step");
+  const double peak = peak_learning_rate(options, metadata, saved_step ? array(*saved_step).item<int64_t>() : 0, log);
+  optimizers::Adam optimizer(optimizers::cosine_decay(peak, total_steps, peak * 0.05));
   TrainResult result;
   int start_epoch = 0;
-  if (options.resume) {
-    auto [arrays, metadata] = load_safetensors(*options.resume);
-    if (metadata["format"] != kCheckpointFormat || metadata["model"] != options.model) {
-      throw_invalid("[train] " + *options.resume + " is not a checkpoint of model '" + options.model +
-                    "' written by nuvec train.");
-    }
-    model->load_weights(with_prefix(arrays, "model."));
-    optimizer.set_state(with_prefix(arrays, "optimizer."));
-    start_epoch = std::stoi(metadata["epoch"]);
-    result.curves.loss = decode_points(metadata["loss_curve"]);
-    result.curves.test_accuracy = decode_points(metadata["test_accuracy"]);
-    result.curves.train_accuracy = decode_points(metadata["train_accuracy"]);
-    std::fprintf(log, "resuming %s after epoch %d of %d\n", options.resume->c_str(), start_epoch, options.epochs);
+  if (metadata) {
+    model->load_weights(with_prefix(checkpoint, "model."));
+    optimizer.set_state(saved_state);
+    start_epoch = std::stoi((*metadata)["epoch"]);
+    result.curves.loss = decode_points((*metadata)["loss_curve"]);
+    result.curves.test_accuracy = decode_points((*metadata)["test_accuracy"]);
+    result.curves.train_accuracy = decode_points((*metadata)["train_accuracy"]);
+    std::fprintf(log, "resuming %s after epoch %d of %d (step %lld, learning rate %.3g)\n", options.resume->c_str(),
+                 start_epoch, options.epochs, static_cast<long long>(optimizer.step()), optimizer.learning_rate());
   }
   std::fprintf(log, "training %s on %d images (%d steps of %d per epoch), testing on %d\n", options.model.c_str(),
                train_set.size(), steps_per_epoch, options.batch_size, test_set.size());
@@ -115,8 +153,13 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
     return nn::losses::cross_entropy(model->forward(images), labels, std::nullopt, -1, 0.0F,
                                      nn::losses::Reduction::mean);
   };
-  auto step = nn::value_and_grad(*model, [&](const std::vector<array>& batch) { return loss_of(batch[0], batch[1]); });
+  auto step =
+      eager_step(*model, optimizer, [&](const std::vector<array>& batch) { return loss_of(batch[0], batch[1]); });
 
+  // The shortest text that reads back as the same double.
+  std::array<char, 32> peak_chars{};
+  const std::string peak_text(peak_chars.data(),
+                              std::to_chars(peak_chars.data(), peak_chars.data() + peak_chars.size(), peak).ptr);
   auto started = std::chrono::steady_clock::now();
   int end_epoch = options.stop_after_epochs > 0 ? std::min(options.epochs, start_epoch + options.stop_after_epochs)
                                                 : options.epochs;
@@ -124,8 +167,7 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
     model->train();
     auto order = random::permutation(train_set.size(), random::key(options.seed * 1000003 + epoch));
     eval(order);
-    ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs), steps_per_epoch,
-                    log);
+    ProgressBar bar("epoch " + std::to_string(epoch + 1) + "/" + std::to_string(options.epochs), steps_per_epoch, log);
     double loss_sum = 0.0;
     int loss_count = 0;
     long samples = 0;
@@ -133,8 +175,7 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
       int begin = s * options.batch_size;
       int count = std::min(options.batch_size, train_set.size() - begin);
       auto batch = batch_of(train_set, order, begin, count);
-      auto [loss_value, grads] = step({batch.images, batch.labels});
-      optimizer.update(*model, grads);
+      auto loss_value = step({batch.images, batch.labels});
       eval_step(loss_value, *model, optimizer);
       double loss = loss_value.item<float>();
       loss_sum += loss;
@@ -153,10 +194,9 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
     double train_acc = accuracy(*model, first(train_set, 10000));
     result.curves.test_accuracy.emplace_back(epoch + 1, test_acc);
     result.curves.train_accuracy.emplace_back(epoch + 1, train_acc);
-    std::fprintf(log, "epoch %d: test accuracy %.2f%% (train %.2f%%), %s elapsed\n", epoch + 1, test_acc * 100,
-                 train_acc * 100,
-                 format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count())
-                     .c_str());
+    std::fprintf(
+        log, "epoch %d: test accuracy %.2f%% (train %.2f%%), %s elapsed\n", epoch + 1, test_acc * 100, train_acc * 100,
+        format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()).c_str());
 
     auto arrays = as_map(model->parameters(), "model.");
     arrays.merge(as_map(optimizer.state(), "optimizer."));
@@ -164,6 +204,7 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
                      {{"format", kCheckpointFormat},
                       {"model", options.model},
                       {"epoch", std::to_string(epoch + 1)},
+                      {"learning_rate", peak_text},
                       {"loss_curve", encode_points(result.curves.loss)},
                       {"test_accuracy", encode_points(result.curves.test_accuracy)},
                       {"train_accuracy", encode_points(result.curves.train_accuracy)}});
@@ -174,9 +215,9 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
   write_curves_svg(options.output_dir + "/curves.svg", result.curves,
                    "nuvec train: " + options.model + " on Fashion-MNIST");
   result.test_accuracy = result.curves.test_accuracy.empty() ? 0.0 : result.curves.test_accuracy.back().second;
-  std::fprintf(log, "final test accuracy: %.2f%%\nwrote %s/model.safetensors, %s/checkpoint.safetensors, %s/curves.svg\n",
-               result.test_accuracy * 100, options.output_dir.c_str(), options.output_dir.c_str(),
-               options.output_dir.c_str());
+  std::fprintf(
+      log, "final test accuracy: %.2f%%\nwrote %s/model.safetensors, %s/checkpoint.safetensors, %s/curves.svg\n",
+      result.test_accuracy * 100, options.output_dir.c_str(), options.output_dir.c_str(), options.output_dir.c_str());
   return result;
 }
 

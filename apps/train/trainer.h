@@ -2,7 +2,8 @@
 
 // `nuvec train`: trains an image classifier on Fashion-MNIST (IDX files) with Adam and a cosine learning-rate
 // decay, shows a progress bar, evaluates on the test set after every epoch, and writes to the output folder:
-// checkpoint.safetensors (model, optimizer state and progress, after every epoch, so a run resumes),
+// checkpoint.safetensors (model, optimizer state with its step and learning rate, the peak learning rate and progress,
+// after every epoch, so a run resumes on the schedule it was on),
 // model.safetensors (the trained weights, PyTorch-style names), curves.svg (loss and accuracy curves).
 
 #include <cstdint>
@@ -14,11 +15,14 @@
 
 namespace nuvec::train {
 
+/// The peak learning rate of a new run that names none.
+constexpr double default_learning_rate = 2e-3;
+
 struct TrainOptions {
   std::string model = "cnn";
   int epochs = 3;
   int batch_size = 64;
-  double learning_rate = 2e-3;
+  std::optional<double> learning_rate;  // the peak rate; unset: 2e-3, or the checkpoint's when resuming
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   std::string output_dir = "runs/fashion-mnist";
   std::optional<std::string> resume;  // a checkpoint.safetensors to continue from

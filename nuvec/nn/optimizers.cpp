@@ -11,6 +11,29 @@ namespace nuvec::optimizers {
 
 using nn::detail::like;
 
+namespace {
+
+/// A float32 scalar (a rate, a bias correction) in the dtype of the array it scales.
+array in_dtype_of(const array& x, const array& scalar) { return astype(scalar, x.dtype()); }
+
+/// 1 - beta^step in float32, through expm1 so that the small corrections of betas near 1 (1 - 0.999^1) keep their
+/// precision.
+array bias_correction(double beta, const array& step) {
+  return -expm1(astype(step, float32) * array(std::log(beta), float32));
+}
+
+/// 1 - lr * weight_decay, decoupled weight decay's factor.
+array decay_factor(const array& parameter, const array& lr, double weight_decay) {
+  return in_dtype_of(parameter, array(1.0F) - lr * array(weight_decay, float32));
+}
+
+}  // namespace
+
+Optimizer::Optimizer(LearningRate learning_rate)
+    : schedule_(std::move(learning_rate.schedule)),
+      step_(array(uint64_t{0}, uint64)),
+      learning_rate_(schedule_ ? schedule_(step_) : array(learning_rate.value, float32)) {}
+
 void Optimizer::update(nn::Module& model, const Params& gradients) {
   model.update(apply_gradients(gradients, model.trainable_parameters()));
 }
@@ -20,8 +43,9 @@ Params Optimizer::apply_gradients(const Params& gradients, const Params& paramet
   for (const auto& [name, value] : parameters) {
     by_name.emplace(name, &value);
   }
-  const double lr = schedule_(step_);
-  const int64_t t = step_ + 1;
+  // Kept aside until every gradient has been checked, so a refused call leaves the step and rate as they were.
+  const array lr = schedule_ ? schedule_(step_) : learning_rate_;
+  const array step = step_ + array(uint64_t{1}, uint64);
   Params updated;
   updated.reserve(gradients.size());
   for (const auto& [name, gradient] : gradients) {
@@ -41,15 +65,30 @@ Params Optimizer::apply_gradients(const Params& gradients, const Params& paramet
     // Gradients often arrive as transposed views (the vjp of x @ w.T); one copy to the parameter's layout keeps
     // every element-wise op of the update on the contiguous fast path.
     auto g = contiguous(astype(gradient, parameter.dtype()));
-    updated.emplace_back(name, apply_single(g, parameter, slot->second, lr, t));
+    updated.emplace_back(name, apply_single(g, parameter, slot->second, lr, step));
   }
-  step_ = t;
+  learning_rate_ = lr;
+  step_ = step;
   return updated;
 }
 
+void Optimizer::init(const Params& parameters) {
+  for (const auto& [name, parameter] : parameters) {
+    auto [slot, inserted] = state_.try_emplace(name);
+    if (inserted) {
+      init_single(parameter, slot->second);
+    }
+  }
+}
+
+int64_t Optimizer::step() const { return static_cast<int64_t>(array(step_).item<uint64_t>()); }
+
+double Optimizer::learning_rate() const { return array(schedule_ ? schedule_(step_) : learning_rate_).item<double>(); }
+
 Params Optimizer::state() const {
   Params out;
-  out.emplace_back("step", array(static_cast<int64_t>(step_)));
+  out.emplace_back("step", step_);
+  out.emplace_back("learning_rate", learning_rate_);
   for (const auto& [name, slots] : state_) {
     for (const auto& [slot, value] : slots) {
       out.emplace_back(name + "." + slot, value);
@@ -58,12 +97,28 @@ Params Optimizer::state() const {
   return out;
 }
 
+std::vector<array*> Optimizer::state_arrays() {
+  std::vector<array*> out{&step_, &learning_rate_};
+  for (auto& [name, slots] : state_) {
+    for (auto& [slot, value] : slots) {
+      out.push_back(&value);
+    }
+  }
+  return out;
+}
+
 void Optimizer::set_state(const Params& state) {
   std::map<std::string, State> restored;
-  std::optional<int64_t> step;
+  std::optional<array> step;
+  std::optional<array> learning_rate;
   for (const auto& [key, value] : state) {
-    if (key == "step") {
-      step = array(value).item<int64_t>();
+    if (key == "step" || key == "learning_rate") {
+      if (value.ndim() != 0) {
+        throw_invalid("[Optimizer] the state entry '" + key + "' must be a scalar; given shape " +
+                      shape_string(value.shape()) + ".");
+      }
+      // Kept in the dtypes the step computes in, whichever integer or float type the saved entry has.
+      (key == "step" ? step : learning_rate) = astype(value, key == "step" ? uint64 : float32);
       continue;
     }
     auto dot = key.rfind('.');
@@ -72,10 +127,12 @@ void Optimizer::set_state(const Params& state) {
     }
     restored[key.substr(0, dot)].insert_or_assign(key.substr(dot + 1), value);
   }
-  if (!step) {
-    throw_invalid("[Optimizer] the state has no \"step\" entry.");
+  if (!step || !learning_rate) {
+    throw_invalid(
+        std::string("[Optimizer] the state has no \"").append(step ? "learning_rate" : "step").append("\" entry."));
   }
   step_ = *step;
+  learning_rate_ = *learning_rate;
   state_ = std::move(restored);
 }
 
@@ -92,17 +149,25 @@ SGD::SGD(LearningRate learning_rate, double momentum, double weight_decay, doubl
   }
 }
 
-void SGD::init_single(const array&, State&) {}
+void SGD::init_single(const array& parameter, State& state) {
+  if (momentum_ != 0.0) {
+    state.insert_or_assign("momentum_buffer", zeros_like(parameter));
+  }
+}
 
-array SGD::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t) {
+array SGD::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                        const array& step) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   if (momentum_ != 0.0) {
-    auto it = state.find("momentum_buffer");
-    array buf = it == state.end() ? g : like(g, momentum_) * it->second + like(g, 1.0 - dampening_) * g;
+    array buf = like(g, momentum_) * state.at("momentum_buffer") + like(g, 1.0 - dampening_) * g;
+    if (dampening_ != 0.0) {
+      // PyTorch's buffer starts at the first gradient itself, undamped (from zeros without dampening it is the same).
+      buf = where(equal(step, array(uint64_t{1}, uint64)), g, buf);
+    }
     state.insert_or_assign("momentum_buffer", buf);
     g = nesterov_ ? g + like(g, momentum_) * buf : buf;
   }
-  return parameter - like(parameter, lr) * g;
+  return parameter - in_dtype_of(parameter, lr) * g;
 }
 
 // ---------------------------------------------------------------- Adam family
@@ -115,29 +180,30 @@ void Adam::init_single(const array& parameter, State& state) {
   state.insert_or_assign("v", zeros_like(parameter));
 }
 
-array Adam::adam_step(const array& gradient, const array& parameter, State& state, double lr, int64_t t) const {
+array Adam::adam_step(const array& gradient, const array& parameter, State& state, const array& lr,
+                      const array& step) const {
   auto [b1, b2] = betas_;
   auto m = like(gradient, b1) * state.at("m") + like(gradient, 1.0 - b1) * gradient;
   auto v = like(gradient, b2) * state.at("v") + like(gradient, 1.0 - b2) * square(gradient);
   state.insert_or_assign("m", m);
   state.insert_or_assign("v", v);
-  const double bc1 = 1.0 - std::pow(b1, static_cast<double>(t));
-  const double bc2 = 1.0 - std::pow(b2, static_cast<double>(t));
-  auto denom = sqrt(v) * like(v, 1.0 / std::sqrt(bc2)) + like(v, eps_);
-  return parameter - like(parameter, lr / bc1) * m / denom;
+  auto denom = sqrt(v) * in_dtype_of(v, rsqrt(bias_correction(b2, step))) + like(v, eps_);
+  return parameter - in_dtype_of(parameter, lr / bias_correction(b1, step)) * m / denom;
 }
 
-array Adam::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) {
+array Adam::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                         const array& step) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
-  return adam_step(g, parameter, state, lr, t);
+  return adam_step(g, parameter, state, lr, step);
 }
 
 AdamW::AdamW(LearningRate learning_rate, std::pair<double, double> betas, double eps, double weight_decay)
     : Adam(std::move(learning_rate), betas, eps, weight_decay) {}
 
-array AdamW::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) {
-  array decayed = weight_decay_ != 0.0 ? parameter * like(parameter, 1.0 - lr * weight_decay_) : parameter;
-  return adam_step(gradient, decayed, state, lr, t);
+array AdamW::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                          const array& step) {
+  array decayed = weight_decay_ != 0.0 ? parameter * decay_factor(parameter, lr, weight_decay_) : parameter;
+  return adam_step(gradient, decayed, state, lr, step);
 }
 
 Adamax::Adamax(LearningRate learning_rate, std::pair<double, double> betas, double eps, double weight_decay)
@@ -148,14 +214,15 @@ void Adamax::init_single(const array& parameter, State& state) {
   state.insert_or_assign("u", zeros_like(parameter));
 }
 
-array Adamax::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) {
+array Adamax::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                           const array& step) {
   auto [b1, b2] = betas_;
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   auto m = like(g, b1) * state.at("m") + like(g, 1.0 - b1) * g;
   auto u = maximum(like(g, b2) * state.at("u"), abs(g) + like(g, eps_));
   state.insert_or_assign("m", m);
   state.insert_or_assign("u", u);
-  return parameter - like(parameter, lr / (1.0 - std::pow(b1, static_cast<double>(t)))) * m / u;
+  return parameter - in_dtype_of(parameter, lr / bias_correction(b1, step)) * m / u;
 }
 
 // ---------------------------------------------------------------- adaptive rates
@@ -167,11 +234,12 @@ void Adagrad::init_single(const array& parameter, State& state) {
   state.insert_or_assign("sum", zeros_like(parameter));
 }
 
-array Adagrad::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t) {
+array Adagrad::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                            const array&) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   auto s = state.at("sum") + square(g);
   state.insert_or_assign("sum", s);
-  return parameter - like(parameter, lr) * g / (sqrt(s) + like(s, eps_));
+  return parameter - in_dtype_of(parameter, lr) * g / (sqrt(s) + like(s, eps_));
 }
 
 AdaDelta::AdaDelta(LearningRate learning_rate, double rho, double eps, double weight_decay)
@@ -182,14 +250,15 @@ void AdaDelta::init_single(const array& parameter, State& state) {
   state.insert_or_assign("u", zeros_like(parameter));
 }
 
-array AdaDelta::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t) {
+array AdaDelta::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                             const array&) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   auto v = like(g, rho_) * state.at("v") + like(g, 1.0 - rho_) * square(g);
   auto delta = sqrt(state.at("u") + like(g, eps_)) / sqrt(v + like(g, eps_)) * g;
   auto u = like(g, rho_) * state.at("u") + like(g, 1.0 - rho_) * square(delta);
   state.insert_or_assign("v", v);
   state.insert_or_assign("u", u);
-  return parameter - like(parameter, lr) * delta;
+  return parameter - in_dtype_of(parameter, lr) * delta;
 }
 
 RMSprop::RMSprop(LearningRate learning_rate, double alpha, double eps, double weight_decay, double momentum,
@@ -211,7 +280,8 @@ void RMSprop::init_single(const array& parameter, State& state) {
   }
 }
 
-array RMSprop::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t) {
+array RMSprop::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                            const array&) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   auto v = like(g, alpha_) * state.at("v") + like(g, 1.0 - alpha_) * square(g);
   state.insert_or_assign("v", v);
@@ -225,9 +295,9 @@ array RMSprop::apply_single(const array& gradient, const array& parameter, State
   if (momentum_ > 0.0) {
     auto buf = like(g, momentum_) * state.at("momentum_buffer") + g / denom;
     state.insert_or_assign("momentum_buffer", buf);
-    return parameter - like(parameter, lr) * buf;
+    return parameter - in_dtype_of(parameter, lr) * buf;
   }
-  return parameter - like(parameter, lr) * g / denom;
+  return parameter - in_dtype_of(parameter, lr) * g / denom;
 }
 
 // ---------------------------------------------------------------- Lion, Adafactor, Muon
@@ -237,13 +307,13 @@ Lion::Lion(LearningRate learning_rate, std::pair<double, double> betas, double w
 
 void Lion::init_single(const array& parameter, State& state) { state.insert_or_assign("m", zeros_like(parameter)); }
 
-array Lion::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t) {
+array Lion::apply_single(const array& gradient, const array& parameter, State& state, const array& lr, const array&) {
   auto [b1, b2] = betas_;
   const array& m = state.at("m");
   auto direction = sign(like(m, b1) * m + like(m, 1.0 - b1) * gradient);
   state.insert_or_assign("m", like(m, b2) * m + like(m, 1.0 - b2) * gradient);
-  array p = weight_decay_ != 0.0 ? parameter * like(parameter, 1.0 - lr * weight_decay_) : parameter;
-  return p - like(p, lr) * direction;
+  array p = weight_decay_ != 0.0 ? parameter * decay_factor(parameter, lr, weight_decay_) : parameter;
+  return p - in_dtype_of(p, lr) * direction;
 }
 
 Adafactor::Adafactor(LearningRate learning_rate, std::pair<double, double> eps, double clip_threshold,
@@ -274,30 +344,32 @@ void Adafactor::init_single(const array& parameter, State& state) {
   }
 }
 
-array Adafactor::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) {
+array Adafactor::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                              const array& step) {
   auto rms = [](const array& a) { return sqrt(mean(square(a))); };
-  const double td = static_cast<double>(t);
-  double step_size = lr;
+  const array t = astype(step, float32);
+  array step_size = lr;
   if (relative_step_) {
-    const double min_step = warmup_init_ ? 1e-6 * td : 1e-2;
-    step_size = std::min(min_step, 1.0 / std::sqrt(td));
+    const array min_step = warmup_init_ ? array(1e-6F) * t : array(1e-2F);
+    step_size = minimum(min_step, rsqrt(t));
   }
-  array rate = like(parameter, step_size);
+  array rate = in_dtype_of(parameter, step_size);
   if (scale_parameter_) {
     rate = maximum(rms(parameter), like(parameter, eps_.second)) * rate;
   }
-  const double beta2 = 1.0 - std::pow(td, decay_rate_);
+  const array beta2 = in_dtype_of(gradient, array(1.0F) - power(t, array(decay_rate_, float32)));
+  const array one_minus_beta2 = like(gradient, 1.0) - beta2;
   auto update = square(gradient) + like(gradient, eps_.first);
   if (parameter.ndim() >= 2) {
-    auto row = like(update, beta2) * state.at("exp_avg_sq_row") + like(update, 1.0 - beta2) * mean(update, -1);
-    auto col = like(update, beta2) * state.at("exp_avg_sq_col") + like(update, 1.0 - beta2) * mean(update, -2);
+    auto row = beta2 * state.at("exp_avg_sq_row") + one_minus_beta2 * mean(update, -1);
+    auto col = beta2 * state.at("exp_avg_sq_col") + one_minus_beta2 * mean(update, -2);
     state.insert_or_assign("exp_avg_sq_row", row);
     state.insert_or_assign("exp_avg_sq_col", col);
     auto row_factor = expand_dims(rsqrt(row / mean(row, -1, true)), -1);
     auto col_factor = expand_dims(rsqrt(col), -2);
     update = row_factor * col_factor * gradient;
   } else {
-    auto v = like(update, beta2) * state.at("exp_avg_sq") + like(update, 1.0 - beta2) * update;
+    auto v = beta2 * state.at("exp_avg_sq") + one_minus_beta2 * update;
     state.insert_or_assign("exp_avg_sq", v);
     update = rsqrt(v) * gradient;
   }
@@ -320,7 +392,7 @@ Muon::Muon(LearningRate learning_rate, double momentum, double weight_decay, boo
 
 void Muon::init_single(const array& parameter, State& state) { state.insert_or_assign("v", zeros_like(parameter)); }
 
-array Muon::apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t) {
+array Muon::apply_single(const array& gradient, const array& parameter, State& state, const array& lr, const array&) {
   auto v = like(gradient, momentum_) * state.at("v") + like(gradient, 1.0 - momentum_) * gradient;
   state.insert_or_assign("v", v);
   array update = nesterov_ ? like(gradient, 1.0 - momentum_) * gradient + like(gradient, momentum_) * v : v;
@@ -346,8 +418,8 @@ array Muon::apply_single(const array& gradient, const array& parameter, State& s
     update = reshape(tall ? transpose(x) : x, parameter.shape());
     scale = std::sqrt(std::max(1.0, static_cast<double>(rows) / cols));
   }
-  array p = weight_decay_ != 0.0 ? parameter * like(parameter, 1.0 - lr * weight_decay_) : parameter;
-  return p - like(p, lr * scale) * update;
+  array p = weight_decay_ != 0.0 ? parameter * decay_factor(parameter, lr, weight_decay_) : parameter;
+  return p - in_dtype_of(p, lr * array(scale, float32)) * update;
 }
 
 // ---------------------------------------------------------------- gradient utilities

@@ -2,7 +2,10 @@
 
 // Optimizers (mlx.optimizers' names; update rules as PyTorch's where PyTorch has the optimizer, so trajectories
 // match it step for step). An optimizer maps gradients to new parameters by name, keeps per-parameter state
-// created on first use, and exposes that state as a flat parameter list for saving and restoring.
+// created on first use (or by init), and exposes that state as a flat parameter list for saving and restoring.
+// As in MLX, the step count and the learning rate are arrays of that state, and schedules and bias corrections are
+// array ops on the step: a compiled training step takes the state as inputs and gives it back as outputs, and each
+// call computes its own rate.
 
 #include <cstdint>
 #include <functional>
@@ -10,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "nuvec/nn/module.h"
 #include "nuvec/nn/schedulers.h"
@@ -20,25 +24,33 @@ using nn::Params;
 
 class Optimizer {
  public:
-  explicit Optimizer(LearningRate learning_rate) : schedule_(std::move(learning_rate.schedule)) {}
+  explicit Optimizer(LearningRate learning_rate);
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
   virtual ~Optimizer() = default;
 
   /// One step on the model's trainable parameters with `gradients` (names as trainable_parameters()).
   void update(nn::Module& model, const Params& gradients);
-  /// One step: the new value of every parameter that has a gradient (functional form of update).
+  /// One step: the new value of every parameter that has a gradient (functional form of update). Nothing here
+  /// reads a value back from the arrays, so the step traces whole under compile.
   Params apply_gradients(const Params& gradients, const Params& parameters);
+  /// Creates the state of the parameters that have none yet (otherwise made on their first step), so that the
+  /// state's entries are all there before a compiled step takes them as inputs.
+  void init(const Params& parameters);
 
-  /// Steps taken so far.
-  [[nodiscard]] int64_t step() const { return step_; }
-  /// The learning rate the next step uses.
-  [[nodiscard]] double learning_rate() const { return schedule_(step_); }
+  /// Steps taken so far (evaluates the step array).
+  [[nodiscard]] int64_t step() const;
+  /// The learning rate the next step uses (evaluates).
+  [[nodiscard]] double learning_rate() const;
 
-  /// The state as a flat list: "step" and one "<parameter>.<slot>" entry per state array.
+  /// The state as a flat list: "step" (uint64 scalar), "learning_rate" (float32 scalar: the rate of the last step,
+  /// or the first step's before any) and one "<parameter>.<slot>" entry per state array.
   [[nodiscard]] Params state() const;
-  /// Restores a state saved by state(); throws on names it cannot place.
+  /// Restores a state saved by state(); throws on names it cannot place. With a schedule, the next step's rate
+  /// comes from the restored step; a fixed rate is replaced by the saved one (as MLX does).
   void set_state(const Params& state);
+  /// The state's arrays, in state()'s order, to read and replace in place: a compiled step's state (see compile).
+  std::vector<array*> state_arrays();
   /// state() to, and set_state() from, a safetensors file.
   void save_state(const std::string& file) const;
   void load_state(const std::string& file);
@@ -47,12 +59,15 @@ class Optimizer {
   using State = std::map<std::string, array>;
   /// Creates the per-parameter slots.
   virtual void init_single(const array& parameter, State& state) = 0;
-  /// The new parameter value; `t` is the 1-based number of this step.
-  virtual array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) = 0;
+  /// The new parameter value; `lr` is this step's rate (float32 scalar), `step` the 1-based number of this step
+  /// (uint64 scalar).
+  virtual array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                             const array& step) = 0;
 
  private:
   Schedule schedule_;
-  int64_t step_ = 0;
+  array step_;
+  array learning_rate_;
   std::map<std::string, State> state_;
 };
 
@@ -65,7 +80,8 @@ class SGD : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   double momentum_;
@@ -82,9 +98,11 @@ class Adam : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
   /// The Adam step itself, without weight decay.
-  array adam_step(const array& gradient, const array& parameter, State& state, double lr, int64_t t) const;
+  array adam_step(const array& gradient, const array& parameter, State& state, const array& lr,
+                  const array& step) const;
 
   std::pair<double, double> betas_;
   double eps_;
@@ -98,7 +116,8 @@ class AdamW : public Adam {
                  double weight_decay = 0.01);
 
  protected:
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 };
 
 /// Adam with the infinity norm: u = max(b2 u, |g| + eps), p -= lr / (1 - b1^t) * m / u.
@@ -109,7 +128,8 @@ class Adamax : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   std::pair<double, double> betas_;
@@ -124,7 +144,8 @@ class Adagrad : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   double eps_;
@@ -139,7 +160,8 @@ class AdaDelta : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   double rho_;
@@ -156,7 +178,8 @@ class RMSprop : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   double alpha_;
@@ -173,7 +196,8 @@ class Lion : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   std::pair<double, double> betas_;
@@ -192,7 +216,8 @@ class Adafactor : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   std::pair<double, double> eps_;
@@ -215,7 +240,8 @@ class Muon : public Optimizer {
 
  protected:
   void init_single(const array& parameter, State& state) override;
-  array apply_single(const array& gradient, const array& parameter, State& state, double lr, int64_t t) override;
+  array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
+                     const array& step) override;
 
  private:
   double momentum_;

@@ -1,6 +1,8 @@
 #pragma once
 
-// Learning-rate schedules (mlx.optimizers' names): functions of the number of steps taken so far.
+// Learning-rate schedules (mlx.optimizers' names): functions of the number of steps taken so far, written with array
+// ops on the optimizer's step array (uint64, as MLX keeps it), so a compiled training step computes each step's rate
+// inside its graph rather than baking one value in. Rates come out as float32 scalars.
 
 #include <concepts>
 #include <cstdint>
@@ -9,11 +11,13 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/core/array.h"
+
 namespace nuvec::optimizers {
 
-using Schedule = std::function<double(int64_t step)>;
+using Schedule = std::function<array(const array& step)>;
 
-/// The same rate at every step (an optimizer's plain learning rate).
+/// The same rate at every step.
 Schedule constant_schedule(double value);
 /// init * decay_rate^step.
 Schedule exponential_decay(double init, double decay_rate);
@@ -26,13 +30,15 @@ Schedule linear_schedule(double init, double end, int64_t steps);
 /// schedules[0] until boundaries[0], then schedules[i + 1] counted from boundaries[i] (a warm-up joined to a decay).
 Schedule join_schedules(std::vector<Schedule> schedules, std::vector<int64_t> boundaries);
 
-/// An optimizer's learning rate: a number or a schedule.
+/// An optimizer's learning rate: a number (kept in the optimizer's state, restored with it) or a schedule (computed
+/// from the step at every step).
 struct LearningRate {
-  LearningRate(double value) : schedule(constant_schedule(value)) {}  // NOLINT(google-explicit-constructor)
+  LearningRate(double value) : value(value) {}  // NOLINT(google-explicit-constructor)
   template <class F>
-  requires(std::invocable<F, int64_t> && !std::is_arithmetic_v<F>) LearningRate(F fn)
+  requires(std::invocable<F, const array&> && !std::is_arithmetic_v<F>) LearningRate(F fn)
       : schedule(std::move(fn)) {}  // NOLINT(google-explicit-constructor)
-  Schedule schedule;
+  double value = 0.0;               // the rate when there is no schedule
+  Schedule schedule;                // empty for a fixed rate
 };
 
 }  // namespace nuvec::optimizers

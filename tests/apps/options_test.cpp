@@ -1,14 +1,23 @@
-// The command line's option parsing: typed values, switches, and errors that name the option.
+// The command line's option parsing: typed values, switches, and errors that name the option, for every option of
+// every subcommand; and the nuvec program itself, which prefixes the subcommand ("nuvec train: --lr expects a
+// number, got 'abc'") and exits with status 1.
 
 #include "apps/cli/options.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
+
+#include "apps/cli/commands.h"
 
 namespace nuvec::cli {
 namespace {
@@ -66,8 +75,70 @@ TEST(Options, ErrorsNameTheOption) {
   EXPECT_EQ(parse(options, {"--epochs", ""}), "--epochs expects an integer, got ''");
   EXPECT_EQ(parse(options, {"--epochs", "99999999999"}), "--epochs expects an integer, got '99999999999'");
   EXPECT_EQ(parse(options, {"--seed", "-1"}), "--seed expects a non-negative integer, got '-1'");
-  EXPECT_EQ(parse(options, {"--epochs"}), "option --epochs needs a value");
+  EXPECT_EQ(parse(options, {"--epochs"}), "--epochs expects an integer, got nothing");
   EXPECT_EQ(parse(options, {"--epoch", "3"}), "unknown option --epoch");
+}
+
+TEST(Options, EveryOptionOfEverySubcommandNamesItselfInItsErrors) {
+  train::TrainOptions train;
+  gpt::GptOptions gpt;
+  tokenize::TokenizeOptions tokenize;
+  tokenize::DetokenizeOptions detokenize;
+  tokenize::ChatTemplateCommandOptions chat_template;
+  lm_cli::GenerateCommandOptions generate;
+  lm_cli::ChatCommandOptions chat;
+  lm_cli::BenchCommandOptions bench;
+  const std::vector<std::pair<std::string, Options>> commands{
+      {"train", train_options(train)},
+      {"gpt", gpt_options(gpt)},
+      {"tokenize", tokenize_options(tokenize)},
+      {"detokenize", detokenize_options(detokenize)},
+      {"chat-template", chat_template_options(chat_template)},
+      {"generate", generate_options(generate)},
+      {"chat", chat_options(chat)},
+      {"bench", bench_options(bench)},
+  };
+  int numeric = 0;
+  for (const auto& [command, options] : commands) {
+    SCOPED_TRACE(command);
+    for (const auto& [name, expects] : options.expected_values()) {
+      EXPECT_EQ(parse(options, {name}), name + " expects " + expects + ", got nothing");
+      if (expects != "a value") {
+        ++numeric;
+        EXPECT_EQ(parse(options, {name, "abc"}), name + " expects " + expects + ", got 'abc'");
+        EXPECT_EQ(parse(options, {name, "1e999"}), name + " expects " + expects + ", got '1e999'");
+      }
+    }
+    EXPECT_EQ(parse(options, {"--no-such-option"}), "unknown option --no-such-option");
+  }
+  EXPECT_EQ(train_options(train).expected_values().at("--lr"), "a number");
+  EXPECT_GE(numeric, 30) << "the tables lost their numeric options";
+}
+
+/// Runs the nuvec program with `args`; its exit status and what it wrote to standard error.
+std::pair<int, std::string> run_nuvec(const std::string& args) {
+  const std::string err = std::filesystem::temp_directory_path() / "nuvec_options_test.err";
+  const int status = std::system((std::string(NUVEC_CLI_PATH).append(" ") + args + " >/dev/null 2>" + err).c_str());
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(err);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text};
+}
+
+TEST(Options, TheProgramPrefixesTheSubcommand) {
+  EXPECT_EQ(run_nuvec("train --lr abc"), std::pair(1, std::string("nuvec train: --lr expects a number, got 'abc'\n")));
+  EXPECT_EQ(run_nuvec("gpt --steps 1.5"),
+            std::pair(1, std::string("nuvec gpt: --steps expects an integer, got '1.5'\n")));
+  EXPECT_EQ(run_nuvec("bench --model m -r"),
+            std::pair(1, std::string("nuvec bench: -r expects an integer, got nothing\n")));
+  EXPECT_EQ(run_nuvec("generate --top-p x"),
+            std::pair(1, std::string("nuvec generate: --top-p expects a number, got 'x'\n")));
+  EXPECT_EQ(run_nuvec("serve --model m --port http"),
+            std::pair(1, std::string("nuvec serve: --port expects an integer, got 'http'\n")));
+  EXPECT_EQ(run_nuvec("serve --model"),
+            std::pair(1, std::string("nuvec serve: --model expects a value, got nothing\n")));
+  EXPECT_EQ(run_nuvec("tokenize --tokenzer t"),
+            std::pair(1, std::string("nuvec tokenize: unknown option --tokenzer\n")));
 }
 
 }  // namespace

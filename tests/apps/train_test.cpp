@@ -100,6 +100,57 @@ TEST(Train, ResumingFromACheckpointContinuesExactly) {
   }
 }
 
+TEST(Train, ResumingKeepsTheSavedLearningRateAndSaysWhenLrDiffers) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "dataset-fashion-mnist is not installed";
+  }
+  auto options = small_run(temp_dir("lr_straight"));
+  options.epochs = 2;
+  options.train_limit = 256;
+  options.learning_rate = 4e-3;
+  train::train(options, quiet());
+
+  auto interrupted = options;
+  interrupted.output_dir = temp_dir("lr_interrupted");
+  interrupted.stop_after_epochs = 1;
+  train::train(interrupted, quiet());
+  const std::string checkpoint = interrupted.output_dir + "/checkpoint.safetensors";
+  auto [arrays, metadata] = load_safetensors(checkpoint);
+  EXPECT_EQ(metadata["learning_rate"], "0.004");
+  ASSERT_TRUE(arrays.contains("optimizer.step"));
+  EXPECT_EQ(arrays.at("optimizer.step").item<uint64_t>(), 4U);  // 256 images in steps of 64
+  // The rate of the fourth step: cosine decay from 4e-3 to 2e-4 over 8 steps, at step 3.
+  const double fourth = 2e-4 + (4e-3 - 2e-4) * 0.5 * (1 + std::cos(M_PI * 3 / 8));
+  EXPECT_NEAR(arrays.at("optimizer.learning_rate").item<double>(), fourth, 1e-9);
+
+  // Without --lr the run continues on the saved schedule, exactly as the uninterrupted run went.
+  auto resumed = options;
+  resumed.output_dir = temp_dir("lr_resumed");
+  resumed.resume = checkpoint;
+  resumed.learning_rate.reset();
+  auto log = capture([&](std::FILE* f) { train::train(resumed, f); });
+  EXPECT_NE(log.find("resuming " + checkpoint + " after epoch 1 of 2 (step 4, learning rate 0.0021)"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(log.find("differs"), std::string::npos) << log;
+  auto straight = load_safetensors(options.output_dir + "/model.safetensors").first;
+  auto continued = load_safetensors(resumed.output_dir + "/model.safetensors").first;
+  for (const auto& [name, value] : straight) {
+    EXPECT_TRUE(allclose(value, continued.at(name), 1e-5, 1e-6).item<bool>()) << name;
+  }
+
+  // A different --lr is used from the saved step on, and the log says so.
+  auto changed = resumed;
+  changed.output_dir = temp_dir("lr_changed");
+  changed.learning_rate = 1e-3;
+  log = capture([&](std::FILE* f) { train::train(changed, f); });
+  EXPECT_NE(log.find("--lr 0.001 differs from the checkpoint's peak learning rate 0.004: the cosine decay continues "
+                     "from step 4 with peak 0.001 (leave out --lr to keep 0.004)\n"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(load_safetensors(changed.output_dir + "/checkpoint.safetensors").second["learning_rate"], "0.001");
+}
+
 TEST(Train, BadInputGivesClearErrors) {
   auto options = small_run(temp_dir("bad"));
   options.data_dir = "/nonexistent";
@@ -173,6 +224,37 @@ TEST(Gpt, LearnsAndSavesAModelFolderTheLmCommandsRun) {
   EXPECT_NE(table.find("| llama "), std::string::npos) << table;
   EXPECT_NE(table.find("| pp16 |"), std::string::npos) << table;
   EXPECT_NE(table.find("| tg4 |"), std::string::npos) << table;
+}
+
+TEST(Gpt, TheCompiledStepTrainsAsTheEagerStepDoes) {
+  if (!std::filesystem::exists("/usr/share/games/fortunes")) {
+    GTEST_SKIP() << "fortunes is not installed";
+  }
+  gpt::GptOptions o;
+  o.model = {16, 32, 2, 1};
+  o.steps = 100;
+  o.batch_size = 4;
+  o.sample_tokens = 1;
+  o.eager = true;
+  const auto eager_dir = temp_dir("gpt_eager");
+  const auto compiled_dir = temp_dir("gpt_compiled");
+  o.output_dir = eager_dir;
+  auto eager = gpt::train_gpt(o, quiet());
+  o.eager = false;
+  o.output_dir = compiled_dir;
+  auto compiled = gpt::train_gpt(o, quiet());
+  // 100 steps of forward, backward, clipping and AdamW with its warm-up and cosine schedule, from the same seed.
+  auto a = load_safetensors(eager_dir + "/model.safetensors");
+  auto b = load_safetensors(compiled_dir + "/model.safetensors");
+  ASSERT_EQ(a.first.size(), b.first.size());
+  float worst = 0.0F;
+  for (const auto& [name, value] : a.first) {
+    worst = std::max(worst, max(abs(value - b.first.at(name))).item<float>());
+  }
+  std::printf("largest weight difference after 100 steps, eager against compiled: %.3g\n", static_cast<double>(worst));
+  EXPECT_LE(worst, 1e-5F);
+  EXPECT_NEAR(eager.train_loss, compiled.train_loss, 1e-4);
+  EXPECT_GT(compiled.step_seconds, 0.0);
 }
 
 TEST(LmCommands, ChatAnswersEachLineAndRefusesBadInput) {
