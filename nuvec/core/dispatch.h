@@ -1,8 +1,11 @@
 #pragma once
 
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "nuvec/core/dtype.h"
+#include "nuvec/core/error.h"
 
 namespace nuvec {
 
@@ -47,6 +50,44 @@ decltype(auto) dispatch(Dtype dtype, Fn&& fn) {
   }
   // Unreachable for a valid Dtype; keeps -Wreturn-type quiet without a default label.
   return fn(type_tag<bool>{});
+}
+
+/// The storage types a kernel is written for: the filter of the three-argument `dispatch`.
+template <class... Ts>
+struct type_list {};
+
+/// float32, float64, float16 and bfloat16: what the floating kernels (softmax, norms, attention...) take.
+using floating_types = type_list<float, double, float16_t, bfloat16_t>;
+
+namespace detail {
+
+/// "float32, float64 or float16": the dtypes of a type list, for messages.
+template <class First, class... Rest>
+std::string dtype_names(type_list<First, Rest...> /*types*/) {
+  std::string names(dtype_name(dtype_v<First>));
+  constexpr size_t count = 1 + sizeof...(Rest);
+  size_t i = 1;
+  ((names.append(++i == count ? " or " : ", ").append(dtype_name(dtype_v<Rest>))), ...);
+  return names;
+}
+
+}  // namespace detail
+
+/// `dispatch(dtype, fn)` for the storage types in `Types` only: the op layer lets only those reach kernel `op`, so
+/// any other dtype is an internal error naming the op and the dtype. Instantiates fn for those types alone.
+template <class Types, class Fn>
+decltype(auto) dispatch(Dtype dtype, const char* op, Fn&& fn) {
+  return [&]<class First, class... Rest>(type_list<First, Rest...> types) -> decltype(auto) {
+    using Result = decltype(fn(type_tag<First>{}));
+    return dispatch(dtype, [&]<class T>(type_tag<T> tag) -> Result {
+      if constexpr (std::is_same_v<T, First> || (std::is_same_v<T, Rest> || ...)) {
+        return fn(tag);
+      } else {
+        throw_internal(std::string("[").append(op) + "] Expected " + detail::dtype_names(types) + "; got " +
+                       std::string(dtype_name(dtype)) + ".");
+      }
+    });
+  }(Types{});
 }
 
 }  // namespace nuvec

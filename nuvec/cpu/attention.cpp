@@ -58,98 +58,63 @@ void axpy(A a, const A* x, A* y, int64_t n) {
   }
 }
 
-/// s[r][0, kbp) = q[r] . kt[:, j] for r < rows: kt is D x kbp (kbp a multiple of two vectors), q rows of D.
-template <class A>
-void scores_tiled(const A* q, int64_t rows, int64_t D, const A* kt, int64_t kbp, A* s) {
+/// c[r][0, n) = sum_{e < k} a[r][e] * b[e][0, n) for r < rows (added to c's values with Accumulate): rows of a, b
+/// and c lda, ldb and ldc apart, n a multiple of two vectors. Register-tiled, 4 rows x 2 vectors: the scores
+/// S = Q K^T (with K^T a tile) and the update O += P V of a key block.
+template <bool Accumulate, class A>
+void tile_product(const A* a, int64_t lda, int64_t rows, int64_t k, const A* b, int64_t ldb, int64_t n, A* c,
+                  int64_t ldc) {
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  auto start = [&](const A* p) {
+    if constexpr (Accumulate) {
+      return hn::LoadU(d, p);
+    } else {
+      return hn::Zero(d);
+    }
+  };
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
-    const A* q0 = q + r * D;
-    for (int64_t j = 0; j < kbp; j += 2 * lanes) {
-      auto a00 = hn::Zero(d), a01 = hn::Zero(d), a10 = hn::Zero(d), a11 = hn::Zero(d);
-      auto a20 = hn::Zero(d), a21 = hn::Zero(d), a30 = hn::Zero(d), a31 = hn::Zero(d);
-      for (int64_t e = 0; e < D; ++e) {
-        const auto k0 = hn::LoadU(d, kt + e * kbp + j);
-        const auto k1 = hn::LoadU(d, kt + e * kbp + j + lanes);
-        const auto x0 = hn::Set(d, q0[e]);
-        const auto x1 = hn::Set(d, q0[D + e]);
-        const auto x2 = hn::Set(d, q0[2 * D + e]);
-        const auto x3 = hn::Set(d, q0[3 * D + e]);
-        a00 = hn::MulAdd(x0, k0, a00);
-        a01 = hn::MulAdd(x0, k1, a01);
-        a10 = hn::MulAdd(x1, k0, a10);
-        a11 = hn::MulAdd(x1, k1, a11);
-        a20 = hn::MulAdd(x2, k0, a20);
-        a21 = hn::MulAdd(x2, k1, a21);
-        a30 = hn::MulAdd(x3, k0, a30);
-        a31 = hn::MulAdd(x3, k1, a31);
+    const A* a0 = a + r * lda;
+    A* c0 = c + r * ldc;
+    for (int64_t j = 0; j < n; j += 2 * lanes) {
+      auto c00 = start(c0 + j), c01 = start(c0 + j + lanes);
+      auto c10 = start(c0 + ldc + j), c11 = start(c0 + ldc + j + lanes);
+      auto c20 = start(c0 + 2 * ldc + j), c21 = start(c0 + 2 * ldc + j + lanes);
+      auto c30 = start(c0 + 3 * ldc + j), c31 = start(c0 + 3 * ldc + j + lanes);
+      for (int64_t e = 0; e < k; ++e) {
+        const auto b0 = hn::LoadU(d, b + e * ldb + j);
+        const auto b1 = hn::LoadU(d, b + e * ldb + j + lanes);
+        const auto x0 = hn::Set(d, a0[e]);
+        const auto x1 = hn::Set(d, a0[lda + e]);
+        const auto x2 = hn::Set(d, a0[2 * lda + e]);
+        const auto x3 = hn::Set(d, a0[3 * lda + e]);
+        c00 = hn::MulAdd(x0, b0, c00);
+        c01 = hn::MulAdd(x0, b1, c01);
+        c10 = hn::MulAdd(x1, b0, c10);
+        c11 = hn::MulAdd(x1, b1, c11);
+        c20 = hn::MulAdd(x2, b0, c20);
+        c21 = hn::MulAdd(x2, b1, c21);
+        c30 = hn::MulAdd(x3, b0, c30);
+        c31 = hn::MulAdd(x3, b1, c31);
       }
-      A* out = s + r * kbp + j;
-      hn::StoreU(a00, d, out);
-      hn::StoreU(a01, d, out + lanes);
-      hn::StoreU(a10, d, out + kbp);
-      hn::StoreU(a11, d, out + kbp + lanes);
-      hn::StoreU(a20, d, out + 2 * kbp);
-      hn::StoreU(a21, d, out + 2 * kbp + lanes);
-      hn::StoreU(a30, d, out + 3 * kbp);
-      hn::StoreU(a31, d, out + 3 * kbp + lanes);
+      hn::StoreU(c00, d, c0 + j);
+      hn::StoreU(c01, d, c0 + j + lanes);
+      hn::StoreU(c10, d, c0 + ldc + j);
+      hn::StoreU(c11, d, c0 + ldc + j + lanes);
+      hn::StoreU(c20, d, c0 + 2 * ldc + j);
+      hn::StoreU(c21, d, c0 + 2 * ldc + j + lanes);
+      hn::StoreU(c30, d, c0 + 3 * ldc + j);
+      hn::StoreU(c31, d, c0 + 3 * ldc + j + lanes);
     }
   }
   for (; r < rows; ++r) {
-    for (int64_t j = 0; j < kbp; j += lanes) {
-      auto acc = hn::Zero(d);
-      for (int64_t e = 0; e < D; ++e) {
-        acc = hn::MulAdd(hn::Set(d, q[r * D + e]), hn::LoadU(d, kt + e * kbp + j), acc);
+    for (int64_t j = 0; j < n; j += lanes) {
+      auto acc = start(c + r * ldc + j);
+      for (int64_t e = 0; e < k; ++e) {
+        acc = hn::MulAdd(hn::Set(d, a[r * lda + e]), hn::LoadU(d, b + e * ldb + j), acc);
       }
-      hn::StoreU(acc, d, s + r * kbp + j);
-    }
-  }
-}
-
-/// o[r][0, dvp) += sum_{j < kb} p[r][j] * v[j][0, dvp) for r < rows: v is kb x dvp, dvp a multiple of two vectors.
-template <class A>
-void accumulate_tiled(const A* p, int64_t kbp, int64_t rows, int64_t kb, const A* v, int64_t dvp, A* o) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const A* p0 = p + r * kbp;
-    A* o0 = o + r * dvp;
-    for (int64_t c = 0; c < dvp; c += 2 * lanes) {
-      auto a00 = hn::LoadU(d, o0 + c), a01 = hn::LoadU(d, o0 + c + lanes);
-      auto a10 = hn::LoadU(d, o0 + dvp + c), a11 = hn::LoadU(d, o0 + dvp + c + lanes);
-      auto a20 = hn::LoadU(d, o0 + 2 * dvp + c), a21 = hn::LoadU(d, o0 + 2 * dvp + c + lanes);
-      auto a30 = hn::LoadU(d, o0 + 3 * dvp + c), a31 = hn::LoadU(d, o0 + 3 * dvp + c + lanes);
-      for (int64_t j = 0; j < kb; ++j) {
-        const auto v0 = hn::LoadU(d, v + j * dvp + c);
-        const auto v1 = hn::LoadU(d, v + j * dvp + c + lanes);
-        const auto x0 = hn::Set(d, p0[j]);
-        const auto x1 = hn::Set(d, p0[kbp + j]);
-        const auto x2 = hn::Set(d, p0[2 * kbp + j]);
-        const auto x3 = hn::Set(d, p0[3 * kbp + j]);
-        a00 = hn::MulAdd(x0, v0, a00);
-        a01 = hn::MulAdd(x0, v1, a01);
-        a10 = hn::MulAdd(x1, v0, a10);
-        a11 = hn::MulAdd(x1, v1, a11);
-        a20 = hn::MulAdd(x2, v0, a20);
-        a21 = hn::MulAdd(x2, v1, a21);
-        a30 = hn::MulAdd(x3, v0, a30);
-        a31 = hn::MulAdd(x3, v1, a31);
-      }
-      hn::StoreU(a00, d, o0 + c);
-      hn::StoreU(a01, d, o0 + c + lanes);
-      hn::StoreU(a10, d, o0 + dvp + c);
-      hn::StoreU(a11, d, o0 + dvp + c + lanes);
-      hn::StoreU(a20, d, o0 + 2 * dvp + c);
-      hn::StoreU(a21, d, o0 + 2 * dvp + c + lanes);
-      hn::StoreU(a30, d, o0 + 3 * dvp + c);
-      hn::StoreU(a31, d, o0 + 3 * dvp + c + lanes);
-    }
-  }
-  for (; r < rows; ++r) {
-    for (int64_t j = 0; j < kb; ++j) {
-      axpy(p[r * kbp + j], v + j * dvp, o + r * dvp, dvp);
+      hn::StoreU(acc, d, c + r * ldc + j);
     }
   }
 }
@@ -176,38 +141,22 @@ void softmax_step(A* s, int64_t kbp, A& m, A& l, A* o, int64_t dv) {
   }
   const A correction = std::exp(m - shift);
   if (correction != A{1}) {
-    for (int64_t c = 0; c < dv; ++c) {
-      o[c] *= correction;
-    }
+    scale_row(o, dv, correction);
   }
   l = l * correction + hn::GetLane(hn::SumOfLanes(d, total));
   m = m_new;
 }
 
 template <class T>
-struct AttentionKernel {
+struct AttentionKernel : AttentionSizes {
   using A = compute_t<T>;
 
   const ScaledDotProductAttention& p;
   const Inputs& in;
-  int64_t B, Nq, Lq, D, Nkv, Lkv, Dv, repeats, offset;
   Layout4 q, k, v;
 
   AttentionKernel(const ScaledDotProductAttention& prim, const Inputs& inputs)
-      : p(prim),
-        in(inputs),
-        B(inputs[0].shape(0)),
-        Nq(inputs[0].shape(1)),
-        Lq(inputs[0].shape(2)),
-        D(inputs[0].shape(3)),
-        Nkv(inputs[1].shape(1)),
-        Lkv(inputs[1].shape(2)),
-        Dv(inputs[2].shape(3)),
-        repeats(Nkv == 0 ? 1 : Nq / Nkv),
-        offset(Lkv - Lq),
-        q(inputs[0]),
-        k(inputs[1]),
-        v(inputs[2]) {}
+      : AttentionSizes(inputs), p(prim), in(inputs), q(inputs[0]), k(inputs[1]), v(inputs[2]) {}
 
   void operator()(array& out) const {
     out.set_data(allocator::malloc(out.nbytes()));
@@ -305,7 +254,7 @@ struct AttentionKernel {
       const int64_t kb = std::min(key_block, key_end - j0);
       if (tiled) {
         load_keys_transposed(b, kvh, j0, kb, sc);
-        scores_tiled(sc.q.data(), rows, D, sc.kt.data(), kbp, sc.s.data());
+        tile_product<false>(sc.q.data(), D, rows, D, sc.kt.data(), kbp, kbp, sc.s.data(), kbp);
       } else {
         for (int64_t j = 0; j < kb; ++j) {
           const A* kr = row_of(k, b, kvh, j0 + j, D, sc.row.data());
@@ -326,7 +275,7 @@ struct AttentionKernel {
           std::copy(vr, vr + Dv, sc.vb.data() + j * dvp);
           std::fill(sc.vb.data() + j * dvp + Dv, sc.vb.data() + (j + 1) * dvp, A{0});
         }
-        accumulate_tiled(sc.s.data(), kbp, rows, kb, sc.vb.data(), dvp, sc.o.data());
+        tile_product<true>(sc.s.data(), kbp, rows, kb, sc.vb.data(), dvp, dvp, sc.o.data(), dvp);
       } else {
         for (int64_t j = 0; j < kb; ++j) {
           const A* vr = row_of(v, b, kvh, j0 + j, Dv, sc.row.data());
@@ -339,10 +288,7 @@ struct AttentionKernel {
     for (int64_t r = 0; r < rows; ++r) {
       A* orow = sc.o.data() + r * dvp;
       // No keys at all gives zeros (an empty weighted sum); a row of -inf scores gives 0 / 0 = NaN, as softmax does.
-      const A inv = Lkv == 0 ? A{0} : A{1} / sc.l[static_cast<size_t>(r)];
-      for (int64_t c = 0; c < Dv; ++c) {
-        orow[c] *= inv;
-      }
+      scale_row(orow, Dv, Lkv == 0 ? A{0} : A{1} / sc.l[static_cast<size_t>(r)]);
       store_block(dst + ((b * Nq + map.head(r)) * Lq + map.query(r)) * Dv, orow, Dv);
     }
   }
@@ -373,14 +319,8 @@ struct AttentionKernel {
 }  // namespace
 
 void run(const ScaledDotProductAttention& p, const Inputs& in, Outputs& out) {
-  dispatch(in[0].dtype(), [&]<class T>(type_tag<T>) {
-    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
-      AttentionKernel<T>(p, in)(out[0]);
-    } else {
-      throw_internal("[ScaledDotProductAttention] Expected a floating input, got " +
-                     std::string(dtype_name(in[0].dtype())) + ".");
-    }
-  });
+  dispatch<floating_types>(in[0].dtype(), "ScaledDotProductAttention",
+                           [&]<class T>(type_tag<T>) { AttentionKernel<T>(p, in)(out[0]); });
 }
 
 }  // namespace nuvec::cpu

@@ -1,7 +1,7 @@
 #pragma once
 
-// What the attention kernel (attention.cpp) and its vjp (attention_vjp.cpp) share: the (B, N, L, D) layout and how
-// the causal limit or a mask changes a row of scores.
+// What the attention kernel (attention.cpp) and its vjp (attention_vjp.cpp) share: the sizes, the (B, N, L, D)
+// layout and how the causal limit or a mask changes a row of scores.
 
 #include <algorithm>
 #include <cstdint>
@@ -9,8 +9,26 @@
 
 #include "nuvec/core/array.h"
 #include "nuvec/core/primitives.h"
+#include "nuvec/cpu/kernels.h"
 
 namespace nuvec::cpu {
+
+/// The sizes of an attention: queries (B, Nq, Lq, D), keys (B, Nkv, Lkv, D) and values (B, Nkv, Lkv, Dv).
+struct AttentionSizes {
+  int64_t B, Nq, Lq, D, Nkv, Lkv, Dv;
+  int64_t repeats;  // query heads per key/value head
+  int64_t offset;   // Lkv - Lq: the causal limit lets query i see keys j <= i + offset
+  explicit AttentionSizes(const Inputs& in)
+      : B(in[0].shape(0)),
+        Nq(in[0].shape(1)),
+        Lq(in[0].shape(2)),
+        D(in[0].shape(3)),
+        Nkv(in[1].shape(1)),
+        Lkv(in[1].shape(2)),
+        Dv(in[2].shape(3)),
+        repeats(Nkv == 0 ? 1 : Nq / Nkv),
+        offset(Lkv - Lq) {}
+};
 
 /// Element offsets of a (B, N, L, D) array.
 struct Layout4 {

@@ -72,21 +72,13 @@ void softmax_backward(const A* p, A* dp, int64_t n, A delta) {
 }
 
 template <class T>
-class AttentionVjp {
+class AttentionVjp : AttentionSizes {
   using A = compute_t<T>;
 
  public:
   AttentionVjp(const ScaledDotProductAttentionVJP& prim, const Inputs& inputs)
-      : p_(prim),
-        B_(inputs[0].shape(0)),
-        Nq_(inputs[0].shape(1)),
-        Lq_(inputs[0].shape(2)),
-        D_(inputs[0].shape(3)),
-        Nkv_(inputs[1].shape(1)),
-        Lkv_(inputs[1].shape(2)),
-        Dv_(inputs[2].shape(3)),
-        repeats_(Nkv_ == 0 ? 1 : Nq_ / Nkv_),
-        offset_(Lkv_ - Lq_),
+      : AttentionSizes(inputs),
+        p_(prim),
         mask_(prim.mask == AttentionMask::none ? nullptr : &inputs[3]),
         sinks_(prim.has_sinks ? &inputs[inputs.size() - 2] : nullptr),
         q_(inputs[0]),
@@ -98,22 +90,22 @@ class AttentionVjp {
     for (auto& o : out) {
       o.set_data(allocator::malloc(o.nbytes()));
     }
-    std::vector<A> dsinks(static_cast<size_t>(B_ * Nq_), A{0});  // per (batch, head), added in order below
-    parallel_for(static_cast<size_t>(B_ * Nkv_), 1, [&](size_t begin, size_t end) {
+    std::vector<A> dsinks(static_cast<size_t>(B * Nq), A{0});  // per (batch, head), added in order below
+    parallel_for(static_cast<size_t>(B * Nkv), 1, [&](size_t begin, size_t end) {
       Scratch sc;
       for (size_t item = begin; item < end; ++item) {
         const auto i = static_cast<int64_t>(item);
-        run_item(i / Nkv_, i % Nkv_, sc, out, dsinks);
+        run_item(i / Nkv, i % Nkv, sc, out, dsinks);
       }
     });
     if (sinks_ != nullptr) {
-      std::vector<A> total(static_cast<size_t>(Nq_), A{0});
-      for (int64_t b = 0; b < B_; ++b) {
-        for (int64_t h = 0; h < Nq_; ++h) {
-          total[static_cast<size_t>(h)] += dsinks[static_cast<size_t>(b * Nq_ + h)];
+      std::vector<A> total(static_cast<size_t>(Nq), A{0});
+      for (int64_t b = 0; b < B; ++b) {
+        for (int64_t h = 0; h < Nq; ++h) {
+          total[static_cast<size_t>(h)] += dsinks[static_cast<size_t>(b * Nq + h)];
         }
       }
-      store_block(out[3].data<T>(), total.data(), Nq_);
+      store_block(out[3].data<T>(), total.data(), Nq);
     }
   }
 
@@ -146,9 +138,9 @@ class AttentionVjp {
   }
 
   /// A dense compute-type gradient of rows x n: the output itself when it has the compute type, else `buf`.
-  A* gradient(array& o, int64_t offset, int64_t rows, int64_t n, std::vector<A>& buf) const {
+  A* gradient(array& o, int64_t first, int64_t rows, int64_t n, std::vector<A>& buf) const {
     if constexpr (std::is_same_v<T, A>) {
-      return o.data<T>() + offset;
+      return o.data<T>() + first;
     }
     buf.resize(static_cast<size_t>(rows * n));
     return buf.data();
@@ -157,31 +149,31 @@ class AttentionVjp {
   void run_item(int64_t b, int64_t kvh, Scratch& sc, Outputs& out, std::vector<A>& dsinks) const {
     int64_t ldk = 0;
     int64_t ldv = 0;
-    const A* kp = block(k_, b, kvh, 0, Lkv_, D_, sc.k, ldk);
-    const A* vp = block(v_, b, kvh, 0, Lkv_, Dv_, sc.v, ldv);
-    A* dk = gradient(out[1], (b * Nkv_ + kvh) * Lkv_ * D_, Lkv_, D_, sc.dk);
-    A* dv = gradient(out[2], (b * Nkv_ + kvh) * Lkv_ * Dv_, Lkv_, Dv_, sc.dv);
-    std::fill(dk, dk + Lkv_ * D_, A{0});
-    std::fill(dv, dv + Lkv_ * Dv_, A{0});
-    for (int64_t h = kvh * repeats_; h < (kvh + 1) * repeats_; ++h) {
-      for (int64_t q0 = 0; q0 < Lq_; q0 += query_block) {
-        const int64_t rows = std::min(query_block, Lq_ - q0);
-        A* dq = gradient(out[0], ((b * Nq_ + h) * Lq_ + q0) * D_, rows, D_, sc.dq);
+    const A* kp = block(k_, b, kvh, 0, Lkv, D, sc.k, ldk);
+    const A* vp = block(v_, b, kvh, 0, Lkv, Dv, sc.v, ldv);
+    A* dk = gradient(out[1], (b * Nkv + kvh) * Lkv * D, Lkv, D, sc.dk);
+    A* dv = gradient(out[2], (b * Nkv + kvh) * Lkv * Dv, Lkv, Dv, sc.dv);
+    std::fill(dk, dk + Lkv * D, A{0});
+    std::fill(dv, dv + Lkv * Dv, A{0});
+    for (int64_t h = kvh * repeats; h < (kvh + 1) * repeats; ++h) {
+      for (int64_t q0 = 0; q0 < Lq; q0 += query_block) {
+        const int64_t rows = std::min(query_block, Lq - q0);
+        A* dq = gradient(out[0], ((b * Nq + h) * Lq + q0) * D, rows, D, sc.dq);
         // Keys past the last query's causal limit have weight 0 for every row of the block (as in the forward).
-        const int64_t keys = p_.causal && q0 + offset_ >= 0 ? std::min(Lkv_, q0 + rows + offset_) : Lkv_;
+        const int64_t keys = p_.causal && q0 + offset >= 0 ? std::min(Lkv, q0 + rows + offset) : Lkv;
         if (keys == 0) {
-          std::fill(dq, dq + rows * D_, A{0});
+          std::fill(dq, dq + rows * D, A{0});
         } else {
           query_block_gradient(b, h, q0, rows, keys, kp, ldk, vp, ldv, sc, dq, dk, dv, dsinks);
         }
         if constexpr (!std::is_same_v<T, A>) {
-          store_block(out[0].data<T>() + ((b * Nq_ + h) * Lq_ + q0) * D_, dq, rows * D_);
+          store_block(out[0].data<T>() + ((b * Nq + h) * Lq + q0) * D, dq, rows * D);
         }
       }
     }
     if constexpr (!std::is_same_v<T, A>) {
-      store_block(out[1].data<T>() + (b * Nkv_ + kvh) * Lkv_ * D_, dk, Lkv_ * D_);
-      store_block(out[2].data<T>() + (b * Nkv_ + kvh) * Lkv_ * Dv_, dv, Lkv_ * Dv_);
+      store_block(out[1].data<T>() + (b * Nkv + kvh) * Lkv * D, dk, Lkv * D);
+      store_block(out[2].data<T>() + (b * Nkv + kvh) * Lkv * Dv, dv, Lkv * Dv);
     }
   }
 
@@ -190,28 +182,28 @@ class AttentionVjp {
                             std::vector<A>& dsinks) const {
     const auto scale = static_cast<A>(p_.scale);
     // The block's queries scaled once: S = Qs K^T, and dK += dS^T Qs.
-    sc.q.resize(static_cast<size_t>(rows * D_));
+    sc.q.resize(static_cast<size_t>(rows * D));
     for (int64_t r = 0; r < rows; ++r) {
-      A* qr = sc.q.data() + r * D_;
-      load_block(qr, Strided<T>{q_.at<T>(b, h, q0 + r), q_.d}, D_);
-      for (int64_t e = 0; e < D_; ++e) {
+      A* qr = sc.q.data() + r * D;
+      load_block(qr, Strided<T>{q_.at<T>(b, h, q0 + r), q_.d}, D);
+      for (int64_t e = 0; e < D; ++e) {
         qr[e] *= scale;
       }
     }
     int64_t ldo = 0;
-    const A* dout = block(dout_, b, h, q0, rows, Dv_, sc.dout, ldo);
+    const A* dout = block(dout_, b, h, q0, rows, Dv, sc.dout, ldo);
     sc.s.resize(static_cast<size_t>(rows * keys));
     sc.dp.resize(static_cast<size_t>(rows * keys));
     A* s = sc.s.data();
     A* dp = sc.dp.data();
-    product(rows, keys, D_, 1.F, {sc.q.data(), 0, D_, 1}, {kp, 0, 1, ldk}, 0.F, s);
-    product(rows, keys, Dv_, 1.F, {dout, 0, ldo, 1}, {vp, 0, 1, ldv}, 0.F, dp);
+    product(rows, keys, D, 1.F, {sc.q.data(), 0, D, 1}, {kp, 0, 1, ldk}, 0.F, s);
+    product(rows, keys, Dv, 1.F, {dout, 0, ldo, 1}, {vp, 0, 1, ldv}, 0.F, dp);
     const A sink = sinks_ != nullptr ? static_cast<A>(sinks_->data<T>()[h * sinks_->strides(0)]) : A{0};
     A sink_gradient = A{0};
     for (int64_t r = 0; r < rows; ++r) {
       A* sr = s + r * keys;
       A* dpr = dp + r * keys;
-      mask_scores<T>(p_.causal, p_.mask, mask_, offset_, b, h, q0 + r, 0, keys, sr);
+      mask_scores<T>(p_.causal, p_.mask, mask_, offset, b, h, q0 + r, 0, keys, sr);
       A m = row_max(sr, keys);
       // A row whose every key is hidden (boolean mask, causal rows before the first key) averages the values, but
       // its scores are constants: they take no gradient.
@@ -231,15 +223,14 @@ class AttentionVjp {
       }
       sink_gradient -= sink_weight * inv * d;
     }
-    dsinks[static_cast<size_t>(b * Nq_ + h)] += sink_gradient;
+    dsinks[static_cast<size_t>(b * Nq + h)] += sink_gradient;
     // dV += P^T dO, dQ = scale * dS K, dK += dS^T Qs.
-    product(keys, Dv_, rows, 1.F, {s, 0, 1, keys}, {dout, 0, ldo, 1}, 1.F, dv);
-    product(rows, D_, keys, p_.scale, {dp, 0, keys, 1}, {kp, 0, ldk, 1}, 0.F, dq);
-    product(keys, D_, rows, 1.F, {dp, 0, 1, keys}, {sc.q.data(), 0, D_, 1}, 1.F, dk);
+    product(keys, Dv, rows, 1.F, {s, 0, 1, keys}, {dout, 0, ldo, 1}, 1.F, dv);
+    product(rows, D, keys, p_.scale, {dp, 0, keys, 1}, {kp, 0, ldk, 1}, 0.F, dq);
+    product(keys, D, rows, 1.F, {dp, 0, 1, keys}, {sc.q.data(), 0, D, 1}, 1.F, dk);
   }
 
   const ScaledDotProductAttentionVJP& p_;
-  int64_t B_, Nq_, Lq_, D_, Nkv_, Lkv_, Dv_, repeats_, offset_;
   const array* mask_;
   const array* sinks_;
   Layout4 q_, k_, v_, dout_;
@@ -248,14 +239,8 @@ class AttentionVjp {
 }  // namespace
 
 void run(const ScaledDotProductAttentionVJP& p, const Inputs& in, Outputs& out) {
-  dispatch(in[0].dtype(), [&]<class T>(type_tag<T>) {
-    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
-      AttentionVjp<T>(p, in)(out);
-    } else {
-      throw_internal("[ScaledDotProductAttentionVJP] Expected a floating input, got " +
-                     std::string(dtype_name(in[0].dtype())) + ".");
-    }
-  });
+  dispatch<floating_types>(in[0].dtype(), "ScaledDotProductAttentionVJP",
+                           [&]<class T>(type_tag<T>) { AttentionVjp<T>(p, in)(out); });
 }
 
 }  // namespace nuvec::cpu

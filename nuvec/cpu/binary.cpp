@@ -15,15 +15,8 @@ namespace nuvec::cpu {
 
 namespace {
 
-using math::Bool;
-using math::Complex;
-using math::Float;
-using math::Integer;
-using math::RealMath;
 using simd::select;
 
-template <class T>
-concept RealOrComplex = math::Real<T> || Complex<T>;
 /// Element types (never vectors): comparisons produce bool per element.
 template <class T>
 concept Scalar = !simd::is_vec<T>;

@@ -27,8 +27,10 @@
 #include "nuvec/core/allocator.h"
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/gemm.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/scratch.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -36,19 +38,6 @@ namespace nuvec::cpu {
 namespace {
 
 std::atomic<ConvBackend> conv_backend{ConvBackend::automatic};
-
-/// Scratch memory from nuvec's allocator, returned on scope exit.
-class Scratch {
- public:
-  explicit Scratch(size_t bytes) : buffer_(allocator::malloc(bytes)) {}
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { allocator::free(buffer_); }
-  [[nodiscard]] void* get() const { return buffer_.raw_ptr(); }
-
- private:
-  allocator::Buffer buffer_;
-};
 
 constexpr size_t chunk_bytes = size_t{8} << 20;  // the im2col matrix of one chunk
 
@@ -274,18 +263,16 @@ void run(const Convolution& p, const Inputs& in, Outputs& out) {
       return;
     }
   }
-  dispatch(dtype, [&]<class T>(type_tag<T>) {
-    if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
-      using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      std::optional<Scratch> w_copy;
-      const auto* wd = static_cast<const C*>(dense(w, dtype_v<C>, p.flip, w_copy));
-      const auto* xt = static_cast<const T*>(xd);
-      auto* ot = static_cast<T*>(o.raw_data());
-      if (g.c_in == g.groups && g.groups > 1) {
-        depthwise_conv<T, C>(g, xt, wd, ot);
-      } else {
-        gemm_conv<T, C>(g, xt, wd, ot);
-      }
+  dispatch<floating_types>(dtype, "Convolution", [&]<class T>(type_tag<T>) {
+    using C = compute_t<T>;
+    std::optional<Scratch> w_copy;
+    const auto* wd = static_cast<const C*>(dense(w, dtype_v<C>, p.flip, w_copy));
+    const auto* xt = static_cast<const T*>(xd);
+    auto* ot = static_cast<T*>(o.raw_data());
+    if (g.c_in == g.groups && g.groups > 1) {
+      depthwise_conv<T, C>(g, xt, wd, ot);
+    } else {
+      gemm_conv<T, C>(g, xt, wd, ot);
     }
   });
 }

@@ -11,11 +11,11 @@
 #include <optional>
 #include <utility>
 
-#include "nuvec/core/allocator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/cpu/conv.h"
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/onednn.h"
+#include "nuvec/cpu/scratch.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -139,15 +139,6 @@ class ConvCache {
   std::list<std::pair<ConvKey, ConvEntry>> entries_;
 };
 
-/// nuvec allocator memory for the reordered weights, returned on scope exit.
-struct Buffer {
-  explicit Buffer(size_t bytes) : buffer(allocator::malloc(bytes)) {}
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { allocator::free(buffer); }
-  allocator::Buffer buffer;
-};
-
 /// Runs a cached primitive on dense operands.
 void execute(const ConvEntry& entry, Dtype dtype, const void* in, const void* weight, void* out) {
   try {
@@ -156,18 +147,18 @@ void execute(const ConvEntry& entry, Dtype dtype, const void* in, const void* we
     memory src(entry.src, eng, const_cast<void*>(in));
     memory dst(entry.dst, eng, out);
     memory user_weights(entry.user_weights, eng, const_cast<void*>(weight));
-    std::optional<Buffer> reordered;
+    std::optional<Scratch> reordered;
     memory weights = user_weights;
     if (entry.weights_reorder) {
       reordered.emplace(entry.weights.get_size());
-      weights = memory(entry.weights, eng, reordered->buffer.raw_ptr());
+      weights = memory(entry.weights, eng, reordered->get());
       entry.weights_reorder->execute(stream, {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, weights}});
     }
-    Buffer scratch(entry.scratchpad.get_size());
+    Scratch scratch(entry.scratchpad.get_size());
     entry.primitive.execute(stream, {{DNNL_ARG_SRC, src},
                                      {DNNL_ARG_WEIGHTS, weights},
                                      {DNNL_ARG_DST, dst},
-                                     {DNNL_ARG_SCRATCHPAD, memory(entry.scratchpad, eng, scratch.buffer.raw_ptr())}});
+                                     {DNNL_ARG_SCRATCHPAD, memory(entry.scratchpad, eng, scratch.get())}});
     stream.wait();
   } catch (const dnnl::error& e) {
     throw_internal("[conv] oneDNN " + std::string(dtype_name(dtype)) + " convolution failed: " + e.what());
@@ -249,12 +240,12 @@ bool onednn_conv(const ConvGeometry& g, Dtype dtype, const void* in, const void*
   for (int i = 0; i < 3; ++i) {
     part[i + 1] = static_cast<int32_t>(reached.out[i]);
   }
-  Buffer scratch(shape_size(part) * size_of(dtype));
-  if (!onednn_run(reached, dtype, in, weight, scratch.buffer.raw_ptr())) {
+  Scratch scratch(shape_size(part) * size_of(dtype));
+  if (!onednn_run(reached, dtype, in, weight, scratch.get())) {
     return false;
   }
   std::memset(out, 0, shape_size(full) * size_of(dtype));
-  copy_strided(part, scratch.buffer.raw_ptr(), dtype, row_major_strides(part), out, dtype, row_major_strides(full));
+  copy_strided(part, scratch.get(), dtype, row_major_strides(part), out, dtype, row_major_strides(full));
   return true;
 }
 

@@ -9,6 +9,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/scalar_math.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/strided.h"
@@ -17,9 +18,6 @@
 namespace nuvec::cpu {
 
 namespace {
-
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
 
 /// numpy's casting rules, with the undefined C++ cases (NaN or out-of-range float
 /// to integer) given x86's "integer indefinite" result as numpy does.

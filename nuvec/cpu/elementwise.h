@@ -24,6 +24,7 @@
 #include "nuvec/core/array.h"
 #include "nuvec/core/dtype.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/simd.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -33,13 +34,6 @@
 #endif
 
 namespace nuvec::cpu {
-
-template <class T>
-inline constexpr bool is_half_v = nuvec::detail::half_float<T>;
-
-/// The type a functor computes elements of type T in.
-template <class T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
 
 /// The type a functor's result R for input elements T is stored in.
 template <class T, class R>

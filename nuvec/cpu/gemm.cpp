@@ -38,12 +38,12 @@
 #include <utility>
 #include <vector>
 
-#include "nuvec/core/allocator.h"
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/shape.h"
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/onednn.h"
+#include "nuvec/cpu/scratch.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -106,24 +106,6 @@ namespace {
 /// mixed_gemm: up to this many rows of a stream a half-precision weight through half_gemv; from more, widening the
 /// weight once and calling the sgemm pays.
 constexpr int64_t gemv_rows = 8;
-
-/// Scratch memory from nuvec's allocator, returned on scope exit.
-class Scratch {
- public:
-  explicit Scratch(size_t bytes) : buffer_(allocator::malloc(bytes)) {}
-  Scratch(Scratch&& other) noexcept : buffer_(std::exchange(other.buffer_, {})) {}
-  Scratch& operator=(Scratch&& other) noexcept {
-    std::swap(buffer_, other.buffer_);
-    return *this;
-  }
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  ~Scratch() { allocator::free(buffer_); }
-  [[nodiscard]] void* get() const { return buffer_.raw_ptr(); }
-
- private:
-  allocator::Buffer buffer_;
-};
 
 const char* at(const void* base, int64_t offset, size_t itemsize) {
   return static_cast<const char*>(base) + offset * static_cast<int64_t>(itemsize);

@@ -158,13 +158,9 @@ void integer_gemm(int64_t m, int64_t n, int64_t k, const MatrixBatch& a, const M
 }  // namespace
 
 void gemm_integer(Dtype dtype, int64_t m, int64_t n, int64_t k, const MatrixBatch& a, const MatrixBatch& b, void* c) {
-  dispatch(dtype, [&]<class T>(type_tag<T>) {
-    if constexpr (std::is_integral_v<T>) {  // bool included
-      integer_gemm<T>(m, n, k, a, b, static_cast<T*>(c));
-    } else {
-      throw_internal("[matmul] gemm_integer called for " + std::string(dtype_name(dtype)) + ".");
-    }
-  });
+  using integral_types = type_list<bool, uint8_t, uint16_t, uint32_t, uint64_t, int8_t, int16_t, int32_t, int64_t>;
+  dispatch<integral_types>(dtype, "Matmul",
+                           [&]<class T>(type_tag<T>) { integer_gemm<T>(m, n, k, a, b, static_cast<T*>(c)); });
 }
 
 }  // namespace nuvec::cpu

@@ -130,7 +130,7 @@ void run(const Hadamard& p, const Inputs& in, Outputs& out) {
   const int m = hadamard_order(n);
   const int64_t piece = n / m;
   const auto rows = static_cast<size_t>(o.size() / static_cast<size_t>(n));
-  dispatch(o.dtype(), [&]<class T>(type_tag<T>) {
+  dispatch<floating_types>(o.dtype(), "Hadamard", [&]<class T>(type_tag<T>) {
     T* data = o.data<T>();
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
       parallel_for(rows, row_grain(n), [&](size_t begin, size_t end) {
@@ -139,7 +139,7 @@ void run(const Hadamard& p, const Inputs& in, Outputs& out) {
           transform<T>(data + static_cast<int64_t>(r) * n, piece, m, static_cast<T>(p.scale), pieces.data());
         }
       });
-    } else if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
+    } else {
       parallel_for(rows, row_grain(n), [&](size_t begin, size_t end) {
         std::vector<float> row(static_cast<size_t>(n));
         std::vector<float> pieces(m > 1 ? static_cast<size_t>(n) : 0);
@@ -154,8 +154,6 @@ void run(const Hadamard& p, const Inputs& in, Outputs& out) {
           }
         }
       });
-    } else {
-      throw_internal("[hadamard_transform] The kernel takes real floating point types only.");
     }
   });
 }

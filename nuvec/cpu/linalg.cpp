@@ -19,13 +19,13 @@
 
 #include <algorithm>
 #include <numeric>
-#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/lapack.h"
 #include "nuvec/cpu/serial_blas.h"
@@ -45,25 +45,13 @@ constexpr int64_t grain_flops = 1 << 14;  // ~n^3 work per pool chunk before spl
 
 // ---------------------------------------------------------------- helpers
 
-template <class T>
-constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
-
 /// The real type of T: singular values and Hermitian eigenvalues.
 template <class T>
 using Real = decltype(std::abs(std::declval<T>()));
 
-/// Calls fn(type_tag<T>{}) with T float or double (the dtypes the ops let through), or complex64_t for the ops that
-/// take complex input too (Complex).
-template <bool Complex = false, class Fn>
-void dispatch_float(Dtype dtype, const char* op, Fn&& fn) {
-  dispatch(dtype, [&]<class T>(type_tag<T> tag) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || (Complex && is_complex_v<T>)) {
-      fn(tag);
-    } else {
-      throw_internal(std::string("[linalg::") + op + "] Unexpected dtype " + std::string(dtype_name(dtype)) + ".");
-    }
-  });
-}
+/// The dtypes the linalg ops let through; the decompositions of general matrices take complex input too.
+using real_types = type_list<float, double>;
+using real_or_complex_types = type_list<float, double, complex64_t>;
 
 /// Number of matrices in a (..., M, N) shape.
 int64_t batch_count(const Shape& shape) {
@@ -104,7 +92,18 @@ T* allocate(array& out) {
 template <class T>
 class OutputBuffer {
  public:
-  OutputBuffer(array& out, int64_t elements) {
+  OutputBuffer(array& out, int64_t elements) { init(out, elements); }
+  /// Output `index` when `wanted`, else none and a null get(): the outputs a primitive may leave out (U and Vt,
+  /// eigenvectors).
+  OutputBuffer(Outputs& out, size_t index, int64_t elements, bool wanted) {
+    if (wanted) {
+      init(out[index], elements);
+    }
+  }
+  [[nodiscard]] T* get() const { return data_; }
+
+ private:
+  void init(array& out, int64_t elements) {
     if (out.dtype() == dtype_of<T>::value && static_cast<int64_t>(out.size()) == elements) {
       data_ = allocate<T>(out);
     } else {
@@ -112,9 +111,7 @@ class OutputBuffer {
       data_ = scratch_.data();
     }
   }
-  [[nodiscard]] T* get() const { return data_; }
 
- private:
   std::vector<T> scratch_;
   T* data_ = nullptr;
 };
@@ -240,16 +237,12 @@ void svd(const SVD& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const Int k = std::min(m, n);
   const int64_t count = batch_count(a.shape());
-  std::optional<OutputBuffer<T>> u_buffer;
-  std::optional<OutputBuffer<T>> vt_buffer;
-  if (p.compute_uv) {
-    u_buffer.emplace(out[0], count * m * m);
-    vt_buffer.emplace(out[2], count * n * n);
-  }
+  OutputBuffer<T> u_buffer(out, 0, count * m * m, p.compute_uv);
   OutputBuffer<R> s_buffer(out[p.compute_uv ? 1 : 0], count * k);
-  T* u = p.compute_uv ? u_buffer->get() : nullptr;
+  OutputBuffer<T> vt_buffer(out, 2, count * n * n, p.compute_uv);
+  T* u = u_buffer.get();
   R* s = s_buffer.get();
-  T* vt = p.compute_uv ? vt_buffer->get() : nullptr;
+  T* vt = vt_buffer.get();
   if (k == 0 || count == 0) {
     // No singular values: U and Vt are any orthogonal matrices, the identity as NumPy gives.
     if (p.compute_uv) {
@@ -471,12 +464,9 @@ void eig(const Eig& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const int64_t count = batch_count(a.shape());
   OutputBuffer<complex64_t> w_buffer(out[0], count * n);
-  std::optional<OutputBuffer<complex64_t>> v_buffer;
-  if (p.compute_vectors) {
-    v_buffer.emplace(out[1], count * n * n);
-  }
+  OutputBuffer<complex64_t> v_buffer(out, 1, count * n * n, p.compute_vectors);
   complex64_t* w = w_buffer.get();
-  complex64_t* v = p.compute_vectors ? v_buffer->get() : nullptr;
+  complex64_t* v = v_buffer.get();
   if (n == 0 || count == 0) {
     return;
   }
@@ -545,12 +535,9 @@ void eigh(const Eigh& p, const array& a, Outputs& out) {
   const Int n = a.shape(-1);
   const int64_t count = batch_count(a.shape());
   OutputBuffer<R> w_buffer(out[0], count * n);
-  std::optional<OutputBuffer<T>> v_buffer;
-  if (p.compute_vectors) {
-    v_buffer.emplace(out[1], count * n * n);
-  }
+  OutputBuffer<T> v_buffer(out, 1, count * n * n, p.compute_vectors);
   R* w = w_buffer.get();
-  T* v = p.compute_vectors ? v_buffer->get() : nullptr;
+  T* v = v_buffer.get();
   if (n == 0 || count == 0) {
     return;
   }
@@ -594,35 +581,36 @@ void eigh(const Eigh& p, const array& a, Outputs& out) {
 }  // namespace
 
 void run(const QRF&, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "qr", [&]<class T>(type_tag<T>) { qr<T>(in[0], out[0], out[1]); });
+  dispatch<real_types>(in[0].dtype(), "linalg::qr", [&]<class T>(type_tag<T>) { qr<T>(in[0], out[0], out[1]); });
 }
 
 void run(const SVD& p, const Inputs& in, Outputs& out) {
-  dispatch_float<true>(in[0].dtype(), "svd", [&]<class T>(type_tag<T>) { svd<T>(p, in[0], out); });
+  dispatch<real_or_complex_types>(in[0].dtype(), "linalg::svd", [&]<class T>(type_tag<T>) { svd<T>(p, in[0], out); });
 }
 
 void run(const Inverse& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "inv", [&]<class T>(type_tag<T>) { inverse<T>(p, in[0], out[0]); });
+  dispatch<real_types>(in[0].dtype(), "linalg::inv", [&]<class T>(type_tag<T>) { inverse<T>(p, in[0], out[0]); });
 }
 
 void run(const Cholesky& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "cholesky", [&]<class T>(type_tag<T>) { cholesky<T>(p, in[0], out[0]); });
+  dispatch<real_types>(in[0].dtype(), "linalg::cholesky", [&]<class T>(type_tag<T>) { cholesky<T>(p, in[0], out[0]); });
 }
 
 void run(const LUF&, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "lu", [&]<class T>(type_tag<T>) { lu<T>(in[0], out); });
+  dispatch<real_types>(in[0].dtype(), "linalg::lu", [&]<class T>(type_tag<T>) { lu<T>(in[0], out); });
 }
 
 void run(const Solve& p, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0].dtype(), "solve", [&]<class T>(type_tag<T>) { solve<T>(p, in[0], in[1], out[0]); });
+  dispatch<real_types>(in[0].dtype(), "linalg::solve",
+                       [&]<class T>(type_tag<T>) { solve<T>(p, in[0], in[1], out[0]); });
 }
 
 void run(const Eig& p, const Inputs& in, Outputs& out) {
-  dispatch_float<true>(in[0].dtype(), "eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
+  dispatch<real_or_complex_types>(in[0].dtype(), "linalg::eig", [&]<class T>(type_tag<T>) { eig<T>(p, in[0], out); });
 }
 
 void run(const Eigh& p, const Inputs& in, Outputs& out) {
-  dispatch_float<true>(in[0].dtype(), "eigh", [&]<class T>(type_tag<T>) { eigh<T>(p, in[0], out); });
+  dispatch<real_or_complex_types>(in[0].dtype(), "linalg::eigh", [&]<class T>(type_tag<T>) { eigh<T>(p, in[0], out); });
 }
 
 }  // namespace nuvec::cpu

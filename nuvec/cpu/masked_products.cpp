@@ -17,6 +17,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/gemm.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/strided.h"
@@ -24,13 +25,6 @@
 namespace nuvec::cpu {
 
 namespace {
-
-template <class T>
-constexpr bool is_real_float_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                                 std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-/// The type a mask value and a scaled element are computed in.
-template <class T>
-using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 Shape batch_of(const array& a) { return {a.shape().begin(), a.shape().end() - 2}; }
 Strides batch_strides_of(const array& a) { return {a.strides().begin(), a.strides().end() - 2}; }
@@ -174,13 +168,8 @@ void run(const BlockMaskedMM& p, const Inputs& in, Outputs& out) {
   if (o.size() == 0) {
     return;
   }
-  dispatch(o.dtype(), [&]<class T>(type_tag<T>) {
-    if constexpr (is_real_float_v<T>) {
-      block_masked_product<T>(p, in, o);
-    } else {
-      throw_internal("[block_masked_mm] The kernel takes real floating point types only.");
-    }
-  });
+  dispatch<floating_types>(o.dtype(), "BlockMaskedMM",
+                           [&]<class T>(type_tag<T>) { block_masked_product<T>(p, in, o); });
 }
 
 void run(const GatherMM&, const Inputs& in, Outputs& out) {

@@ -337,3 +337,16 @@ concept RealMath = Real<T> && requires(T x) {
 using scalar::erfinv;
 
 }  // namespace nuvec::cpu::math
+
+namespace nuvec::cpu {
+
+// The element kinds the functors of unary.cpp and binary.cpp overload on.
+using math::Bool;
+using math::Complex;
+using math::Float;
+using math::Integer;
+using math::RealMath;
+template <class T>
+concept RealOrComplex = math::Real<T> || Complex<T>;
+
+}  // namespace nuvec::cpu

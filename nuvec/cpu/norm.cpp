@@ -253,38 +253,28 @@ void norm_vjp(const Inputs& in, Outputs& out, float eps, bool has_weight, bool h
   }
 }
 
-template <class Fn>
-void dispatch_floating(const array& a, const char* name, Fn&& fn) {
-  dispatch(a.dtype(), [&]<class T>(type_tag<T>) {
-    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
-      fn(type_tag<T>{});
-    } else {
-      throw_internal(std::string("[") + name + "] Expected a floating input, got " +
-                     std::string(dtype_name(a.dtype())) + ".");
-    }
-  });
-}
-
 }  // namespace
 
 void run(const RMSNorm& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "RMSNorm",
-                    [&]<class T>(type_tag<T>) { norm_kernel<T>(in, out[0], p.eps, p.has_weight, false, false); });
+  dispatch<floating_types>(in[0].dtype(), "RMSNorm", [&]<class T>(type_tag<T>) {
+    norm_kernel<T>(in, out[0], p.eps, p.has_weight, false, false);
+  });
 }
 
 void run(const LayerNorm& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "LayerNorm",
-                    [&]<class T>(type_tag<T>) { norm_kernel<T>(in, out[0], p.eps, p.has_weight, p.has_bias, true); });
+  dispatch<floating_types>(in[0].dtype(), "LayerNorm", [&]<class T>(type_tag<T>) {
+    norm_kernel<T>(in, out[0], p.eps, p.has_weight, p.has_bias, true);
+  });
 }
 
 void run(const RMSNormVJP& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "RMSNormVJP",
-                    [&]<class T>(type_tag<T>) { norm_vjp<T>(in, out, p.eps, p.has_weight, false, false); });
+  dispatch<floating_types>(in[0].dtype(), "RMSNormVJP",
+                           [&]<class T>(type_tag<T>) { norm_vjp<T>(in, out, p.eps, p.has_weight, false, false); });
 }
 
 void run(const LayerNormVJP& p, const Inputs& in, Outputs& out) {
-  dispatch_floating(in[0], "LayerNormVJP",
-                    [&]<class T>(type_tag<T>) { norm_vjp<T>(in, out, p.eps, p.has_weight, p.has_bias, true); });
+  dispatch<floating_types>(in[0].dtype(), "LayerNormVJP",
+                           [&]<class T>(type_tag<T>) { norm_vjp<T>(in, out, p.eps, p.has_weight, p.has_bias, true); });
 }
 
 }  // namespace nuvec::cpu

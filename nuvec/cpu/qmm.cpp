@@ -645,14 +645,15 @@ const float* float_rows(const array& x, std::vector<float>& storage) {
 /// float16's.
 int decode_levels(Dtype out) { return out == bfloat16 ? 2 : 3; }
 
-/// Runs `body(float* out)` into o's buffer, through a float32 scratch when o is half precision or float64.
+/// Runs `body(float* out)` into o's buffer (for kernel `op`), through a float32 scratch when o is half precision or
+/// float64.
 template <class Body>
-void into_output(array& o, Body&& body) {
+void into_output(array& o, const char* op, Body&& body) {
   o.set_data(allocator::malloc(o.nbytes()));
   if (o.size() == 0) {
     return;
   }
-  quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
+  dispatch<floating_types>(o.dtype(), op, [&]<class T>(type_tag<T>) {
     if constexpr (std::is_same_v<T, float>) {
       body(quant::data_of<float>(o), &quant::to_float<T>);
     } else {
@@ -672,7 +673,7 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
   auto& o = out[0];
   if (is_block_format(p.mode)) {
     const array w = quant::dense(in[1]);
-    into_output(o, [&](float* dst, quant::ToFloat) {
+    into_output(o, "QuantizedMatmul", [&](float* dst, quant::ToFloat) {
       std::vector<float> storage;
       const int64_t n = o.shape(-1);
       const int64_t rows = n == 0 ? 0 : static_cast<int64_t>(o.size()) / n;
@@ -684,7 +685,7 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
   const array w = quant::dense(in[1]);
   const array scales = quant::dense(in[2]);
   const array biases = quant::dense(in[3]);
-  into_output(o, [&](float* dst, quant::ToFloat load) {
+  into_output(o, "QuantizedMatmul", [&](float* dst, quant::ToFloat load) {
     std::vector<float> storage;
     const int64_t n = o.shape(-1);
     const Rows x{float_rows(in[0], storage), static_cast<int64_t>(o.size()) / n, in[0].shape(-1)};
@@ -727,7 +728,7 @@ void run(const GatherQMM& p, const Inputs& in, Outputs& out) {
                     std::to_string(w_count) + " matrices of w.");
     }
   }
-  into_output(o, [&](float* dst, quant::ToFloat load) {
+  into_output(o, "GatherQMM", [&](float* dst, quant::ToFloat load) {
     std::vector<float> storage;
     const float* xf = float_rows(x_in, storage);
     const auto item = static_cast<int64_t>(scales.itemsize());

@@ -141,7 +141,7 @@ void run(const Quantize& p, const Inputs& in, Outputs& out) {
   const size_t groups = out[1].size();
   const int gs = p.group_size;
   auto* packed = static_cast<uint8_t*>(out[0].raw_data());
-  quant::dispatch_floating(w.dtype(), [&]<class T>(type_tag<T>) {
+  dispatch<floating_types>(w.dtype(), "Quantize", [&]<class T>(type_tag<T>) {
     const T* src = quant::data_of<T>(w);
     T* scales = quant::data_of<T>(out[1]);
     T* biases = quant::data_of<T>(out[2]);
@@ -173,7 +173,7 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
     const int64_t k = o.shape(-1);
     const int64_t row_bytes = w.shape(-1);
     const auto* blocks = quant::data_of<const uint8_t>(w);
-    quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
+    dispatch<floating_types>(o.dtype(), "Dequantize", [&]<class T>(type_tag<T>) {
       T* dst = quant::data_of<T>(o);
       parallel_for(static_cast<size_t>(o.shape(0)), grain_values / static_cast<size_t>(std::max<int64_t>(k, 1)) + 1,
                    [&](size_t r0, size_t r1) {
@@ -189,9 +189,9 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
   const array scales = quant::dense(in[1]);
   const array biases = quant::dense(in[2]);
   // The scales' dtype and the output's are dispatched apart: no kernel per pair of dtypes.
-  const quant::ToFloat load = quant::dispatch_floating(
-      scales.dtype(), []<class S>(type_tag<S>) -> quant::ToFloat { return &quant::to_float<S>; });
-  quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
+  const quant::ToFloat load = dispatch<floating_types>(
+      scales.dtype(), "Dequantize", []<class S>(type_tag<S>) -> quant::ToFloat { return &quant::to_float<S>; });
+  dispatch<floating_types>(o.dtype(), "Dequantize", [&]<class T>(type_tag<T>) {
     const int64_t cols = o.shape(-1);
     const auto rows = static_cast<int64_t>(o.size()) / cols;
     quant::Matrix m{quant::data_of<uint32_t>(w),
@@ -229,7 +229,7 @@ void run(const Fp8Cast& p, const Inputs& in, Outputs& out) {
   const size_t n = o.size();
   if (p.encode) {
     auto* dst = quant::data_of<uint8_t>(o);
-    quant::dispatch_floating(x.dtype(), [&]<class T>(type_tag<T>) {
+    dispatch<floating_types>(x.dtype(), "Fp8Cast", [&]<class T>(type_tag<T>) {
       const T* src = quant::data_of<T>(x);
       parallel_for(n, grain_values, [&](size_t i0, size_t i1) {
         for (size_t i = i0; i < i1; ++i) {
@@ -241,7 +241,7 @@ void run(const Fp8Cast& p, const Inputs& in, Outputs& out) {
   }
   const auto* src = quant::data_of<uint8_t>(x);
   const auto& table = fp8_table();
-  quant::dispatch_floating(o.dtype(), [&]<class T>(type_tag<T>) {
+  dispatch<floating_types>(o.dtype(), "Fp8Cast", [&]<class T>(type_tag<T>) {
     T* dst = quant::data_of<T>(o);
     parallel_for(n, grain_values, [&](size_t i0, size_t i1) {
       for (size_t i = i0; i < i1; ++i) {

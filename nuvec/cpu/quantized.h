@@ -45,19 +45,6 @@ decltype(auto) dispatch_bits(int bits, Fn&& fn) {
   throw_internal("[quantization] unsupported bit width " + std::to_string(bits));
 }
 
-/// Calls fn(type_tag<T>{}) for the floating dtypes the quantization kernels compute with.
-template <class Fn>
-decltype(auto) dispatch_floating(Dtype dtype, Fn&& fn) {
-  return dispatch(dtype, [&]<class T>(type_tag<T> t) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || nuvec::detail::half_float<T>) {
-      return fn(t);
-    } else {
-      throw_internal("[quantization] kernel called with non-floating dtype " + std::string(dtype_name(dtype)));
-      return fn(type_tag<float>{});
-    }
-  });
-}
-
 /// out[0 .. count) = the values [first, first + count) of a packed row, as floats; first and count multiples of 8.
 template <int Bits>
 void unpack(const uint32_t* row, int64_t first, int64_t count, float* out) {

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/prefetch.h"
@@ -46,36 +47,9 @@ constexpr size_t grain_size = 1 << 15;  // elements of work per thread before sp
 
 // ---------------------------------------------------------------- element types
 
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-template <class T>
-constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
 /// Types with a SIMD path: their lanes are float (half types widen) or double.
 template <class T>
 constexpr bool simd_float_v = std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_v<T>;
-template <class T>
-using lane_t = std::conditional_t<is_half_v<T>, float, T>;
-
-template <class T>
-bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
-    return std::isnan(static_cast<lane_t<T>>(x));
-  } else if constexpr (is_complex_v<T>) {
-    return std::isnan(x.real()) || std::isnan(x.imag());
-  } else {
-    return false;
-  }
-}
-
-/// a > b; complex numbers compare lexicographically (numpy's order).
-template <class T>
-bool greater(T a, T b) {
-  if constexpr (is_complex_v<T>) {
-    return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-  } else {
-    return a > b;
-  }
-}
 
 /// Converts an input element to the accumulator type.
 template <class A, class T>
@@ -128,8 +102,8 @@ A extreme(A a, A b) {
 
 /// Sum of a contiguous run in lane precision: four vector accumulators, split pairwise above pairwise_block.
 template <class T>
-lane_t<T> simd_sum(const T* x, int64_t n) {
-  using A = lane_t<T>;
+compute_t<T> simd_sum(const T* x, int64_t n) {
+  using A = compute_t<T>;
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   if (n > pairwise_block) {
@@ -160,8 +134,8 @@ lane_t<T> simd_sum(const T* x, int64_t n) {
 }
 
 template <class T>
-lane_t<T> simd_prod(const T* x, int64_t n) {
-  using A = lane_t<T>;
+compute_t<T> simd_prod(const T* x, int64_t n) {
+  using A = compute_t<T>;
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   auto a0 = hn::Set(d, A{1});
@@ -188,8 +162,8 @@ lane_t<T> simd_prod(const T* x, int64_t n) {
 
 /// Max or min of a contiguous run; any NaN gives NaN.
 template <ReduceType K, class T>
-lane_t<T> simd_extreme(const T* x, int64_t n) {
-  using A = lane_t<T>;
+compute_t<T> simd_extreme(const T* x, int64_t n) {
+  using A = compute_t<T>;
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   auto pick = [](auto a, auto b) {
@@ -245,9 +219,9 @@ int64_t find_first(const T* x, int64_t n, V m) {
   const bool nan = is_nan(m);
   int64_t i = 0;
   if constexpr (simd_float_v<T>) {
-    const hn::ScalableTag<lane_t<T>> d;
+    const hn::ScalableTag<compute_t<T>> d;
     const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-    const auto target = hn::Set(d, static_cast<lane_t<T>>(m));
+    const auto target = hn::Set(d, static_cast<compute_t<T>>(m));
     for (; i + lanes <= n; i += lanes) {
       const auto v = load(d, x + i);
       const auto hit = nan ? hn::IsNaN(v) : hn::Eq(v, target);
@@ -264,8 +238,8 @@ int64_t find_first(const T* x, int64_t n, V m) {
 
 /// acc[j] = acc[j] op x[j] over a contiguous row.
 template <ReduceType K, class T>
-void simd_accumulate(lane_t<T>* acc, const T* x, int64_t n) {
-  using A = lane_t<T>;
+void simd_accumulate(compute_t<T>* acc, const T* x, int64_t n) {
+  using A = compute_t<T>;
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   int64_t j = 0;
@@ -303,7 +277,7 @@ struct Reducer {
   using Acc = A;
   using Out = O;
   static constexpr bool simd =
-      simd_float_v<T> && std::is_same_v<A, lane_t<T>> && K != ReduceType::all && K != ReduceType::any;
+      simd_float_v<T> && std::is_same_v<A, compute_t<T>> && K != ReduceType::all && K != ReduceType::any;
   /// Float sums fold rows in blocks (pairwise-like) to bound rounding error.
   static constexpr bool blocked_sum = K == ReduceType::sum && (std::is_floating_point_v<A> || is_complex_v<A>);
 
@@ -454,7 +428,7 @@ struct Reducer {
 template <bool Max, class T>
 struct ArgReducer {
   using In = T;
-  using V = lane_t<T>;
+  using V = compute_t<T>;
   struct Acc {
     V value;
     int64_t index;
@@ -792,7 +766,7 @@ void reduce_array(const array& a, array& out, const std::vector<int>& axes, bool
 template <class T>
 struct SumTypes {
   using Out = T;
-  using Acc = lane_t<T>;
+  using Acc = compute_t<T>;
 };
 template <class T>
 requires(std::is_integral_v<T>) struct SumTypes<T> {
@@ -835,10 +809,10 @@ void run(const Reduce& p, const Inputs& in, Outputs& out) {
         sum_or_prod<ReduceType::prod, T>(a, o, p.axes);
         return;
       case ReduceType::max:
-        reduce_array<Reducer<ReduceType::max, T, lane_t<T>, T>>(a, o, p.axes, true);
+        reduce_array<Reducer<ReduceType::max, T, compute_t<T>, T>>(a, o, p.axes, true);
         return;
       case ReduceType::min:
-        reduce_array<Reducer<ReduceType::min, T, lane_t<T>, T>>(a, o, p.axes, true);
+        reduce_array<Reducer<ReduceType::min, T, compute_t<T>, T>>(a, o, p.axes, true);
         return;
       case ReduceType::all:
         reduce_array<Reducer<ReduceType::all, T, bool, bool>>(a, o, p.axes, true);

@@ -152,13 +152,7 @@ void rope_kernel(const RoPE& p, const Inputs& in, array& out) {
 }  // namespace
 
 void run(const RoPE& p, const Inputs& in, Outputs& out) {
-  dispatch(in[0].dtype(), [&]<class T>(type_tag<T>) {
-    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
-      rope_kernel<T>(p, in, out[0]);
-    } else {
-      throw_internal("[RoPE] Expected a floating input, got " + std::string(dtype_name(in[0].dtype())) + ".");
-    }
-  });
+  dispatch<floating_types>(in[0].dtype(), "RoPE", [&]<class T>(type_tag<T>) { rope_kernel<T>(p, in, out[0]); });
 }
 
 }  // namespace nuvec::cpu

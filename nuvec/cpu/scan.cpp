@@ -19,6 +19,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -28,11 +29,6 @@ namespace {
 
 constexpr size_t grain_elements = size_t{1} << 15;
 constexpr int64_t column_block = 512;  // inner columns scanned together (their accumulators stay in L1)
-
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-template <class T>
-constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
 
 /// The accumulator: float for half types, the unsigned twin for integers (wrapping), T otherwise.
 template <class T>
@@ -51,27 +47,6 @@ struct Acc<T> {
 };
 template <class T>
 using acc_t = typename Acc<T>::type;
-
-template <class A>
-bool is_nan(A x) {
-  if constexpr (std::is_floating_point_v<A>) {
-    return std::isnan(x);
-  } else if constexpr (is_complex_v<A>) {
-    return std::isnan(x.real()) || std::isnan(x.imag());
-  } else {
-    return false;
-  }
-}
-
-/// a > b; complex numbers compare lexicographically (NumPy's order).
-template <class A>
-bool greater(A a, A b) {
-  if constexpr (is_complex_v<A>) {
-    return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-  } else {
-    return a > b;
-  }
-}
 
 /// The running operation K on accumulators of type A (the scan of input type T).
 template <ScanType K, class T>

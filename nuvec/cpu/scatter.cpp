@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/indexing.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -41,30 +42,6 @@ void with_type(ScatterType type, Fn&& fn) {
     case ScatterType::min:
       fn(scatter_constant<ScatterType::min>{});
       return;
-  }
-}
-
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-
-/// a > b, with complex numbers ordered lexicographically (NumPy's order).
-template <class T>
-bool greater(const T& a, const T& b) {
-  if constexpr (std::is_same_v<T, complex64_t>) {
-    return a.real() > b.real() || (a.real() == b.real() && a.imag() > b.imag());
-  } else {
-    return a > b;
-  }
-}
-
-template <class T>
-bool is_nan(const T& x) {
-  if constexpr (std::is_same_v<T, complex64_t>) {
-    return std::isnan(x.real()) || std::isnan(x.imag());
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return std::isnan(x);
-  } else {
-    return false;
   }
 }
 

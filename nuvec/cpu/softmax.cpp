@@ -27,6 +27,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/softmax_row.h"
@@ -43,27 +44,6 @@ namespace {
 
 constexpr size_t streaming_bytes = size_t{16} << 20;     // outputs this large go around the cache
 constexpr int64_t max_streaming_row = int64_t{1} << 16;  // rows whose scratch copy stays in L2
-
-template <class T>
-constexpr bool is_half_v = std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;
-/// The type a row is computed in.
-template <class T>
-using compute_t = std::conditional_t<is_half_v<T>, float, T>;
-
-/// y *= scale.
-template <class A>
-void scale_row(A* y, int64_t n, A scale) {
-  const hn::ScalableTag<A> d;
-  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
-  const auto f = hn::Set(d, scale);
-  int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
-    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), f), d, y + i);
-  }
-  for (; i < n; ++i) {
-    y[i] *= scale;
-  }
-}
 
 /// y = x * scale with non-temporal stores where y is vector-aligned (the caller flushes them).
 template <class A>
@@ -438,26 +418,15 @@ void logsumexp_kernel(const array& in, array& out) {
   });
 }
 
-template <class Fn>
-void dispatch_float(const array& a, const char* name, Fn&& fn) {
-  dispatch(a.dtype(), [&]<class T>(type_tag<T>) {
-    if constexpr (std::is_floating_point_v<T> || is_half_v<T>) {
-      fn(type_tag<T>{});
-    } else {
-      throw_internal(std::string("[") + name + "] Expected a floating input, got " +
-                     std::string(dtype_name(a.dtype())) + ".");
-    }
-  });
-}
-
 }  // namespace
 
 void run(const Softmax&, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0], "Softmax", [&]<class T>(type_tag<T>) { softmax_kernel<T>(in[0], out[0]); });
+  dispatch<floating_types>(in[0].dtype(), "Softmax", [&]<class T>(type_tag<T>) { softmax_kernel<T>(in[0], out[0]); });
 }
 
 void run(const LogSumExp&, const Inputs& in, Outputs& out) {
-  dispatch_float(in[0], "LogSumExp", [&]<class T>(type_tag<T>) { logsumexp_kernel<T>(in[0], out[0]); });
+  dispatch<floating_types>(in[0].dtype(), "LogSumExp",
+                           [&]<class T>(type_tag<T>) { logsumexp_kernel<T>(in[0], out[0]); });
 }
 
 }  // namespace nuvec::cpu

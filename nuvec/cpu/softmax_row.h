@@ -1,8 +1,8 @@
 #pragma once
 
 // The row pieces of a softmax that softmax.cpp and attention (attention.cpp, attention_vjp.cpp) share: a
-// NaN-propagating row max, an exp of non-positive arguments, and exp(x - max) stored while it is summed, every
-// element through the same vectorized exp.
+// NaN-propagating row max, an exp of non-positive arguments, exp(x - max) stored while it is summed (every element
+// through the same vectorized exp), and the scaling of a row by 1 / sum.
 
 #include <algorithm>
 #include <cmath>
@@ -129,6 +129,21 @@ A exp_store_sum(const A* x, A* y, int64_t n, A max) {
     s1 = hn::Add(s1, tail_exp(d, x + i, n - i, m, y == nullptr ? y : y + i));
   }
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1)));
+}
+
+/// y *= scale.
+template <class A>
+void scale_row(A* y, int64_t n, A scale) {
+  const hn::ScalableTag<A> d;
+  const auto lanes = static_cast<int64_t>(hn::Lanes(d));
+  const auto f = hn::Set(d, scale);
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, y + i), f), d, y + i);
+  }
+  for (; i < n; ++i) {
+    y[i] *= scale;
+  }
 }
 
 }  // namespace nuvec::cpu

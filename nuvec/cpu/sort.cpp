@@ -31,6 +31,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/element_types.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -43,9 +44,6 @@ constexpr int64_t radix_min_row = 1024;  // below this, std::sort beats the radi
 constexpr size_t grain_elements = size_t{1} << 15;
 
 // ---------------------------------------------------------------- keys
-
-template <class T>
-constexpr bool is_complex_v = std::is_same_v<T, complex64_t>;
 
 /// The unsigned key of T's width.
 template <class T>

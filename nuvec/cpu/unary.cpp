@@ -16,15 +16,7 @@ namespace nuvec::cpu {
 
 namespace {
 
-using math::Bool;
-using math::Complex;
-using math::Float;
-using math::Integer;
-using math::RealMath;
 using simd::select;
-
-template <class T>
-concept RealOrComplex = math::Real<T> || Complex<T>;
 
 // ---------------------------------------------------------------- functors
 

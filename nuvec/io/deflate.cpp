@@ -16,6 +16,23 @@ int window_bits(DeflateFormat format) { return format == DeflateFormat::gzip ? 1
 // zlib counts in uInt: feed and drain in pieces that fit.
 constexpr size_t kChunk = size_t{1} << 30;
 
+// Gives zlib the next pieces of input and output, runs `step(last)` (last: this piece ends the input) and counts
+// what it consumed and produced.
+template <class Step>
+int run_piece(z_stream& zs, const unsigned char* src, size_t size, size_t& in_done, std::vector<unsigned char>& out,
+              size_t& out_done, Step&& step) {
+  size_t in_chunk = std::min(size - in_done, kChunk);
+  size_t out_chunk = std::min(out.size() - out_done, kChunk);
+  zs.next_in = const_cast<unsigned char*>(src + in_done);
+  zs.avail_in = static_cast<uInt>(in_chunk);
+  zs.next_out = out.data() + out_done;
+  zs.avail_out = static_cast<uInt>(out_chunk);
+  int ret = step(in_done + in_chunk == size);
+  in_done += in_chunk - zs.avail_in;
+  out_done += out_chunk - zs.avail_out;
+  return ret;
+}
+
 }  // namespace
 
 std::vector<unsigned char> inflate_bytes(const unsigned char* src, size_t size, DeflateFormat format, size_t limit,
@@ -36,15 +53,7 @@ std::vector<unsigned char> inflate_bytes(const unsigned char* src, size_t size, 
       }
       out.resize(std::min(limit, out.size() * 2));
     }
-    size_t in_chunk = std::min(size - in_done, kChunk);
-    size_t out_chunk = std::min(out.size() - out_done, kChunk);
-    zs.next_in = const_cast<unsigned char*>(src + in_done);
-    zs.avail_in = static_cast<uInt>(in_chunk);
-    zs.next_out = out.data() + out_done;
-    zs.avail_out = static_cast<uInt>(out_chunk);
-    ret = inflate(&zs, Z_NO_FLUSH);
-    in_done += in_chunk - zs.avail_in;
-    out_done += out_chunk - zs.avail_out;
+    ret = run_piece(zs, src, size, in_done, out, out_done, [&](bool) { return inflate(&zs, Z_NO_FLUSH); });
     if (ret == Z_BUF_ERROR && in_done == size && zs.avail_out != 0) {
       inflateEnd(&zs);
       fail(op, label, "truncated compressed data");
@@ -74,16 +83,8 @@ std::vector<unsigned char> deflate_bytes(const unsigned char* src, size_t size, 
     if (out.size() - out_done < 4096) {
       out.resize(out.size() * 2);
     }
-    size_t in_chunk = std::min(size - in_done, kChunk);
-    size_t out_chunk = std::min(out.size() - out_done, kChunk);
-    zs.next_in = const_cast<unsigned char*>(src + in_done);
-    zs.avail_in = static_cast<uInt>(in_chunk);
-    zs.next_out = out.data() + out_done;
-    zs.avail_out = static_cast<uInt>(out_chunk);
-    bool last = in_done + in_chunk == size;
-    ret = deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH);
-    in_done += in_chunk - zs.avail_in;
-    out_done += out_chunk - zs.avail_out;
+    ret = run_piece(zs, src, size, in_done, out, out_done,
+                    [&](bool last) { return deflate(&zs, last ? Z_FINISH : Z_NO_FLUSH); });
     if (ret == Z_STREAM_ERROR) {
       deflateEnd(&zs);
       fail(op, label, "zlib failed to compress");

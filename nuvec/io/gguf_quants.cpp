@@ -325,6 +325,42 @@ int clamp_code(float v, int lo, int hi) {
   return static_cast<int>(std::clamp(std::floor(v), static_cast<float>(lo), static_cast<float>(hi)));
 }
 
+// The scales of `groups` groups of `size` elements of x for codes in [0, levels] above each group's minimum (min
+// holds minus the minimum, at most 0), with their largest scale and largest min: the first step of the k-quant
+// formats with mins.
+void group_ranges(const float* x, int groups, int size, int levels, float* scale, float* min, float& max_scale,
+                  float& max_min) {
+  max_scale = 0;
+  max_min = 0;
+  for (int g = 0; g < groups; ++g) {
+    float lo = 0;
+    float hi = x[size * g];
+    for (int l = 0; l < size; ++l) {
+      lo = std::min(lo, x[size * g + l]);
+      hi = std::max(hi, x[size * g + l]);
+    }
+    scale[g] = std::max(hi - lo, 0.0f) / static_cast<float>(levels);
+    min[g] = -lo;
+    max_scale = std::max(max_scale, scale[g]);
+    max_min = std::max(max_min, min[g]);
+  }
+}
+
+// The scales of sixteen 16-element groups of x (each group's largest magnitude / divisor) and the largest of them:
+// the first step of the symmetric k-quant formats.
+float group_magnitudes(const float* x, float divisor, float* scale) {
+  float max_scale = 0;
+  for (int g = 0; g < 16; ++g) {
+    float amax = 0;
+    for (int l = 0; l < 16; ++l) {
+      amax = std::max(amax, std::fabs(x[16 * g + l]));
+    }
+    scale[g] = amax / divisor;
+    max_scale = std::max(max_scale, scale[g]);
+  }
+  return max_scale;
+}
+
 // One 32-element block of a legacy type. Symmetric types take d from the value of largest magnitude (mapped to the
 // most negative code), asymmetric ones from the range.
 void encode_legacy(GGMLType type, const float* x, unsigned char* b) {
@@ -421,18 +457,7 @@ void encode_q45_k(bool five, const float* x, unsigned char* b) {
   float min[8];
   float max_scale = 0;
   float max_min = 0;
-  for (int k = 0; k < 8; ++k) {
-    float lo = 0;
-    float hi = x[32 * k];
-    for (int l = 0; l < 32; ++l) {
-      lo = std::min(lo, x[32 * k + l]);
-      hi = std::max(hi, x[32 * k + l]);
-    }
-    scale[k] = std::max(hi - lo, 0.0f) / static_cast<float>(levels);
-    min[k] = -lo;
-    max_scale = std::max(max_scale, scale[k]);
-    max_min = std::max(max_min, min[k]);
-  }
+  group_ranges(x, 8, 32, levels, scale, min, max_scale, max_min);
   float d = half_round(max_scale / 63);
   float dmin = half_round(max_min / 63);
   put_half(b, d);
@@ -480,18 +505,7 @@ void encode_q2_k(const float* x, unsigned char* b) {
   float min[16];
   float max_scale = 0;
   float max_min = 0;
-  for (int g = 0; g < 16; ++g) {
-    float lo = 0;
-    float hi = x[16 * g];
-    for (int l = 0; l < 16; ++l) {
-      lo = std::min(lo, x[16 * g + l]);
-      hi = std::max(hi, x[16 * g + l]);
-    }
-    scale[g] = std::max(hi - lo, 0.0f) / 3;
-    min[g] = -lo;
-    max_scale = std::max(max_scale, scale[g]);
-    max_min = std::max(max_min, min[g]);
-  }
+  group_ranges(x, 16, 16, 3, scale, min, max_scale, max_min);
   float d = half_round(max_scale / 15);
   float dmin = half_round(max_min / 15);
   put_half(b + 80, d);
@@ -519,16 +533,7 @@ void encode_q2_k(const float* x, unsigned char* b) {
 // bits in qs and the third in hmask.
 void encode_q3_k(const float* x, unsigned char* b) {
   float scale[16];
-  float max_scale = 0;
-  for (int g = 0; g < 16; ++g) {
-    float amax = 0;
-    for (int l = 0; l < 16; ++l) {
-      amax = std::max(amax, std::fabs(x[16 * g + l]));
-    }
-    scale[g] = amax / 4;
-    max_scale = std::max(max_scale, scale[g]);
-  }
-  float d = half_round(max_scale / 31);
+  float d = half_round(group_magnitudes(x, 4, scale) / 31);
   put_half(b + 108, d);
   unsigned char* hmask = b;
   unsigned char* q = b + 32;
@@ -554,16 +559,7 @@ void encode_q3_k(const float* x, unsigned char* b) {
 // Q6_K: sixteen 16-element groups with symmetric int8 scales against the super-block's d; codes q - 32.
 void encode_q6_k(const float* x, unsigned char* b) {
   float scale[16];
-  float max_abs_scale = 0;
-  for (int g = 0; g < 16; ++g) {
-    float amax = 0;
-    for (int l = 0; l < 16; ++l) {
-      amax = std::max(amax, std::fabs(x[16 * g + l]));
-    }
-    scale[g] = amax / 31;
-    max_abs_scale = std::max(max_abs_scale, scale[g]);
-  }
-  float d = half_round(max_abs_scale / 127);
+  float d = half_round(group_magnitudes(x, 31, scale) / 127);
   uint8_t codes[256];
   for (int g = 0; g < 16; ++g) {
     int sc = d > 0 ? nearest(scale[g] / d, 0, 127) : 0;

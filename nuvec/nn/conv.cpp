@@ -8,20 +8,16 @@
 
 namespace nuvec::nn {
 
-namespace {
-
-std::vector<int> per_axis(const Sizes& sizes, int spatial, const std::string& layer, const char* what) {
-  if (sizes.values.size() == 1) {
-    return std::vector<int>(spatial, sizes.values[0]);
+std::vector<int> Sizes::per_axis(int spatial, const std::string& layer, const char* what) const {
+  if (values.size() == 1) {
+    return std::vector<int>(spatial, values[0]);
   }
-  if (static_cast<int>(sizes.values.size()) != spatial) {
+  if (static_cast<int>(values.size()) != spatial) {
     throw_invalid("[" + layer + "] " + what + " needs 1 or " + std::to_string(spatial) + " values; given " +
-                  std::to_string(sizes.values.size()) + ".");
+                  std::to_string(values.size()) + ".");
   }
-  return sizes.values;
+  return values;
 }
-
-}  // namespace
 
 ConvBase::ConvBase(std::string name, int spatial, bool transposed, int in_channels, int out_channels,
                    const Sizes& kernel, const Sizes& stride, const Sizes& padding, const Sizes& dilation,
@@ -31,16 +27,16 @@ ConvBase::ConvBase(std::string name, int spatial, bool transposed, int in_channe
       spatial_(spatial),
       transposed_(transposed),
       in_channels_(in_channels),
-      stride_(per_axis(stride, spatial, name_, "stride")),
-      padding_(per_axis(padding, spatial, name_, "padding")),
-      dilation_(per_axis(dilation, spatial, name_, "dilation")),
-      output_padding_(per_axis(output_padding, spatial, name_, "output_padding")),
+      stride_(stride.per_axis(spatial, name_, "stride")),
+      padding_(padding.per_axis(spatial, name_, "padding")),
+      dilation_(dilation.per_axis(spatial, name_, "dilation")),
+      output_padding_(output_padding.per_axis(spatial, name_, "output_padding")),
       groups_(groups) {
   if (groups < 1 || in_channels % groups != 0 || out_channels % groups != 0) {
     throw_invalid("[" + name_ + "] groups (" + std::to_string(groups) + ") must divide in_channels (" +
                   std::to_string(in_channels) + ") and out_channels (" + std::to_string(out_channels) + ").");
   }
-  auto kernel_sizes = per_axis(kernel, spatial, name_, "kernel_size");
+  auto kernel_sizes = kernel.per_axis(spatial, name_, "kernel_size");
   int receptive = std::accumulate(kernel_sizes.begin(), kernel_sizes.end(), 1, std::multiplies<>());
   // As PyTorch: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = C_in / groups * prod(kernel).
   double scale = 1.0 / std::sqrt(static_cast<double>(in_channels) / groups * receptive);

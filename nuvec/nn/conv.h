@@ -17,6 +17,8 @@ namespace nuvec::nn {
 struct Sizes {
   Sizes(int value) : values{value} {}  // NOLINT(google-explicit-constructor)
   Sizes(std::initializer_list<int> list) : values(list) {}
+  /// One value per axis of `spatial`; a wrong count throws naming `layer` and the argument (`what`).
+  [[nodiscard]] std::vector<int> per_axis(int spatial, const std::string& layer, const char* what) const;
   std::vector<int> values;
 };
 

@@ -11,29 +11,14 @@ namespace nuvec::nn {
 
 using detail::like;
 
-namespace {
-
-std::vector<int> expand(const Sizes& sizes, int spatial, const std::string& layer, const char* what) {
-  if (sizes.values.size() == 1) {
-    return std::vector<int>(spatial, sizes.values[0]);
-  }
-  if (static_cast<int>(sizes.values.size()) != spatial) {
-    throw_invalid("[" + layer + "] " + what + " needs 1 or " + std::to_string(spatial) + " values; given " +
-                  std::to_string(sizes.values.size()) + ".");
-  }
-  return sizes.values;
-}
-
-}  // namespace
-
 PoolBase::PoolBase(std::string name, int spatial, bool max, const Sizes& kernel, const std::optional<Sizes>& stride,
                    const Sizes& padding)
     : name_(std::move(name)),
       spatial_(spatial),
       max_(max),
-      kernel_(expand(kernel, spatial, name_, "kernel_size")),
-      stride_(expand(stride.value_or(kernel), spatial, name_, "stride")),
-      padding_(expand(padding, spatial, name_, "padding")) {
+      kernel_(kernel.per_axis(spatial, name_, "kernel_size")),
+      stride_(stride.value_or(kernel).per_axis(spatial, name_, "stride")),
+      padding_(padding.per_axis(spatial, name_, "padding")) {
   for (int i = 0; i < spatial; ++i) {
     if (kernel_[i] < 1 || stride_[i] < 1 || padding_[i] < 0 || 2 * padding_[i] > kernel_[i]) {
       throw_invalid("[" + name_ + "] needs kernel and stride >= 1 and 0 <= padding <= kernel / 2.");

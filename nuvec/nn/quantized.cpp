@@ -39,105 +39,85 @@ std::vector<array> quantized_parts(const array& float_weight, int rows, int dims
 
 }  // namespace
 
-QuantizedLinear::QuantizedLinear(int input_dims, int output_dims, bool bias, int group_size, int bits,
-                                 const std::string& mode)
-    : Linear(input_dims, output_dims, bias),
-      scales(array(0.0F)),
-      biases(array(0.0F)),
-      group_size_(group_size),
-      bits_(bits),
-      mode_(mode) {
-  init(weight);
-}
+namespace detail {
 
-QuantizedLinear::QuantizedLinear(const Linear& linear, int group_size, int bits, const std::string& mode)
-    : Linear(linear.input_dims(), linear.output_dims(), linear.bias.has_value()),
-      scales(array(0.0F)),
-      biases(array(0.0F)),
-      group_size_(group_size),
-      bits_(bits),
-      mode_(mode) {
-  bias = linear.bias;
-  init(linear.weight);
-}
-
-void QuantizedLinear::init(const array& float_weight) {
-  if (!block_mode(mode_)) {
-    check_quantizable("QuantizedLinear", input_dims_, group_size_);
+template <class Base>
+void Quantized<Base>::init(const array& float_weight, int rows, int dims) {
+  if (!block_format()) {
+    check_quantizable(this->type_name(), dims, group_size_);
   }
-  auto packed = quantized_parts(float_weight, output_dims_, input_dims_, group_size_, bits_, mode_);
-  weight = packed[0];
+  auto packed = quantized_parts(float_weight, rows, dims, group_size_, bits_, mode_);
+  this->weight = packed[0];
   if (packed.size() == 1) {
-    freeze(false, {"weight"});
+    this->freeze(false, {"weight"});
     return;
   }
   scales = packed[1];
   biases = packed[2];
-  register_parameter("scales", scales);
-  register_parameter("biases", biases);
-  freeze(false, {"weight", "scales", "biases"});
+  this->register_parameter("scales", scales);
+  this->register_parameter("biases", biases);
+  this->freeze(false, {"weight", "scales", "biases"});
+}
+
+template <class Base>
+bool Quantized<Base>::block_format() const {
+  return block_mode(mode_).has_value();
+}
+
+template <class Base>
+array Quantized<Base>::product(const array& x) const {
+  return block_format() ? quantized_matmul(x, this->weight, mode_)
+                        : quantized_matmul(x, this->weight, scales, biases, true, group_size_, bits_);
+}
+
+template class Quantized<Linear>;
+template class Quantized<Embedding>;
+
+}  // namespace detail
+
+QuantizedLinear::QuantizedLinear(int input_dims, int output_dims, bool bias, int group_size, int bits,
+                                 const std::string& mode)
+    : Quantized(group_size, bits, mode, input_dims, output_dims, bias) {
+  init(weight, output_dims_, input_dims_);
+}
+
+QuantizedLinear::QuantizedLinear(const Linear& linear, int group_size, int bits, const std::string& mode)
+    : Quantized(group_size, bits, mode, linear.input_dims(), linear.output_dims(), linear.bias.has_value()) {
+  bias = linear.bias;
+  init(linear.weight, output_dims_, input_dims_);
 }
 
 array QuantizedLinear::forward(const array& x) {
   check_input(x, 1, input_dims_);
-  auto y = block_mode(mode_) ? quantized_matmul(x, weight, mode_)
-                             : quantized_matmul(x, weight, scales, biases, true, group_size_, bits_);
+  auto y = product(x);
   return bias ? y + *bias : y;
 }
 
 QuantizedEmbedding::QuantizedEmbedding(int num_embeddings, int dims, int group_size, int bits, const std::string& mode)
-    : Embedding(num_embeddings, dims),
-      scales(array(0.0F)),
-      biases(array(0.0F)),
-      group_size_(group_size),
-      bits_(bits),
-      mode_(mode) {
-  init(weight);
+    : Quantized(group_size, bits, mode, num_embeddings, dims) {
+  init(weight, num_embeddings_, dims_);
 }
 
 QuantizedEmbedding::QuantizedEmbedding(const Embedding& embedding, int group_size, int bits, const std::string& mode)
-    : Embedding(embedding.num_embeddings(), embedding.dims()),
-      scales(array(0.0F)),
-      biases(array(0.0F)),
-      group_size_(group_size),
-      bits_(bits),
-      mode_(mode) {
-  init(embedding.weight);
-}
-
-void QuantizedEmbedding::init(const array& float_weight) {
-  if (!block_mode(mode_)) {
-    check_quantizable("QuantizedEmbedding", dims_, group_size_);
-  }
-  auto packed = quantized_parts(float_weight, num_embeddings_, dims_, group_size_, bits_, mode_);
-  weight = packed[0];
-  if (packed.size() == 1) {
-    freeze(false, {"weight"});
-    return;
-  }
-  scales = packed[1];
-  biases = packed[2];
-  register_parameter("scales", scales);
-  register_parameter("biases", biases);
-  freeze(false, {"weight", "scales", "biases"});
+    : Quantized(group_size, bits, mode, embedding.num_embeddings(), embedding.dims()) {
+  init(embedding.weight, num_embeddings_, dims_);
 }
 
 array QuantizedEmbedding::forward(const array& x) {
   check_indices(x);
-  if (block_mode(mode_)) {
+  if (block_format()) {
     // The rows of blocks of the ids, decoded as one matrix.
-    auto rows = dequantize(reshape(take(weight, flatten(x), 0), {-1, weight.shape(-1)}), mode_);
+    auto rows = dequantize(reshape(take(weight, flatten(x), 0), {-1, weight.shape(-1)}), mode());
     Shape shape = x.shape();
     shape.push_back(dims_);
     return reshape(rows, shape);
   }
-  return dequantize(take(weight, x, 0), take(scales, x, 0), take(biases, x, 0), group_size_, bits_);
+  return dequantize(take(weight, x, 0), take(scales, x, 0), take(biases, x, 0), group_size(), bits());
 }
 
 array QuantizedEmbedding::as_linear(const array& x) {
   check_input(x, 1, dims_);
-  return block_mode(mode_) ? quantized_matmul(x, weight, mode_)
-                           : quantized_matmul(x, weight, scales, biases, true, group_size_, bits_);
+  return product(x);
 }
 
 void quantize(Module& model, int group_size, int bits,

@@ -11,12 +11,52 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 
 #include "nuvec/nn/linear.h"
 
 namespace nuvec::nn {
 
-class QuantizedLinear : public Linear {
+namespace detail {
+
+/// What a quantized layer adds to the float layer it stands in for (Linear or Embedding): the packed weight's
+/// format, scales and biases, and its product with an input.
+template <class Base>
+class Quantized : public Base {
+ public:
+  [[nodiscard]] int group_size() const { return group_size_; }
+  [[nodiscard]] int bits() const { return bits_; }
+  [[nodiscard]] const std::string& mode() const { return mode_; }
+
+  array scales;
+  array biases;
+
+ protected:
+  /// The float layer built from base_args, to be quantized by init.
+  template <class... Args>
+  Quantized(int group_size, int bits, std::string mode, const Args&... base_args)
+      : Base(base_args...),
+        scales(array(0.0F)),
+        biases(array(0.0F)),
+        group_size_(group_size),
+        bits_(bits),
+        mode_(std::move(mode)) {}
+  /// Replaces the weight with float_weight (rows x dims) quantized, and registers and freezes what it packs into.
+  void init(const array& float_weight, int rows, int dims);
+  /// True in one of GGML's block formats (no scales or biases).
+  [[nodiscard]] bool block_format() const;
+  /// x @ weight.T with the packed weight.
+  array product(const array& x) const;
+
+ private:
+  int group_size_;
+  int bits_;
+  std::string mode_;
+};
+
+}  // namespace detail
+
+class QuantizedLinear : public detail::Quantized<Linear> {
  public:
   /// A layer with random weights, quantized.
   QuantizedLinear(int input_dims, int output_dims, bool bias = true, int group_size = 64, int bits = 4,
@@ -25,21 +65,9 @@ class QuantizedLinear : public Linear {
   explicit QuantizedLinear(const Linear& linear, int group_size = 64, int bits = 4, const std::string& mode = "affine");
   [[nodiscard]] std::string type_name() const override { return "QuantizedLinear"; }
   array forward(const array& x) override;
-  [[nodiscard]] int group_size() const { return group_size_; }
-  [[nodiscard]] int bits() const { return bits_; }
-  [[nodiscard]] const std::string& mode() const { return mode_; }
-
-  array scales;
-  array biases;
-
- private:
-  void init(const array& float_weight);
-  int group_size_;
-  int bits_;
-  std::string mode_;
 };
 
-class QuantizedEmbedding : public Embedding {
+class QuantizedEmbedding : public detail::Quantized<Embedding> {
  public:
   QuantizedEmbedding(int num_embeddings, int dims, int group_size = 64, int bits = 4,
                      const std::string& mode = "affine");
@@ -48,18 +76,6 @@ class QuantizedEmbedding : public Embedding {
   [[nodiscard]] std::string type_name() const override { return "QuantizedEmbedding"; }
   array forward(const array& x) override;
   array as_linear(const array& x) override;
-  [[nodiscard]] int group_size() const { return group_size_; }
-  [[nodiscard]] int bits() const { return bits_; }
-  [[nodiscard]] const std::string& mode() const { return mode_; }
-
-  array scales;
-  array biases;
-
- private:
-  void init(const array& float_weight);
-  int group_size_;
-  int bits_;
-  std::string mode_;
 };
 
 /// Replaces, in place, every Linear and Embedding of the tree whose input size divides by group_size (and that
