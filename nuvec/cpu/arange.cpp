@@ -21,8 +21,8 @@ void run(const Arange& p, const Inputs&, Outputs& out) {
       // numpy's integer arange: the first two values are cast, then their
       // difference is the step, in the dtype's (wrapping) arithmetic. So
       // arange(0.5, 5, 0.7, int32) counts 0, 1, 2, ... as numpy and MLX do.
-      const auto first = static_cast<uint64_t>(scalar::float_to_int<T>(p.start));
-      const auto delta = static_cast<uint64_t>(scalar::float_to_int<T>(p.start + p.step)) - first;
+      const auto first = static_cast<uint64_t>(static_cast<int64_t>(scalar::float_to_int<T>(p.start)));
+      const auto delta = static_cast<uint64_t>(static_cast<int64_t>(scalar::float_to_int<T>(p.start + p.step))) - first;
       parallel_for(n, elementwise_grain, [&](size_t b, size_t e) {
         for (size_t i = b; i < e; ++i) {
           dst[i] = static_cast<T>(first + static_cast<uint64_t>(i) * delta);
