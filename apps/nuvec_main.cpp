@@ -26,7 +26,7 @@ const char* kUsage =
     "       nuvec bench --model PATH [-p 512] [-n 128] [-t THREADS] [-r 5]\n"
     "       nuvec serve --model [NAME=]PATH [--model NAME=PATH ...] [--host 127.0.0.1] [--port 8080]\n"
     "                   [--parallel 4] [--ctx-size N] [--max-tokens N] [--api-key KEY | --api-key-file F]\n"
-    "                   [--max-queue 64] [--log-file F] [--drain-seconds 30]\n"
+    "                   [--max-queue 64] [--prefix-cache 4096] [--log-file F] [--drain-seconds 30]\n"
     "\n"
     "nuvec train options:\n"
     "  --model NAME        cnn (default) or mlp\n"

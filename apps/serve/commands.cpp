@@ -83,6 +83,7 @@ int run_serve(int argc, char** argv, std::FILE* err) {
       .add("--api-key", api_key)
       .add("--api-key-file", api_key_file)
       .add("--max-queue", o.max_queue)
+      .add("--prefix-cache", o.prefix_cache)
       .add("--log-file", log_file)
       .add("--drain-seconds", o.drain_seconds)
       .parse(static_cast<int>(rest.size()), rest.data());
@@ -97,9 +98,11 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   } else if (api_key_file) {
     o.api_keys = read_keys(*api_key_file);
   }
-  if (o.parallel < 1 || o.max_queue < 0 || o.ctx_size < 0 || o.max_tokens < 0 || o.port < 0 || o.port > 65535) {
+  if (o.parallel < 1 || o.max_queue < 0 || o.ctx_size < 0 || o.max_tokens < 0 || o.prefix_cache < 0 || o.port < 0 ||
+      o.port > 65535) {
     throw std::invalid_argument(
-        "--parallel must be >= 1, --max-queue, --ctx-size and --max-tokens >= 0, --port in [0, 65535]");
+        "--parallel must be >= 1, --max-queue, --ctx-size, --max-tokens and --prefix-cache >= 0, --port in [0, "
+        "65535]");
   }
   o.log_file = log_file.value_or("");
   return serve::serve(o, err);

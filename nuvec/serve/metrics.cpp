@@ -46,6 +46,9 @@ constexpr Family families_in_order[] = {
     {"nuvec_requests_waiting", "gauge", "Requests waiting for a place in the batch."},
     {"nuvec_prompt_tokens_total", "counter", "Prompt tokens processed."},
     {"nuvec_generation_tokens_total", "counter", "Tokens generated."},
+    {"nuvec_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache."},
+    {"nuvec_prefix_cache_hits_total", "counter", "Prompt tokens the prefix cache held (not computed again)."},
+    {"nuvec_prefix_cache_positions", "gauge", "Prompt positions the prefix cache holds."},
     {"nuvec_request_success_total", "counter", "Requests finished, by finish reason."},
     {"nuvec_request_queue_time_seconds", "histogram", "Time from arrival to the start of generation."},
     {"nuvec_time_to_first_token_seconds", "histogram", "Time from arrival to the first generated token."},
@@ -93,6 +96,13 @@ void ModelMetrics::add_prompt_tokens(int count) {
   prompt_tokens_ += static_cast<uint64_t>(count);
 }
 
+void ModelMetrics::set_prefix_cache(uint64_t queries, uint64_t hits, int positions) {
+  std::lock_guard lock(mutex_);
+  prefix_queries_ = queries;
+  prefix_hits_ = hits;
+  prefix_positions_ = positions;
+}
+
 void ModelMetrics::add_generated_token() {
   std::lock_guard lock(mutex_);
   ++generated_tokens_;
@@ -129,6 +139,9 @@ void ModelMetrics::render(std::map<std::string, std::string>& families, const st
   sample("nuvec_requests_waiting", std::to_string(waiting_));
   sample("nuvec_prompt_tokens_total", std::to_string(prompt_tokens_));
   sample("nuvec_generation_tokens_total", std::to_string(generated_tokens_));
+  sample("nuvec_prefix_cache_queries_total", std::to_string(prefix_queries_));
+  sample("nuvec_prefix_cache_hits_total", std::to_string(prefix_hits_));
+  sample("nuvec_prefix_cache_positions", std::to_string(prefix_positions_));
   for (const char* reason : {"stop", "length"}) {
     auto it = successes_.find(reason);
     const uint64_t count = it == successes_.end() ? 0 : it->second;

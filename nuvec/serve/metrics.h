@@ -35,6 +35,8 @@ class ModelMetrics {
 
   void set_queue(int running, int waiting);
   void add_prompt_tokens(int count);
+  /// The prefix cache's prompt tokens looked up and found so far, and the positions it holds.
+  void set_prefix_cache(uint64_t queries, uint64_t hits, int positions);
   void add_generated_token();
   void observe_queue_time(double seconds);
   void observe_first_token(double seconds);
@@ -51,6 +53,9 @@ class ModelMetrics {
   int waiting_ = 0;
   uint64_t prompt_tokens_ = 0;
   uint64_t generated_tokens_ = 0;
+  uint64_t prefix_queries_ = 0;
+  uint64_t prefix_hits_ = 0;
+  int prefix_positions_ = 0;
   std::map<std::string, uint64_t> successes_;
   Histogram queue_time_;
   Histogram first_token_;

@@ -18,9 +18,10 @@ double seconds_between(std::chrono::steady_clock::time_point from, std::chrono::
   return std::chrono::duration<double>(to - from).count();
 }
 
-std::unique_ptr<lm::BatchGenerator> make_generator(const lm::LoadedModel& model, int parallel) {
+std::unique_ptr<lm::BatchGenerator> make_generator(const lm::LoadedModel& model, const SchedulerOptions& scheduler) {
   lm::BatchOptions options;
-  options.max_batch_size = parallel;
+  options.max_batch_size = scheduler.parallel;
+  options.prefix_cache_size = scheduler.prefix_cache;
   return std::make_unique<lm::BatchGenerator>(model, options);
 }
 
@@ -33,7 +34,7 @@ Scheduler::Scheduler(const lm::LoadedModel& model, std::string name, SchedulerOp
       options_(options),
       metrics_(metrics),
       compute_(compute),
-      generator_(make_generator(model, options.parallel)) {
+      generator_(make_generator(model, options)) {
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -186,6 +187,8 @@ void Scheduler::step() {
   try {
     std::lock_guard compute(compute_);
     responses = generator_->next();
+    const lm::PrefixCacheStats& prefix = generator_->prefix_cache_stats();
+    metrics_.set_prefix_cache(prefix.queries, prefix.hits, generator_->prefix_cache_positions());
   } catch (const std::exception& e) {
     fail_running(std::string("Generation failed: ").append(e.what()));
     return;
@@ -247,7 +250,7 @@ void Scheduler::fail_running(const std::string& message) {
   }
   running_.clear();
   std::lock_guard compute(compute_);
-  generator_ = make_generator(model_, options_.parallel);
+  generator_ = make_generator(model_, options_);
 }
 
 void Scheduler::publish_gauges() {

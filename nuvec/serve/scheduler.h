@@ -30,6 +30,8 @@ struct SchedulerOptions {
   int parallel = 4;
   /// Requests waiting for a place; one more is refused with 429.
   int max_queue = 64;
+  /// Prompt positions kept after their prefill for later prompts that start the same way (0: none).
+  int prefix_cache = 4096;
 };
 
 /// A request's sequences (one per choice, in index order) and where their tokens go.

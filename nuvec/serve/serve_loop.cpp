@@ -82,7 +82,7 @@ int serve(const ServeOptions& options, std::FILE* err) {
   std::fprintf(err, "nuvec serve: listening on http://%s:%d\n", options.host.c_str(), port);
   std::fflush(err);
 
-  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue}, options.ctx_size,
+  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache}, options.ctx_size,
                                    options.max_tokens};
   for (const auto& [name, path] : options.models) {
     if (stop_signal != 0) {

@@ -26,6 +26,8 @@ struct ServeOptions {
   std::vector<std::string> api_keys;
   /// Requests waiting per model before 429.
   int max_queue = 64;
+  /// Prompt positions kept per model for reuse by prompts that start the same way (0: none).
+  int prefix_cache = 4096;
   /// The request log's file (appended); empty: standard error.
   std::string log_file;
   size_t max_body_bytes = size_t{8} << 20;

@@ -777,6 +777,48 @@ TEST(BatchGenerator, LongPromptsGoInAChunkPerStepWhileOthersDecode) {
   }
 }
 
+TEST(BatchGenerator, PrefixCacheComputesOnlyWhatAPromptDoesNotShare) {
+  const auto model_owner = tiny_llama(37);
+  Recording model(*model_owner);
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(61);
+  const std::vector<int32_t> system = random_prompt(rng, 30);
+  auto with = [&](const std::vector<int32_t>& tail) {
+    std::vector<int32_t> prompt = system;
+    prompt.insert(prompt.end(), tail.begin(), tail.end());
+    return prompt;
+  };
+  const std::vector<int32_t> first = with(random_prompt(rng, 6));
+  const std::vector<int32_t> second = with(random_prompt(rng, 9));
+  const std::vector<int32_t> unrelated = random_prompt(rng, 20);
+  GenerateOptions options;
+  options.max_tokens = 6;
+  BatchOptions batch_options;
+  batch_options.prefix_cache_size = 64;
+  BatchGenerator generator(model, tokenizer, batch_options);
+  std::vector<GenerationResult> got = run_batch(generator, {generator.insert(first, options)});
+  expect_same_run(got[0], generate(*model_owner, tokenizer, first, options), "the first prompt");
+  EXPECT_EQ(generator.prefix_cache_positions(), 35);
+  // The second prompt shares the 30 system tokens: only its 8 other tokens before the last are prefilled.
+  model.inputs.clear();
+  got = run_batch(generator, {generator.insert(second, options)});
+  expect_same_run(got[0], generate(*model_owner, tokenizer, second, options), "the second prompt");
+  EXPECT_EQ(model.inputs.front(), (Shape{1, 8}));
+  EXPECT_EQ(generator.prefix_cache_stats().hits, 30U);
+  EXPECT_EQ(generator.prefix_cache_stats().queries, first.size() + second.size());
+  // Both prompts are kept (35 + 38 positions are over 64: the least recently used, the first, went); an unrelated
+  // prompt is computed whole.
+  EXPECT_EQ(generator.prefix_cache_positions(), 38);
+  model.inputs.clear();
+  got = run_batch(generator, {generator.insert(unrelated, options)});
+  expect_same_run(got[0], generate(*model_owner, tokenizer, unrelated, options), "an unrelated prompt");
+  EXPECT_EQ(model.inputs.front(), (Shape{1, 19}));
+  EXPECT_EQ(generator.prefix_cache_stats().hits, 30U);
+  BatchOptions negative;
+  negative.prefix_cache_size = -1;
+  EXPECT_THROW(BatchGenerator(model, tokenizer, negative), nuvec::error);
+}
+
 TEST(BatchGenerator, PromptCacheEqualsTheRequestWithout) {
   const auto model_owner = tiny_llama(23);
   LanguageModel& model = *model_owner;

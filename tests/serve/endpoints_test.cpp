@@ -176,6 +176,30 @@ TEST(Endpoints, MetricsCountTokensAndRequestsPerModel) {
   }
 }
 
+TEST(Endpoints, ASharedSystemPromptIsComputedOnceAndCounted) {
+  test::TestServer server;
+  std::string system;
+  for (int w = 40; w < 60; ++w) {
+    system.append("w").append(std::to_string(w)).append(" ");
+  }
+  auto chat = [&](const std::string& question) {
+    HttpResponse response = server.api.handle(post(
+        "/v1/chat/completions", {{"messages", {{{"role", "system"}, {"content", system}}, {{"role", "user"}, {"content", question}}}},
+                                 {"max_tokens", 3},
+                                 {"temperature", 0}}));
+    EXPECT_EQ(response.status, 200) << response.body;
+    return body_json(response)["usage"]["prompt_tokens"].get<int>();
+  };
+  const int first = chat("w10 w11");
+  const int second = chat("w12");
+  const std::string text = server.api.handle(get("/metrics")).body;
+  // The second prompt found the first one's system part (the template's "system", the 20 words and "user") cached.
+  EXPECT_NE(text.find("nuvec_prefix_cache_queries_total{model=\"tiny\"} " + std::to_string(first + second) + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("nuvec_prefix_cache_hits_total{model=\"tiny\"} 22\n"), std::string::npos) << text;
+}
+
 TEST(Endpoints, EachModelIsServedUnderItsNameWithItsOwnMetrics) {
   test::TestServer server;
   server.registry.load("second", test::chat_model_dir(), {});

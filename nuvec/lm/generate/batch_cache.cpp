@@ -270,6 +270,34 @@ Cache batch_cache_from_prefix(const LanguageModel& model, const Cache& source, i
   return cache;
 }
 
+Cache batch_cache_row(const Cache& cache, int row, int positions) {
+  Cache out;
+  out.reserve(cache.size());
+  for (const auto& layer : cache) {
+    const BatchKVCache& batch = as_batch_cache(layer);
+    if (row < 0 || row >= batch.batch_size()) {
+      throw_invalid("[BatchKVCache] row " + std::to_string(row) + " is outside a batch of " +
+                    std::to_string(batch.batch_size()) + " sequences.");
+    }
+    const int padding = batch.left_padding()[static_cast<size_t>(row)];
+    if (positions < 0 || padding + positions > batch.offset()) {
+      throw_invalid("[BatchKVCache] cannot take " + std::to_string(positions) + " positions from a sequence holding " +
+                    std::to_string(batch.offset() - padding) + ".");
+    }
+    auto single = std::make_shared<BatchKVCache>(std::vector<int>{0});
+    const std::vector<array> state = batch.state();
+    if (positions > 0 && !state.empty()) {
+      auto rows = [&](const array& a) {
+        // A copy: the entry must not keep the whole batch's buffer alive.
+        return copy(slice(a, {row, 0, padding, 0}, {row + 1, a.shape(1), padding + positions, a.shape(3)}));
+      };
+      single->set_state({rows(state[0]), rows(state[1])}, {0});
+    }
+    out.push_back(std::move(single));
+  }
+  return out;
+}
+
 void filter_batch_cache(Cache& cache, const std::vector<int>& indices) {
   for (const auto& layer : cache) {
     as_batch_cache(layer).filter(indices);

@@ -59,6 +59,8 @@ Cache make_batch_cache(const LanguageModel& model, const std::vector<int>& left_
 /// (growing caches, or rotating ones that have not dropped a position). `source` is left as it was.
 Cache batch_cache_from_prefix(const LanguageModel& model, const Cache& source, int positions);
 
+/// Sequence `row` of a batch cache alone (no padding), its first `positions` positions, in buffers of its own.
+Cache batch_cache_row(const Cache& cache, int row, int positions);
 /// Keeps the sequences at `indices` in every layer of a cache made by make_batch_cache.
 void filter_batch_cache(Cache& cache, const std::vector<int>& indices);
 /// Appends the sequences of `other` to those of `cache`, layer by layer.

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "nuvec/core/allocator.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/lm/cache/prompt_cache.h"
 #include "nuvec/lm/generate/batch_cache.h"
 #include "nuvec/lm/generate/sequence.h"
 
@@ -96,6 +98,19 @@ struct BatchGenerator::Prefill {
   [[nodiscard]] int length() const { return tokens.shape(1); }
 };
 
+/// A prompt's keys and values kept for later prompts that start the same way: all its positions but the last.
+struct BatchGenerator::PrefixEntry {
+  std::vector<int32_t> tokens;
+  Cache cache;  // a batch cache of this sequence alone
+  uint64_t last_use = 0;
+};
+
+namespace {
+// A shorter shared prefix is not worth it: a prompt that starts from a cached prefix is prefilled alone, where
+// prompts without one share a prefill batch, and a short prefix saves little compute.
+constexpr int min_prefix_reuse = 16;
+}  // namespace
+
 BatchGenerator::BatchGenerator(LanguageModel& model, const Tokenizer& tokenizer, BatchOptions options)
     : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
   auto check = [](int value, const char* name) {
@@ -106,6 +121,10 @@ BatchGenerator::BatchGenerator(LanguageModel& model, const Tokenizer& tokenizer,
   check(options_.max_batch_size, "max_batch_size");
   check(options_.prefill_batch_size, "prefill_batch_size");
   check(options_.prefill_chunk_size, "prefill_chunk_size");
+  if (options_.prefix_cache_size < 0) {
+    throw_invalid("[BatchGenerator] prefix_cache_size must not be negative; got " +
+                  std::to_string(options_.prefix_cache_size) + ".");
+  }
 }
 
 BatchGenerator::BatchGenerator(const LoadedModel& loaded, BatchOptions options)
@@ -134,6 +153,8 @@ uint64_t BatchGenerator::insert(const std::vector<int32_t>& prompt, const Genera
     if (cached > 0) {
       prefix = batch_cache_from_prefix(model_, options.prompt_cache->cache, cached);
     }
+  } else if (options_.prefix_cache_size > 0) {
+    std::tie(cached, prefix) = cached_prefix(prompt);
   }
   GenerateOptions own = options;
   own.stop_ids.insert(own.stop_ids.end(), options_.stop_ids.begin(), options_.stop_ids.end());
@@ -222,8 +243,71 @@ void BatchGenerator::advance_prefill() {
   }
 }
 
+int BatchGenerator::prefix_cache_positions() const {
+  int positions = 0;
+  for (const auto& entry : prefixes_) {
+    positions += static_cast<int>(entry.tokens.size());
+  }
+  return positions;
+}
+
+std::pair<int, Cache> BatchGenerator::cached_prefix(const std::vector<int32_t>& prompt) {
+  prefix_stats_.queries += prompt.size();
+  PrefixEntry* best = nullptr;
+  int longest = 0;
+  for (auto& entry : prefixes_) {
+    // The prompt's last token is fed to the model, so at most the others come from the cache.
+    const int shared = std::min(common_prefix_length(entry.tokens, prompt), static_cast<int>(prompt.size()) - 1);
+    if (shared > longest) {
+      longest = shared;
+      best = &entry;
+    }
+  }
+  if (best == nullptr || longest < min_prefix_reuse) {
+    return {0, {}};
+  }
+  best->last_use = ++prefix_clock_;
+  prefix_stats_.hits += static_cast<uint64_t>(longest);
+  return {longest, batch_cache_row(best->cache, 0, longest)};
+}
+
+void BatchGenerator::remember_prefixes(const Prefill& prefill) {
+  for (size_t b = 0; b < prefill.group.size(); ++b) {
+    const std::vector<int32_t>& prompt = prefill.group[b]->prompt;
+    std::vector<int32_t> tokens(prompt.begin(), prompt.end() - 1);
+    if (static_cast<int>(tokens.size()) < min_prefix_reuse ||
+        static_cast<int>(tokens.size()) > options_.prefix_cache_size) {
+      continue;
+    }
+    auto starts_with = [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
+      return a.size() >= b.size() && std::equal(b.begin(), b.end(), a.begin());
+    };
+    auto covering = std::find_if(prefixes_.begin(), prefixes_.end(),
+                                 [&](const PrefixEntry& entry) { return starts_with(entry.tokens, tokens); });
+    if (covering != prefixes_.end()) {
+      covering->last_use = ++prefix_clock_;
+      continue;
+    }
+    // Entries this prompt extends are no longer needed.
+    std::erase_if(prefixes_, [&](const PrefixEntry& entry) { return starts_with(tokens, entry.tokens); });
+    const int positions = static_cast<int>(tokens.size());
+    PrefixEntry entry{std::move(tokens), batch_cache_row(prefill.cache, static_cast<int>(b), positions),
+                      ++prefix_clock_};
+    detail::eval_cache(entry.cache);
+    prefixes_.push_back(std::move(entry));
+  }
+  while (prefix_cache_positions() > options_.prefix_cache_size) {
+    prefixes_.erase(std::min_element(prefixes_.begin(), prefixes_.end(), [](const auto& a, const auto& b) {
+      return a.last_use < b.last_use;
+    }));
+  }
+}
+
 void BatchGenerator::join(Prefill prefill) {
   const int count = static_cast<int>(prefill.group.size());
+  if (options_.prefix_cache_size > 0) {
+    remember_prefixes(prefill);
+  }
   if (pending_) {
     std::vector<SamplingRow> rows;
     std::vector<int32_t> lasts;

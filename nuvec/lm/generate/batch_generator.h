@@ -10,6 +10,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "nuvec/lm/cache/kv_cache.h"
@@ -30,12 +31,22 @@ struct BatchOptions {
   /// Prompts go through the model this many positions at a time: one chunk per step while other sequences decode,
   /// all at once when none does.
   int prefill_chunk_size = 512;
+  /// Positions of prompt keys and values kept after their prefill, so that a later prompt that starts the same way
+  /// (a shared system prompt, a conversation's earlier turns) computes only the rest; the least recently used go
+  /// first. 0 keeps none.
+  int prefix_cache_size = 0;
   /// Ids that end every sequence, besides the tokenizer's EOS and end-of-turn ids and each sequence's own.
   std::vector<int32_t> stop_ids;
   /// Whether each step is built and started before the previous step's tokens are read back (unset: only when the
   /// default device is a GPU; see GenerateOptions::overlap_steps). Steps stay one at a time while a sequence's
   /// penalties need its newest token on the host.
   std::optional<bool> overlap_steps;
+};
+
+/// Prompt tokens looked up in the prefix cache, and how many of them it held.
+struct PrefixCacheStats {
+  uint64_t queries = 0;
+  uint64_t hits = 0;
 };
 
 /// One sequence's token from a step.
@@ -75,10 +86,14 @@ class BatchGenerator {
   [[nodiscard]] int waiting() const { return static_cast<int>(waiting_.size()) + prefilling(); }
   /// Whether next() has anything to do.
   [[nodiscard]] bool has_work() const { return !active_.empty() || waiting() > 0; }
+  /// The prefix cache's token counts so far, and the positions it holds now.
+  [[nodiscard]] const PrefixCacheStats& prefix_cache_stats() const { return prefix_stats_; }
+  [[nodiscard]] int prefix_cache_positions() const;
 
  private:
   struct Sequence;
   struct Prefill;
+  struct PrefixEntry;
 
   /// Sequences whose prompts are being prefilled.
   [[nodiscard]] int prefilling() const;
@@ -90,6 +105,10 @@ class BatchGenerator {
   void advance_prefill();
   /// Merges a prefilled group into the batch.
   void join(Prefill prefill);
+  /// The longest stored prefix of `prompt` worth starting from (its length and cache), or none.
+  std::pair<int, Cache> cached_prefix(const std::vector<int32_t>& prompt);
+  /// Keeps the prompts of a prefilled group in the prefix cache.
+  void remember_prefixes(const Prefill& prefill);
   /// Feeds `inputs` (B, 1) to the batch: each active sequence's next choice, not yet computed.
   SampledTokens step(const array& inputs);
   /// Drops the active sequences at `rows` from the batch, its cache and its pending tokens.
@@ -101,6 +120,9 @@ class BatchGenerator {
   uint64_t next_uid_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::deque<Prefill> prefilling_;
+  std::vector<PrefixEntry> prefixes_;
+  uint64_t prefix_clock_ = 0;
+  PrefixCacheStats prefix_stats_;
   std::vector<std::unique_ptr<Sequence>> active_;
   Cache cache_;
   /// Each active sequence's next choice, built (and, overlapped, being computed) but not yet read back; none when
