@@ -16,6 +16,7 @@
 #include "nuvec/core/print.h"
 #include "nuvec/core/profile.h"
 #include "nuvec/core/random.h"
+#include "nuvec/core/scheduler.h"
 #include "nuvec/core/shape.h"
 #include "nuvec/core/transforms.h"
 #include "nuvec/io/io.h"

@@ -39,7 +39,7 @@ void write_json(const std::filesystem::path& file, const nlohmann::ordered_json&
   std::ofstream out(file);
   out << j.dump(2) << "\n";
   if (!out) {
-    throw error(ErrorKind::io, "[gpt] cannot write " + file.string() + ".");
+    throw_error(ErrorKind::io, "[gpt] cannot write " + file.string() + ".");
   }
 }
 

@@ -310,7 +310,7 @@ Buffer malloc(size_t size) {
     return Buffer{};
   }
   if (size > detail::max_allocation_size) {
-    throw error(ErrorKind::out_of_memory, "[malloc] Unable to allocate " + std::to_string(size) +
+    throw_error(ErrorKind::out_of_memory, "[malloc] Unable to allocate " + std::to_string(size) +
                                               " bytes: the largest supported allocation is " +
                                               std::to_string(detail::max_allocation_size) + " bytes.");
   }
@@ -348,7 +348,7 @@ Buffer malloc(size_t size) {
   }
   evicted.release();
   if (!admitted) {
-    throw error(ErrorKind::out_of_memory, "[malloc] Unable to allocate " + requested(size, bytes) +
+    throw_error(ErrorKind::out_of_memory, "[malloc] Unable to allocate " + requested(size, bytes) +
                                               ": the memory limit is " + std::to_string(limit) + " bytes and " +
                                               std::to_string(in_use) + " are in use.");
   }
@@ -374,7 +374,7 @@ Buffer malloc(size_t size) {
     in_use = s.active + s.pending;
   }
   if (ptr == nullptr) {
-    throw error(ErrorKind::out_of_memory, "[malloc] Unable to allocate " + requested(size, bytes) +
+    throw_error(ErrorKind::out_of_memory, "[malloc] Unable to allocate " + requested(size, bytes) +
                                               ": the system is out of memory (the memory limit is " +
                                               std::to_string(limit) + " bytes and " + std::to_string(in_use) +
                                               " are in use).");

@@ -1,5 +1,6 @@
 #include "nuvec/core/array.h"
 
+#include <algorithm>
 #include <mutex>
 
 #include "nuvec/core/dispatch.h"
@@ -24,20 +25,6 @@ struct Node {
   int traversal_mark = -1;
 };
 
-/// Owns an adopted or allocated buffer and frees it when the last view goes.
-struct Data {
-  allocator::Buffer buffer;
-  Deleter deleter;
-  Data(allocator::Buffer b, Deleter d) : buffer(b), deleter(std::move(d)) {}
-  Data(const Data&) = delete;
-  Data& operator=(const Data&) = delete;
-  ~Data() {
-    if (deleter) {
-      deleter(buffer);
-    }
-  }
-};
-
 struct ArrayDesc {
   Shape shape;
   Strides strides;
@@ -47,13 +34,14 @@ struct ArrayDesc {
   std::shared_ptr<Node> node;
   uint32_t position = 0;
 
-  std::shared_ptr<Data> data;
+  std::shared_ptr<array::Data> data;
   void* data_ptr = nullptr;
   size_t data_size = 0;
   Flags flags;
 
   std::atomic<Status> status{Status::unscheduled};
   std::exception_ptr error;
+  bool is_tracer = false;
 
   ArrayDesc(Shape s, Dtype t)
       : shape(std::move(s)), strides(row_major_strides(shape)), size(shape_size(shape)), dtype(t) {}
@@ -138,7 +126,42 @@ complex64_t read_complex(const array& a) { return read<complex64_t>(a); }
 
 int& traversal_mark(const array& a) { return a.desc_->node->traversal_mark; }
 
+namespace {
+thread_local int tracing_depth = 0;
+}  // namespace
+
+TracingScope::TracingScope() { ++tracing_depth; }
+TracingScope::~TracingScope() { --tracing_depth; }
+bool in_tracing() { return tracing_depth > 0; }
+
+void check_no_tracers(const std::vector<array>& outputs, const char* op) {
+  if (std::any_of(outputs.begin(), outputs.end(), [](const array& a) { return a.is_tracer(); })) {
+    throw_invalid(std::string("[").append(op).append(
+        "] Attempting to eval an array during function transformations like compile or vmap is not allowed."));
+  }
+}
+
 }  // namespace detail
+
+array::Data::Data(allocator::Buffer buffer, Deleter d) : buffer(buffer), d(std::move(d)) {}
+
+array::Data::Data(Data&& other) noexcept : buffer(other.buffer), d(std::move(other.d)) {
+  other.buffer = allocator::Buffer();
+  other.d = nullptr;
+}
+
+array::Data::~Data() {
+  if (d) {
+    d(buffer);
+  }
+}
+
+array::array(std::initializer_list<float> data) : array(data, float32) {}
+
+array::array(std::initializer_list<int> data, Dtype dtype)
+    : array(Shape{checked_dim(static_cast<int64_t>(data.size()), "array")}, dtype) {
+  init_from(data.begin(), data.size());
+}
 
 array::array(Shape shape, Dtype dtype) : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {}
 
@@ -156,12 +179,14 @@ array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void
 
 array::array(Shape shape, Dtype dtype, Primitive primitive, std::vector<array> inputs, Stream stream)
     : array(std::move(shape), dtype) {
+  desc_->is_tracer = std::any_of(inputs.begin(), inputs.end(), [](const array& in) { return in.desc_->is_tracer; });
   desc_->node = std::make_shared<detail::Node>(
       detail::Node{std::move(primitive), stream, std::move(inputs), {std::weak_ptr<detail::ArrayDesc>(desc_)}});
 }
 
 std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes, Primitive primitive,
                                       std::vector<array> inputs, Stream stream) {
+  bool is_tracer = std::any_of(inputs.begin(), inputs.end(), [](const array& in) { return in.desc_->is_tracer; });
   auto node = std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}});
   node->output_shapes = shapes;
   node->output_dtypes = dtypes;
@@ -170,6 +195,7 @@ std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vect
     array out(std::move(shapes[i]), dtypes[i]);
     out.desc_->node = node;
     out.desc_->position = static_cast<uint32_t>(i);
+    out.desc_->is_tracer = is_tracer;
     node->outputs.emplace_back(out.desc_);
     outputs.push_back(std::move(out));
   }
@@ -187,9 +213,13 @@ void array::allocate_row_contiguous() { set_data(allocator::malloc(nbytes())); }
 
 size_t array::size() const { return desc_->size; }
 const Shape& array::shape() const { return desc_->shape; }
-int array::shape(int axis) const { return desc_->shape[normalize_axis(axis, ndim(), "shape")]; }
+int array::shape(int axis) const {
+  return desc_->shape[normalize_axis(axis, ndim(), "shape", ErrorKind::out_of_range)];
+}
 const Strides& array::strides() const { return desc_->strides; }
-int64_t array::strides(int axis) const { return desc_->strides[normalize_axis(axis, ndim(), "strides")]; }
+int64_t array::strides(int axis) const {
+  return desc_->strides[normalize_axis(axis, ndim(), "strides", ErrorKind::out_of_range)];
+}
 Dtype array::dtype() const { return desc_->dtype; }
 
 void array::eval() { nuvec::eval({*this}); }
@@ -208,14 +238,14 @@ void* array::checked_data() const {
 }
 
 array array::iterator::operator*() const {
-  if (arr_.ndim() == 0) {
+  if (arr_->ndim() == 0) {
     throw_invalid("[array::iterator] Cannot iterate over a 0-d array.");
   }
-  Shape start(arr_.ndim(), 0);
-  Shape stop = arr_.shape();
+  Shape start(arr_->ndim(), 0);
+  Shape stop = arr_->shape();
   start[0] = index_;
   stop[0] = index_ + 1;
-  return squeeze(slice(arr_, start, stop), 0);
+  return squeeze(slice(*arr_, start, stop), 0);
 }
 
 Status array::status() const { return desc_->status.load(std::memory_order_acquire); }
@@ -286,6 +316,10 @@ size_t array::data_size() const { return desc_->data_size; }
 void* array::raw_data() const { return desc_->data_ptr; }
 allocator::Buffer array::buffer() const { return desc_->data ? desc_->data->buffer : allocator::Buffer(); }
 long array::buffer_use_count() const { return desc_->data.use_count(); }
+const std::shared_ptr<array::Data>& array::data_shared_ptr() const { return desc_->data; }
+
+void array::set_tracer(bool is_tracer) { desc_->is_tracer = is_tracer; }
+bool array::is_tracer() const { return desc_->is_tracer && detail::in_tracing(); }
 
 void array::set_data(allocator::Buffer buffer, Deleter deleter) {
   set_data(buffer, size(), row_major_strides(shape()), Flags{}, std::move(deleter));
@@ -301,7 +335,7 @@ void array::set_data(allocator::Buffer buffer, Deleter deleter) {
 }
 
 void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags, Deleter deleter) {
-  desc_->data = std::make_shared<detail::Data>(buffer, std::move(deleter));
+  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
   desc_->data_ptr = buffer.raw_ptr();
   desc_->data_size = data_size;
   desc_->strides = std::move(strides);

@@ -69,6 +69,19 @@ void store_as(Dtype dtype, void* out, const T& value) {
 struct Node;
 struct ArrayDesc;
 
+/// While one is alive on a thread, arrays marked as tracers there report is_tracer() (a transform is tracing).
+class TracingScope {
+ public:
+  TracingScope();
+  ~TracingScope();
+  TracingScope(const TracingScope&) = delete;
+  TracingScope& operator=(const TracingScope&) = delete;
+};
+bool in_tracing();
+/// Throws, as MLX does, when one of `outputs` is a tracer: vmap's traced values stand for a whole batch and have no
+/// value of their own to compute.
+void check_no_tracers(const std::vector<array>& outputs, const char* op);
+
 /// A scratch slot on an array's graph node for traversals that hold the
 /// evaluation lock (-1 when unmarked; a traversal restores it). The array
 /// must have a primitive.
@@ -113,9 +126,14 @@ class array {
   /// A 1-d array from values.
   template <class T>
   array(std::initializer_list<T> data, Dtype dtype = default_dtype<T>())  // NOLINT(google-explicit-constructor)
-      : array(Shape{static_cast<int32_t>(data.size())}, dtype) {
+      : array(Shape{checked_dim(static_cast<int64_t>(data.size()), "array")}, dtype) {
     init_from(data.begin(), data.size());
   }
+  /// As MLX: a float32 array from `{}` or from a list mixing float and double values (`{inf, 2.0}`), which deduce
+  /// no single element type. Without it such a list would bind to the complex64 scalar constructor.
+  explicit array(std::initializer_list<float> data);
+  /// As MLX: `array({}, dtype)` is an empty array of `dtype`.
+  explicit array(std::initializer_list<int> data, Dtype dtype);
 
   /// An array of `shape` from values in row-major order.
   template <class T>
@@ -162,6 +180,9 @@ class array {
   /// The value of a one-element array, converted to T; evaluates first.
   template <class T>
   T item();
+  /// As MLX's: the array must already be scheduled or evaluated.
+  template <class T>
+  T item() const;
 
   /// Pointer to the first element; the array must have been evaluated.
   template <class T>
@@ -176,22 +197,65 @@ class array {
   /// Iteration over the first axis: each element is an array of one fewer dimension.
   class iterator {
    public:
+    using iterator_category = std::input_iterator_tag;
     using value_type = array;
+    using reference = array;
     using difference_type = std::ptrdiff_t;
-    iterator(const array& a, int index) : arr_(a), index_(index) {}
+    explicit iterator(const array& a, int index = 0) : arr_(&a), index_(index) {}
     array operator*() const;
+    array operator[](difference_type n) const { return *(*this + n); }
     iterator& operator++() {
       ++index_;
       return *this;
     }
-    friend bool operator==(const iterator& a, const iterator& b) { return a.index_ == b.index_; }
+    iterator operator++(int) {
+      auto before = *this;
+      ++index_;
+      return before;
+    }
+    iterator& operator--() {
+      --index_;
+      return *this;
+    }
+    iterator& operator+=(difference_type n) {
+      index_ += static_cast<int>(n);
+      return *this;
+    }
+    iterator& operator-=(difference_type n) { return *this += -n; }
+    friend iterator operator+(iterator it, difference_type n) { return it += n; }
+    friend iterator operator+(difference_type n, iterator it) { return it += n; }
+    friend iterator operator-(iterator it, difference_type n) { return it -= n; }
+    friend difference_type operator-(const iterator& a, const iterator& b) { return a.index_ - b.index_; }
+    friend bool operator==(const iterator& a, const iterator& b) { return a.arr_ == b.arr_ && a.index_ == b.index_; }
+    friend auto operator<=>(const iterator& a, const iterator& b) { return a.index_ <=> b.index_; }
 
    private:
-    const array& arr_;
+    const array* arr_;
     int index_;
   };
+  /// MLX's name for the iterator.
+  using ArrayIterator = iterator;
   [[nodiscard]] iterator begin() const { return iterator(*this, 0); }
   [[nodiscard]] iterator end() const { return iterator(*this, ndim() == 0 ? 0 : shape(0)); }
+
+  /// Owns an adopted or allocated buffer and releases it with `d` when the last view of it goes (as MLX's).
+  struct Data {
+    allocator::Buffer buffer;
+    Deleter d;
+    Data(allocator::Buffer buffer, Deleter d = allocator::free);  // NOLINT(google-explicit-constructor)
+    Data(const Data&) = delete;
+    Data& operator=(const Data&) = delete;
+    Data(Data&& other) noexcept;
+    Data& operator=(Data&&) = delete;
+    ~Data();
+  };
+  /// The shared owner of the array's buffer (null before evaluation).
+  [[nodiscard]] const std::shared_ptr<Data>& data_shared_ptr() const;
+
+  /// Marks the array as a tracer: an input (or a value computed from one) of a function being transformed.
+  void set_tracer(bool is_tracer);
+  /// Whether the array is a tracer; evaluating one inside vmap is an error, as in MLX.
+  [[nodiscard]] bool is_tracer() const;
 
   // ---- graph and buffer access, for transforms and backends ----
   [[nodiscard]] uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
@@ -269,6 +333,14 @@ uint64_t read_uint64(const array& a);
 complex64_t read_complex(const array& a);
 
 }  // namespace detail
+
+template <class T>
+T array::item() const {
+  if (status() == Status::unscheduled && has_primitive()) {
+    throw_invalid("[item] item() const can only be called on evaluated arrays.");
+  }
+  return const_cast<array*>(this)->item<T>();
+}
 
 template <class T>
 T array::item() {

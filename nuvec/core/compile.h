@@ -9,6 +9,8 @@
 
 #include <cstddef>
 #include <functional>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nuvec/core/array.h"
@@ -26,6 +28,14 @@ enum class CompileMode { disabled, no_simplify, no_fuse, enabled };
 /// shapes: the graph is replayed on inputs of other shapes without retracing (primitives whose parameters fix a
 /// shape, such as Reshape, then throw).
 Function compile(Function fun, bool shapeless = false);
+/// As MLX: a plain function (or nullptr, which picks this overload rather than an ambiguous conversion).
+inline Function compile(std::vector<array> (*fun)(const std::vector<array>&), bool shapeless = false) {
+  return compile(Function(fun), shapeless);
+}
+/// As MLX: a lambda without captures goes through its function pointer.
+template <class F>
+requires std::is_convertible_v<F, decltype(+std::declval<F>())>
+auto compile(F&& fun, bool shapeless = false) { return compile(+fun, shapeless); }
 
 /// A function of arrays and numeric constants; the constants' values join the signature (a new value retraces).
 using ConstantFunction = std::function<std::vector<array>(const std::vector<array>&, const std::vector<double>&)>;

@@ -1,11 +1,17 @@
 #include "nuvec/core/device.h"
 
-#include <atomic>
+#include <sys/utsname.h>
+
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "nuvec/core/error.h"
+#include "nuvec/core/eval.h"
+#include "nuvec/core/ops.h"
 
 namespace nuvec {
 
@@ -20,6 +26,7 @@ Device& default_device_storage() {
 struct StreamTable {
   std::mutex mutex;
   std::vector<Stream> defaults{Stream{0, Device::cpu}};
+  std::vector<Stream> created{Stream{0, Device::cpu}};
   int next_index = 1;
 };
 
@@ -28,22 +35,62 @@ StreamTable& streams() {
   return table;
 }
 
+/// The calling thread's streams for each thread-local stream (by its index).
+std::map<int, Stream>& thread_streams() {
+  thread_local std::map<int, Stream> table;
+  return table;
+}
+
+void check_available(const Device& d, const char* op) {
+  if (!is_available(d)) {
+    throw_error(ErrorKind::unsupported,
+                std::string("[").append(op).append("] Device is not available: this build has no GPU backend."));
+  }
+}
+
+std::string cpu_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.starts_with("model name")) {
+      if (auto colon = line.find(": "); colon != std::string::npos) {
+        return line.substr(colon + 2);
+      }
+    }
+  }
+  return "cpu";
+}
+
+std::string cpu_architecture() {
+  utsname names{};
+  return uname(&names) == 0 ? std::string(names.machine) : std::string("unknown");
+}
+
 }  // namespace
 
 const Device& default_device() { return default_device_storage(); }
 
 bool is_available(const Device& d) { return d.type == Device::cpu && d.index == 0; }
 
+int device_count(Device::DeviceType type) { return type == Device::cpu ? 1 : 0; }
+
+const std::unordered_map<std::string, std::variant<std::string, size_t>>& device_info(const Device& d) {
+  check_available(d, "device_info");
+  static const std::unordered_map<std::string, std::variant<std::string, size_t>> info{
+      {"device_name", cpu_name()}, {"architecture", cpu_architecture()}};
+  return info;
+}
+
 void set_default_device(const Device& d) {
   if (!is_available(d)) {
-    throw error(ErrorKind::unsupported, "[set_default_device] Device is not available: this build has no GPU backend.");
+    throw_error(ErrorKind::unsupported, "[set_default_device] Device is not available: this build has no GPU backend.");
   }
   default_device_storage() = d;
 }
 
 Stream default_stream(Device d) {
   if (!is_available(d)) {
-    throw error(ErrorKind::unsupported, "[default_stream] Device is not available: this build has no GPU backend.");
+    throw_error(ErrorKind::unsupported, "[default_stream] Device is not available: this build has no GPU backend.");
   }
   std::lock_guard lock(streams().mutex);
   return streams().defaults.front();
@@ -55,21 +102,89 @@ void set_default_stream(Stream s) {
 }
 
 Stream new_stream(Device d) {
-  if (!is_available(d)) {
-    throw error(ErrorKind::unsupported, "[new_stream] Device is not available: this build has no GPU backend.");
-  }
+  check_available(d, "new_stream");
   std::lock_guard lock(streams().mutex);
-  return Stream{streams().next_index++, d};
+  Stream s{streams().next_index++, d};
+  streams().created.push_back(s);
+  return s;
 }
 
-Stream to_stream(StreamOrDevice s) {
+Stream new_thread_unsafe_stream(Device d) { return new_stream(d); }
+
+ThreadLocalStream new_thread_local_stream(Device d) {
+  check_available(d, "new_thread_local_stream");
+  std::lock_guard lock(streams().mutex);
+  return {streams().next_index++, d};
+}
+
+Stream stream_from_thread_local_stream(ThreadLocalStream tls) {
+  auto& table = thread_streams();
+  auto found = table.find(tls.index);
+  if (found == table.end()) {
+    found = table.emplace(tls.index, new_stream(tls.device)).first;
+  }
+  return found->second;
+}
+
+std::vector<Stream> get_streams() {
+  std::lock_guard lock(streams().mutex);
+  return streams().created;
+}
+
+void synchronize() {
+  // The async worker runs its queue in order, so a marker handed to it after the pending work is computed last.
+  auto marker = add(array(0), array(0));
+  async_eval(marker);
+  while (marker.status() == Status::scheduled) {
+    std::this_thread::yield();
+  }
+}
+void synchronize(Stream s) {
+  check_available(s.device, "synchronize");
+  synchronize();
+}
+void synchronize(ThreadLocalStream s) { synchronize(stream_from_thread_local_stream(s)); }
+
+void clear_streams() { thread_streams().clear(); }
+
+std::ostream& operator<<(std::ostream& os, const Device& d) {
+  return os << "Device(" << (d.type == Device::cpu ? "cpu" : "gpu") << ", " << d.index << ")";
+}
+
+std::ostream& operator<<(std::ostream& os, const Stream& s) {
+  return os << "Stream(" << s.device << ", " << s.index << ")";
+}
+
+Stream to_stream(StreamOrDevice s) { return to_stream(std::move(s), default_device()); }
+
+Stream to_stream(StreamOrDevice s, Device default_) {
   if (auto* stream = std::get_if<Stream>(&s)) {
     return *stream;
+  }
+  if (auto* tls = std::get_if<ThreadLocalStream>(&s)) {
+    return stream_from_thread_local_stream(*tls);
   }
   if (auto* device = std::get_if<Device>(&s)) {
     return default_stream(*device);
   }
-  return default_stream(default_device());
+  if (auto* type = std::get_if<Device::DeviceType>(&s)) {
+    return default_stream(Device(*type));
+  }
+  return default_stream(default_);
+}
+
+StreamContext::StreamContext(StreamOrDevice s) : previous_(default_stream(default_device())) {
+  if (std::holds_alternative<std::monostate>(s)) {
+    throw_invalid("[StreamContext] Invalid argument, please specify a stream or device.");
+  }
+  auto stream = to_stream(std::move(s));
+  set_default_device(stream.device);
+  set_default_stream(stream);
+}
+
+StreamContext::~StreamContext() {
+  set_default_device(previous_.device);
+  set_default_stream(previous_);
 }
 
 }  // namespace nuvec

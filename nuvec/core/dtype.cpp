@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "nuvec/core/error.h"
+
 namespace nuvec {
 
 namespace {
@@ -128,5 +130,36 @@ std::string_view dtype_name(Dtype t) {
 }
 
 std::ostream& operator<<(std::ostream& os, Dtype t) { return os << dtype_name(t); }
+
+Dtype::Kind kindof(const Dtype& t) {
+  switch (t.val) {
+    case Dtype::Val::bool_:
+      return Dtype::Kind::b;
+    case Dtype::Val::uint8:
+    case Dtype::Val::uint16:
+    case Dtype::Val::uint32:
+    case Dtype::Val::uint64:
+      return Dtype::Kind::u;
+    case Dtype::Val::int8:
+    case Dtype::Val::int16:
+    case Dtype::Val::int32:
+    case Dtype::Val::int64:
+      return Dtype::Kind::i;
+    case Dtype::Val::float16:
+    case Dtype::Val::float32:
+    case Dtype::Val::float64:
+      return Dtype::Kind::f;
+    case Dtype::Val::bfloat16:
+      return Dtype::Kind::V;
+    case Dtype::Val::complex64:
+      return Dtype::Kind::c;
+  }
+  throw_internal("[kindof] Unknown dtype.");
+}
+
+std::ostream& operator<<(std::ostream& os, Dtype::Kind k) {
+  static constexpr char letters[] = {'b', 'u', 'i', 'f', 'c', 'V'};
+  return os << letters[static_cast<int>(k)];
+}
 
 }  // namespace nuvec

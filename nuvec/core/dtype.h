@@ -9,6 +9,27 @@
 
 namespace nuvec {
 
+/// The hierarchy of abstract dtype categories (numpy's), for `issubdtype`.
+enum class Dtype_Category : uint8_t {
+  complexfloating,
+  floating,
+  inexact,
+  signedinteger,
+  unsignedinteger,
+  integer,
+  number,
+  generic,
+};
+// MLX spells these as nuvec::complexfloating etc.
+inline constexpr Dtype_Category complexfloating = Dtype_Category::complexfloating;
+inline constexpr Dtype_Category floating = Dtype_Category::floating;
+inline constexpr Dtype_Category inexact = Dtype_Category::inexact;
+inline constexpr Dtype_Category signedinteger = Dtype_Category::signedinteger;
+inline constexpr Dtype_Category unsignedinteger = Dtype_Category::unsignedinteger;
+inline constexpr Dtype_Category integer = Dtype_Category::integer;
+inline constexpr Dtype_Category number = Dtype_Category::number;
+inline constexpr Dtype_Category generic = Dtype_Category::generic;
+
 /// An element type, as in MLX: a closed enum plus the element size in bytes.
 struct Dtype {
   enum class Val : uint8_t {
@@ -27,6 +48,10 @@ struct Dtype {
     bfloat16,
     complex64,
   };
+
+  /// numpy's one-letter kinds as MLX gives them (bfloat16 is V, "void").
+  enum class Kind { b, u, i, f, c, V };
+  using Category = Dtype_Category;
 
   Val val;
   uint8_t size;
@@ -59,27 +84,6 @@ inline constexpr Dtype all_dtypes[num_dtypes] = {bool_, uint8, uint16,  uint32, 
 inline constexpr bool operator==(Dtype a, Dtype b) { return a.val == b.val; }
 inline constexpr bool operator!=(Dtype a, Dtype b) { return a.val != b.val; }
 
-/// The hierarchy of abstract dtype categories (numpy's), for `issubdtype`.
-enum class Dtype_Category : uint8_t {
-  complexfloating,
-  floating,
-  inexact,
-  signedinteger,
-  unsignedinteger,
-  integer,
-  number,
-  generic,
-};
-// MLX spells these as nuvec::complexfloating etc.
-inline constexpr Dtype_Category complexfloating = Dtype_Category::complexfloating;
-inline constexpr Dtype_Category floating = Dtype_Category::floating;
-inline constexpr Dtype_Category inexact = Dtype_Category::inexact;
-inline constexpr Dtype_Category signedinteger = Dtype_Category::signedinteger;
-inline constexpr Dtype_Category unsignedinteger = Dtype_Category::unsignedinteger;
-inline constexpr Dtype_Category integer = Dtype_Category::integer;
-inline constexpr Dtype_Category number = Dtype_Category::number;
-inline constexpr Dtype_Category generic = Dtype_Category::generic;
-
 /// The smallest dtype that can represent both arguments (MLX's table).
 Dtype promote_types(Dtype a, Dtype b);
 /// Element size in bytes.
@@ -88,6 +92,9 @@ bool issubdtype(Dtype a, Dtype b);
 bool issubdtype(Dtype a, Dtype_Category c);
 bool issubdtype(Dtype_Category a, Dtype b);
 bool issubdtype(Dtype_Category a, Dtype_Category b);
+/// The kind of a dtype (MLX's kindof): b, u, i, f (float16, float32, float64), c or V (bfloat16).
+Dtype::Kind kindof(const Dtype& t);
+std::ostream& operator<<(std::ostream& os, Dtype::Kind k);
 /// numpy-style names: "float32", "bool", ...
 std::string_view dtype_name(Dtype t);
 std::ostream& operator<<(std::ostream& os, Dtype t);

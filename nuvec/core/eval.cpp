@@ -336,6 +336,7 @@ EvalStatus try_eval(std::vector<array> outputs) {
 }
 
 void eval(std::vector<array> outputs) {
+  detail::check_no_tracers(outputs, "eval");
   auto status = try_eval(std::move(outputs));
   if (!status.ok()) {
     std::rethrow_exception(status.error());
@@ -343,6 +344,7 @@ void eval(std::vector<array> outputs) {
 }
 
 void async_eval(std::vector<array> outputs) {
+  detail::check_no_tracers(outputs, "async_eval");
   for (auto& out : outputs) {
     if (out.status() == Status::unscheduled && out.has_primitive()) {
       out.set_status(Status::scheduled);

@@ -27,10 +27,14 @@ array arange(int start, int stop, int step, StreamOrDevice s = {});
 array arange(int start, int stop, StreamOrDevice s = {});
 array arange(int stop, StreamOrDevice s = {});
 
-/// `num` evenly spaced values from start to stop inclusive.
-array linspace(double start, double stop, int num = 50, Dtype dtype = float32, StreamOrDevice s = {});
+/// `num` evenly spaced values from start to stop (inclusive when `endpoint`).
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype = float32, StreamOrDevice s = {});
+inline array linspace(double start, double stop, int num = 50, Dtype dtype = float32, StreamOrDevice s = {}) {
+  return linspace(start, stop, num, true, dtype, s);
+}
 
-/// An array of `shape` filled with `vals` (broadcast).
+/// A dense, row-contiguous array of `shape` filled with `vals` (broadcast), as MLX's: its own buffer, so it can be
+/// donated and written in place.
 array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s = {});
 array full(Shape shape, array vals, StreamOrDevice s = {});
 template <class T>
@@ -41,13 +45,25 @@ template <class T>
 array full(Shape shape, T val, StreamOrDevice s = {}) {
   return full(std::move(shape), array(val), s);
 }
+/// An array of a's shape filled with `vals`, of `dtype` (a's dtype when not given).
+array full_like(const array& a, const array& vals, Dtype dtype, StreamOrDevice s = {});
 array full_like(const array& a, const array& vals, StreamOrDevice s = {});
+template <class T>
+array full_like(const array& a, T val, Dtype dtype, StreamOrDevice s = {}) {
+  return full_like(a, array(val, dtype), dtype, s);
+}
+template <class T>
+array full_like(const array& a, T val, StreamOrDevice s = {}) {
+  return full_like(a, array(val, a.dtype()), s);
+}
 array zeros(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
 inline array zeros(const Shape& shape, StreamOrDevice s = {}) { return zeros(shape, float32, s); }
 array zeros_like(const array& a, StreamOrDevice s = {});
+array zeros_like(const array& a, Dtype dtype, StreamOrDevice s = {});
 array ones(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
 inline array ones(const Shape& shape, StreamOrDevice s = {}) { return ones(shape, float32, s); }
 array ones_like(const array& a, StreamOrDevice s = {});
+array ones_like(const array& a, Dtype dtype, StreamOrDevice s = {});
 
 /// Ones on the k-th diagonal of an n x m matrix.
 array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s = {});
@@ -165,7 +181,8 @@ array repeat(const array& arr, int repeats, int axis, StreamOrDevice s = {});
 array repeat(const array& arr, int repeats, StreamOrDevice s = {});
 array tile(const array& arr, std::vector<int> reps, StreamOrDevice s = {});
 
-/// Pads with pad_value ("constant") or the edge values ("edge").
+/// Pads with pad_value ("constant"), the edge values ("edge"), or a mirror of the array without ("reflect") or with
+/// ("symmetric") its edge values, as numpy.pad.
 array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size, const Shape& high_pad_size,
           const array& pad_value = array(0), const std::string& mode = "constant", StreamOrDevice s = {});
 array pad(const array& a, const std::vector<std::pair<int, int>>& pad_width, const array& pad_value = array(0),
@@ -393,10 +410,27 @@ array median(const array& a, int axis, bool keepdims = false, StreamOrDevice s =
 // Running reductions along `axis` (the flattened array without one); `reverse` scans from the end, and an exclusive
 // scan leaves out the current element (starting from the identity). cumsum and cumprod keep the dtype except bool,
 // which gives int32 (MLX's rule); logcumsumexp gives at least float.
-array cumsum(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
-array cumsum(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
-array cumprod(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
-array cumprod(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
+// `dtype`, when given, converts the input first (MLX's).
+array cumsum(const array& a, bool reverse = false, bool inclusive = true, std::optional<Dtype> dtype = std::nullopt,
+             StreamOrDevice s = {});
+inline array cumsum(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
+  return cumsum(a, reverse, inclusive, std::nullopt, s);
+}
+array cumsum(const array& a, int axis, bool reverse = false, bool inclusive = true,
+             std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+inline array cumsum(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
+  return cumsum(a, axis, reverse, inclusive, std::nullopt, s);
+}
+array cumprod(const array& a, bool reverse = false, bool inclusive = true, std::optional<Dtype> dtype = std::nullopt,
+              StreamOrDevice s = {});
+inline array cumprod(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
+  return cumprod(a, reverse, inclusive, std::nullopt, s);
+}
+array cumprod(const array& a, int axis, bool reverse = false, bool inclusive = true,
+              std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+inline array cumprod(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
+  return cumprod(a, axis, reverse, inclusive, std::nullopt, s);
+}
 /// Running maximum / minimum (NaN propagates).
 array cummax(const array& a, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
 array cummax(const array& a, int axis, bool reverse = false, bool inclusive = true, StreamOrDevice s = {});
@@ -587,8 +621,9 @@ inline array scatter_min(const array& a, const array& indices, const array& upda
   return scatter_min(a, {indices}, updates, std::vector<int>{axis}, s);
 }
 
-/// `a` with the elements of `src` (flattened, in order) written where `mask` (bool, broadcast to a's shape) is true;
-/// true positions past the end of `src` keep a's values.
+/// `a` with the elements of `src` (flattened, in order) written where `mask` (bool) is true; true positions past the
+/// end of `src` keep a's values. As MLX's, a mask of fewer dimensions covers a's leading axes (a 1-d mask selects
+/// whole rows) and a source of one slice per mask element is broadcast.
 array masked_scatter(const array& a, const array& mask, const array& src, StreamOrDevice s = {});
 
 // ---------------------------------------------------------------- utilities

@@ -234,10 +234,14 @@ struct Custom {
   friend bool operator==(const Custom&, const Custom&) = default;
 };
 
-/// A dense row-major copy.
+/// A dense row-major copy (or the input itself, for contiguous(), when its layout already serves).
 struct Copy {
   static constexpr std::string_view name = "Copy";
   static constexpr Family family = Family::other;
+  // contiguous(): at evaluation, share the input's buffer when it is already row-contiguous (or column-contiguous,
+  // with allow_col_major) instead of copying it, as MLX's Contiguous does.
+  bool share_contiguous = false;
+  bool allow_col_major = false;
   friend bool operator==(const Copy&, const Copy&) = default;
 };
 struct Concatenate {
@@ -259,6 +263,10 @@ struct Pad {
 enum class ReduceType { sum, prod, max, min, all, any };
 /// Reduction over sorted axes; the reduced axes are kept with size 1.
 struct Reduce {
+  // MLX spells the kinds Reduce::And.
+  using ReduceType = nuvec::ReduceType;
+  static constexpr ReduceType And = ReduceType::all, Or = ReduceType::any, Sum = ReduceType::sum,
+                              Prod = ReduceType::prod, Min = ReduceType::min, Max = ReduceType::max;
   static constexpr std::string_view name = "Reduce";
   static constexpr Family family = Family::other;
   ReduceType type;
@@ -268,6 +276,9 @@ struct Reduce {
 enum class ArgReduceType { argmax, argmin };
 /// Index (uint32) of the first max/min along one axis, kept with size 1.
 struct ArgReduce {
+  // MLX spells the kinds ArgReduce::ArgMin.
+  using ReduceType = nuvec::ArgReduceType;
+  static constexpr ArgReduceType ArgMin = ArgReduceType::argmin, ArgMax = ArgReduceType::argmax;
   static constexpr std::string_view name = "ArgReduce";
   static constexpr Family family = Family::other;
   ArgReduceType type;
@@ -330,6 +341,10 @@ struct SearchSorted {
 enum class ScanType { sum, prod, max, min, logaddexp };
 /// Running reduction along `axis`; exclusive scans start from the identity and leave out the current element.
 struct Scan {
+  // MLX spells the kinds Scan::Max.
+  using ReduceType = nuvec::ScanType;
+  static constexpr ScanType Max = ScanType::max, Min = ScanType::min, Sum = ScanType::sum, Prod = ScanType::prod,
+                            LogAddExp = ScanType::logaddexp;
   static constexpr std::string_view name = "Scan";
   static constexpr Family family = Family::other;
   ScanType type;
@@ -545,6 +560,10 @@ struct GatherAxis {
 /// Gather's inverse: inputs the array, one index array per axis (shape I), then updates of shape I + slice shape.
 /// With ScatterType::none duplicates keep the last update in row-major order of the indices.
 struct Scatter {
+  // MLX spells the kinds Scatter::Sum.
+  using ReduceType = nuvec::ScatterType;
+  static constexpr ScatterType Max = ScatterType::max, Min = ScatterType::min, Sum = ScatterType::sum,
+                               Prod = ScatterType::prod, None = ScatterType::none;
   static constexpr std::string_view name = "Scatter";
   static constexpr Family family = Family::other;
   ScatterType type;

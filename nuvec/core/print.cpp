@@ -2,8 +2,11 @@
 
 #include <iomanip>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/core/eval.h"
 #include "nuvec/core/ops.h"
 
 namespace nuvec {
@@ -70,6 +73,53 @@ std::ostream& operator<<(std::ostream& os, array a) {
   dispatch(a.dtype(),
            [&]<class T>(type_tag<T>) { print_axis(os, a.data<T>(), a, 0, 0, prefix, a.size() > summarize_above); });
   return os << ", dtype=" << a.dtype() << ')';
+}
+
+namespace {
+
+/// Names arrays A, B, ..., Z, BA, BB, ... in the order they are first seen.
+class Namer {
+ public:
+  const std::string& operator()(const array& a) {
+    auto [it, added] = names_.try_emplace(a.id());
+    if (added) {
+      size_t n = names_.size() - 1;
+      do {
+        it->second.insert(it->second.begin(), static_cast<char>('A' + n % 26));
+        n /= 26;
+      } while (n > 0);
+    }
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<uintptr_t, std::string> names_;
+};
+
+}  // namespace
+
+void print_graph(std::ostream& os, const std::vector<array>& outputs) {
+  auto nodes = schedule(outputs);
+  Namer name;
+  std::unordered_set<uintptr_t> leaves;
+  for (const auto& node : nodes) {
+    for (const auto& in : node.inputs()) {
+      if (!in.has_primitive() && leaves.insert(in.id()).second) {
+        os << name(in) << "\n";
+      }
+    }
+  }
+  for (const auto& node : nodes) {
+    os << nuvec::name(node.primitive());
+    for (const auto& in : node.inputs()) {
+      os << " " << name(in);
+    }
+    os << " ->";
+    for (const auto& out : node.outputs()) {
+      os << " " << name(out);
+    }
+    os << "\n";
+  }
 }
 
 }  // namespace nuvec

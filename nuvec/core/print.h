@@ -1,6 +1,8 @@
 #pragma once
 
+#include <concepts>
 #include <ostream>
+#include <vector>
 
 #include "nuvec/core/array.h"
 
@@ -8,5 +10,13 @@ namespace nuvec {
 
 /// Prints like numpy: `array([[1, 2],\n       [3, 4]], dtype=int32)`. Evaluates the array.
 std::ostream& operator<<(std::ostream& os, array a);
+
+/// Prints the unevaluated graph behind `outputs` (MLX's print_graph): its leaves, one letter name each, then one line
+/// per node in evaluation order, "Name inputs -> outputs".
+void print_graph(std::ostream& os, const std::vector<array>& outputs);
+template <std::convertible_to<array>... Arrays>
+void print_graph(std::ostream& os, Arrays&&... outputs) {
+  print_graph(os, std::vector<array>{std::forward<Arrays>(outputs)...});
+}
 
 }  // namespace nuvec

@@ -241,12 +241,8 @@ array randint(const array& low, const array& high, const Shape& shape, Dtype dty
   if (is_inexact(dtype)) {
     throw_invalid("[randint] randint only accepts integer dtypes and bool; got " + name_of(dtype) + ".");
   }
-  if (known_reversed(low, high)) {
-    throw_invalid("[randint] low must not exceed high; got low = " + std::to_string(detail::read_double(low)) +
-                  " and high = " + std::to_string(detail::read_double(high)) + ".");
-  }
   // As MLX, a float32 uniform in [low, high); flooring (not truncation) keeps negative ranges uniform, and the
-  // clip guards against rounding onto high.
+  // clip guards against rounding onto high. With low > high the clip gives low everywhere, as MLX's does.
   auto lo = astype(low, float32, s);
   auto hi = astype(high, float32, s);
   auto u = floor(uniform(lo, hi, shape, float32, key, s), s);
@@ -324,9 +320,10 @@ array categorical(const array& logits, int axis, int num_samples, const std::opt
   if (num_samples < 0) {
     throw_invalid("[categorical] num_samples must be non-negative; got " + std::to_string(num_samples) + ".");
   }
+  // As MLX: the samples form the last axis of the output, after the logits' other axes.
   auto noise_shape = logits.shape();
-  noise_shape.insert(noise_shape.begin() + ax + 1, num_samples);
-  return categorical_impl(expand_dims(logits, ax + 1, s), ax, noise_shape, key, s);
+  noise_shape.push_back(num_samples);
+  return categorical_impl(expand_dims(logits, -1, s), ax, noise_shape, key, s);
 }
 
 array categorical(const array& logits, int axis, const std::optional<array>& key, StreamOrDevice s) {

@@ -1,6 +1,7 @@
 #include "nuvec/core/shape.h"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "nuvec/core/error.h"
@@ -57,19 +58,42 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-int normalize_axis(int axis, int ndim, const char* op) {
+int32_t checked_dim(int64_t dim, std::string_view op) {
+  constexpr int64_t lo = std::numeric_limits<int32_t>::min();
+  constexpr int64_t hi = std::numeric_limits<int32_t>::max();
+  if (dim < lo || dim > hi) {
+    throw_error(ErrorKind::overflow, std::string("[")
+                                         .append(op)
+                                         .append("] Shape dimension ")
+                                         .append(std::to_string(dim))
+                                         .append(" is outside the supported range [")
+                                         .append(std::to_string(lo) + ", " + std::to_string(hi))
+                                         .append("]: shape dimensions are 32-bit integers."));
+  }
+  return static_cast<int32_t>(dim);
+}
+
+int normalize_axis(int axis, int ndim, const char* op, ErrorKind kind) {
   if (axis < -ndim || axis >= ndim) {
-    throw_invalid(std::string("[") + op + "] Axis " + std::to_string(axis) + " is out of bounds for array with " +
+    throw_error(kind, std::string("[") + op + "] Axis " + std::to_string(axis) + " is out of bounds for array with " +
+                          std::to_string(ndim) + " dimensions.");
+  }
+  return axis < 0 ? axis + ndim : axis;
+}
+
+int normalize_axis_index(int axis, int ndim, const std::string& msg_prefix) {
+  if (axis < -ndim || axis >= ndim) {
+    throw_invalid(msg_prefix + "Axis " + std::to_string(axis) + " is out of bounds for array with " +
                   std::to_string(ndim) + " dimensions.");
   }
   return axis < 0 ? axis + ndim : axis;
 }
 
-std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op) {
+std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const char* op, ErrorKind kind) {
   std::vector<int> out;
   out.reserve(axes.size());
   for (int axis : axes) {
-    out.push_back(normalize_axis(axis, ndim, op));
+    out.push_back(normalize_axis(axis, ndim, op, kind));
   }
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end()) {

@@ -268,7 +268,14 @@ void allocate_or_donate(array& out, const array& candidate) {
 
 void run(const AsType&, const Inputs& in, Outputs& out) { copy_to_new(in[0], out[0]); }
 
-void run(const Copy&, const Inputs& in, Outputs& out) { copy_to_new(in[0], out[0]); }
+void run(const Copy& p, const Inputs& in, Outputs& out) {
+  const auto& flags = in[0].flags();
+  if (p.share_contiguous && (flags.row_contiguous || (p.allow_col_major && flags.col_contiguous))) {
+    out[0].copy_shared_buffer(in[0]);
+    return;
+  }
+  copy_to_new(in[0], out[0]);
+}
 
 void run(const Concatenate& p, const Inputs& in, Outputs& out) {
   auto& o = out[0];

@@ -21,6 +21,7 @@
 #include <list>
 #include <mutex>
 #include <numbers>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -34,6 +35,31 @@ namespace {
 constexpr size_t cache_capacity = 16;            // plans kept per kind and precision
 constexpr size_t stage_grain = size_t{1} << 14;  // elements of a stage per work item
 
+/// cos and sin of -2 pi num / den, computed from an angle of at most pi / 4 and rotated by quarter turns, so the
+/// roots at multiples of pi / 2 are exact (cos(pi / 2) is 0, not 6e-17) and small integer signals transform exactly,
+/// as pocketfft's (MLX's) do.
+std::pair<double, double> unit_root(uint64_t num, uint64_t den) {
+  num %= den;
+  const uint64_t quadrant = 4 * num / den;
+  const uint64_t rest = 4 * num - quadrant * den;  // the angle within the quadrant is (pi / 2) rest / den
+  const double quarter = std::numbers::pi / 2;
+  double c = 0.0;
+  double s = 0.0;
+  if (2 * rest <= den) {
+    const double t = quarter * static_cast<double>(rest) / static_cast<double>(den);
+    c = std::cos(t);
+    s = std::sin(t);
+  } else {
+    const double t = quarter * static_cast<double>(den - rest) / static_cast<double>(den);
+    c = std::sin(t);
+    s = std::cos(t);
+  }
+  for (uint64_t q = 0; q < quadrant; ++q) {
+    std::tie(c, s) = std::pair{-s, c};
+  }
+  return {c, -s};
+}
+
 /// cos and sin of -2 pi t / R for t < R: the roots of unity an R-point DFT uses.
 template <int R, class T>
 struct Roots {
@@ -41,9 +67,9 @@ struct Roots {
   T s[R];
   Roots() {
     for (int t = 0; t < R; ++t) {
-      const double angle = -2.0 * std::numbers::pi * t / R;
-      c[t] = static_cast<T>(std::cos(angle));
-      s[t] = static_cast<T>(std::sin(angle));
+      const auto [cos_t, sin_t] = unit_root(static_cast<uint64_t>(t), R);
+      c[t] = static_cast<T>(cos_t);
+      s[t] = static_cast<T>(sin_t);
     }
   }
 };
@@ -278,11 +304,9 @@ ComplexPlan<T>::ComplexPlan(size_t n) : n_(n) {
       st.twiddle_im.resize((r - 1) * st.m);
       for (int k = 1; k < r; ++k) {
         for (size_t p = 0; p < st.m; ++p) {
-          // p k < length, so the angle is exact before the division.
-          const double angle =
-              -2.0 * std::numbers::pi * static_cast<double>(p * static_cast<size_t>(k)) / static_cast<double>(length);
-          st.twiddle_re[(k - 1) * st.m + p] = static_cast<T>(std::cos(angle));
-          st.twiddle_im[(k - 1) * st.m + p] = static_cast<T>(std::sin(angle));
+          const auto [c, s] = unit_root(p * static_cast<size_t>(k), length);
+          st.twiddle_re[(k - 1) * st.m + p] = static_cast<T>(c);
+          st.twiddle_im[(k - 1) * st.m + p] = static_cast<T>(s);
         }
       }
       length = st.m;
@@ -298,11 +322,9 @@ ComplexPlan<T>::ComplexPlan(size_t n) : n_(n) {
   // The filter is transformed in double whatever T is, so a float plan starts from an accurate filter.
   std::vector<double> fr(m_, 0.0), fi(m_, 0.0);
   for (size_t k = 0; k < n; ++k) {
-    // k^2 mod 2n keeps the angle's argument small and exact.
+    // The angle -pi k^2 / n, with k^2 taken mod 2n so it stays small and exact.
     const auto k2 = static_cast<uint64_t>(k) * k % (2 * static_cast<uint64_t>(n));
-    const double angle = -std::numbers::pi * static_cast<double>(k2) / static_cast<double>(n);
-    const double c = std::cos(angle);
-    const double s = std::sin(angle);
+    const auto [c, s] = unit_root(k2, 2 * static_cast<uint64_t>(n));
     chirp_re_[k] = static_cast<T>(c);
     chirp_im_[k] = static_cast<T>(s);
     fr[k] = c;
@@ -399,9 +421,9 @@ RealPlan<T>::RealPlan(size_t n) : n_(n) {
   twiddle_re_.resize(h + 1);
   twiddle_im_.resize(h + 1);
   for (size_t k = 0; k <= h; ++k) {
-    const double angle = -2.0 * std::numbers::pi * static_cast<double>(k) / static_cast<double>(n);
-    twiddle_re_[k] = static_cast<T>(std::cos(angle));
-    twiddle_im_[k] = static_cast<T>(std::sin(angle));
+    const auto [c, s] = unit_root(k, n);
+    twiddle_re_[k] = static_cast<T>(c);
+    twiddle_im_[k] = static_cast<T>(s);
   }
 }
 

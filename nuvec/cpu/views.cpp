@@ -1,5 +1,8 @@
 // View primitives: the output shares the input's buffer with new strides.
 
+#include <algorithm>
+#include <cstdlib>
+
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/kernels.h"
 
@@ -123,7 +126,15 @@ void run(const Slice& p, const Inputs& in, Outputs& out) {
 }
 
 void run(const AsStrided& p, const Inputs& in, Outputs& out) {
-  share(in[0], out[0], p.strides, static_cast<int64_t>(p.offset));
+  // As MLX, the data size is the span from the lowest to the highest element addressed, which is smaller than the
+  // size when windows overlap.
+  auto& o = out[0];
+  auto layout = layout_of(o.shape(), p.strides);
+  size_t span = o.size() == 0 ? 0 : 1;
+  for (int i = 0; i < o.ndim(); ++i) {
+    span += static_cast<size_t>(std::abs(p.strides[i])) * static_cast<size_t>(std::max(o.shape(i) - 1, 0));
+  }
+  o.copy_shared_buffer(in[0], p.strides, layout.flags, span, static_cast<int64_t>(p.offset));
 }
 
 void run(const Diagonal& p, const Inputs& in, Outputs& out) {

@@ -11,7 +11,7 @@ namespace nuvec::io::detail {
 
 /// Throws an io error "[op] <label>: problem".
 [[noreturn]] inline void fail(std::string_view op, std::string_view label, std::string_view problem) {
-  throw error(ErrorKind::io, "[" + std::string(op) + "] " + std::string(label) + ": " + std::string(problem));
+  throw_error(ErrorKind::io, std::string("[").append(op).append("] ").append(label).append(": ").append(problem));
 }
 
 }  // namespace nuvec::io::detail

@@ -488,6 +488,13 @@ void save_gguf(std::string file, std::unordered_map<std::string, array> array_ma
       io::detail::fail(kSave, "file " + file,
                        "tensor \"" + name + "\": GGUF has no " + std::string(dtype_name(a.dtype())) + " type");
     }
+    // MLX's save_gguf writes only these; the other GGUF types are written through io::save_gguf.
+    const Dtype d = a.dtype();
+    if (d != float32 && d != float16 && d != int8 && d != int16 && d != int32) {
+      io::detail::fail(kSave, "file " + file,
+                       "tensor \"" + name + "\": dtype " + std::string(dtype_name(d)) +
+                           " is not supported (float32, float16, int8, int16 and int32 are, as in MLX)");
+    }
     tensors.push_back({name, info->type, a.shape(), a});
   }
   std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });

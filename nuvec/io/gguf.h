@@ -37,7 +37,8 @@ using GGUFLoad = std::pair<std::unordered_map<std::string, array>, std::unordere
 
 /// Loads a GGUF file (quantized tensors packed where nuvec's affine form holds them exactly).
 GGUFLoad load_gguf(const std::string& file, StreamOrDevice s = {});
-/// Saves arrays (float32, float16, bfloat16, float64, int8, int16, int32, int64) and metadata as GGUF version 3.
+/// Saves arrays (float32, float16, int8, int16, int32: MLX's dtypes; io::save_gguf writes the others) and metadata as
+/// GGUF version 3.
 void save_gguf(std::string file, std::unordered_map<std::string, array> array_map,
                std::unordered_map<std::string, GGUFMetaData> meta_data = {});
 

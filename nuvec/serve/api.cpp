@@ -78,7 +78,8 @@ HttpResponse Api::handle(const HttpRequest& request) {
   } catch (const nuvec::error& e) {
     // nuvec checks its inputs eagerly: an invalid argument that got past the request's checks is still the
     // client's.
-    const bool client = e.kind() == ErrorKind::invalid_argument;
+    const bool client = e.kind() == ErrorKind::invalid_argument || e.kind() == ErrorKind::out_of_range ||
+                        e.kind() == ErrorKind::overflow;
     response = error_response(client ? invalid_request(e.what()) : internal_error(e.what()));
     record->error = e.what();
   } catch (const std::exception& e) {

@@ -102,7 +102,7 @@ int HttpServer::start() {
     port_ = server_->bind_to_port(options_.host, options_.port) ? options_.port : -1;
   }
   if (port_ <= 0) {
-    throw error(ErrorKind::io, "[serve] cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+    throw_error(ErrorKind::io, "[serve] cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
                                    " (the address is taken or not this machine's).");
   }
   thread_ = std::thread([this] { server_->listen_after_bind(); });
@@ -110,7 +110,7 @@ int HttpServer::start() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!server_->is_running()) {
     if (std::chrono::steady_clock::now() > deadline) {
-      throw error(ErrorKind::io, "[serve] the server on port " + std::to_string(port_) + " did not start.");
+      throw_error(ErrorKind::io, "[serve] the server on port " + std::to_string(port_) + " did not start.");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }

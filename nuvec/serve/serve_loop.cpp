@@ -65,7 +65,7 @@ int serve(const ServeOptions& options, std::FILE* err) {
   if (!options.log_file.empty()) {
     log_file.reset(std::fopen(options.log_file.c_str(), "a"));
     if (!log_file) {
-      throw error(ErrorKind::io, "[serve] cannot open the log file '" + options.log_file + "' for appending.");
+      throw_error(ErrorKind::io, "[serve] cannot open the log file '" + options.log_file + "' for appending.");
     }
   }
   RequestLog log(log_file ? log_file.get() : stderr);

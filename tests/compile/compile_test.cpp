@@ -137,6 +137,30 @@ TEST_F(Compile, SimplifiesCommonSubexpressionsNoOpsAndConstants) {
   EXPECT_EQ(count_primitives(g({x}), "Exp"), 2);
 }
 
+TEST_F(Compile, DropsNoOpViewsAndCopies) {
+  // As MLX's simplification: nodes that return their argument unchanged leave the compiled graph.
+  set_compile_mode(CompileMode::no_fuse);
+  auto x = reshape(arange(6.0F), {2, 3});
+  x.eval();
+  const Stream s = default_stream(default_device());
+  auto f = compile([s](const V& xs) {
+    const auto& in = xs[0];
+    auto same_shape = array(in.shape(), float32, Reshape{in.shape()}, {in}, s);
+    auto identity_perm = array(in.shape(), float32, Transpose{{0, 1}}, {same_shape}, s);
+    auto full_slice = array(in.shape(), float32, Slice{{0, 0}, {1, 1}}, {identity_perm}, s);
+    auto copied = copy(full_slice);
+    return V{exp(copied), exp(slice(in, {0, 1}, {2, 3}))};
+  });
+  auto out = f({x});
+  for (const char* name : {"Reshape", "Transpose", "Copy"}) {
+    EXPECT_EQ(count_primitives(out, name), 0) << name;
+  }
+  // The one slice left is the real one.
+  EXPECT_EQ(count_primitives(out, "Slice"), 1);
+  EXPECT_TRUE(same_values(out[0], exp(x), 1e-6));
+  EXPECT_TRUE(same_values(out[1], exp(slice(x, {0, 1}, {2, 3})), 1e-6));
+}
+
 TEST_F(Compile, DisabledRunsTheFunctionEveryCall) {
   int calls = 0;
   auto f = compile([&](const V& xs) {

@@ -614,7 +614,7 @@ TEST(Indexing, ErrorMessages) {
   EXPECT_EQ(error_of([&] {
               masked_scatter(a, zeros({2, 4}, bool_), a);
             }),
-            "[masked_scatter] Mask of shape (2,4) cannot be broadcast to the array's shape (3,4).");
+            "[masked_scatter] Mask of shape (2,4) does not match the leading axes of the array's shape (3,4).");
   EXPECT_EQ(error_of([&] {
               slice_update(a, zeros({2, 2}), {0, 0}, {3, 2});
             }),

@@ -275,7 +275,7 @@ TEST(LayoutPad, Errors) {
   EXPECT_ERROR_CONTAINS(
       pad(x, -1), "[pad] Invalid low padding size (-1) passed to pad for axis 0. Padding sizes must be non-negative.");
   EXPECT_ERROR_CONTAINS(pad(x, {0, -2}), "[pad] Invalid high padding size (-2)");
-  EXPECT_ERROR_CONTAINS(pad(x, 1, array(0), "reflect"), "[pad] Invalid padding mode (reflect) passed to pad");
+  EXPECT_ERROR_CONTAINS(pad(x, 1, array(0), "wrap"), "[pad] Invalid padding mode (wrap) passed to pad");
   EXPECT_ERROR_CONTAINS(pad(x, std::vector<int>{0, 0}, Shape{1, 1}, Shape{1, 1}), "[pad] Repeated axis 0");
   EXPECT_ERROR_CONTAINS(pad(x, std::vector<int>{2}, Shape{1}, Shape{1}), "[pad] Axis 2 is out of bounds");
   EXPECT_ERROR_CONTAINS(pad(x, 1, array({1, 2})), "[pad] The padding value must be a single value; got shape (2).");

@@ -250,7 +250,7 @@ TEST_F(ThreadPoolTest, RethrowsOneExceptionWhenEveryChunkThrows) {
   for (int repeat = 0; repeat < 50; ++repeat) {
     try {
       parallel_for(4000, 1, [](std::size_t begin, std::size_t) {
-        throw error(ErrorKind::internal, "chunk at " + std::to_string(begin));
+        throw_error(ErrorKind::internal, "chunk at " + std::to_string(begin));
       });
       FAIL() << "expected an exception";
     } catch (const error& e) {

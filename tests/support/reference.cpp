@@ -143,7 +143,7 @@ double default_rtol(Dtype dtype) {
 std::string error_of(const std::function<void()>& fn) {
   try {
     fn();
-  } catch (const std::invalid_argument& e) {
+  } catch (const std::exception& e) {
     return e.what();
   }
   return "(no error)";

@@ -35,7 +35,7 @@ Shape random_shape(int ndim, std::mt19937& rng, int max_dim = 5);
 ::testing::AssertionResult matches(const array& actual, const HostArray& expected, double rtol = 1e-6,
                                    double atol = 1e-6, bool check_dtype = true);
 
-/// The message of the std::invalid_argument (nuvec::error) that fn throws, or "(no error)".
+/// The message of the exception (nuvec::error or a standard one) that fn throws, or "(no error)".
 std::string error_of(const std::function<void()>& fn);
 
 /// Tolerances that suit the precision of a dtype.

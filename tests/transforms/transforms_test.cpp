@@ -90,7 +90,8 @@ TEST(Transforms, StopGradientAndIntegerInputs) {
   auto f = [](const V& in) { return sum(stop_gradient(in[0]) * in[0] + astype(in[1], float32)); };
   auto g = grad(f, std::vector<int>{0, 1})({array({2.0F, 3.0F}), array({1, 2})});
   EXPECT_TRUE(array_equal(g[0], array({2.0F, 3.0F})).item<bool>());
-  EXPECT_TRUE(array_equal(g[1], zeros({2}, int32)).item<bool>());
+  // As MLX, the cotangent reaches an integer input through the cast, cast back to its dtype.
+  EXPECT_TRUE(array_equal(g[1], ones({2}, int32)).item<bool>());
 }
 
 TEST(Transforms, CapturedArraysAndViews) {

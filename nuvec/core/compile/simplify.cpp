@@ -12,9 +12,20 @@ namespace nuvec::detail {
 
 namespace {
 
-/// Whether a single-output node returns its argument unchanged.
+/// Whether a slice of `shape` takes every element in order.
+bool is_full_slice(const Slice& p, const Shape& shape) {
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (p.start[i] != 0 || p.strides[i] != 1) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/// Whether a single-output node returns its argument unchanged: conversions, broadcasts and reshapes to what the
+/// argument already is, copies (MLX's compile drops these too), identity transposes and full slices.
 bool is_noop(const Graph& g, const GraphNode& n) {
-  if (n.outs.size() != 1 || n.args.empty()) {
+  if (n.outs.size() != 1 || n.args.size() != 1) {
     return false;
   }
   const auto& in = g.values[static_cast<size_t>(n.args[0])];
@@ -22,8 +33,19 @@ bool is_noop(const Graph& g, const GraphNode& n) {
   if (in.shape != out.shape || in.dtype != out.dtype) {
     return false;
   }
+  if (const auto* t = std::get_if<Transpose>(&n.primitive)) {
+    for (size_t i = 0; i < t->axes.size(); ++i) {
+      if (t->axes[i] != static_cast<int>(i)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  if (const auto* slice = std::get_if<Slice>(&n.primitive)) {
+    return is_full_slice(*slice, in.shape);
+  }
   return std::holds_alternative<Broadcast>(n.primitive) || std::holds_alternative<AsType>(n.primitive) ||
-         std::holds_alternative<Reshape>(n.primitive);
+         std::holds_alternative<Reshape>(n.primitive) || std::holds_alternative<Copy>(n.primitive);
 }
 
 }  // namespace

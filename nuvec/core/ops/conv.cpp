@@ -204,7 +204,7 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
           vector_string(padding_lo) + ", padding high " + vector_string(padding_hi) + ", and weight of shape " +
           shape_string(weight.shape()) + ".");
     }
-    out_shape[i + 1] = static_cast<int32_t>(span / stride[i] + 1);
+    out_shape[i + 1] = checked_dim(span / stride[i] + 1, "conv");
   }
   return array(out_shape, dtype,
                Convolution{std::move(stride), std::move(padding_lo), std::move(padding_hi), std::move(kernel_dilation),

@@ -108,15 +108,19 @@ array arange(int start, int stop, int step, StreamOrDevice s) {
 array arange(int start, int stop, StreamOrDevice s) { return arange(start, stop, 1, s); }
 array arange(int stop, StreamOrDevice s) { return arange(0, stop, 1, s); }
 
-array linspace(double start, double stop, int num, Dtype dtype, StreamOrDevice s) {
+array linspace(double start, double stop, int num, bool endpoint, Dtype dtype, StreamOrDevice s) {
   if (num < 0) {
     throw_invalid("[linspace] number of samples, " + std::to_string(num) + ", must be non-negative.");
   }
   if (num <= 1) {
     return astype(full({num}, array(start, float64), s), dtype, s);
   }
-  // numpy's recipe: start + i * step in float64, the last value exactly stop,
+  // numpy's recipe: start + i * step in float64, the last value exactly stop (with endpoint),
   // then one rounding to the dtype (integers truncate).
+  if (!endpoint) {
+    double step = (stop - start) / num;
+    return astype(array(Shape{num}, float64, Arange{start, stop, step}, {}, to_stream(s)), dtype, s);
+  }
   double step = (stop - start) / (num - 1);
   array body(Shape{num - 1}, float64, Arange{start, stop, step}, {}, to_stream(s));
   auto last = full({1}, array(stop, float64), s);
@@ -127,7 +131,9 @@ array linspace(double start, double stop, int num, Dtype dtype, StreamOrDevice s
 
 array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s) {
   check_shape(shape, "full");
-  return broadcast_to(astype(std::move(vals), dtype, s), shape, s);
+  // A copy of the broadcast value: MLX's full owns a dense buffer, which later kernels read contiguously and may
+  // donate, where a stride-0 view would take strided paths and could not be written in place.
+  return copy(broadcast_to(astype(std::move(vals), dtype, s), shape, s), s);
 }
 
 array full(Shape shape, array vals, StreamOrDevice s) {
@@ -135,12 +141,17 @@ array full(Shape shape, array vals, StreamOrDevice s) {
   return full(std::move(shape), std::move(vals), dtype, s);
 }
 
+array full_like(const array& a, const array& vals, Dtype dtype, StreamOrDevice s) {
+  return full(a.shape(), vals, dtype, s);
+}
 array full_like(const array& a, const array& vals, StreamOrDevice s) { return full(a.shape(), vals, a.dtype(), s); }
 
 array zeros(const Shape& shape, Dtype dtype, StreamOrDevice s) { return full(shape, array(0, dtype), s); }
 array zeros_like(const array& a, StreamOrDevice s) { return zeros(a.shape(), a.dtype(), s); }
+array zeros_like(const array& a, Dtype dtype, StreamOrDevice s) { return zeros(a.shape(), dtype, s); }
 array ones(const Shape& shape, Dtype dtype, StreamOrDevice s) { return full(shape, array(1, dtype), s); }
 array ones_like(const array& a, StreamOrDevice s) { return ones(a.shape(), a.dtype(), s); }
+array ones_like(const array& a, Dtype dtype, StreamOrDevice s) { return ones(a.shape(), dtype, s); }
 
 // ---------------------------------------------------------------- diagonal and triangular
 

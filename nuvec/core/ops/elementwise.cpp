@@ -69,6 +69,14 @@ array bitwise(Primitive p, const array& a, const array& b, const char* op, bool 
   return binary(std::move(p), a, b, dtype, dtype, s);
 }
 
+/// A shift: as MLX, bool operands shift as uint8 (true << 1 is 2).
+array shift(Primitive p, const array& a, const array& b, const char* op, StreamOrDevice s) {
+  if (promote_types(a.dtype(), b.dtype()) == bool_) {
+    return bitwise(std::move(p), astype(a, uint8, s), astype(b, uint8, s), op, false, s);
+  }
+  return bitwise(std::move(p), a, b, op, false, s);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- unary
@@ -348,11 +356,9 @@ array bitwise_or(const array& a, const array& b, StreamOrDevice s) {
 array bitwise_xor(const array& a, const array& b, StreamOrDevice s) {
   return bitwise(BitwiseXor{}, a, b, "bitwise_xor", true, s);
 }
-array left_shift(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise(LeftShift{}, a, b, "left_shift", false, s);
-}
+array left_shift(const array& a, const array& b, StreamOrDevice s) { return shift(LeftShift{}, a, b, "left_shift", s); }
 array right_shift(const array& a, const array& b, StreamOrDevice s) {
-  return bitwise(RightShift{}, a, b, "right_shift", false, s);
+  return shift(RightShift{}, a, b, "right_shift", s);
 }
 
 array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {

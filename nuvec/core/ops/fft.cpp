@@ -10,6 +10,7 @@
 #include "nuvec/core/fft.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <string>
 
@@ -62,8 +63,28 @@ Dtype input_dtype(Dtype t, bool real, bool inverse) {
   return t == float64 || t == complex64 ? t : float32;
 }
 
+/// Rescales a transform computed with the Backward norm (the kernel's) to `norm` over the lengths `n`.
+array apply_norm(const array& out, const Shape& n, bool inverse, FFTNorm norm, StreamOrDevice s) {
+  double points = 1.0;
+  for (auto len : n) {
+    points *= len;
+  }
+  double scale = 1.0;
+  switch (norm) {
+    case FFTNorm::Backward:
+      return out;
+    case FFTNorm::Ortho:
+      scale = inverse ? std::sqrt(points) : 1.0 / std::sqrt(points);
+      break;
+    case FFTNorm::Forward:
+      scale = inverse ? points : 1.0 / points;
+      break;
+  }
+  return multiply(out, array(scale, float32), s);
+}
+
 array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, bool real, bool inverse, const char* op,
-               StreamOrDevice s) {
+               FFTNorm norm, StreamOrDevice s) {
   check_not_scalar(a, op);
   if (n.size() != axes.size()) {
     throw_invalid(tag(op) + "Expected one length per axis; got n = " + shape_string(n) + " and axes " +
@@ -111,11 +132,12 @@ array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, boo
     out_shape[ax.back()] = inverse ? n.back() : n.back() / 2 + 1;
   }
   const Dtype out_dtype = real && inverse ? float32 : complex64;
-  return array(out_shape, out_dtype, FFT{ax, inverse, real}, {in}, to_stream(s));
+  auto out = array(out_shape, out_dtype, FFT{ax, inverse, real}, {in}, to_stream(s));
+  return apply_norm(out, n, inverse, norm, s);
 }
 
 /// The transform over `axes` at their current lengths (the real inverse's output length 2 (m - 1)).
-array fft_axes(const array& a, const std::vector<int>& axes, bool real, bool inverse, const char* op,
+array fft_axes(const array& a, const std::vector<int>& axes, bool real, bool inverse, const char* op, FFTNorm norm,
                StreamOrDevice s) {
   check_not_scalar(a, op);
   if (axes.empty()) {
@@ -128,15 +150,15 @@ array fft_axes(const array& a, const std::vector<int>& axes, bool real, bool inv
   if (real && inverse) {
     n.back() = 2 * (n.back() - 1);
   }
-  return fft_impl(a, n, axes, real, inverse, op, s);
+  return fft_impl(a, n, axes, real, inverse, op, norm, s);
 }
 
 /// The transform over every axis.
-array fft_all(const array& a, bool real, bool inverse, const char* op, StreamOrDevice s) {
+array fft_all(const array& a, bool real, bool inverse, const char* op, FFTNorm norm, StreamOrDevice s) {
   check_not_scalar(a, op);
   std::vector<int> axes(a.ndim());
   std::iota(axes.begin(), axes.end(), 0);
-  return fft_axes(a, axes, real, inverse, op, s);
+  return fft_axes(a, axes, real, inverse, op, norm, s);
 }
 
 /// A roll of each axis by shift(size).
@@ -174,80 +196,88 @@ void check_frequency_args(int n, double d, const char* op) {
 
 }  // namespace
 
-array fftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, false, false, "fftn", s);
+array fftn(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, false, "fftn", norm, s);
 }
-array fftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, false, false, "fftn", s);
+array fftn(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, false, false, "fftn", norm, s);
 }
-array fftn(const array& a, StreamOrDevice s) { return fft_all(a, false, false, "fftn", s); }
+array fftn(const array& a, FFTNorm norm, StreamOrDevice s) { return fft_all(a, false, false, "fftn", norm, s); }
 
-array ifftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, false, true, "ifftn", s);
+array ifftn(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, true, "ifftn", norm, s);
 }
-array ifftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, false, true, "ifftn", s);
+array ifftn(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, false, true, "ifftn", norm, s);
 }
-array ifftn(const array& a, StreamOrDevice s) { return fft_all(a, false, true, "ifftn", s); }
+array ifftn(const array& a, FFTNorm norm, StreamOrDevice s) { return fft_all(a, false, true, "ifftn", norm, s); }
 
-array fft(const array& a, int n, int axis, StreamOrDevice s) {
-  return fft_impl(a, {n}, {axis}, false, false, "fft", s);
+array fft(const array& a, int n, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, false, false, "fft", norm, s);
 }
-array fft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, false, false, "fft", s); }
-array ifft(const array& a, int n, int axis, StreamOrDevice s) {
-  return fft_impl(a, {n}, {axis}, false, true, "ifft", s);
+array fft(const array& a, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, {axis}, false, false, "fft", norm, s);
 }
-array ifft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, false, true, "ifft", s); }
-
-array fft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, false, false, "fft2", s);
+array ifft(const array& a, int n, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, false, true, "ifft", norm, s);
 }
-array fft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, false, false, "fft2", s);
-}
-array ifft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, false, true, "ifft2", s);
-}
-array ifft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, false, true, "ifft2", s);
+array ifft(const array& a, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, {axis}, false, true, "ifft", norm, s);
 }
 
-array rfftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, true, false, "rfftn", s);
+array fft2(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, false, "fft2", norm, s);
 }
-array rfftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, true, false, "rfftn", s);
+array fft2(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, false, false, "fft2", norm, s);
 }
-array rfftn(const array& a, StreamOrDevice s) { return fft_all(a, true, false, "rfftn", s); }
+array ifft2(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, false, true, "ifft2", norm, s);
+}
+array ifft2(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, false, true, "ifft2", norm, s);
+}
 
-array irfftn(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, true, true, "irfftn", s);
+array rfftn(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, false, "rfftn", norm, s);
 }
-array irfftn(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, true, true, "irfftn", s);
+array rfftn(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, true, false, "rfftn", norm, s);
 }
-array irfftn(const array& a, StreamOrDevice s) { return fft_all(a, true, true, "irfftn", s); }
+array rfftn(const array& a, FFTNorm norm, StreamOrDevice s) { return fft_all(a, true, false, "rfftn", norm, s); }
 
-array rfft(const array& a, int n, int axis, StreamOrDevice s) {
-  return fft_impl(a, {n}, {axis}, true, false, "rfft", s);
+array irfftn(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, true, "irfftn", norm, s);
 }
-array rfft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, true, false, "rfft", s); }
-array irfft(const array& a, int n, int axis, StreamOrDevice s) {
-  return fft_impl(a, {n}, {axis}, true, true, "irfft", s);
+array irfftn(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, true, true, "irfftn", norm, s);
 }
-array irfft(const array& a, int axis, StreamOrDevice s) { return fft_axes(a, {axis}, true, true, "irfft", s); }
+array irfftn(const array& a, FFTNorm norm, StreamOrDevice s) { return fft_all(a, true, true, "irfftn", norm, s); }
 
-array rfft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, true, false, "rfft2", s);
+array rfft(const array& a, int n, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, true, false, "rfft", norm, s);
 }
-array rfft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, true, false, "rfft2", s);
+array rfft(const array& a, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, {axis}, true, false, "rfft", norm, s);
 }
-array irfft2(const array& a, const Shape& n, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_impl(a, n, axes, true, true, "irfft2", s);
+array irfft(const array& a, int n, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, {n}, {axis}, true, true, "irfft", norm, s);
 }
-array irfft2(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
-  return fft_axes(a, axes, true, true, "irfft2", s);
+array irfft(const array& a, int axis, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, {axis}, true, true, "irfft", norm, s);
+}
+
+array rfft2(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, false, "rfft2", norm, s);
+}
+array rfft2(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, true, false, "rfft2", norm, s);
+}
+array irfft2(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_impl(a, n, axes, true, true, "irfft2", norm, s);
+}
+array irfft2(const array& a, const std::vector<int>& axes, FFTNorm norm, StreamOrDevice s) {
+  return fft_axes(a, axes, true, true, "irfft2", norm, s);
 }
 
 array fftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {

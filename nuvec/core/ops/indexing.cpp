@@ -433,13 +433,33 @@ array masked_scatter(const array& a, const array& mask, const array& src, Stream
   if (mask.dtype() != bool_) {
     throw_invalid("[masked_scatter] The mask must be bool; got " + std::string(dtype_name(mask.dtype())) + ".");
   }
-  if (!broadcasts_to(mask.shape(), a.shape())) {
-    throw_invalid("[masked_scatter] Mask of shape " + shape_string(mask.shape()) +
-                  " cannot be broadcast to the array's shape " + shape_string(a.shape()) + ".");
+  // As MLX, a mask of fewer dimensions covers the leading axes of `a` (numpy's a[mask] = src): it is extended with
+  // trailing axes of size 1 before broadcasting, so a 1-d mask selects whole rows.
+  if (mask.ndim() > a.ndim()) {
+    throw_invalid("[masked_scatter] The mask of shape " + shape_string(mask.shape()) +
+                  " cannot have more dimensions than the array of shape " + shape_string(a.shape()) + ".");
   }
-  auto m = broadcast_to(mask, a.shape(), s);
-  auto source = flatten(astype(src, a.dtype(), s), s);
-  return array(a.shape(), a.dtype(), MaskedScatter{}, {a, m, source}, to_stream(s));
+  auto mask_shape = mask.shape();
+  mask_shape.resize(a.ndim(), 1);
+  if (!broadcasts_to(mask_shape, a.shape())) {
+    throw_invalid("[masked_scatter] Mask of shape " + shape_string(mask.shape()) +
+                  " does not match the leading axes of the array's shape " + shape_string(a.shape()) + ".");
+  }
+  auto m = broadcast_to(reshape(mask, mask_shape, s), a.shape(), s);
+  // A source of at most 1 + (the axes the mask leaves out) dimensions is broadcast, as MLX's, to one slice of those
+  // axes per mask element; a larger one is read flat, in order.
+  const int unmasked = a.ndim() - mask.ndim();
+  auto source = astype(src, a.dtype(), s);
+  if (source.ndim() <= unmasked + 1) {
+    Shape slices(a.shape().end() - unmasked, a.shape().end());
+    slices.insert(slices.begin(), source.ndim() == unmasked + 1 ? source.shape(0) : static_cast<int32_t>(mask.size()));
+    Shape padded = source.shape();
+    padded.insert(padded.begin(), unmasked + 1 - source.ndim(), 1);
+    if (broadcasts_to(padded, slices)) {
+      source = broadcast_to(reshape(source, padded, s), slices, s);
+    }
+  }
+  return array(a.shape(), a.dtype(), MaskedScatter{}, {a, m, flatten(source, s)}, to_stream(s));
 }
 
 }  // namespace nuvec

@@ -59,6 +59,29 @@ array edge_pad_axis(const array& a, int axis, int low, int high, StreamOrDevice 
   return concatenate(std::move(parts), axis, s);
 }
 
+/// `a` padded along one axis with its mirror image, as numpy.pad: "reflect" mirrors about the edge values (period
+/// 2 (n - 1)), "symmetric" repeats them (period 2n); pads longer than the axis keep mirroring.
+array mirror_pad_axis(const array& a, int axis, int low, int high, bool symmetric, StreamOrDevice s) {
+  const int n = a.shape(axis);
+  if (n == 0) {
+    throw_invalid("[pad] Cannot pad the empty axis " + std::to_string(axis) + " of shape " + shape_string(a.shape()) +
+                  " with mode '" + (symmetric ? "symmetric" : "reflect") + "'.");
+  }
+  const int64_t period = symmetric ? 2 * int64_t{n} : 2 * (int64_t{n} - 1);
+  std::vector<int32_t> source;
+  source.reserve(static_cast<size_t>(low) + n + high);
+  for (int64_t j = -int64_t{low}; j < int64_t{n} + high; ++j) {
+    if (period == 0) {  // reflect of a single element
+      source.push_back(0);
+      continue;
+    }
+    const int64_t m = ((j % period) + period) % period;
+    source.push_back(static_cast<int32_t>(m < n ? m : (symmetric ? period - 1 - m : period - m)));
+  }
+  const auto count = static_cast<int32_t>(source.size());
+  return take(a, array(source.begin(), Shape{count}, int32), axis, s);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- split and stack
@@ -150,7 +173,7 @@ array repeat(const array& arr, int repeats, int axis, StreamOrDevice s) {
   shape.insert(shape.begin() + ax + 1, repeats);
   auto out = broadcast_to(expand_dims(arr, ax + 1, s), shape, s);
   shape.erase(shape.begin() + ax + 1);
-  shape[ax] *= repeats;
+  shape[ax] = checked_dim(int64_t{shape[ax]} * repeats, "repeat");
   return reshape(out, std::move(shape), s);
 }
 
@@ -180,7 +203,7 @@ array tile(const array& arr, std::vector<int> reps, StreamOrDevice s) {
     }
     expanded.push_back(shape[i]);
     broadcast.push_back(shape[i]);
-    final_shape.push_back(reps[i] * shape[i]);
+    final_shape.push_back(checked_dim(int64_t{reps[i]} * shape[i], "tile"));
   }
   auto out = broadcast_to(reshape(arr, std::move(expanded), s), broadcast, s);
   return reshape(out, std::move(final_shape), s);
@@ -196,8 +219,9 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_siz
                   std::to_string(high_pad_size.size()) + " high sizes for an array of shape " +
                   shape_string(a.shape()) + ".");
   }
-  if (mode != "constant" && mode != "edge") {
-    throw_invalid("[pad] Invalid padding mode (" + mode + ") passed to pad; expected \"constant\" or \"edge\".");
+  if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "symmetric") {
+    throw_invalid("[pad] Invalid padding mode (" + mode +
+                  ") passed to pad; expected \"constant\", \"edge\", \"reflect\" or \"symmetric\".");
   }
   if (pad_value.size() != 1) {
     throw_invalid("[pad] The padding value must be a single value; got shape " + shape_string(pad_value.shape()) + ".");
@@ -219,7 +243,7 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_siz
       }
     }
     normalized.push_back(ax);
-    out_shape[ax] += low_pad_size[i] + high_pad_size[i];
+    out_shape[ax] = checked_dim(int64_t{out_shape[ax]} + low_pad_size[i] + high_pad_size[i], "pad");
     any_padding = any_padding || low_pad_size[i] > 0 || high_pad_size[i] > 0;
   }
   if (!any_padding) {
@@ -230,6 +254,15 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_siz
     for (size_t i = 0; i < normalized.size(); ++i) {
       if (low_pad_size[i] > 0 || high_pad_size[i] > 0) {
         out = edge_pad_axis(out, normalized[i], low_pad_size[i], high_pad_size[i], s);
+      }
+    }
+    return out;
+  }
+  if (mode == "reflect" || mode == "symmetric") {
+    auto out = a;
+    for (size_t i = 0; i < normalized.size(); ++i) {
+      if (low_pad_size[i] > 0 || high_pad_size[i] > 0) {
+        out = mirror_pad_axis(out, normalized[i], low_pad_size[i], high_pad_size[i], mode == "symmetric", s);
       }
     }
     return out;
@@ -332,7 +365,7 @@ array diag(const array& a, int k, StreamOrDevice s) {
   if (a.ndim() == 1) {
     // The diagonal element of row i is a[i] when k >= 0, that of column j is a[j]
     // when k < 0: a, padded to n, broadcast along the other axis and masked by eye.
-    const int n = a.shape(0) + std::abs(k);
+    const int n = checked_dim(int64_t{a.shape(0)} + std::abs(int64_t{k}), "diag");
     auto values = pad(a, std::vector<int>{0}, Shape{0}, Shape{std::abs(k)}, array(0, a.dtype()), "constant", s);
     values = reshape(values, k >= 0 ? Shape{n, 1} : Shape{1, n}, s);
     return where(eye(n, n, k, bool_, s), values, array(0, a.dtype()), s);

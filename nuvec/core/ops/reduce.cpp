@@ -49,7 +49,7 @@ struct ReducePlan {
 };
 
 ReducePlan plan_reduce(const array& a, const std::vector<int>& axes, const char* op) {
-  ReducePlan p{normalize_axes(axes, a.ndim(), op), a.shape(), 1, true};
+  ReducePlan p{normalize_axes(axes, a.ndim(), op, ErrorKind::out_of_range), a.shape(), 1, true};
   for (int axis : p.axes) {
     p.reduced_size *= static_cast<size_t>(a.shape(axis));
     p.noop = p.noop && a.shape(axis) == 1;

@@ -23,18 +23,20 @@ Dtype sum_dtype(Dtype t) { return t == bool_ ? int32 : t; }
 
 }  // namespace
 
-array cumsum(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
-  return scan(a, ScanType::sum, sum_dtype(a.dtype()), axis, reverse, inclusive, "cumsum", s);
+array cumsum(const array& a, int axis, bool reverse, bool inclusive, std::optional<Dtype> dtype, StreamOrDevice s) {
+  auto x = dtype ? astype(a, *dtype, s) : a;
+  return scan(x, ScanType::sum, sum_dtype(x.dtype()), axis, reverse, inclusive, "cumsum", s);
 }
-array cumsum(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
-  return cumsum(flatten(a, s), 0, reverse, inclusive, s);
+array cumsum(const array& a, bool reverse, bool inclusive, std::optional<Dtype> dtype, StreamOrDevice s) {
+  return cumsum(flatten(a, s), 0, reverse, inclusive, dtype, s);
 }
 
-array cumprod(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {
-  return scan(a, ScanType::prod, sum_dtype(a.dtype()), axis, reverse, inclusive, "cumprod", s);
+array cumprod(const array& a, int axis, bool reverse, bool inclusive, std::optional<Dtype> dtype, StreamOrDevice s) {
+  auto x = dtype ? astype(a, *dtype, s) : a;
+  return scan(x, ScanType::prod, sum_dtype(x.dtype()), axis, reverse, inclusive, "cumprod", s);
 }
-array cumprod(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
-  return cumprod(flatten(a, s), 0, reverse, inclusive, s);
+array cumprod(const array& a, bool reverse, bool inclusive, std::optional<Dtype> dtype, StreamOrDevice s) {
+  return cumprod(flatten(a, s), 0, reverse, inclusive, dtype, s);
 }
 
 array cummax(const array& a, int axis, bool reverse, bool inclusive, StreamOrDevice s) {

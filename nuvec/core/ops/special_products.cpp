@@ -94,12 +94,12 @@ array kron(const array& a, const array& b, StreamOrDevice s) {
   for (int i = 0; i < a.ndim(); ++i) {
     const int axis = ndim - a.ndim() + i;
     a_shape[2 * axis] = a.shape(i);
-    out_shape[axis] *= a.shape(i);
+    out_shape[axis] = checked_dim(int64_t{out_shape[axis]} * a.shape(i), "kron");
   }
   for (int i = 0; i < b.ndim(); ++i) {
     const int axis = ndim - b.ndim() + i;
     b_shape[2 * axis + 1] = b.shape(i);
-    out_shape[axis] *= b.shape(i);
+    out_shape[axis] = checked_dim(int64_t{out_shape[axis]} * b.shape(i), "kron");
   }
   return reshape(multiply(reshape(a, a_shape, s), reshape(b, b_shape, s), s), out_shape, s);
 }

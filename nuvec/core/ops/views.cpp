@@ -1,6 +1,7 @@
 // Ops that build view primitives (and the few copies behind them): the
 // vocabulary every other op composes.
 
+#include <algorithm>
 #include <numeric>
 
 #include "nuvec/core/ops.h"
@@ -74,7 +75,8 @@ array contiguous(const array& a, bool allow_col_major, StreamOrDevice s) {
   if (a.is_available() && (a.flags().row_contiguous || (allow_col_major && a.flags().col_contiguous))) {
     return a;
   }
-  return copy(a, s);
+  // The layout of a lazy array is known only once it is computed: the kernel decides, as MLX's Contiguous does.
+  return array(a.shape(), a.dtype(), Copy{true, allow_col_major}, {a}, to_stream(s));
 }
 
 array stop_gradient(const array& a, StreamOrDevice s) {
@@ -98,7 +100,7 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
   }
   const size_t given = known;  // product of the sizes given; 0 makes the -1 ambiguous
   if (infer >= 0 && known > 0 && a.size() % known == 0) {
-    shape[infer] = static_cast<int32_t>(a.size() / known);
+    shape[infer] = checked_dim(static_cast<int64_t>(a.size() / known), "reshape");
     known *= static_cast<size_t>(shape[infer]);
   }
   if (known != a.size() || (infer >= 0 && given == 0)) {
@@ -116,18 +118,25 @@ array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
   if (a.ndim() == 0) {
     return reshape(a, {1}, s);
   }
-  int start = normalize_axis(start_axis, a.ndim(), "flatten");
-  int end = normalize_axis(end_axis, a.ndim(), "flatten");
+  // As MLX: the axes are clamped into the array (flatten(a, 0, 5) of a 2-d array flattens it all), and only a start
+  // past the last axis or an end before the first is an error.
+  const int ndim = a.ndim();
+  const int start = std::max(0, start_axis < 0 ? start_axis + ndim : start_axis);
+  const int end = std::min(ndim - 1, end_axis < 0 ? end_axis + ndim : end_axis);
   if (start > end) {
     throw_invalid("[flatten] start_axis " + std::to_string(start_axis) + " must come before end_axis " +
-                  std::to_string(end_axis) + ".");
+                  std::to_string(end_axis) + " for an array with " + std::to_string(ndim) + " dimensions.");
+  }
+  if (start >= ndim || end < 0) {
+    throw_invalid("[flatten] Invalid axes " + std::to_string(start_axis) + " and " + std::to_string(end_axis) +
+                  " for an array with " + std::to_string(ndim) + " dimensions.");
   }
   Shape shape(a.shape().begin(), a.shape().begin() + start);
-  int32_t flat = 1;
+  int64_t flat = 1;
   for (int i = start; i <= end; ++i) {
     flat *= a.shape(i);
   }
-  shape.push_back(flat);
+  shape.push_back(checked_dim(flat, "flatten"));
   shape.insert(shape.end(), a.shape().begin() + end + 1, a.shape().end());
   return reshape(a, std::move(shape), s);
 }
@@ -146,6 +155,9 @@ array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s) {
   int infer = -1;
   for (int i = 0; i < static_cast<int>(shape.size()); ++i) {
     if (shape[i] == -1) {
+      if (infer >= 0) {
+        throw_invalid("[unflatten] Can only infer one dimension; got shape " + shape_string(shape) + ".");
+      }
       infer = i;
     } else {
       known *= static_cast<size_t>(shape[i]);
@@ -239,8 +251,8 @@ array transpose(const array& a, StreamOrDevice s) {
 }
 
 array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s) {
-  int x = normalize_axis(axis1, a.ndim(), "swapaxes");
-  int y = normalize_axis(axis2, a.ndim(), "swapaxes");
+  int x = normalize_axis(axis1, a.ndim(), "swapaxes", ErrorKind::out_of_range);
+  int y = normalize_axis(axis2, a.ndim(), "swapaxes", ErrorKind::out_of_range);
   std::vector<int> axes(a.ndim());
   std::iota(axes.begin(), axes.end(), 0);
   std::swap(axes[x], axes[y]);
@@ -248,8 +260,8 @@ array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s) {
 }
 
 array moveaxis(const array& a, int source, int destination, StreamOrDevice s) {
-  int from = normalize_axis(source, a.ndim(), "moveaxis");
-  int to = normalize_axis(destination, a.ndim(), "moveaxis");
+  int from = normalize_axis(source, a.ndim(), "moveaxis", ErrorKind::out_of_range);
+  int to = normalize_axis(destination, a.ndim(), "moveaxis", ErrorKind::out_of_range);
   std::vector<int> axes(a.ndim());
   std::iota(axes.begin(), axes.end(), 0);
   axes.erase(axes.begin() + from);
@@ -386,7 +398,7 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, first.ndim(), "concatenate");
   auto shape = first.shape();
   auto dtype = first.dtype();
-  shape[ax] = 0;
+  int64_t concat_size = 0;
   for (const auto& a : arrays) {
     if (a.ndim() != first.ndim()) {
       throw_invalid("[concatenate] All the input arrays must have the same number of dimensions; got shapes " +
@@ -400,9 +412,10 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
             shape_string(first.shape()) + " and " + shape_string(a.shape()) + " on axis " + std::to_string(ax) + ".");
       }
     }
-    shape[ax] += a.shape(ax);
+    concat_size += a.shape(ax);
     dtype = promote_types(dtype, a.dtype());
   }
+  shape[ax] = checked_dim(concat_size, "concatenate");
   if (arrays.size() == 1) {
     return astype(first, dtype, s);
   }
@@ -423,8 +436,8 @@ array diagonal(const array& a, int offset, int axis1, int axis2, StreamOrDevice 
   if (a.ndim() < 2) {
     throw_invalid("[diagonal] Array must have at least two dimensions; got shape " + shape_string(a.shape()) + ".");
   }
-  int x = normalize_axis(axis1, a.ndim(), "diagonal");
-  int y = normalize_axis(axis2, a.ndim(), "diagonal");
+  int x = normalize_axis(axis1, a.ndim(), "diagonal", ErrorKind::out_of_range);
+  int y = normalize_axis(axis2, a.ndim(), "diagonal", ErrorKind::out_of_range);
   if (x == y) {
     throw_invalid("[diagonal] axis1 and axis2 cannot be the same axis (" + std::to_string(x) + ").");
   }

@@ -11,6 +11,20 @@ namespace nuvec::detail {
 
 namespace {
 
+/// As MLX: indices (inputs first to last - 1) have no derivative, and asking for one is an error.
+void check_no_index_derivative(const std::vector<int>& argnums, size_t first, size_t last, const char* op,
+                               const char* transform) {
+  for (int a : argnums) {
+    if (static_cast<size_t>(a) >= first && static_cast<size_t>(a) < last) {
+      throw_invalid(std::string("[")
+                        .append(op)
+                        .append("] Cannot calculate ")
+                        .append(transform)
+                        .append(" with respect to the indices (input " + std::to_string(a) + ")."));
+    }
+  }
+}
+
 const array& or_zeros(const array* t, const array& like, std::optional<array>& holder) {
   if (t) {
     return *t;
@@ -125,6 +139,7 @@ ScatterForms slice_update_forms(const SliceUpdate& p, const VjpArgs& args) {
 // ---- Gather (inputs x, one index array per axis; output I + slice_sizes)
 
 std::vector<array> vjp_of(const Gather& p, const VjpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, args.primals.size(), "gather", "VJP");
   const auto& x = args.primals[0];
   std::vector<array> inputs{zeros_like(x)};
   inputs.insert(inputs.end(), args.primals.begin() + 1, args.primals.end());
@@ -132,6 +147,7 @@ std::vector<array> vjp_of(const Gather& p, const VjpArgs& args) {
   return {reapply(Scatter{ScatterType::sum, p.axes}, std::move(inputs), x.shape(), x.dtype())};
 }
 std::vector<array> jvp_of(const Gather& p, const JvpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, args.primals.size(), "gather", "JVP");
   auto inputs = args.primals;
   inputs[0] = args.tangents[0];
   return reapply(p, std::move(inputs), args.outputs);
@@ -156,11 +172,13 @@ Batched vmap_of(const Gather& p, const VmapArgs& args) {
 // ---- GatherAxis (x, indices)
 
 std::vector<array> vjp_of(const GatherAxis& p, const VjpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, 2, "gather_axis", "VJP");
   const auto& x = args.primals[0];
   return {reapply(ScatterAxis{ScatterType::sum, p.axis}, {zeros_like(x), args.primals[1], args.cotangents[0]},
                   x.shape(), x.dtype())};
 }
 std::vector<array> jvp_of(const GatherAxis& p, const JvpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, 2, "gather_axis", "JVP");
   return reapply(p, {args.tangents[0], args.primals[1]}, args.outputs);
 }
 Batched vmap_of(const GatherAxis& p, const VmapArgs& args) {
@@ -170,6 +188,7 @@ Batched vmap_of(const GatherAxis& p, const VmapArgs& args) {
 // ---- Scatter (x, one index array per axis, updates)
 
 std::vector<array> vjp_of(const Scatter& p, const VjpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, args.primals.size() - 1, "scatter", "VJP");
   if (reduces(p.type)) {
     return vjp_reducing_scatter(p.type, args, scatter_forms(p, args));
   }
@@ -198,6 +217,7 @@ std::vector<array> vjp_of(const Scatter& p, const VjpArgs& args) {
   return grads;
 }
 std::vector<array> jvp_of(const Scatter& p, const JvpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, args.primals.size() - 1, "scatter", "JVP");
   if (reduces(p.type)) {
     return jvp_by_transposing_vjp(p, args);
   }
@@ -225,6 +245,7 @@ Batched vmap_of(const Scatter& p, const VmapArgs& args) {
 // ---- ScatterAxis (x, indices, updates)
 
 std::vector<array> vjp_of(const ScatterAxis& p, const VjpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, 2, "scatter_axis", "VJP");
   if (reduces(p.type)) {
     return vjp_reducing_scatter(p.type, args, scatter_axis_forms(p, args));
   }
@@ -245,6 +266,7 @@ std::vector<array> vjp_of(const ScatterAxis& p, const VjpArgs& args) {
   return grads;
 }
 std::vector<array> jvp_of(const ScatterAxis& p, const JvpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, 2, "scatter_axis", "JVP");
   if (reduces(p.type)) {
     return jvp_by_transposing_vjp(p, args);
   }
@@ -263,6 +285,7 @@ Batched vmap_of(const ScatterAxis& p, const VmapArgs& args) {
 // ---- MaskedScatter (x, bool mask of x's shape, flat source)
 
 std::vector<array> vjp_of(const MaskedScatter&, const VjpArgs& args) {
+  check_no_index_derivative(args.argnums, 1, 2, "masked_scatter", "VJP");
   const auto& mask = args.primals[1];
   const auto& source = args.primals[2];
   const auto& ct = args.cotangents[0];

@@ -193,8 +193,8 @@ std::pair<std::vector<array>, std::vector<array>> vjp_prefix(const Function& fun
     std::vector<array> inputs = it->inputs();
     argnums.clear();
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (gradient_flows(p, i, outs.size()) && tape.dependent.contains(inputs[i].id()) &&
-          is_inexact(inputs[i].dtype())) {
+      // As MLX, derivatives flow through integer arrays too (an integer primal gets its cotangent).
+      if (gradient_flows(p, i, outs.size()) && tape.dependent.contains(inputs[i].id())) {
         argnums.push_back(static_cast<int>(i));
       }
     }
@@ -221,10 +221,10 @@ std::pair<std::vector<array>, std::vector<array>> vjp_prefix(const Function& fun
 int mapped_size(const std::vector<array>& inputs, const std::vector<int>& axes) {
   int size = -1;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (axes[i] < 0) {
+    if (axes[i] == -1) {
       continue;
     }
-    if (axes[i] >= inputs[i].ndim()) {
+    if (axes[i] < -1 || axes[i] >= inputs[i].ndim()) {
       throw_invalid("[vmap] in_axes " + std::to_string(axes[i]) + " is out of range for input " + std::to_string(i) +
                     " of shape " + shape_text(inputs[i].shape()) + ".");
     }
@@ -277,10 +277,9 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
   auto tape = record(outputs, tracers, Walk::derivative);
 
   std::unordered_map<uintptr_t, array> tans;
+  // As MLX, integer primals carry their tangents too (an index's tangent is an error in the rule that reads it).
   for (size_t i = 0; i < primals.size(); ++i) {
-    if (is_inexact(primals[i].dtype())) {
-      tans.emplace(tracers[i].id(), astype(tangents[i], primals[i].dtype()));
-    }
+    tans.emplace(tracers[i].id(), astype(tangents[i], primals[i].dtype()));
   }
   std::vector<int> argnums;
   std::vector<array> node_tans;
@@ -302,12 +301,9 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
     }
     auto results = detail::jvp_rule(p, {inputs, outs, node_tans, argnums});
     for (size_t k = 0; k < outs.size(); ++k) {
-      if (is_inexact(outs[k].dtype())) {
-        check_rule_shape(results[k], outs[k], p, "jvp");
-        tans.insert_or_assign(outs[k].id(), results[k].dtype() == outs[k].dtype()
-                                                ? results[k]
-                                                : astype(results[k], outs[k].dtype()));
-      }
+      check_rule_shape(results[k], outs[k], p, "jvp");
+      tans.insert_or_assign(outs[k].id(),
+                            results[k].dtype() == outs[k].dtype() ? results[k] : astype(results[k], outs[k].dtype()));
     }
   }
   std::vector<array> out_tangents;
@@ -422,11 +418,16 @@ Function vmap(const Function& fun, const std::vector<int>& in_axes, const std::v
         continue;
       }
       auto tracer = depends({take(inputs[i], 0, axes[i])}, {}).front();
+      tracer.set_tracer(true);
       traced.push_back(tracer);
       sources.push_back(tracer);
       mapped.insert_or_assign(tracer.id(), std::make_pair(inputs[i], axes[i]));
     }
-    auto outputs = fun(traced);
+    std::vector<array> outputs;
+    {
+      detail::TracingScope tracing;
+      outputs = fun(traced);
+    }
     auto tape = record(outputs, sources, Walk::vmap);
     std::vector<array> node_inputs;
     std::vector<int> node_axes;

@@ -129,7 +129,7 @@ LoadedPromptCache load_prompt_cache(const std::string& path) {
   try {
     file = load_safetensors(path);
   } catch (const error& e) {
-    throw error(e.kind(), "[load_prompt_cache] cannot read '" + path + "': " + e.what());
+    throw_error(e.kind(), "[load_prompt_cache] cannot read '" + path + "': " + e.what());
   }
   auto& [arrays, info] = file;
 
@@ -201,7 +201,7 @@ LoadedPromptCache load_prompt_cache(const std::string& path) {
     try {
       layer->set_state(state, meta);
     } catch (const error& e) {
-      throw error(e.kind(), "[load_prompt_cache] layer " + std::to_string(i) + " of '" + path + "': " + e.what());
+      throw_error(e.kind(), "[load_prompt_cache] layer " + std::to_string(i) + " of '" + path + "': " + e.what());
     }
     loaded.cache.push_back(std::move(layer));
   }

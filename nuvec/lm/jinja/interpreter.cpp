@@ -52,10 +52,10 @@ class Interpreter {
     try {
       exec(body);
     } catch (const RenderError& e) {
-      throw error(ErrorKind::invalid_argument,
+      throw_error(ErrorKind::invalid_argument,
                   "chat template error at line " + std::to_string(line_) + ": " + e.message);
     } catch (const std::bad_alloc&) {
-      throw error(ErrorKind::out_of_memory, "chat template error at line " + std::to_string(line_) + ": out of memory");
+      throw_error(ErrorKind::out_of_memory, "chat template error at line " + std::to_string(line_) + ": out of memory");
     }
     return std::move(out_);
   }

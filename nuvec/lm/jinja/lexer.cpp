@@ -10,7 +10,7 @@
 namespace nuvec::lm::jinja {
 
 void syntax_error(int line, const std::string& message) {
-  throw error(ErrorKind::invalid_argument,
+  throw_error(ErrorKind::invalid_argument,
               "chat template syntax error at line " + std::to_string(line) + ": " + message);
 }
 

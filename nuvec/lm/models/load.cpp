@@ -28,12 +28,12 @@ namespace {
 nlohmann::json read_json(const fs::path& file) {
   std::ifstream in(file);
   if (!in) {
-    throw error(ErrorKind::io, "[load_folder] cannot read " + file.string() + ".");
+    throw_error(ErrorKind::io, "[load_folder] cannot read " + file.string() + ".");
   }
   try {
     return nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& e) {
-    throw error(ErrorKind::io, "[load_folder] " + file.string() + " is not valid JSON: " + e.what());
+    throw_error(ErrorKind::io, "[load_folder] " + file.string() + " is not valid JSON: " + e.what());
   }
 }
 
@@ -45,7 +45,7 @@ Weights read_safetensors(const fs::path& file) {
     if (std::string(e.what()).find(file.string()) != std::string::npos) {
       throw;
     }
-    throw error(e.kind(), "[load_folder] " + file.string() + ": " + e.what());
+    throw_error(e.kind(), "[load_folder] " + file.string() + ": " + e.what());
   }
 }
 
@@ -136,7 +136,7 @@ void quantize_child(nn::Module& parent, const std::string& name, const std::stri
           name, std::make_shared<QuantizedSwitchLinear>(dynamic_cast<SwitchLinear&>(child), p.group_size, p.bits));
     }
   } catch (const error& e) {
-    throw error(e.kind(), "[quantize] " + path + ": " + e.what());
+    throw_error(e.kind(), "[quantize] " + path + ": " + e.what());
   }
 }
 
@@ -247,7 +247,7 @@ Weights load_folder_weights(const std::string& dir) {
     }
   }
   if (files.empty()) {
-    throw error(ErrorKind::io, "[load_folder] " + dir +
+    throw_error(ErrorKind::io, "[load_folder] " + dir +
                                    " holds no model.safetensors, no model.safetensors.index.json and no other "
                                    ".safetensors file.");
   }
@@ -277,10 +277,10 @@ void load_weights_into(LanguageModel& model, Weights weights, const nlohmann::js
 LoadedModel load_folder(const std::string& dir) {
   const fs::path root(dir);
   if (!fs::is_directory(root)) {
-    throw error(ErrorKind::io, "[load_folder] " + dir + " is not a folder.");
+    throw_error(ErrorKind::io, "[load_folder] " + dir + " is not a folder.");
   }
   if (!fs::exists(root / "config.json")) {
-    throw error(ErrorKind::io, "[load_folder] " + dir + " has no config.json.");
+    throw_error(ErrorKind::io, "[load_folder] " + dir + " has no config.json.");
   }
   nlohmann::json config = read_json(root / "config.json");
   std::shared_ptr<LanguageModel> model = create_model(config);
@@ -350,13 +350,13 @@ void save_folder(const std::string& dir, const LanguageModel& model, const nlohm
   std::ofstream out(root / "config.json");
   out << config.dump(4) << '\n';
   if (!out) {
-    throw error(ErrorKind::io, "[save_folder] cannot write " + (root / "config.json").string() + ".");
+    throw_error(ErrorKind::io, "[save_folder] cannot write " + (root / "config.json").string() + ".");
   }
   if (tokenizer_dir.empty()) {
     return;
   }
   if (!fs::is_directory(tokenizer_dir)) {
-    throw error(ErrorKind::io, "[save_folder] the tokenizer folder " + tokenizer_dir + " does not exist.");
+    throw_error(ErrorKind::io, "[save_folder] the tokenizer folder " + tokenizer_dir + " does not exist.");
   }
   if (fs::equivalent(fs::path(tokenizer_dir), root)) {
     return;

@@ -125,7 +125,8 @@ array SparseMoeBlock::forward(const array& x) {
   const int k = options_.top_k;
   // transformers routes in float32: softmax over every expert, then the top k.
   const array probs = softmax(astype((*gate)(x), float32), -1, true);
-  const array partitioned = argpartition(negative(probs), k - 1, -1);
+  // The chosen experts carry no derivative (gathers refuse one for indices, as MLX's do).
+  const array partitioned = stop_gradient(argpartition(negative(probs), k - 1, -1));
   Shape stop = partitioned.shape();
   stop.back() = k;
   const array chosen = slice(partitioned, Shape(partitioned.ndim(), 0), stop);

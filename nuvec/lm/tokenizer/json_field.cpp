@@ -97,12 +97,12 @@ double JsonField::number_or(std::string_view key, double fallback) const {
 }
 
 void JsonField::fail(std::string_view problem) const {
-  throw error(ErrorKind::invalid_argument,
+  throw_error(ErrorKind::invalid_argument,
               source_ + ": " + (path_.empty() ? std::string("(root)") : path_) + ": " + std::string(problem));
 }
 
 void JsonField::unsupported(std::string_view problem) const {
-  throw error(ErrorKind::unsupported,
+  throw_error(ErrorKind::unsupported,
               source_ + ": " + (path_.empty() ? std::string("(root)") : path_) + ": " + std::string(problem));
 }
 

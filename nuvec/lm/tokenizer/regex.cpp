@@ -35,7 +35,7 @@ struct MatchState {
     // Long runs (megabytes of spaces) need more than JIT's default 32 KiB stack.
     stack = pcre2_jit_stack_create(size_t{32} * 1024, size_t{64} * 1024 * 1024, nullptr);
     if (data == nullptr || context == nullptr || stack == nullptr) {
-      throw error(ErrorKind::out_of_memory, "PCRE2: cannot allocate match data");
+      throw_error(ErrorKind::out_of_memory, "PCRE2: cannot allocate match data");
     }
     pcre2_jit_stack_assign(context, nullptr, stack);
   }

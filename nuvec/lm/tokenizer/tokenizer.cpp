@@ -268,7 +268,7 @@ std::string Tokenizer::apply_chat_template(const nlohmann::ordered_json& message
     name = tools && has("tool_use") ? "tool_use" : "default";
   }
   if (!has(name)) {
-    throw error(ErrorKind::invalid_argument,
+    throw_error(ErrorKind::invalid_argument,
                 state_->config.chat_templates.empty()
                     ? std::string("[apply_chat_template] the tokenizer has no chat template")
                     : "[apply_chat_template] the tokenizer has no chat template named '" + name + "'");

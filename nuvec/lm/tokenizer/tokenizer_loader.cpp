@@ -17,12 +17,12 @@ namespace fs = std::filesystem;
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw error(ErrorKind::io, "cannot open " + path.string());
+    throw_error(ErrorKind::io, "cannot open " + path.string());
   }
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) {
-    throw error(ErrorKind::io, "cannot read " + path.string());
+    throw_error(ErrorKind::io, "cannot read " + path.string());
   }
   return text.str();
 }
@@ -72,7 +72,7 @@ Tokenizer Tokenizer::from_file(const std::string& path) {
 Tokenizer Tokenizer::from_folder(const std::string& dir) {
   fs::path path = fs::path(dir) / "tokenizer.json";
   if (!fs::exists(path)) {
-    throw error(ErrorKind::io, dir + ": no tokenizer.json in the folder");
+    throw_error(ErrorKind::io, dir + ": no tokenizer.json in the folder");
   }
   return from_file(path.string());
 }
