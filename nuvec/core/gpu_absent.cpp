@@ -7,8 +7,8 @@
 namespace nuvec::detail {
 
 void eval_gpu(const Primitive& primitive, const std::vector<array>&, std::vector<array>&, const Stream& stream) {
-  throw error(ErrorKind::unsupported, "[eval] " + std::string(name(primitive)) + " is on GPU stream " +
-                                          std::to_string(stream.index) + ": no GPU backend in this build.");
+  throw_unsupported("[eval] " + std::string(name(primitive)) + " is on GPU stream " + std::to_string(stream.index) +
+                    ": no GPU backend in this build.");
 }
 
 }  // namespace nuvec::detail

@@ -17,9 +17,9 @@ using Shapes = std::vector<Shape>;
 using Inputs = std::vector<array>;
 
 [[noreturn]] void set_by_arguments(std::string_view primitive) {
-  throw error(ErrorKind::unsupported, "[output_shapes] " + std::string(primitive) +
-                                          ": its output shape is an argument of the op, not a function of its "
-                                          "inputs' shapes, so it cannot be inferred (nor replayed shapeless).");
+  throw_unsupported("[output_shapes] " + std::string(primitive) +
+                    ": its output shape is an argument of the op, not a function of its inputs' shapes, so it cannot "
+                    "be inferred (nor replayed shapeless).");
 }
 
 Shape broadcast_all(const Inputs& in) {

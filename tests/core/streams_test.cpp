@@ -130,7 +130,7 @@ TEST(Streams, OpsPutTheirNodesOnTheStreamTheyAreGiven) {
          auto q = reshape(x, {1, 2, 3, 4}, s);
          return fast::scaled_dot_product_attention(q, q, q, 0.5F, "", std::nullopt, std::nullopt, s);
        }},
-      {"fft", [&](StreamOrDevice s) { return fft::rfft(m, -1, s); }},
+      {"fft", [&](StreamOrDevice s) { return fft::rfft(m, -1, fft::FFTNorm::Backward, s); }},
       {"inv", [&](StreamOrDevice s) { return linalg::inv(eye3, s); }},
       {"conv1d", [&](StreamOrDevice s) { return conv1d(reshape(m, {1, 3, 4}, s), weight, 1, 0, 1, 1, s); }},
       {"quantized_matmul",
