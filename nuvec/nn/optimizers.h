@@ -62,7 +62,7 @@ class Optimizer {
 
  protected:
   using State = std::map<std::string, array>;
-  /// Creates the per-parameter slots (zeros of the parameter's shape and dtype, as the optimizer needs).
+  /// Creates the per-parameter slots (zeros in the parameter's dtype).
   virtual void init_single(const array& parameter, State& state) = 0;
   /// The new parameter value; `lr` is this step's rate (float32 scalar), `step` the 1-based number of this step
   /// (uint64 scalar).
