@@ -1,9 +1,9 @@
 #pragma once
 
-// Activation functions (mlx.nn's names) and their modules. Each function takes any floating-point array and gives
-// its dtype and shape (constants are cast to it, so half precision stays half); the modules wrap them for Sequential.
-// sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a learned slope per channel (the last
-// axis, channels-last).
+// Activation functions (mlx.nn's names) and their modules. Each function takes any floating-point array and keeps
+// its dtype (constants are cast to it, so half precision stays half; prelu promotes with alpha); the modules wrap
+// them for Sequential. sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a learned slope
+// per channel (the last axis, channels-last).
 
 #include <string>
 

@@ -89,7 +89,8 @@ class Upsample : public UnaryModule {
   /// One scale for every spatial axis or one per axis (1 to 3 values); another mode or count throws.
   explicit Upsample(std::vector<float> scale_factor, std::string mode = "nearest", bool align_corners = false);
   [[nodiscard]] std::string type_name() const override { return "Upsample"; }
-  /// Throws for a non-floating input, 1 to 3 spatial axes not found, or a scale count that does not match them.
+  /// Throws for an input that is not floating (N, spatial..., C) with 1 to 3 spatial axes, or a scale count that
+  /// does not match them.
   array forward(const array& x) override;
 
  private:
