@@ -36,6 +36,7 @@ class ConvBase : public UnaryModule {
   std::optional<array> bias;
 
  protected:
+  /// A layer of `spatial` axes named `name`, transposed or not, with its weight (and bias) drawn.
   ConvBase(std::string name, int spatial, bool transposed, int in_channels, int out_channels, const Sizes& kernel,
            const Sizes& stride, const Sizes& padding, const Sizes& dilation, const Sizes& output_padding, int groups,
            bool bias);

@@ -25,6 +25,7 @@ class PoolBase : public UnaryModule {
   array forward(const array& x) override;
 
  protected:
+  /// A max (or average) pooling of `spatial` axes named `name`; stride defaults to the kernel size.
   PoolBase(std::string name, int spatial, bool max, const Sizes& kernel, const std::optional<Sizes>& stride,
            const Sizes& padding);
 
