@@ -1,8 +1,9 @@
 #pragma once
 
-// Activation functions (mlx.nn's names) and their modules. Each function takes any floating-point array; the
-// modules wrap them for Sequential. sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a
-// learned slope per channel (the last axis, channels-last).
+// Activation functions (mlx.nn's names) and their modules. Each function takes any floating-point array and keeps
+// its dtype (constants are cast to it, so half precision stays half; prelu promotes with alpha); the modules wrap
+// them for Sequential. sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a learned slope
+// per channel (the last axis, channels-last).
 
 #include <string>
 
@@ -12,6 +13,7 @@
 
 namespace nuvec::nn {
 
+/// max(x, 0); NaN passes through.
 array relu(const array& x);
 /// x where x >= 0, negative_slope * x elsewhere.
 array leaky_relu(const array& x, float negative_slope = 0.01F);
@@ -23,7 +25,7 @@ array elu(const array& x, float alpha = 1.0F);
 array selu(const array& x);
 /// max(x, 0) + min(0, alpha * (exp(x / alpha) - 1)).
 array celu(const array& x, float alpha = 1.0F);
-/// x * Phi(x) with the exact normal CDF.
+/// x * Phi(x) with the exact normal CDF (one fused kernel each way for floating x).
 array gelu(const array& x);
 /// The tanh approximation of gelu (PyTorch's approximate="tanh").
 array gelu_approx(const array& x);
@@ -43,13 +45,14 @@ array hardswish(const array& x);
 array hard_sigmoid(const array& x);
 /// clip(x, min_val, max_val).
 array hard_tanh(const array& x, float min_val = -1.0F, float max_val = 1.0F);
-/// x where x >= 0, alpha * x elsewhere; alpha broadcasts against the last axis.
+/// x where x >= 0, alpha * x elsewhere; alpha broadcasts against x (one value, or one per channel of the last axis).
 array prelu(const array& x, const array& alpha);
-/// a * sigmoid(b) for the two halves a, b of `axis`.
+/// a * sigmoid(b) for the two halves a, b of `axis` (default -1), which halves its size; an odd size or a 0-d x
+/// throws.
 array glu(const array& x, int axis = -1);
 /// -softplus(-x).
 array log_sigmoid(const array& x);
-/// x - logsumexp(x, axis).
+/// x - logsumexp(x, axis), axis -1 by default.
 array log_softmax(const array& x, int axis = -1);
 /// 1 where x > threshold, else 0 (in x's dtype).
 array step(const array& x, float threshold = 0.0F);
@@ -60,7 +63,7 @@ inline array sigmoid_op(const array& x) { return nuvec::sigmoid(x); }
 inline array tanh_op(const array& x) { return nuvec::tanh(x); }
 }  // namespace detail
 
-/// A parameterless activation module: one alias per function.
+/// A parameterless activation module: one alias per function; Name is its type_name().
 template <FixedName Name, array (*Fn)(const array&)>
 class Activation : public UnaryModule {
  public:
@@ -81,6 +84,7 @@ using Sigmoid = Activation<"Sigmoid", detail::sigmoid_op>;
 using Tanh = Activation<"Tanh", detail::tanh_op>;
 using LogSigmoid = Activation<"LogSigmoid", log_sigmoid>;
 
+/// leaky_relu with a fixed negative_slope (default 0.01).
 class LeakyReLU : public UnaryModule {
  public:
   explicit LeakyReLU(float negative_slope = 0.01F) : negative_slope_(negative_slope) {}
@@ -91,6 +95,7 @@ class LeakyReLU : public UnaryModule {
   float negative_slope_;
 };
 
+/// elu with a fixed alpha (default 1).
 class ELU : public UnaryModule {
  public:
   explicit ELU(float alpha = 1.0F) : alpha_(alpha) {}
@@ -101,6 +106,7 @@ class ELU : public UnaryModule {
   float alpha_;
 };
 
+/// celu with a fixed alpha (default 1).
 class CELU : public UnaryModule {
  public:
   explicit CELU(float alpha = 1.0F) : alpha_(alpha) {}
@@ -111,7 +117,8 @@ class CELU : public UnaryModule {
   float alpha_;
 };
 
-/// GELU: approx "none" (exact), "precise" or "tanh" (the tanh approximation), or "fast" (x * sigmoid(1.702 x)).
+/// GELU: approx "none" (exact, the default), "precise" or "tanh" (both the tanh approximation), or "fast"
+/// (x * sigmoid(1.702 x)); another approx throws.
 class GELU : public UnaryModule {
  public:
   explicit GELU(std::string approx = "none");
@@ -122,6 +129,7 @@ class GELU : public UnaryModule {
   std::string approx_;
 };
 
+/// hard_tanh with fixed bounds (default [-1, 1]).
 class Hardtanh : public UnaryModule {
  public:
   explicit Hardtanh(float min_val = -1.0F, float max_val = 1.0F) : min_val_(min_val), max_val_(max_val) {}
@@ -133,7 +141,8 @@ class Hardtanh : public UnaryModule {
   float max_val_;
 };
 
-/// PReLU with `num_parameters` learned slopes (1, or the number of channels), each starting at `init`.
+/// PReLU with `num_parameters` learned slopes (parameter "weight": 1, or the number of channels on the last axis),
+/// each starting at `init`. With more than one slope, an input whose last axis has another size throws.
 class PReLU : public UnaryModule {
  public:
   explicit PReLU(int num_parameters = 1, float init = 0.25F);
@@ -142,6 +151,7 @@ class PReLU : public UnaryModule {
   array weight;
 };
 
+/// glu over a fixed axis (default -1).
 class GLU : public UnaryModule {
  public:
   explicit GLU(int axis = -1) : axis_(axis) {}
@@ -152,6 +162,7 @@ class GLU : public UnaryModule {
   int axis_;
 };
 
+/// log_softmax over a fixed axis (default -1).
 class LogSoftmax : public UnaryModule {
  public:
   explicit LogSoftmax(int axis = -1) : axis_(axis) {}
@@ -162,6 +173,7 @@ class LogSoftmax : public UnaryModule {
   int axis_;
 };
 
+/// softmax over a fixed axis (default -1), computed in float32 at least (precise).
 class Softmax : public UnaryModule {
  public:
   explicit Softmax(int axis = -1) : axis_(axis) {}
@@ -172,6 +184,7 @@ class Softmax : public UnaryModule {
   int axis_;
 };
 
+/// step with a fixed threshold (default 0).
 class Step : public UnaryModule {
  public:
   explicit Step(float threshold = 0.0F) : threshold_(threshold) {}

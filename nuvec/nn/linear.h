@@ -10,18 +10,22 @@
 
 namespace nuvec::nn {
 
+/// Returns its input unchanged (a placeholder with no parameters).
 class Identity : public UnaryModule {
  public:
   [[nodiscard]] std::string type_name() const override { return "Identity"; }
   array forward(const array& x) override { return x; }
 };
 
-/// y = x @ weight.T + bias, weights drawn from U(-1/sqrt(in), 1/sqrt(in)).
+/// y = x @ weight.T + bias, weight (output_dims, input_dims) and bias (output_dims) drawn from
+/// U(-1/sqrt(input_dims), 1/sqrt(input_dims)); bias only when `bias` (default true).
 class Linear : public UnaryModule {
  public:
   Linear(int input_dims, int output_dims, bool bias = true);
   [[nodiscard]] std::string type_name() const override { return "Linear"; }
+  /// (..., input_dims) -> (..., output_dims); a non-floating x or another last axis throws.
   array forward(const array& x) override;
+  /// The sizes of the input's and the output's last axis.
   [[nodiscard]] int input_dims() const { return input_dims_; }
   [[nodiscard]] int output_dims() const { return output_dims_; }
 
@@ -33,12 +37,16 @@ class Linear : public UnaryModule {
   int output_dims_;
 };
 
-/// y[..., o] = x1 @ weight[o] @ x2 + bias[o].
+/// y[..., o] = x1 @ weight[o] @ x2 + bias[o], weight (output_dims, input1_dims, input2_dims) (PyTorch's layout; MLX
+/// stores (output_dims, input2_dims, input1_dims)) and bias drawn from U(-1/sqrt(input1_dims), 1/sqrt(input1_dims)).
 class Bilinear : public Module {
  public:
   Bilinear(int input1_dims, int input2_dims, int output_dims, bool bias = true);
   [[nodiscard]] std::string type_name() const override { return "Bilinear"; }
+  /// x1 (..., input1_dims) and x2 (..., input2_dims) with the same leading axes -> (..., output_dims); other shapes
+  /// or non-floating inputs throw.
   array forward(const array& x1, const array& x2);
+  /// forward(x1, x2).
   array operator()(const array& x1, const array& x2) { return forward(x1, x2); }
 
   array weight;
@@ -50,10 +58,11 @@ class Embedding : public UnaryModule {
  public:
   Embedding(int num_embeddings, int dims);
   [[nodiscard]] std::string type_name() const override { return "Embedding"; }
-  /// The rows of weight at the integer indices x: shape x.shape + (dims).
+  /// The rows of weight at the integer indices x: shape x.shape + (dims); non-integer indices throw.
   array forward(const array& x) override;
-  /// x @ weight.T: the table used as an output projection (tied embeddings).
+  /// x @ weight.T: the table used as an output projection (tied embeddings); x is floating (..., dims).
   virtual array as_linear(const array& x);
+  /// The table's size: rows and features per row.
   [[nodiscard]] int num_embeddings() const { return num_embeddings_; }
   [[nodiscard]] int dims() const { return dims_; }
 

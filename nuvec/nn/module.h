@@ -44,6 +44,8 @@ struct LoadReport {
   std::vector<std::string> mismatched;
 };
 
+/// The base of every layer: named parameters, buffers and children, a training flag, and the tree walks built on
+/// them. Errors name the layer as "[Type path]" and throw nuvec::error (invalid argument).
 class Module {
  public:
   Module() = default;
@@ -66,50 +68,59 @@ class Module {
   [[nodiscard]] Params trainable_parameters() const;
   /// parameters() as a nested tree.
   [[nodiscard]] ParamTree parameter_tree() const { return tree_unflatten(parameters()); }
-  /// The direct children, by name.
+  /// The direct children, by name (slots holding no module are skipped).
   [[nodiscard]] std::vector<std::pair<std::string, Module*>> children() const;
   /// Every module of the tree with its path, this one first (depth first, registration order).
   [[nodiscard]] std::vector<std::pair<std::string, Module*>> modules();
 
-  /// Replaces parameters by name. Unknown names throw; shapes are not checked (see load_weights).
+  /// Replaces parameters (and buffers) by dotted name, the arrays taken as given. Any unknown name throws, listing
+  /// them all, before anything changes; shapes and dtypes are not checked (see load_weights).
   void update(const Params& params);
   /// update() from a nested tree.
   void update(const ParamTree& tree) { update(tree_flatten(tree)); }
-  /// Loads weights by name. Strict: any missing, unexpected or mis-shaped entry throws one error listing all of
-  /// them and nothing is changed. Not strict: loads the entries whose name and shape match, reports the rest.
+  /// Loads weights by name, each keeping its own dtype. Strict (default): any missing, unexpected or mis-shaped
+  /// entry throws one error listing all of them and nothing is changed. Not strict: loads the entries whose name
+  /// and shape match, reports the rest.
   LoadReport load_weights(const Params& weights, bool strict = true);
-  /// Saves parameters() to a safetensors file (PyTorch and Hugging Face state-dict names).
+  /// Saves parameters() to a safetensors file (PyTorch and Hugging Face state-dict names); a file that cannot be
+  /// written throws an io error.
   void save_weights(const std::string& file) const;
-  /// load_weights from a safetensors file.
+  /// load_weights from a safetensors file; a missing or malformed file throws an io error.
   LoadReport load_weights(const std::string& file, bool strict = true);
 
-  /// Maps every parameter (all of them, or those `filter` accepts) through fn: casts, copies, re-initialization.
+  /// Maps every parameter and buffer (all of them, or those `filter` accepts, given the dotted name and value)
+  /// through fn: casts, copies, re-initialization.
   void apply(const std::function<array(const std::string&, const array&)>& fn,
              const std::function<bool(const std::string&, const array&)>& filter = {});
-  /// Calls fn on every module of the tree with its path.
+  /// Calls fn on every module of the tree with its path relative to this one ("" for this one), this one first.
   void apply_to_modules(const std::function<void(const std::string&, Module&)>& fn);
 
   /// Freezes parameters so trainable_parameters() leaves them out: all of them, or those whose local name (in
-  /// this module, or in every module of the tree when `recurse`) is in `keys`.
+  /// this module, or in every module of the tree when `recurse`) is in `keys`. Keys no module has are ignored.
   void freeze(bool recurse = true, const std::vector<std::string>& keys = {});
+  /// Undoes freeze() for all parameters, or for the local names in `keys`, in this module or the whole tree.
   void unfreeze(bool recurse = true, const std::vector<std::string>& keys = {});
 
-  /// Training mode (dropout active, batch statistics) or evaluation mode, for the whole tree.
+  /// Training mode (dropout active, batch statistics) or evaluation mode, for the whole tree; modules start in
+  /// training mode.
   void train(bool mode = true);
+  /// train(false).
   void eval() { train(false); }
+  /// Whether this module is in training mode.
   [[nodiscard]] bool training() const { return training_; }
 
-  /// Replaces the child called `name` (a direct child); throws if the new module does not fit the member's type.
+  /// Replaces the child called `name` (a direct child), giving the new module this tree's path and mode; throws if
+  /// there is no such child or the new module does not fit the member's type.
   void set_child(const std::string& name, std::shared_ptr<Module> module);
 
  protected:
-  /// Registers an array member as a parameter called `name`.
+  /// Registers an array member as a parameter called `name` (trained unless frozen).
   void register_parameter(std::string name, array& member);
   /// Registers an optional array member; it counts as a parameter while it holds a value.
   void register_parameter(std::string name, std::optional<array>& member);
   /// Registers a state array that is saved and loaded but never trained (running statistics).
   void register_buffer(std::string name, array& member);
-  /// Registers a child-module member; `quantize` and set_child may later swap in a subclass of T.
+  /// Registers a child-module member called `name`; `quantize` and set_child may later swap in a subclass of T.
   template <class T>
   void register_module(std::string name, std::shared_ptr<T>& member) {
     add_child(
@@ -160,7 +171,9 @@ class Module {
 /// A module with one input and one output: what Sequential chains and the activations are.
 class UnaryModule : public Module {
  public:
+  /// The layer's output for x.
   virtual array forward(const array& x) = 0;
+  /// forward(x).
   array operator()(const array& x) { return forward(x); }
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 
 // Normalization layers, channels-last (features on the last axis). Parameter names follow PyTorch: weight, bias,
-// running_mean, running_var.
+// running_mean, running_var. weight starts at ones and bias at zeros; variances are biased (divided by the count)
+// and eps defaults to 1e-5. forward throws for a non-floating input, too few axes or another last-axis size.
 
 #include <optional>
 #include <string>
@@ -10,11 +11,13 @@
 
 namespace nuvec::nn {
 
-/// Normalizes the last axis (fast::layer_norm); weight and bias when affine.
+/// Normalizes the last axis (dims features) to zero mean and unit variance (fast::layer_norm); learned weight when
+/// affine, and bias when affine and bias.
 class LayerNorm : public UnaryModule {
  public:
   explicit LayerNorm(int dims, float eps = 1e-5F, bool affine = true, bool bias = true);
   [[nodiscard]] std::string type_name() const override { return "LayerNorm"; }
+  /// (..., dims) -> (..., dims).
   array forward(const array& x) override;
 
   std::optional<array> weight;
@@ -25,11 +28,12 @@ class LayerNorm : public UnaryModule {
   float eps_;
 };
 
-/// x * rsqrt(mean(x^2) + eps) * weight over the last axis (fast::rms_norm).
+/// x * rsqrt(mean(x^2) + eps) * weight over the last axis of dims features (fast::rms_norm), weight learned.
 class RMSNorm : public UnaryModule {
  public:
   explicit RMSNorm(int dims, float eps = 1e-5F);
   [[nodiscard]] std::string type_name() const override { return "RMSNorm"; }
+  /// (..., dims) -> (..., dims).
   array forward(const array& x) override;
 
   array weight;
@@ -39,11 +43,14 @@ class RMSNorm : public UnaryModule {
   float eps_;
 };
 
-/// Normalizes groups of consecutive channels over (spatial..., channels of the group), as PyTorch's GroupNorm.
+/// Normalizes groups of consecutive channels over (spatial..., channels of the group), as PyTorch's GroupNorm
+/// (MLX's pytorch_compatible=true; its default groups differently); weight and bias per channel when affine.
+/// num_groups must divide dims, else the constructor throws.
 class GroupNorm : public UnaryModule {
  public:
   GroupNorm(int num_groups, int dims, float eps = 1e-5F, bool affine = true);
   [[nodiscard]] std::string type_name() const override { return "GroupNorm"; }
+  /// (N, spatial..., dims) -> the same shape; at least 2 axes.
   array forward(const array& x) override;
 
   std::optional<array> weight;
@@ -56,13 +63,15 @@ class GroupNorm : public UnaryModule {
 };
 
 /// Normalizes each channel over the batch and spatial axes. Training uses the batch statistics and updates the
-/// running ones (the unbiased variance, as PyTorch) and counts the batches (num_batches_tracked, so PyTorch state
-/// dicts load strictly); evaluation uses the running statistics.
+/// running ones, new = (1 - momentum) old + momentum batch (the unbiased variance, as PyTorch), and counts the
+/// batches (num_batches_tracked, so PyTorch state dicts load strictly); evaluation uses the running statistics, or
+/// the batch's without track_running_stats. The running statistics are buffers: saved, never trained.
 class BatchNorm : public UnaryModule {
  public:
   explicit BatchNorm(int num_features, float eps = 1e-5F, float momentum = 0.1F, bool affine = true,
                      bool track_running_stats = true);
   [[nodiscard]] std::string type_name() const override { return "BatchNorm"; }
+  /// (N, ..., num_features) -> the same shape; at least 2 axes.
   array forward(const array& x) override;
 
   std::optional<array> weight;
@@ -77,11 +86,13 @@ class BatchNorm : public UnaryModule {
   float momentum_;
 };
 
-/// Normalizes each channel of each sample over its spatial axes.
+/// Normalizes each channel of each sample over its spatial axes; weight and bias per channel when affine (off by
+/// default).
 class InstanceNorm : public UnaryModule {
  public:
   explicit InstanceNorm(int dims, float eps = 1e-5F, bool affine = false);
   [[nodiscard]] std::string type_name() const override { return "InstanceNorm"; }
+  /// (N, spatial..., dims) -> the same shape; at least 3 axes.
   array forward(const array& x) override;
 
   std::optional<array> weight;

@@ -22,17 +22,22 @@ namespace nuvec::optimizers {
 
 using nn::Params;
 
+/// The base of the optimizers: the step count, the learning rate (fixed or scheduled) and the per-parameter state.
 class Optimizer {
  public:
+  /// A fixed rate (a number) or a schedule of the step count.
   explicit Optimizer(LearningRate learning_rate);
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
   virtual ~Optimizer() = default;
 
-  /// One step on the model's trainable parameters with `gradients` (names as trainable_parameters()).
+  /// One step on the model's trainable parameters with `gradients` (names as trainable_parameters()); throws as
+  /// apply_gradients.
   void update(nn::Module& model, const Params& gradients);
-  /// One step: the new value of every parameter that has a gradient (functional form of update). Nothing here
-  /// reads a value back from the arrays, so the step traces whole under compile.
+  /// One step: the new value of every parameter that has a gradient (functional form of update); gradients are
+  /// cast to their parameter's dtype. A gradient whose name no parameter has, or whose shape differs, throws and
+  /// the step count and rate stay as they were. Nothing here reads a value back from the arrays, so the step traces
+  /// whole under compile.
   Params apply_gradients(const Params& gradients, const Params& parameters);
   /// Creates the state of the parameters that have none yet (otherwise made on their first step), so that the
   /// state's entries are all there before a compiled step takes them as inputs.
@@ -57,7 +62,7 @@ class Optimizer {
 
  protected:
   using State = std::map<std::string, array>;
-  /// Creates the per-parameter slots.
+  /// Creates the per-parameter slots (zeros in the parameter's dtype).
   virtual void init_single(const array& parameter, State& state) = 0;
   /// The new parameter value; `lr` is this step's rate (float32 scalar), `step` the 1-based number of this step
   /// (uint64 scalar).
@@ -72,7 +77,8 @@ class Optimizer {
 };
 
 /// p -= lr * (momentum buffer or gradient), PyTorch's SGD: weight decay adds wd * p to the gradient, the buffer
-/// starts at the first gradient, dampening scales later gradients, Nesterov looks ahead.
+/// starts at the first gradient (MLX starts it at zero, which differs once dampening is set), dampening scales later
+/// gradients, Nesterov looks ahead. nesterov without momentum > 0 and zero dampening throws.
 class SGD : public Optimizer {
  public:
   explicit SGD(LearningRate learning_rate, double momentum = 0.0, double weight_decay = 0.0, double dampening = 0.0,
@@ -90,7 +96,8 @@ class SGD : public Optimizer {
   bool nesterov_;
 };
 
-/// Adam with bias correction (PyTorch's); weight decay adds wd * p to the gradient.
+/// Adam with bias correction always on (PyTorch's; MLX's bias_correction defaults to false); weight decay adds
+/// wd * p to the gradient.
 class Adam : public Optimizer {
  public:
   explicit Adam(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
@@ -120,7 +127,8 @@ class AdamW : public Adam {
                      const array& step) override;
 };
 
-/// Adam with the infinity norm: u = max(b2 u, |g| + eps), p -= lr / (1 - b1^t) * m / u.
+/// Adam with the infinity norm, PyTorch's: u = max(b2 u, |g| + eps), p -= lr / (1 - b1^t) * m / u (MLX's has no
+/// bias correction and adds eps to u afterwards); weight decay adds wd * p to the gradient.
 class Adamax : public Optimizer {
  public:
   explicit Adamax(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
@@ -137,7 +145,8 @@ class Adamax : public Optimizer {
   double weight_decay_;
 };
 
-/// s += g^2, p -= lr * g / (sqrt(s) + eps).
+/// s += g^2, p -= lr * g / (sqrt(s) + eps); eps defaults to PyTorch's 1e-10 (MLX's is 1e-8) and weight decay adds
+/// wd * p to the gradient.
 class Adagrad : public Optimizer {
  public:
   explicit Adagrad(LearningRate learning_rate, double eps = 1e-10, double weight_decay = 0.0);
@@ -152,8 +161,8 @@ class Adagrad : public Optimizer {
   double weight_decay_;
 };
 
-/// Zeiler's AdaDelta: p -= lr * sqrt(u + eps) / sqrt(v + eps) * g with running averages v of g^2 and u of the
-/// squared updates.
+/// Zeiler's AdaDelta: p -= lr * sqrt(u + eps) / sqrt(v + eps) * g with running averages (factor rho) v of g^2 and
+/// u of the squared updates; weight decay adds wd * p to the gradient.
 class AdaDelta : public Optimizer {
  public:
   explicit AdaDelta(LearningRate learning_rate, double rho = 0.9, double eps = 1e-6, double weight_decay = 0.0);
@@ -169,8 +178,8 @@ class AdaDelta : public Optimizer {
   double weight_decay_;
 };
 
-/// RMSprop (PyTorch's): v = a v + (1 - a) g^2, p -= lr * g / (sqrt(v) + eps), optionally centered and with
-/// momentum.
+/// RMSprop (PyTorch's): v = a v + (1 - a) g^2, p -= lr * g / (sqrt(v) + eps), optionally centered (v minus the
+/// squared running mean of g) and with momentum; weight decay adds wd * p to the gradient.
 class RMSprop : public Optimizer {
  public:
   explicit RMSprop(LearningRate learning_rate, double alpha = 0.99, double eps = 1e-8, double weight_decay = 0.0,
@@ -189,7 +198,7 @@ class RMSprop : public Optimizer {
   bool centered_;
 };
 
-/// Lion (Chen et al. 2023): p -= lr * (sign(b1 m + (1 - b1) g) + wd p), m = b2 m + (1 - b2) g.
+/// Lion (Chen et al. 2023): p = p (1 - lr wd) - lr sign(b1 m + (1 - b1) g), then m = b2 m + (1 - b2) g.
 class Lion : public Optimizer {
  public:
   explicit Lion(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.99}, double weight_decay = 0.0);
@@ -205,8 +214,9 @@ class Lion : public Optimizer {
 };
 
 /// Adafactor (Shazeer and Stern 2018): factored second moments for matrices (row and column averages), update
-/// clipping by RMS, relative step sizes scaled by the parameter's RMS. The learning rate is used when
-/// relative_step is false.
+/// clipping by RMS (clip_threshold), beta2 = 1 - t^decay_rate, first moments only when beta1 is given. The step size
+/// is min(1e-2, 1/sqrt(t)) (1e-6 t with warmup_init) when relative_step, else the learning rate, and is scaled by
+/// max(eps.second, RMS(p)) when scale_parameter; weight decay subtracts wd * step size * p.
 class Adafactor : public Optimizer {
  public:
   explicit Adafactor(LearningRate learning_rate = 0.0, std::pair<double, double> eps = {1e-30, 1e-3},
@@ -232,7 +242,8 @@ class Adafactor : public Optimizer {
 
 /// Muon (Jordan et al. 2024): SGD momentum whose update, for parameters with 2 or more axes (flattened to
 /// (shape[0], rest)), is orthogonalized by `ns_steps` quintic Newton-Schulz iterations and scaled by
-/// sqrt(max(1, rows / cols)); decoupled weight decay p *= 1 - lr * wd. Vectors take the plain momentum update.
+/// sqrt(max(1, rows / cols)); decoupled weight decay p *= 1 - lr * wd (MLX adds wd * p to the gradient instead).
+/// Vectors take the plain momentum update.
 class Muon : public Optimizer {
  public:
   explicit Muon(LearningRate learning_rate, double momentum = 0.95, double weight_decay = 0.01, bool nesterov = true,
@@ -251,16 +262,20 @@ class Muon : public Optimizer {
 };
 
 /// Scales the gradients so their global L2 norm is at most max_norm (by max_norm / (norm + 1e-6) when above, as
-/// PyTorch's clip_grad_norm_); returns the clipped gradients and the norm before clipping.
+/// PyTorch's clip_grad_norm_); returns the clipped gradients (in their dtypes) and the norm before clipping (a
+/// float32 scalar, computed in float32).
 std::pair<Params, array> clip_grad_norm(const Params& gradients, double max_norm);
 
 /// Sums gradients over several micro-batches and gives their mean, for steps larger than memory allows.
 class GradientAccumulator {
  public:
+  /// Adds one micro-batch's gradients; after the first, names and order must match it, else it throws.
   void add(const Params& gradients);
   /// The mean of the gradients added since the last reset.
   [[nodiscard]] Params average() const;
+  /// How many micro-batches were added since the last reset.
   [[nodiscard]] int count() const { return count_; }
+  /// Forgets the sum and the count.
   void reset();
 
  private:

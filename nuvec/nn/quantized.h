@@ -8,6 +8,10 @@
 // In one of GGML's block formats (mode "q4_0", "q8_0", "q4_k" or "q6_k"; nuvec/core/quantization_mode.h) the weight
 // is the uint8 rows of blocks a GGUF file holds, with no scales or biases of its own; such a layer starts at zero
 // and takes its weight from a file (nuvec cannot quantize into these formats).
+//
+// Affine layers take group_size 32, 64 or 128 and bits 2, 3, 4, 5, 6 or 8 (defaults 64 and 4); the input size must be
+// a multiple of group_size (of the block size for block formats). A bad size, mode or bit width throws when the
+// layer is made.
 
 #include <functional>
 #include <string>
@@ -24,10 +28,13 @@ namespace detail {
 template <class Base>
 class Quantized : public Base {
  public:
+  /// The format the layer was made with.
   [[nodiscard]] int group_size() const { return group_size_; }
   [[nodiscard]] int bits() const { return bits_; }
   [[nodiscard]] const std::string& mode() const { return mode_; }
 
+  /// One scale and one bias per group, (rows, dims / group_size) in the float weight's dtype; unused (0-d) in a
+  /// block format.
   array scales;
   array biases;
 
@@ -58,28 +65,36 @@ class Quantized : public Base {
 
 class QuantizedLinear : public detail::Quantized<Linear> {
  public:
-  /// A layer with random weights, quantized.
+  /// A layer with random weights (as Linear's), quantized; zeros in a block format.
   QuantizedLinear(int input_dims, int output_dims, bool bias = true, int group_size = 64, int bits = 4,
                   const std::string& mode = "affine");
-  /// The quantized copy of a Linear.
+  /// The quantized copy of a Linear, which keeps its bias unquantized.
   explicit QuantizedLinear(const Linear& linear, int group_size = 64, int bits = 4, const std::string& mode = "affine");
   [[nodiscard]] std::string type_name() const override { return "QuantizedLinear"; }
+  /// x @ dequantized weight.T + bias for floating x (..., input_dims), through quantized_matmul; other inputs throw.
   array forward(const array& x) override;
 };
 
+/// An Embedding whose table is quantized row by row.
+
 class QuantizedEmbedding : public detail::Quantized<Embedding> {
  public:
+  /// A table with random rows (as Embedding's), quantized; zeros in a block format.
   QuantizedEmbedding(int num_embeddings, int dims, int group_size = 64, int bits = 4,
                      const std::string& mode = "affine");
+  /// The quantized copy of an Embedding.
   explicit QuantizedEmbedding(const Embedding& embedding, int group_size = 64, int bits = 4,
                               const std::string& mode = "affine");
   [[nodiscard]] std::string type_name() const override { return "QuantizedEmbedding"; }
+  /// The dequantized rows at the integer indices x: x.shape + (dims); non-integer indices throw.
   array forward(const array& x) override;
+  /// x @ dequantized table.T through quantized_matmul (tied embeddings).
   array as_linear(const array& x) override;
 };
 
 /// Replaces, in place, every Linear and Embedding of the tree whose input size divides by group_size (and that
-/// `predicate` accepts, given its path and module) with its quantized version.
+/// `predicate` accepts, given its path and module) with its affine quantized version; others are left as they are,
+/// and so are layers already quantized. Bad group_size or bits throw.
 void quantize(Module& model, int group_size = 64, int bits = 4,
               const std::function<bool(const std::string&, Module&)>& predicate = {});
 

@@ -7,6 +7,7 @@
 
 namespace nuvec::nn::detail {
 
+/// A 0-d array of `value` in x's dtype (converted as astype would: truncated for integer dtypes).
 inline array like(const array& x, double value) { return array(value, x.dtype()); }
 
 }  // namespace nuvec::nn::detail
