@@ -340,7 +340,7 @@ array take(const array& a, const array& indices, int axis, StreamOrDevice s) {
   slice_sizes[ax] = 1;
   // Gather gives (indices..., a's axes with size 1 at ax): drop that axis and move the index axes to ax.
   const int index_ndim = indices.ndim();
-  auto out = squeeze(gather(a, {indices}, {ax}, slice_sizes, s), index_ndim + ax, s);
+  auto out = squeeze(gather(a, std::vector<array>{indices}, std::vector<int>{ax}, slice_sizes, s), index_ndim + ax, s);
   std::vector<int> perm(out.ndim());
   std::iota(perm.begin(), perm.begin() + ax, index_ndim);
   std::iota(perm.begin() + ax, perm.begin() + ax + index_ndim, 0);
