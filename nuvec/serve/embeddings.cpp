@@ -105,13 +105,13 @@ HttpResponse embeddings(const ModelRegistry& registry, const nlohmann::json& bod
     throw invalid_request("'encoding_format' must be \"float\" or \"base64\"; got \"" + format + "\".",
                           "encoding_format");
   }
+  const auto dimensions = field::optional_integer(body, "dimensions", 1, 1 << 20);
   const auto inputs = input_ids(*model, *input);
   nlohmann::json data = nlohmann::json::array();
   size_t tokens = 0;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const std::vector<float> values = embed(*model->loaded.model, inputs[i]);
-    if (const auto dimensions = field::optional_integer(body, "dimensions", 1, 1 << 20);
-        dimensions && *dimensions != static_cast<int64_t>(values.size())) {
+    if (dimensions && *dimensions != static_cast<int64_t>(values.size())) {
       throw invalid_request("This model's embeddings have " + std::to_string(values.size()) +
                                 " dimensions; 'dimensions' cannot ask for " + std::to_string(*dimensions) + ".",
                             "dimensions");
