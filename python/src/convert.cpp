@@ -5,6 +5,8 @@
 #include <limits>
 #include <string>
 
+#include <pybind11/complex.h>
+
 #include "nuvec/core/dispatch.h"
 #include "python/src/dlpack.h"
 
@@ -293,8 +295,10 @@ py::object element(const char* p) {
     return py::reinterpret_steal<py::object>(PyComplex_FromDoubles(value.real(), value.imag()));
   } else if constexpr (std::is_integral_v<T>) {
     return py::int_(value);
+  } else if constexpr (std::is_same_v<T, double>) {
+    return py::float_(value);
   } else {
-    return py::float_(static_cast<double>(static_cast<float>(value)));
+    return py::float_(static_cast<double>(static_cast<float>(value)));  // float16 and bfloat16 convert via float
   }
 }
 

@@ -24,8 +24,11 @@ struct Plan {
 };
 
 bool is_index_array(py::handle v) {
-  return py::isinstance<array>(v) || py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v) ||
-         (py::hasattr(v, "__array__") && PyIndex_Check(v.ptr()) == 0);
+  if (py::isinstance<array>(v) || py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    return true;
+  }
+  // NumPy arrays (of any rank but 0) index as arrays; NumPy integer scalars and 0-d arrays as integers.
+  return py::hasattr(v, "__array__") && (PyIndex_Check(v.ptr()) == 0 || v.attr("ndim").cast<int>() > 0);
 }
 
 Plan make_plan(const array& a, py::handle index) {
@@ -112,7 +115,11 @@ Plan make_plan(const array& a, py::handle index) {
       plan.indices.push_back(idx);
       plan.advanced_axes.push_back(i);
     } else if (PyIndex_Check(e.ptr()) != 0) {
-      auto value = py::reinterpret_steal<py::int_>(PyNumber_Index(e.ptr())).cast<long long>();
+      PyObject* number = PyNumber_Index(e.ptr());
+      if (number == nullptr) {
+        throw py::error_already_set();
+      }
+      auto value = py::reinterpret_steal<py::int_>(number).cast<long long>();
       if (value < -n || value >= n) {
         throw py::index_error(std::string("index ")
                                   .append(std::to_string(value))

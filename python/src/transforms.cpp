@@ -89,15 +89,15 @@ std::pair<py::tuple, py::dict> substitute(const py::tuple& args, const py::dict&
   return {py::tuple(new_args), new_kwargs};
 }
 
-/// argnums as given (None, an int or a sequence) and whether it was a single int.
-std::pair<std::vector<int>, bool> parse_argnums(const py::object& argnums, bool have_names) {
+/// argnums as given (None, an int or a sequence): None means the first argument unless argnames are given.
+std::vector<int> parse_argnums(const py::object& argnums, bool have_names) {
   if (argnums.is_none()) {
-    return have_names ? std::make_pair(std::vector<int>{}, false) : std::make_pair(std::vector<int>{0}, true);
+    return have_names ? std::vector<int>{} : std::vector<int>{0};
   }
   if (py::isinstance<py::int_>(argnums)) {
-    return {{argnums.cast<int>()}, true};
+    return {argnums.cast<int>()};
   }
-  return {argnums.cast<std::vector<int>>(), false};
+  return argnums.cast<std::vector<int>>();
 }
 
 std::vector<std::string> parse_argnames(const py::object& argnames) {
@@ -111,8 +111,8 @@ std::vector<std::string> parse_argnames(const py::object& argnames) {
 py::cpp_function make_value_and_grad(const py::function& fun, const py::object& argnums_obj,
                                      const py::object& argnames_obj, bool with_value, const char* op) {
   auto argnames = parse_argnames(argnames_obj);
-  auto [argnums, single] = parse_argnums(argnums_obj, !argnames.empty());
-  return py::cpp_function([fun, argnums, single, argnames, with_value, op](const py::args& args,
+  auto argnums = parse_argnums(argnums_obj, !argnames.empty());
+  return py::cpp_function([fun, argnums, argnames, with_value, op](const py::args& args,
                                                                            const py::kwargs& kwargs) -> py::object {
     auto sel = select(args, kwargs, argnums, argnames, op);
     auto output = std::make_shared<py::object>();
@@ -147,10 +147,11 @@ py::cpp_function make_value_and_grad(const py::function& fun, const py::object& 
     for (int i : sel.argnums) {
       positional.append(tree_replace(args[i], grads, next));
     }
-    py::object result;
-    if (single && argnames.empty()) {
+    // As MLX: one argument's gradient alone, several in a tuple, None when only keywords are differentiated.
+    py::object result = py::none();
+    if (positional.size() == 1) {
       result = positional[0];
-    } else {
+    } else if (positional.size() > 1) {
       result = py::tuple(positional);
     }
     if (!argnames.empty()) {
