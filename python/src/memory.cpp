@@ -11,6 +11,12 @@ void init_memory(py::module_& m) {
   m.def(
       "eval",
       [](const py::args& args) {
+        // One array, the common case, skips the tree walk (this is on the per-op path of eager-style code).
+        if (args.size() == 1 && py::isinstance<array>(args[0])) {
+          auto a = args[0].cast<array>();
+          eval_released(a);
+          return;
+        }
         auto outputs = tree_leaves(args);
         py::gil_scoped_release release;
         eval(outputs);
