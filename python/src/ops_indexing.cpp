@@ -1,4 +1,5 @@
-// Gathers and scatters by index: take, take_along_axis, put_along_axis, masked_scatter.
+// Gathers and scatters by index: take, take_along_axis, put_along_axis, masked_scatter, and the slices whose start
+// is an array (slice, slice_update).
 
 #include "python/src/bindings.h"
 
@@ -48,6 +49,21 @@ void init_ops_indexing(py::module_& m) {
         return masked_scatter(x, to_array(mask), to_array(src, x.dtype()), s);
       },
       py::arg("a"), py::arg("mask"), py::arg("src"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "slice",
+      [](py::object a, py::object start_indices, std::vector<int> axes, Shape slice_size, StreamOrDevice s) {
+        return slice(to_array(a), to_array(start_indices), std::move(axes), std::move(slice_size), s);
+      },
+      py::arg("a"), py::arg("start_indices"), py::arg("axes"), py::arg("slice_size"), py::kw_only(),
+      py::arg("stream") = py::none(), "A slice of slice_size whose start on axes is read from an array.");
+  m.def(
+      "slice_update",
+      [](py::object a, py::object update, py::object start_indices, std::vector<int> axes, StreamOrDevice s) {
+        auto x = to_array(a);
+        return slice_update(x, to_array(update, x.dtype()), to_array(start_indices), std::move(axes), s);
+      },
+      py::arg("a"), py::arg("update"), py::arg("start_indices"), py::arg("axes"), py::kw_only(),
+      py::arg("stream") = py::none(), "a with update written at a start on axes read from an array.");
 }
 
 }  // namespace nuvec::python

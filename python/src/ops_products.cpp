@@ -219,6 +219,26 @@ void init_ops_products(py::module_& m) {
       py::arg("x"), py::arg("w"), py::arg("scales"), py::arg("biases") = py::none(), py::arg("transpose") = true,
       py::arg("group_size") = py::none(), py::arg("bits") = py::none(), py::arg("mode") = "affine", py::kw_only(),
       py::arg("stream") = py::none());
+  m.def(
+      "gather_qmm",
+      [](py::object x, py::object w, py::object scales, py::object biases, py::object lhs_indices,
+         py::object rhs_indices, bool transpose, std::optional<int> group_size, std::optional<int> bits,
+         const std::string& mode, bool sorted_indices, StreamOrDevice s) {
+        return gather_qmm(to_array(x), to_array(w), to_array(scales), to_optional_array(biases),
+                          to_optional_array(lhs_indices), to_optional_array(rhs_indices), transpose, group_size, bits,
+                          mode, sorted_indices, s);
+      },
+      py::arg("x"), py::arg("w"), py::arg("scales"), py::arg("biases") = py::none(),
+      py::arg("lhs_indices") = py::none(), py::arg("rhs_indices") = py::none(), py::arg("transpose") = true,
+      py::arg("group_size") = py::none(), py::arg("bits") = py::none(), py::arg("mode") = "affine", py::kw_only(),
+      py::arg("sorted_indices") = false, py::arg("stream") = py::none());
+  m.def(
+      "to_fp8", [](py::object x, StreamOrDevice s) { return to_fp8(to_array(x), s); }, py::arg("x"), py::kw_only(),
+      py::arg("stream") = py::none(), "FP8 E4M3 codes (uint8) of a floating array.");
+  m.def(
+      "from_fp8", [](py::object x, Dtype dtype, StreamOrDevice s) { return from_fp8(to_array(x), dtype, s); },
+      py::arg("x"), py::arg("dtype") = bfloat16, py::kw_only(), py::arg("stream") = py::none(),
+      "The values of FP8 E4M3 codes (uint8).");
 }
 
 }  // namespace nuvec::python

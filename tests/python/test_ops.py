@@ -258,3 +258,24 @@ def test_errors_become_python_exceptions():
             mx.eval(mx.zeros((64 << 20,)))
     finally:
         mx.set_memory_limit(previous)
+
+
+def test_dynamic_slices_quantization_and_fp8():
+    x = np.arange(20, dtype=np.float32).reshape(4, 5)
+    a = mx.array(x)
+    out = mx.slice(a, mx.array([1, 2]), [0, 1], [2, 2])
+    assert np.array_equal(np.array(out), x[1:3, 2:4])
+    updated = mx.slice_update(a, mx.zeros((2, 2)), mx.array([2]), [0])
+    expected = x.copy()
+    expected[2:4, 0:2] = 0
+    assert np.array_equal(np.array(updated), expected)
+    w = mx.array(rng.normal(size=(8, 64)).astype(np.float32))
+    wq, scales, biases = mx.quantize(w, group_size=64, bits=8)
+    back = mx.dequantize(wq, scales, biases, group_size=64, bits=8)
+    assert mx.max(mx.abs(back - w)).item() < 0.05
+    v = mx.array(rng.normal(size=(2, 64)).astype(np.float32))
+    np.testing.assert_allclose(np.array(mx.quantized_matmul(v, wq, scales, biases, group_size=64, bits=8)),
+                               np.array(v @ back.T), rtol=1e-3, atol=1e-3)
+    codes = mx.to_fp8(mx.array([1.0, -2.0, 0.5]))
+    assert codes.dtype == mx.uint8
+    assert mx.from_fp8(codes, mx.float32).tolist() == [1.0, -2.0, 0.5]
