@@ -2,7 +2,6 @@
 // Each Python function becomes a nuvec::Function over the flat list of its arrays; the Python structure around
 // the arrays (other arguments, containers) is kept aside and rebuilt around the traced arrays on every call.
 
-#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -279,45 +278,97 @@ void structure_key(const py::handle& tree, std::string& key) {
   }
 }
 
-/// compile of a Python function of pytrees: one compiled nuvec Function per argument structure.
+/// Writes `leaves` (from `next` on) over the arrays of `tree` in place: the containers stay, their arrays change.
+void tree_assign(const py::handle& tree, const std::vector<array>& leaves, size_t& next) {
+  auto assign = [&](const py::handle& container, const py::handle& key, const py::handle& value) {
+    if (py::isinstance<array>(value)) {
+      container[key] = py::cast(leaves.at(next++));
+    } else {
+      tree_assign(value, leaves, next);
+    }
+  };
+  if (py::isinstance<py::list>(tree)) {
+    auto list = tree.cast<py::list>();
+    for (size_t i = 0; i < list.size(); ++i) {
+      assign(list, py::int_(i), list[i]);
+    }
+  } else if (py::isinstance<py::dict>(tree)) {
+    for (auto item : py::list(tree.attr("items")())) {
+      assign(tree, item[py::int_(0)], item[py::int_(1)]);
+    }
+  } else if (py::isinstance<py::tuple>(tree)) {
+    for (auto item : tree) {
+      if (py::isinstance<array>(item)) {
+        throw py::value_error("[compile] State arrays must sit in lists or dicts (a tuple cannot be updated).");
+      }
+      tree_assign(item, leaves, next);
+    }
+  }
+}
+
+/// compile of a Python function of pytrees: one compiled nuvec Function per argument structure. Implicit state
+/// (MLX's inputs= and outputs=: model parameters, optimizer state) joins the compiled function's inputs and
+/// outputs, and the outputs' new values are written back into their containers after each call.
 class Compiled {
  public:
-  Compiled(py::function fun, bool shapeless) : fun_(std::move(fun)), shapeless_(shapeless) {}
+  Compiled(py::function fun, py::object inputs, py::object outputs, bool shapeless)
+      : fun_(std::move(fun)), state_in_(std::move(inputs)), state_out_(std::move(outputs)), shapeless_(shapeless) {}
 
   py::object call(const py::args& args, const py::kwargs& kwargs) {
     auto inputs = py::make_tuple(args, kwargs);
+    auto state = tree_leaves(state_in_);
     std::string key;
-    structure_key(inputs, key);
+    structure_key(py::make_tuple(inputs, state_in_), key);
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       auto entry = std::make_shared<Entry>();
       entry->inputs = inputs;
       std::weak_ptr<Entry> weak = entry;
       auto fun = held(fun_);
+      auto state_in = held(state_in_);
+      auto state_out = held(state_out_);
       entry->compiled = compile(
-          [fun, weak](const std::vector<array>& xs) {
+          [fun, weak, state_in, state_out](const std::vector<array>& xs) {
             auto e = weak.lock();
             size_t next = 0;
             auto rebuilt = tree_replace(e->inputs, xs, next);
+            tree_assign(*state_in, xs, next);
             e->output = (*fun)(*rebuilt[py::int_(0)], **rebuilt[py::int_(1)]);
-            return tree_leaves(e->output);
+            auto outs = tree_leaves(e->output);
+            e->output_count = outs.size();
+            auto new_state = tree_leaves(*state_out);
+            outs.insert(outs.end(), new_state.begin(), new_state.end());
+            return outs;
           },
           shapeless_);
       it = entries_.emplace(key, entry).first;
     }
     auto& entry = *it->second;
-    auto results = entry.compiled(tree_leaves(inputs));
+    auto flat = tree_leaves(inputs);
+    flat.insert(flat.end(), state.begin(), state.end());
+    auto results = entry.compiled(flat);
+    // Tracing put placeholders into the state's containers: the inputs get their values back (unless tracing
+    // added state, as an optimizer's first step does), then the outputs their new ones.
     size_t next = 0;
+    if (tree_leaves(state_in_).size() == state.size()) {
+      tree_assign(state_in_, state, next);
+    }
+    next = entry.output_count;
+    tree_assign(state_out_, results, next);
+    next = 0;
     return tree_replace(entry.output, results, next);
   }
 
  private:
   struct Entry {
-    py::object inputs;  // the structure the function was traced with
+    py::object inputs;  // the structure the function was traced with (it keeps that call's arrays alive)
     py::object output;  // the structure of its result
+    size_t output_count = 0;
     Function compiled;
   };
   py::function fun_;
+  py::object state_in_;
+  py::object state_out_;
   bool shapeless_;
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
 };
@@ -485,11 +536,7 @@ void init_transforms(py::module_& m) {
   m.def(
       "compile",
       [](const py::function& fun, const py::object& inputs, const py::object& outputs, bool shapeless) {
-        if (!inputs.is_none() || !outputs.is_none()) {
-          throw py::value_error("[compile] Implicit state (inputs=, outputs=) is not supported yet; pass the state "
-                                "as arguments and return it.");
-        }
-        return std::make_shared<Compiled>(fun, shapeless);
+        return std::make_shared<Compiled>(fun, inputs, outputs, shapeless);
       },
       py::arg("fun"), py::arg("inputs") = py::none(), py::arg("outputs") = py::none(), py::arg("shapeless") = false,
       "fun traced once per input signature and replayed as a fused graph.");

@@ -76,3 +76,26 @@ def test_mlp_training_matches_pytorch(make, tmp_path):
     model.save_weights(str(tmp_path / "mlp.safetensors"))
     restored = MLP().load_weights(str(tmp_path / "mlp.safetensors"))
     assert mx.allclose(restored(mx.array(x)), model(mx.array(x))).item()
+
+
+def test_compiled_training_step_matches_eager():
+    rng = np.random.default_rng(1)
+    x = mx.array(rng.normal(size=(16, 4)).astype(np.float32))
+    y = mx.array(rng.integers(0, 3, size=(16,)))
+    losses = {}
+    for compiled in (False, True):
+        mx.random.seed(5)
+        model = MLP()
+        optimizer = optim.Adam(0.01)
+        loss_and_grad = nn.value_and_grad(
+            model, lambda a, b: nn.losses.cross_entropy(model(a), b, reduction="mean"))
+
+        def step(a, b):
+            loss, grads = loss_and_grad(a, b)
+            optimizer.update(model, grads)
+            return loss
+
+        state = [model.state, optimizer.state]
+        run = mx.compile(step, inputs=state, outputs=state) if compiled else step
+        losses[compiled] = [run(x, y).item() for _ in range(5)]
+    np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)

@@ -118,3 +118,18 @@ def test_custom_function_vjp_and_checkpoint():
     np.testing.assert_allclose(np.array(mx.grad(g)(x)), np.exp([0.5, 1.0]) * (1 + np.array([0.5, 1.0])),
                                rtol=1e-5)
     assert mx.grad(lambda a: mx.sum(mx.stop_gradient(a) * a))(x).tolist() == [0.5, 1.0]
+
+
+def test_compile_with_implicit_state():
+    state = {"w": mx.array(1.0), "history": [mx.array(0.0)]}
+
+    def step(x):
+        state["w"] = state["w"] + x
+        state["history"][0] = state["history"][0] + 1
+        return state["w"] * 2
+
+    compiled = mx.compile(step, inputs=state, outputs=state)
+    assert compiled(mx.array(1.0)).item() == 4.0
+    assert state["w"].item() == 2.0
+    assert compiled(mx.array(0.5)).item() == 5.0  # replayed: the state is an input, not a traced constant
+    assert state["w"].item() == 2.5 and state["history"][0].item() == 2.0

@@ -26,6 +26,11 @@ class Module(dict):
     def training(self) -> bool:
         return self._training
 
+    @property
+    def state(self) -> "Module":
+        """The module itself, as a tree of its arrays (what compile's inputs= and outputs= take)."""
+        return self
+
     def __getattr__(self, key: str):
         if key in self:
             return self[key]
