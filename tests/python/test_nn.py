@@ -99,3 +99,31 @@ def test_compiled_training_step_matches_eager():
         run = mx.compile(step, inputs=state, outputs=state) if compiled else step
         losses[compiled] = [run(x, y).item() for _ in range(5)]
     np.testing.assert_allclose(losses[True], losses[False], rtol=1e-5)
+
+
+def test_layers_against_pytorch():
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2, 7, 6, 3)).astype(np.float32)  # NHWC, as MLX
+    conv = nn.Conv2d(3, 4, kernel_size=3, stride=2, padding=1)
+    reference = torch.nn.functional.conv2d(
+        torch.from_numpy(x).permute(0, 3, 1, 2), torch.from_numpy(np.array(conv.weight)).permute(0, 3, 1, 2),
+        torch.from_numpy(np.array(conv.bias)), stride=2, padding=1).permute(0, 2, 3, 1)
+    np.testing.assert_allclose(np.array(conv(mx.array(x))), reference.numpy(), rtol=1e-4, atol=1e-5)
+    norm = nn.LayerNorm(3)
+    expected = torch.nn.functional.layer_norm(torch.from_numpy(x), (3,), eps=1e-5)
+    np.testing.assert_allclose(np.array(norm(mx.array(x))), expected.numpy(), rtol=1e-4, atol=1e-5)
+    emb = nn.Embedding(10, 4)
+    assert np.array_equal(np.array(emb(mx.array([3, 3, 1]))), np.array(emb.weight)[[3, 3, 1]])
+    drop = nn.Dropout(0.5)
+    assert mx.array_equal(drop.eval()(mx.array(x)), mx.array(x)).item()
+    kept = np.array(drop.train()(mx.ones((1000,))))
+    assert set(np.unique(kept)) <= {0.0, 2.0} and 300 < (kept > 0).sum() < 700
+    seq = nn.Sequential(nn.Linear(3, 5), nn.GELU(), nn.Linear(5, 2))
+    assert seq(mx.array(x)).shape == (2, 7, 6, 2)
+    assert [k for k, _ in tree_flatten(seq.parameters())][0] == "layers.0.weight"
+    logits = rng.normal(size=(4, 5)).astype(np.float32)
+    targets = np.array([0, 4, 2, 1])
+    expected = torch.nn.functional.cross_entropy(torch.from_numpy(logits), torch.from_numpy(targets),
+                                                 label_smoothing=0.1)
+    ours = nn.losses.cross_entropy(mx.array(logits), mx.array(targets), label_smoothing=0.1, reduction="mean")
+    assert ours.item() == pytest.approx(expected.item(), rel=1e-5)
