@@ -42,10 +42,10 @@ PREFIX ?= /usr/local
 install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
-## Builds the Python package and installs it into this Python's site-packages, with the library in the configured
-## prefix (/usr/local; the extension's run path points there): then `python3 -c 'import nuvec'`.
+## Builds the Python package and installs it with the library under PREFIX, in the folder this Python reads
+## (/usr/local/lib/python3.11/dist-packages on Debian): then `python3 -c 'import nuvec'`.
 python-install: build
-	@cmake --install $(BUILD)
+	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	@rm -rf build
