@@ -5,7 +5,7 @@ PRESET ?= release
 JOBS ?= $(shell nproc)
 BUILD := build/$(PRESET)
 
-.PHONY: all deps configure build demo test bench fuzz install clean
+.PHONY: all deps configure build demo test bench fuzz install python-install clean
 
 all: build
 
@@ -40,6 +40,11 @@ fuzz: deps
 
 PREFIX ?= /usr/local
 install: build
+	@cmake --install $(BUILD) --prefix $(PREFIX)
+
+## Builds the Python package and installs it with the library under PREFIX, in the folder this Python reads
+## (/usr/local/lib/python3.11/dist-packages on Debian): then `python3 -c 'import nuvec'`.
+python-install: build
 	@cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:

@@ -10,6 +10,7 @@ packages=(
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev  # the lm library: tokenizer regexes, Unicode, JSON files
   libcpp-httplib-dev curl  # the serve library's HTTP server; its tests talk to it with curl
   python3 python3-numpy python3-torch
+  pybind11-dev python3-dev python3-pytest  # the Python package (python/) and its tests
   python3-jinja2  # the chat-template tests render every template with Jinja2 too
   python3-jsonschema  # the serve tests validate constrained JSON output with it
   dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo

@@ -1,0 +1,199 @@
+// nuvec.core.array: construction, properties, conversion to Python values, operators and pickling.
+
+#include <cstring>
+#include <sstream>
+#include <string>
+
+#include "nuvec/core/print.h"
+#include "python/src/bindings.h"
+
+namespace nuvec::python {
+namespace {
+
+py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
+
+/// a <op> b and b <op> a (the reflected method) with MLX's scalar promotion; NotImplemented for other types so
+/// Python tries the other operand.
+template <class Op>
+void def_binary(py::class_<array>& cls, const char* name, const char* reflected, Op op) {
+  cls.def(name, [op](const array& a, py::object b) -> py::object {
+    if (!is_array_like(b)) {
+      return not_implemented();
+    }
+    return py::cast(op(a, to_array_like(b, a)));
+  });
+  if (reflected != nullptr) {
+    cls.def(reflected, [op](const array& a, py::object b) -> py::object {
+      if (!is_array_like(b)) {
+        return not_implemented();
+      }
+      return py::cast(op(to_array_like(b, a), a));
+    });
+  }
+}
+
+/// a <op>= b: the Python object is rebound to the result, as MLX's in-place operators.
+template <class Op>
+void def_inplace(py::class_<array>& cls, const char* name, Op op) {
+  cls.def(name, [op](py::object self, py::object b) {
+    auto& a = self.cast<array&>();
+    a = op(a, to_array_like(b, a));
+    return self;
+  });
+}
+
+/// Iterates over the first axis, as MLX's array iterator.
+class ArrayIterator {
+ public:
+  explicit ArrayIterator(array a) : a_(std::move(a)) {
+    if (a_.ndim() == 0) {
+      throw py::type_error("iteration over a 0-d array");
+    }
+  }
+  array next() {
+    if (index_ >= a_.shape(0)) {
+      throw py::stop_iteration();
+    }
+    return take(a_, index_++, 0);
+  }
+
+ private:
+  array a_;
+  int index_ = 0;
+};
+
+py::bytes state_bytes(array a) {
+  auto dense = contiguous(a);
+  eval_released(dense);
+  return {static_cast<const char*>(dense.raw_data()), dense.nbytes()};
+}
+
+array from_state(const py::bytes& data, const Shape& shape, Dtype dtype) {
+  std::string_view view = data;
+  auto buffer = allocator::malloc(view.size());
+  if (!view.empty()) {
+    std::memcpy(buffer.raw_ptr(), view.data(), view.size());
+  }
+  return array(buffer, shape, dtype);
+}
+
+}  // namespace
+
+py::class_<array> init_array(py::module_& m) {
+  py::class_<ArrayIterator>(m, "_ArrayIterator")
+      .def("__next__", &ArrayIterator::next)
+      .def("__iter__", [](py::object self) { return self; });
+
+  // buffer_protocol gives the type its slot table; buffer.cpp fills it.
+  py::class_<array> cls(m, "array", py::buffer_protocol(), "A lazy n-dimensional array.");
+  cls.def(py::init([](py::object val, std::optional<Dtype> dtype) { return to_array(val, dtype); }), py::arg("val"),
+          py::arg("dtype") = py::none(),
+          "An array from a scalar, a nested list or tuple, a NumPy array, a buffer or a DLPack object.")
+      .def_property_readonly("dtype", &array::dtype)
+      .def_property_readonly("shape",
+                             [](const array& a) {
+                               py::tuple shape(a.ndim());
+                               for (int i = 0; i < a.ndim(); ++i) {
+                                 shape[i] = a.shape(i);
+                               }
+                               return shape;
+                             })
+      .def_property_readonly("ndim", &array::ndim)
+      .def_property_readonly("size", &array::size)
+      .def_property_readonly("itemsize", &array::itemsize)
+      .def_property_readonly("nbytes", &array::nbytes)
+      .def_property_readonly("T", [](const array& a) { return transpose(a); })
+      .def_property_readonly("real", [](const array& a) { return real(a); })
+      .def_property_readonly("imag", [](const array& a) { return imag(a); })
+      .def("item", &to_scalar, "The value of a one-element array as a Python scalar.")
+      .def("tolist", &to_list, "The elements as nested lists of Python scalars.")
+      .def(
+          "astype", [](const array& a, Dtype dtype, StreamOrDevice s) { return astype(a, dtype, s); },
+          py::arg("dtype"), py::arg("stream") = py::none())
+      .def("__repr__",
+           [](array a) {
+             eval_released(a);
+             std::ostringstream os;
+             os << a;
+             return os.str();
+           })
+      .def("__len__",
+           [](const array& a) {
+             if (a.ndim() == 0) {
+               throw py::type_error("len() 0-dimensional array.");
+             }
+             return a.shape(0);
+           })
+      .def("__iter__", [](const array& a) { return ArrayIterator(a); })
+      .def("__bool__",
+           [](const array& a) {
+             if (a.size() != 1) {
+               throw py::value_error("The truth value of an array with more than one element is ambiguous.");
+             }
+             return to_scalar(a).cast<bool>();
+           })
+      .def("__float__", [](const array& a) { return py::float_(to_scalar(a)); })
+      .def("__int__", [](const array& a) { return py::int_(to_scalar(a)); })
+      .def("__index__",
+           [](const array& a) {
+             if (!is_integer(a.dtype()) && a.dtype() != bool_) {
+               throw py::type_error("Only integer arrays can be used as an index.");
+             }
+             return py::int_(to_scalar(a));
+           })
+      .def("__hash__", [](const array& a) { return static_cast<py::ssize_t>(a.id()); })
+      .def("__copy__", [](const array& a) { return copy(a); })
+      .def("__deepcopy__", [](const array& a, const py::object&) { return copy(a); }, py::arg("memo"))
+      .def(py::pickle(
+          [](const array& a) { return py::make_tuple(state_bytes(a), py::cast(a.shape()), a.dtype()); },
+          [](const py::tuple& t) {
+            return from_state(t[0].cast<py::bytes>(), t[1].cast<Shape>(), t[2].cast<Dtype>());
+          }));
+
+  def_binary(cls, "__add__", "__radd__", [](const array& a, const array& b) { return add(a, b); });
+  def_binary(cls, "__sub__", "__rsub__", [](const array& a, const array& b) { return subtract(a, b); });
+  def_binary(cls, "__mul__", "__rmul__", [](const array& a, const array& b) { return multiply(a, b); });
+  def_binary(cls, "__truediv__", "__rtruediv__", [](const array& a, const array& b) { return divide(a, b); });
+  def_binary(cls, "__floordiv__", "__rfloordiv__",
+             [](const array& a, const array& b) { return floor_divide(a, b); });
+  def_binary(cls, "__mod__", "__rmod__", [](const array& a, const array& b) { return remainder(a, b); });
+  def_binary(cls, "__divmod__", "__rdivmod__", [](const array& a, const array& b) {
+    auto qr = divmod(a, b);
+    return std::make_pair(qr[0], qr[1]);
+  });
+  def_binary(cls, "__pow__", "__rpow__", [](const array& a, const array& b) { return power(a, b); });
+  def_binary(cls, "__matmul__", "__rmatmul__", [](const array& a, const array& b) { return matmul(a, b); });
+  def_binary(cls, "__and__", "__rand__", [](const array& a, const array& b) { return bitwise_and(a, b); });
+  def_binary(cls, "__or__", "__ror__", [](const array& a, const array& b) { return bitwise_or(a, b); });
+  def_binary(cls, "__xor__", "__rxor__", [](const array& a, const array& b) { return bitwise_xor(a, b); });
+  def_binary(cls, "__lshift__", "__rlshift__", [](const array& a, const array& b) { return left_shift(a, b); });
+  def_binary(cls, "__rshift__", "__rrshift__", [](const array& a, const array& b) { return right_shift(a, b); });
+  def_binary(cls, "__lt__", nullptr, [](const array& a, const array& b) { return less(a, b); });
+  def_binary(cls, "__le__", nullptr, [](const array& a, const array& b) { return less_equal(a, b); });
+  def_binary(cls, "__gt__", nullptr, [](const array& a, const array& b) { return greater(a, b); });
+  def_binary(cls, "__ge__", nullptr, [](const array& a, const array& b) { return greater_equal(a, b); });
+  def_binary(cls, "__eq__", nullptr, [](const array& a, const array& b) { return equal(a, b); });
+  def_binary(cls, "__ne__", nullptr, [](const array& a, const array& b) { return not_equal(a, b); });
+
+  def_inplace(cls, "__iadd__", [](const array& a, const array& b) { return add(a, b); });
+  def_inplace(cls, "__isub__", [](const array& a, const array& b) { return subtract(a, b); });
+  def_inplace(cls, "__imul__", [](const array& a, const array& b) { return multiply(a, b); });
+  def_inplace(cls, "__itruediv__", [](const array& a, const array& b) { return divide(a, b); });
+  def_inplace(cls, "__ifloordiv__", [](const array& a, const array& b) { return floor_divide(a, b); });
+  def_inplace(cls, "__imod__", [](const array& a, const array& b) { return remainder(a, b); });
+  def_inplace(cls, "__ipow__", [](const array& a, const array& b) { return power(a, b); });
+  def_inplace(cls, "__imatmul__", [](const array& a, const array& b) { return matmul(a, b); });
+  def_inplace(cls, "__iand__", [](const array& a, const array& b) { return bitwise_and(a, b); });
+  def_inplace(cls, "__ior__", [](const array& a, const array& b) { return bitwise_or(a, b); });
+  def_inplace(cls, "__ixor__", [](const array& a, const array& b) { return bitwise_xor(a, b); });
+  def_inplace(cls, "__ilshift__", [](const array& a, const array& b) { return left_shift(a, b); });
+  def_inplace(cls, "__irshift__", [](const array& a, const array& b) { return right_shift(a, b); });
+
+  cls.def("__neg__", [](const array& a) { return negative(a); })
+      .def("__pos__", [](const array& a) { return a; })
+      .def("__abs__", [](const array& a) { return abs(a); })
+      .def("__invert__", [](const array& a) { return bitwise_invert(a); });
+  return cls;
+}
+
+}  // namespace nuvec::python

@@ -1,0 +1,116 @@
+// The buffer protocol for nuvec.core.array: NumPy (np.asarray, np.array(copy=False)) and memoryview see nuvec's
+// memory without a copy. Each exported view holds its own handle to the array, so the memory outlives any later
+// rebinding of the Python object (a[...] = ...) for as long as the view exists.
+
+#include <string>
+#include <vector>
+
+#include "python/src/bindings.h"
+
+namespace nuvec::python {
+namespace {
+
+/// What one exported view owns.
+struct Exported {
+  array source;
+  std::vector<Py_ssize_t> shape;
+  std::vector<Py_ssize_t> strides;
+  std::string format;
+};
+
+const char* buffer_format(Dtype dtype) {
+  switch (dtype.val) {
+    case Dtype::Val::bool_:
+      return "?";
+    case Dtype::Val::uint8:
+      return "B";
+    case Dtype::Val::uint16:
+      return "H";
+    case Dtype::Val::uint32:
+      return "I";
+    case Dtype::Val::uint64:
+      return "Q";
+    case Dtype::Val::int8:
+      return "b";
+    case Dtype::Val::int16:
+      return "h";
+    case Dtype::Val::int32:
+      return "i";
+    case Dtype::Val::int64:
+      return "q";
+    case Dtype::Val::float16:
+      return "e";
+    case Dtype::Val::float32:
+      return "f";
+    case Dtype::Val::float64:
+      return "d";
+    case Dtype::Val::bfloat16:
+      return nullptr;  // no buffer format exists for it
+    case Dtype::Val::complex64:
+      return "Zf";
+  }
+  return nullptr;
+}
+
+int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
+  try {
+    auto a = py::cast<array>(py::handle(obj));
+    const char* format = buffer_format(a.dtype());
+    if (format == nullptr) {
+      throw py::buffer_error("[array] bfloat16 arrays have no buffer format; convert them with astype first.");
+    }
+    eval_released(a);
+    bool needs_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
+    if (!needs_strides && !a.flags().row_contiguous) {
+      throw py::buffer_error("[array] The array is not contiguous; ask for a strided buffer.");
+    }
+    auto* exported = new Exported{a, {}, {}, format};
+    for (int axis = 0; axis < a.ndim(); ++axis) {
+      exported->shape.push_back(a.shape(axis));
+      exported->strides.push_back(static_cast<Py_ssize_t>(a.strides(axis) * static_cast<int64_t>(a.itemsize())));
+    }
+    static char empty = 0;  // a valid address for arrays without elements
+    view->buf = a.size() == 0 || a.raw_data() == nullptr ? &empty : a.raw_data();
+    view->obj = py::handle(obj).inc_ref().ptr();
+    view->len = static_cast<Py_ssize_t>(a.nbytes());
+    view->readonly = 0;
+    view->itemsize = static_cast<Py_ssize_t>(a.itemsize());
+    view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? exported->format.data() : nullptr;
+    view->ndim = a.ndim();
+    view->shape = exported->shape.data();
+    view->strides = needs_strides ? exported->strides.data() : nullptr;
+    view->suboffsets = nullptr;
+    view->internal = exported;
+    return 0;
+  } catch (py::error_already_set& e) {
+    e.restore();
+  } catch (py::builtin_exception& e) {
+    e.set_error();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_BufferError, e.what());
+  }
+  view->obj = nullptr;
+  return -1;
+}
+
+void release_buffer(PyObject* /*obj*/, Py_buffer* view) { delete static_cast<Exported*>(view->internal); }
+
+}  // namespace
+
+void init_buffer(py::class_<array>& cls) {
+  auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+  type->tp_as_buffer->bf_getbuffer = get_buffer;
+  type->tp_as_buffer->bf_releasebuffer = release_buffer;
+  cls.def(
+      "__array__",
+      [](const array& a, py::object dtype) {
+        auto np = py::module_::import("numpy");
+        // bfloat16 has no NumPy dtype: NumPy gets a float32 copy.
+        py::object out = a.dtype() == bfloat16 ? np.attr("asarray")(py::cast(astype(a, float32)))
+                                               : np.attr("asarray")(py::cast(a));
+        return dtype.is_none() ? out : out.attr("astype")(dtype, py::arg("copy") = false);
+      },
+      py::arg("dtype") = py::none(), "A NumPy array sharing the array's memory (evaluates it first).");
+}
+
+}  // namespace nuvec::python

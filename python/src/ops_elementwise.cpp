@@ -1,0 +1,176 @@
+// Element-wise ops: unary math, binary arithmetic and comparisons (with MLX's scalar promotion), where and clip.
+
+#include "python/src/bindings.h"
+
+namespace nuvec::python {
+namespace {
+
+using Unary = array (*)(const array&, StreamOrDevice);
+using Binary = array (*)(const array&, const array&, StreamOrDevice);
+
+void def_unary(py::module_& m, const char* name, Unary fn) {
+  m.def(
+      name, [fn](py::object a, StreamOrDevice s) { return fn(to_array(a), s); }, py::arg("a"), py::kw_only(),
+      py::arg("stream") = py::none());
+}
+
+void def_binary(py::module_& m, const char* name, Binary fn) {
+  m.def(
+      name,
+      [fn](py::object a, py::object b, StreamOrDevice s) {
+        auto [x, y] = to_arrays(a, b);
+        return fn(x, y, s);
+      },
+      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("stream") = py::none());
+}
+
+}  // namespace
+
+void init_ops_elementwise(py::module_& m) {
+  const std::pair<const char*, Unary> unary[] = {
+      {"abs", &nuvec::abs},
+      {"negative", &nuvec::negative},
+      {"sign", &nuvec::sign},
+      {"floor", &nuvec::floor},
+      {"ceil", &nuvec::ceil},
+      {"trunc", &nuvec::trunc},
+      {"square", &nuvec::square},
+      {"sqrt", &nuvec::sqrt},
+      {"rsqrt", &nuvec::rsqrt},
+      {"reciprocal", &nuvec::reciprocal},
+      {"exp", &nuvec::exp},
+      {"expm1", &nuvec::expm1},
+      {"log", &nuvec::log},
+      {"log2", &nuvec::log2},
+      {"log10", &nuvec::log10},
+      {"log1p", &nuvec::log1p},
+      {"sin", &nuvec::sin},
+      {"cos", &nuvec::cos},
+      {"tan", &nuvec::tan},
+      {"arcsin", &nuvec::arcsin},
+      {"arccos", &nuvec::arccos},
+      {"arctan", &nuvec::arctan},
+      {"sinh", &nuvec::sinh},
+      {"cosh", &nuvec::cosh},
+      {"tanh", &nuvec::tanh},
+      {"arcsinh", &nuvec::arcsinh},
+      {"arccosh", &nuvec::arccosh},
+      {"arctanh", &nuvec::arctanh},
+      {"sigmoid", &nuvec::sigmoid},
+      {"erf", &nuvec::erf},
+      {"erfinv", &nuvec::erfinv},
+      {"degrees", &nuvec::degrees},
+      {"radians", &nuvec::radians},
+      {"conjugate", &nuvec::conjugate},
+      {"conj", &nuvec::conjugate},
+      {"real", &nuvec::real},
+      {"imag", &nuvec::imag},
+      {"isnan", &nuvec::isnan},
+      {"isinf", &nuvec::isinf},
+      {"isfinite", &nuvec::isfinite},
+      {"isposinf", &nuvec::isposinf},
+      {"isneginf", &nuvec::isneginf},
+      {"logical_not", &nuvec::logical_not},
+      {"bitwise_invert", &nuvec::bitwise_invert},
+      {"stop_gradient", &nuvec::stop_gradient},
+  };
+  for (const auto& [name, fn] : unary) {
+    def_unary(m, name, fn);
+  }
+  const std::pair<const char*, Binary> binary[] = {
+      {"add", &nuvec::add},
+      {"subtract", &nuvec::subtract},
+      {"multiply", &nuvec::multiply},
+      {"divide", &nuvec::divide},
+      {"floor_divide", &nuvec::floor_divide},
+      {"remainder", &nuvec::remainder},
+      {"power", &nuvec::power},
+      {"maximum", &nuvec::maximum},
+      {"minimum", &nuvec::minimum},
+      {"logaddexp", &nuvec::logaddexp},
+      {"arctan2", &nuvec::arctan2},
+      {"equal", &nuvec::equal},
+      {"not_equal", &nuvec::not_equal},
+      {"greater", &nuvec::greater},
+      {"greater_equal", &nuvec::greater_equal},
+      {"less", &nuvec::less},
+      {"less_equal", &nuvec::less_equal},
+      {"logical_and", &nuvec::logical_and},
+      {"logical_or", &nuvec::logical_or},
+      {"logical_xor", &nuvec::logical_xor},
+      {"bitwise_and", &nuvec::bitwise_and},
+      {"bitwise_or", &nuvec::bitwise_or},
+      {"bitwise_xor", &nuvec::bitwise_xor},
+      {"left_shift", &nuvec::left_shift},
+      {"right_shift", &nuvec::right_shift},
+      {"inner", &nuvec::inner},
+      {"outer", &nuvec::outer},
+      {"kron", &nuvec::kron},
+      {"matmul", &nuvec::matmul},
+  };
+  for (const auto& [name, fn] : binary) {
+    def_binary(m, name, fn);
+  }
+  m.def(
+      "divmod",
+      [](py::object a, py::object b, StreamOrDevice s) {
+        auto [x, y] = to_arrays(a, b);
+        auto qr = divmod(x, y, s);
+        return py::make_tuple(qr[0], qr[1]);
+      },
+      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "round", [](py::object a, int decimals, StreamOrDevice s) { return round(to_array(a), decimals, s); },
+      py::arg("a"), py::arg("decimals") = 0, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "nan_to_num",
+      [](py::object a, float nan, std::optional<float> posinf, std::optional<float> neginf, StreamOrDevice s) {
+        return nan_to_num(to_array(a), nan, posinf, neginf, s);
+      },
+      py::arg("a"), py::arg("nan") = 0.0F, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),
+      py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "where",
+      [](py::object condition, py::object x, py::object y, StreamOrDevice s) {
+        auto [a, b] = to_arrays(x, y);
+        return where(to_array(condition), a, b, s);
+      },
+      py::arg("condition"), py::arg("x"), py::arg("y"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "clip",
+      [](py::object a, py::object a_min, py::object a_max, StreamOrDevice s) {
+        auto x = to_array(a);
+        auto bound = [&](py::object v) -> std::optional<array> {
+          if (v.is_none()) {
+            return std::nullopt;
+          }
+          return to_arrays(py::cast(x), v).second;
+        };
+        return clip(x, bound(a_min), bound(a_max), s);
+      },
+      py::arg("a"), py::arg("a_min"), py::arg("a_max"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "isclose",
+      [](py::object a, py::object b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
+        auto [x, y] = to_arrays(a, b);
+        return isclose(x, y, rtol, atol, equal_nan, s);
+      },
+      py::arg("a"), py::arg("b"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8, py::kw_only(),
+      py::arg("equal_nan") = false, py::arg("stream") = py::none());
+  m.def(
+      "allclose",
+      [](py::object a, py::object b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
+        auto [x, y] = to_arrays(a, b);
+        return allclose(x, y, rtol, atol, equal_nan, s);
+      },
+      py::arg("a"), py::arg("b"), py::arg("rtol") = 1e-5, py::arg("atol") = 1e-8, py::kw_only(),
+      py::arg("equal_nan") = false, py::arg("stream") = py::none());
+  m.def(
+      "array_equal",
+      [](py::object a, py::object b, bool equal_nan, StreamOrDevice s) {
+        return array_equal(to_array(a), to_array(b), equal_nan, s);
+      },
+      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("equal_nan") = false, py::arg("stream") = py::none());
+}
+
+}  // namespace nuvec::python

@@ -1,0 +1,242 @@
+// Shape and layout: reshape, transpose, squeeze, expand_dims, concatenate, stack, split, pad, roll, diagonal...
+
+#include "python/src/bindings.h"
+
+namespace nuvec::python {
+namespace {
+
+std::vector<array> to_array_list(py::handle arrays) {
+  std::vector<array> out;
+  for (auto a : arrays) {
+    out.push_back(to_array(a));
+  }
+  return out;
+}
+
+py::tuple to_tuple(const std::vector<array>& arrays) {
+  py::tuple out(arrays.size());
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    out[i] = py::cast(arrays[i]);
+  }
+  return out;
+}
+
+/// A pad_width: one int, one (low, high) pair for every axis, or one pair per axis.
+std::vector<std::pair<int, int>> pad_widths(py::handle width, int ndim) {
+  if (PyIndex_Check(width.ptr()) != 0) {
+    int w = width.cast<int>();
+    return std::vector<std::pair<int, int>>(ndim, {w, w});
+  }
+  auto seq = width.cast<py::sequence>();
+  if (py::len(seq) > 0 && PyIndex_Check(seq[0].ptr()) != 0) {
+    if (py::len(seq) == 1) {
+      int w = seq[0].cast<int>();
+      return std::vector<std::pair<int, int>>(ndim, {w, w});
+    }
+    return std::vector<std::pair<int, int>>(ndim, {seq[0].cast<int>(), seq[1].cast<int>()});
+  }
+  std::vector<std::pair<int, int>> widths;
+  for (auto item : seq) {
+    auto pair = item.cast<py::sequence>();
+    widths.emplace_back(pair[0].cast<int>(), pair[py::len(pair) > 1 ? 1 : 0].cast<int>());
+  }
+  if (widths.size() == 1) {
+    widths.resize(ndim, widths[0]);
+  }
+  return widths;
+}
+
+}  // namespace
+
+void init_ops_layout(py::module_& m) {
+  m.def(
+      "reshape", [](py::object a, Shape shape, StreamOrDevice s) { return reshape(to_array(a), shape, s); },
+      py::arg("a"), py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "flatten",
+      [](py::object a, int start_axis, int end_axis, StreamOrDevice s) {
+        return flatten(to_array(a), start_axis, end_axis, s);
+      },
+      py::arg("a"), py::arg("start_axis") = 0, py::arg("end_axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "unflatten",
+      [](py::object a, int axis, Shape shape, StreamOrDevice s) { return unflatten(to_array(a), axis, shape, s); },
+      py::arg("a"), py::arg("axis"), py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "squeeze",
+      [](py::object a, Axes axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axis ? squeeze(x, axes_or_all(axis, x), s) : squeeze(x, s);
+      },
+      py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "expand_dims",
+      [](py::object a, std::variant<int, std::vector<int>> axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        return expand_dims(x, axes_or_all(axis, x), s);
+      },
+      py::arg("a"), py::arg("axis"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "transpose",
+      [](py::object a, std::optional<std::vector<int>> axes, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axes ? transpose(x, *axes, s) : transpose(x, s);
+      },
+      py::arg("a"), py::arg("axes") = py::none(), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "permute_dims",
+      [](py::object a, std::optional<std::vector<int>> axes, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axes ? transpose(x, *axes, s) : transpose(x, s);
+      },
+      py::arg("a"), py::arg("axes") = py::none(), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "swapaxes",
+      [](py::object a, int axis1, int axis2, StreamOrDevice s) { return swapaxes(to_array(a), axis1, axis2, s); },
+      py::arg("a"), py::arg("axis1"), py::arg("axis2"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "moveaxis",
+      [](py::object a, int source, int destination, StreamOrDevice s) {
+        return moveaxis(to_array(a), source, destination, s);
+      },
+      py::arg("a"), py::arg("source"), py::arg("destination"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "broadcast_to",
+      [](py::object a, Shape shape, StreamOrDevice s) { return broadcast_to(to_array(a), shape, s); }, py::arg("a"),
+      py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "broadcast_arrays",
+      [](const py::args& arrays, StreamOrDevice s) { return to_tuple(broadcast_arrays(to_array_list(arrays), s)); },
+      py::kw_only(), py::arg("stream") = py::none());
+  for (int rank = 1; rank <= 3; ++rank) {
+    auto name = std::string("atleast_").append(std::to_string(rank)).append("d");
+    m.def(
+        name.c_str(),
+        [rank](const py::args& arys, StreamOrDevice s) -> py::object {
+          auto inputs = to_array_list(arys);
+          auto lift = [&](const array& a) {
+            return rank == 1 ? atleast_1d(a, s) : rank == 2 ? atleast_2d(a, s) : atleast_3d(a, s);
+          };
+          if (inputs.size() == 1) {
+            return py::cast(lift(inputs[0]));
+          }
+          std::vector<array> out;
+          for (const auto& a : inputs) {
+            out.push_back(lift(a));
+          }
+          return py::cast(out);
+        },
+        py::kw_only(), py::arg("stream") = py::none());
+  }
+  m.def(
+      "concatenate",
+      [](py::object arrays, std::optional<int> axis, StreamOrDevice s) {
+        auto inputs = to_array_list(arrays);
+        return axis ? concatenate(inputs, *axis, s) : concatenate(inputs, s);
+      },
+      py::arg("arrays"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "concat",
+      [](py::object arrays, std::optional<int> axis, StreamOrDevice s) {
+        auto inputs = to_array_list(arrays);
+        return axis ? concatenate(inputs, *axis, s) : concatenate(inputs, s);
+      },
+      py::arg("arrays"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "stack", [](py::object arrays, int axis, StreamOrDevice s) { return stack(to_array_list(arrays), axis, s); },
+      py::arg("arrays"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "unstack", [](py::object a, int axis, StreamOrDevice s) { return unstack(to_array(a), axis, s); },
+      py::arg("a"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "split",
+      [](py::object a, py::object indices_or_sections, int axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        if (PyIndex_Check(indices_or_sections.ptr()) != 0) {
+          return split(x, indices_or_sections.cast<int>(), axis, s);
+        }
+        return split(x, indices_or_sections.cast<Shape>(), axis, s);
+      },
+      py::arg("a"), py::arg("indices_or_sections"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "repeat",
+      [](py::object a, int repeats, std::optional<int> axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axis ? repeat(x, repeats, *axis, s) : repeat(x, repeats, s);
+      },
+      py::arg("array"), py::arg("repeats"), py::arg("axis") = py::none(), py::kw_only(),
+      py::arg("stream") = py::none());
+  m.def(
+      "tile",
+      [](py::object a, std::variant<int, std::vector<int>> reps, StreamOrDevice s) {
+        auto x = to_array(a);
+        return tile(x, axes_or_all(reps, x), s);
+      },
+      py::arg("a"), py::arg("reps"), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "pad",
+      [](py::object a, py::object pad_width, const std::string& mode, py::object constant_values,
+         StreamOrDevice s) {
+        auto x = to_array(a);
+        return pad(x, pad_widths(pad_width, x.ndim()), to_array(constant_values), mode, s);
+      },
+      py::arg("a"), py::arg("pad_width"), py::arg("mode") = "constant", py::arg("constant_values") = 0, py::kw_only(),
+      py::arg("stream") = py::none());
+  m.def(
+      "roll",
+      [](py::object a, std::variant<int, Shape> shift, Axes axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        Shape shifts = std::holds_alternative<int>(shift) ? Shape{std::get<int>(shift)} : std::get<Shape>(shift);
+        if (!axis) {
+          return roll(x, shifts, s);
+        }
+        return roll(x, shifts, axes_or_all(axis, x), s);
+      },
+      py::arg("a"), py::arg("shift"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "flip",
+      [](py::object a, Axes axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axis ? flip(x, axes_or_all(axis, x), s) : flip(x, s);
+      },
+      py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "diagonal",
+      [](py::object a, int offset, int axis1, int axis2, StreamOrDevice s) {
+        return diagonal(to_array(a), offset, axis1, axis2, s);
+      },
+      py::arg("a"), py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1, py::kw_only(),
+      py::arg("stream") = py::none());
+  m.def(
+      "diag", [](py::object a, int k, StreamOrDevice s) { return diag(to_array(a), k, s); }, py::arg("a"),
+      py::arg("k") = 0, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "trace",
+      [](py::object a, int offset, int axis1, int axis2, std::optional<Dtype> dtype, StreamOrDevice s) {
+        auto x = to_array(a);
+        return dtype ? trace(x, offset, axis1, axis2, *dtype, s) : trace(x, offset, axis1, axis2, s);
+      },
+      py::arg("a"), py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1, py::arg("dtype") = py::none(),
+      py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "as_strided",
+      [](py::object a, std::optional<Shape> shape, std::optional<Strides> strides, size_t offset, StreamOrDevice s) {
+        auto x = to_array(a);
+        Shape out_shape = shape.value_or(x.shape());
+        Strides out_strides;
+        if (strides) {
+          out_strides = *strides;
+        } else {
+          // Row-major strides of the output shape.
+          out_strides.assign(out_shape.size(), 1);
+          for (int i = static_cast<int>(out_shape.size()) - 2; i >= 0; --i) {
+            out_strides[i] = out_strides[i + 1] * out_shape[i + 1];
+          }
+        }
+        return as_strided(x, out_shape, out_strides, offset, s);
+      },
+      py::arg("a"), py::arg("shape") = py::none(), py::arg("strides") = py::none(), py::arg("offset") = 0,
+      py::kw_only(), py::arg("stream") = py::none());
+}
+
+}  // namespace nuvec::python

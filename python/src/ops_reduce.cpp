@@ -1,0 +1,136 @@
+// Reductions, arg-reductions, softmax, sorting and cumulative ops.
+
+#include "python/src/bindings.h"
+
+namespace nuvec::python {
+namespace {
+
+using Reduce = array (*)(const array&, const std::vector<int>&, bool, StreamOrDevice);
+
+void def_reduce(py::module_& m, const char* name, Reduce fn) {
+  m.def(
+      name,
+      [fn](py::object a, Axes axis, bool keepdims, StreamOrDevice s) {
+        auto x = to_array(a);
+        return fn(x, axes_or_all(axis, x), keepdims, s);
+      },
+      py::arg("a"), py::arg("axis") = py::none(), py::arg("keepdims") = false, py::kw_only(),
+      py::arg("stream") = py::none());
+}
+
+using ArgReduce = array (*)(const array&, int, bool, StreamOrDevice);
+using ArgReduceAll = array (*)(const array&, bool, StreamOrDevice);
+
+void def_arg_reduce(py::module_& m, const char* name, ArgReduce fn, ArgReduceAll all) {
+  m.def(
+      name,
+      [fn, all](py::object a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axis ? fn(x, *axis, keepdims, s) : all(x, keepdims, s);
+      },
+      py::arg("a"), py::arg("axis") = py::none(), py::arg("keepdims") = false, py::kw_only(),
+      py::arg("stream") = py::none());
+}
+
+using Sort = array (*)(const array&, int, StreamOrDevice);
+using SortAll = array (*)(const array&, StreamOrDevice);
+
+void def_sort(py::module_& m, const char* name, Sort fn, SortAll all) {
+  m.def(
+      name,
+      [fn, all](py::object a, std::optional<int> axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axis ? fn(x, *axis, s) : all(x, s);
+      },
+      py::arg("a"), py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+}
+
+using Scan = array (*)(const array&, int, bool, bool, StreamOrDevice);
+using ScanAll = array (*)(const array&, bool, bool, StreamOrDevice);
+
+void def_scan(py::module_& m, const char* name, Scan fn, ScanAll all) {
+  m.def(
+      name,
+      [fn, all](py::object a, std::optional<int> axis, bool reverse, bool inclusive, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axis ? fn(x, *axis, reverse, inclusive, s) : all(x, reverse, inclusive, s);
+      },
+      py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("reverse") = false,
+      py::arg("inclusive") = true, py::arg("stream") = py::none());
+}
+
+}  // namespace
+
+void init_ops_reduce(py::module_& m) {
+  const std::pair<const char*, Reduce> reductions[] = {
+      {"all", &nuvec::all},   {"any", &nuvec::any},   {"sum", &nuvec::sum},
+      {"prod", &nuvec::prod}, {"max", &nuvec::max},   {"min", &nuvec::min},
+      {"mean", &nuvec::mean}, {"logsumexp", &nuvec::logsumexp}, {"median", &nuvec::median},
+      {"count_nonzero", &nuvec::count_nonzero},
+  };
+  for (const auto& [name, fn] : reductions) {
+    def_reduce(m, name, fn);
+  }
+  for (const char* name : {"var", "std"}) {
+    bool is_var = name[0] == 'v';
+    m.def(
+        name,
+        [is_var](py::object a, Axes axis, bool keepdims, int ddof, StreamOrDevice s) {
+          auto x = to_array(a);
+          auto axes = axes_or_all(axis, x);
+          return is_var ? var(x, axes, keepdims, ddof, s) : nuvec::std(x, axes, keepdims, ddof, s);
+        },
+        py::arg("a"), py::arg("axis") = py::none(), py::arg("keepdims") = false, py::arg("ddof") = 0, py::kw_only(),
+        py::arg("stream") = py::none());
+  }
+  def_arg_reduce(m, "argmax", &nuvec::argmax, &nuvec::argmax);
+  def_arg_reduce(m, "argmin", &nuvec::argmin, &nuvec::argmin);
+  m.def(
+      "softmax",
+      [](py::object a, Axes axis, bool precise, StreamOrDevice s) {
+        auto x = to_array(a);
+        return softmax(x, axes_or_all(axis, x), precise, s);
+      },
+      py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("precise") = false,
+      py::arg("stream") = py::none());
+
+  def_sort(m, "sort", &nuvec::sort, &nuvec::sort);
+  def_sort(m, "argsort", &nuvec::argsort, &nuvec::argsort);
+  for (const char* name : {"partition", "argpartition"}) {
+    bool values = name[0] == 'p';
+    m.def(
+        name,
+        [values](py::object a, int kth, std::optional<int> axis, StreamOrDevice s) {
+          auto x = to_array(a);
+          if (values) {
+            return axis ? partition(x, kth, *axis, s) : partition(x, kth, s);
+          }
+          return axis ? argpartition(x, kth, *axis, s) : argpartition(x, kth, s);
+        },
+        py::arg("a"), py::arg("kth"), py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+  }
+  m.def(
+      "topk",
+      [](py::object a, int k, std::optional<int> axis, StreamOrDevice s) {
+        auto x = to_array(a);
+        return axis ? topk(x, k, *axis, s) : topk(x, k, s);
+      },
+      py::arg("a"), py::arg("k"), py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+  m.def(
+      "searchsorted",
+      [](py::object a, py::object v, bool right, StreamOrDevice s) {
+        return searchsorted(to_array(a), to_array(v), right, s);
+      },
+      py::arg("a"), py::arg("v"), py::kw_only(), py::arg("right") = false, py::arg("stream") = py::none());
+
+  def_scan(m, "cumsum", &nuvec::cumsum, &nuvec::cumsum);
+  def_scan(m, "cumprod", &nuvec::cumprod, &nuvec::cumprod);
+  def_scan(m, "cummax", &nuvec::cummax, &nuvec::cummax);
+  def_scan(m, "cummin", &nuvec::cummin, &nuvec::cummin);
+  def_scan(m, "logcumsumexp", &nuvec::logcumsumexp, &nuvec::logcumsumexp);
+  m.def(
+      "diff", [](py::object a, int n, int axis, StreamOrDevice s) { return diff(to_array(a), n, axis, s); },
+      py::arg("a"), py::arg("n") = 1, py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+}
+
+}  // namespace nuvec::python

@@ -1,0 +1,135 @@
+"""Transforms over pytrees: gradients against central finite differences (float64), vjp/jvp against each other,
+vmap against a Python loop, compile against the plain function, custom_function and checkpoint."""
+
+import numpy as np
+import pytest
+
+import nuvec.core as mx
+
+rng = np.random.default_rng(7)
+
+
+def finite_difference(f, x, eps=1e-6):
+    """Central differences of a scalar function of one float64 NumPy array."""
+    grad = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        up, down = x.copy(), x.copy()
+        up[i] += eps
+        down[i] -= eps
+        grad[i] = (f(up) - f(down)) / (2 * eps)
+    return grad
+
+
+def loss(w, x):
+    return mx.sum(mx.tanh(x @ w) ** 2) + mx.sum(mx.exp(-w * w))
+
+
+def test_grad_matches_finite_differences():
+    w = rng.normal(size=(3, 2))
+    x = rng.normal(size=(4, 3))
+    g = mx.grad(loss)(mx.array(w, mx.float64), mx.array(x, mx.float64))
+    expected = finite_difference(lambda v: loss(mx.array(v, mx.float64), mx.array(x, mx.float64)).item(), w)
+    np.testing.assert_allclose(np.array(g), expected, rtol=1e-6, atol=1e-8)
+
+
+def test_value_and_grad_over_pytrees_and_argnums():
+    params = {"w": mx.array(rng.normal(size=(3,)), mx.float64), "b": [mx.array(0.5, mx.float64)]}
+    x = mx.array(rng.normal(size=(5, 3)), mx.float64)
+
+    def f(p, x, scale=1.0):
+        return scale * mx.mean((x @ p["w"] + p["b"][0]) ** 2), x.shape[0]
+
+    (value, aux), grads = mx.value_and_grad(f)(params, x)
+    assert aux == 5
+    assert set(grads) == {"w", "b"} and isinstance(grads["b"], list)
+
+    def as_function_of_w(w):
+        return f({"w": mx.array(w, mx.float64), "b": params["b"]}, x)[0].item()
+
+    np.testing.assert_allclose(np.array(grads["w"]), finite_difference(as_function_of_w, np.array(params["w"])),
+                               rtol=1e-6)
+    assert value.item() == pytest.approx(as_function_of_w(np.array(params["w"])))
+    gp, gx = mx.grad(lambda p, x: f(p, x)[0], argnums=(0, 1))(params, x)
+    assert gx.shape == (5, 3) and set(gp) == {"w", "b"}
+    fx = lambda x, scale: f(params, x, scale)[0]  # noqa: E731
+    positional, named = mx.grad(fx, argnames="scale")(x, scale=mx.array(2.0))
+    assert positional is None  # as MLX: only keywords were differentiated
+    assert named["scale"].item() == pytest.approx(f(params, x)[0].item(), rel=1e-5)
+    positional, named = mx.grad(fx, argnums=0, argnames=["scale"])(x, scale=mx.array(2.0))
+    assert positional.shape == (5, 3) and set(named) == {"scale"}
+
+
+def test_grad_errors():
+    with pytest.raises(ValueError, match="scalar"):
+        mx.grad(lambda x: "not an array")(mx.array(1.0))
+    with pytest.raises(ValueError, match="argument index"):
+        mx.grad(lambda x: x, argnums=3)(mx.array(1.0))
+
+
+def test_vjp_and_jvp():
+    x = mx.array(rng.normal(size=(3,)).astype(np.float32))
+    fun = lambda a: [mx.sin(a) * a]  # noqa: E731
+    outs, vjps = mx.vjp(fun, [x], [mx.ones((3,))])
+    outs2, jvps = mx.jvp(fun, [x], [mx.ones((3,))])
+    expected = np.cos(np.array(x)) * np.array(x) + np.sin(np.array(x))
+    np.testing.assert_allclose(np.array(vjps[0]), expected, rtol=1e-5)
+    np.testing.assert_allclose(np.array(jvps[0]), expected, rtol=1e-5)
+    assert mx.allclose(outs[0], outs2[0]).item()
+
+
+def test_vmap_matches_a_loop():
+    x = mx.array(rng.normal(size=(4, 3)).astype(np.float32))
+    w = mx.array(rng.normal(size=(3, 2)).astype(np.float32))
+    mapped = mx.vmap(lambda row, w: row @ w, in_axes=(0, None))(x, w)
+    loop = mx.stack([x[i] @ w for i in range(4)])
+    np.testing.assert_allclose(np.array(mapped), np.array(loop), rtol=1e-5)
+    moved = mx.vmap(lambda col: col * 2, in_axes=1, out_axes=1)(x)
+    np.testing.assert_allclose(np.array(moved), np.array(x) * 2)
+    pair = mx.vmap(lambda d: (d["a"] + 1, d["a"].sum()))({"a": x})
+    assert pair[0].shape == (4, 3) and pair[1].shape == (4,)
+
+
+def test_compile_matches_the_function():
+    def f(x, y, n):
+        return mx.exp(x) * y + n
+
+    compiled = mx.compile(f)
+    x = mx.array(rng.normal(size=(8,)).astype(np.float32))
+    y = mx.array(rng.normal(size=(8,)).astype(np.float32))
+    for n in (1, 2, 1):  # a new constant retraces; a known one replays
+        np.testing.assert_allclose(np.array(compiled(x, y, n)), np.array(f(x, y, n)), rtol=1e-6)
+    np.testing.assert_allclose(np.array(compiled(x * 2, y, 1)), np.array(f(x * 2, y, 1)), rtol=1e-6)
+
+
+def test_custom_function_vjp_and_checkpoint():
+    @mx.custom_function
+    def f(x):
+        return mx.sin(x)
+
+    @f.vjp
+    def f_vjp(primals, cotangent, output):
+        return cotangent * 10.0
+
+    x = mx.array([0.5, 1.0])
+    assert np.allclose(np.array(f(x)), np.sin([0.5, 1.0]))
+    assert mx.grad(lambda x: mx.sum(f(x)))(x).tolist() == [10.0, 10.0]
+
+    g = mx.checkpoint(lambda a: mx.sum(mx.exp(a) * a))
+    np.testing.assert_allclose(np.array(mx.grad(g)(x)), np.exp([0.5, 1.0]) * (1 + np.array([0.5, 1.0])),
+                               rtol=1e-5)
+    assert mx.grad(lambda a: mx.sum(mx.stop_gradient(a) * a))(x).tolist() == [0.5, 1.0]
+
+
+def test_compile_with_implicit_state():
+    state = {"w": mx.array(1.0), "history": [mx.array(0.0)]}
+
+    def step(x):
+        state["w"] = state["w"] + x
+        state["history"][0] = state["history"][0] + 1
+        return state["w"] * 2
+
+    compiled = mx.compile(step, inputs=state, outputs=state)
+    assert compiled(mx.array(1.0)).item() == 4.0
+    assert state["w"].item() == 2.0
+    assert compiled(mx.array(0.5)).item() == 5.0  # replayed: the state is an input, not a traced constant
+    assert state["w"].item() == 2.5 and state["history"][0].item() == 2.0
