@@ -1,7 +1,8 @@
 // The CPU kernel of a fused chain: fresh row-contiguous outputs, then the
 // generated kernel's flat entry when every input is row-major of the iteration
-// shape (or the one value the kernel reads once), its strided row walk otherwise
-// (always for row kernels, which reduce along the rows).
+// shape (or the one value the kernel reads once), its strided walk otherwise
+// (always for row kernels, which reduce along the rows). Inputs the kernel has
+// as literals are never read.
 
 #include "nuvec/core/fused.h"
 #include "nuvec/cpu/kernels.h"
@@ -29,7 +30,8 @@ void run(const Compiled& p, const Inputs& in, Outputs& out) {
     ins.push_back(in[i].raw_data());
     // The flat entry reads a traced one-element input once: it must still have one element (shapeless calls).
     const bool dense = in[i].shape() == shape && in[i].flags().row_contiguous && in[i].data_size() == n;
-    flat = flat && (k.scalar_inputs[i] ? in[i].size() == 1 : dense);
+    const bool literal = i < k.literals.size() && k.literals[i].has_value();
+    flat = flat && (literal || (k.scalar_inputs[i] ? in[i].size() == 1 : dense));
   }
   if (flat || shape.empty()) {
     parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {
@@ -50,10 +52,52 @@ void run(const Compiled& p, const Inputs& in, Outputs& out) {
       }
     }
   }
-  const auto inner = static_cast<size_t>(shape.back());
-  const size_t grain = std::max<size_t>(1, elementwise_grain / std::max<size_t>(inner, 1));
-  parallel_for(rows, grain, [&](size_t begin, size_t end) {
-    k.strided(ins.data(), outs.data(), dims.data(), strides.data(), ndim, static_cast<int64_t>(begin),
+  if (k.rows) {
+    const auto inner = static_cast<size_t>(shape.back());
+    const size_t grain = std::max<size_t>(1, elementwise_grain / std::max<size_t>(inner, 1));
+    parallel_for(rows, grain, [&](size_t begin, size_t end) {
+      k.strided(ins.data(), outs.data(), dims.data(), strides.data(), ndim, static_cast<int64_t>(begin),
+                static_cast<int64_t>(end));
+    });
+    return;
+  }
+  // Element kernels walk elements: axes that every input steps over as over one (a broadcast scalar's, a sliced
+  // row's) merge into longer runs first, so that a run is as long as the layout allows.
+  std::vector<int64_t> merged_dims{dims.back()};
+  std::vector<std::vector<int64_t>> merged(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    merged[i].push_back(strides[i * static_cast<size_t>(ndim) + static_cast<size_t>(ndim - 1)]);
+  }
+  for (int d = ndim - 2; d >= 0; --d) {
+    const auto u = static_cast<size_t>(d);
+    if (merged_dims.back() == 1) {  // a run of one element: the next axis replaces it
+      merged_dims.back() = dims[u];
+      for (size_t i = 0; i < in.size(); ++i) {
+        merged[i].back() = strides[i * static_cast<size_t>(ndim) + u];
+      }
+      continue;
+    }
+    bool joins = true;
+    for (size_t i = 0; i < in.size(); ++i) {
+      joins = joins && strides[i * static_cast<size_t>(ndim) + u] == merged[i].back() * merged_dims.back();
+    }
+    if (joins || dims[u] == 1) {
+      merged_dims.back() *= dims[u];
+      continue;
+    }
+    merged_dims.push_back(dims[u]);
+    for (size_t i = 0; i < in.size(); ++i) {
+      merged[i].push_back(strides[i * static_cast<size_t>(ndim) + u]);
+    }
+  }
+  const int m = static_cast<int>(merged_dims.size());
+  std::vector<int64_t> run_dims(merged_dims.rbegin(), merged_dims.rend());
+  std::vector<int64_t> run_strides;
+  for (const auto& st : merged) {
+    run_strides.insert(run_strides.end(), st.rbegin(), st.rend());
+  }
+  parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {
+    k.strided(ins.data(), outs.data(), run_dims.data(), run_strides.data(), m, static_cast<int64_t>(begin),
               static_cast<int64_t>(end));
   });
 }
