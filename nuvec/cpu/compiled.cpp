@@ -1,8 +1,11 @@
-// The CPU kernel of a fused chain: fresh row-contiguous outputs, then the
-// generated kernel's flat entry when every input is row-major of the iteration
-// shape (or the one value the kernel reads once), its strided walk otherwise
-// (always for row kernels, which reduce along the rows). Inputs the kernel has
-// as literals are never read.
+// The CPU kernel of a fused chain: fresh outputs, then the generated kernel's
+// flat entry when every input is row-major of the iteration shape (or the one
+// value the kernel reads once) or all share one permuted dense layout (which the
+// outputs then take), its strided walk otherwise (always for row kernels, which
+// reduce along the rows). Inputs the kernel has as literals are never read.
+
+#include <algorithm>
+#include <cstdlib>
 
 #include "nuvec/core/fused.h"
 #include "nuvec/cpu/kernels.h"
@@ -14,26 +17,46 @@ namespace nuvec::cpu {
 void run(const Compiled& p, const Inputs& in, Outputs& out) {
   const auto& k = *p.kernel;
   const Shape shape = nuvec::detail::iteration_shape(k, in, out);
-  std::vector<void*> outs;
-  for (auto& o : out) {
-    o.set_data(allocator::malloc(o.nbytes()));
-    outs.push_back(o.raw_data());
-  }
   const size_t n = shape_size(shape);
   const size_t rows = shape.empty() ? 1 : shape_size(Shape(shape.begin(), shape.end() - 1));
+  std::vector<const void*> ins;
+  bool flat = !k.rows;
+  // The layout every input the kernel reads shares, where they are all dense in one permuted order with
+  // non-negative strides (a transpose): the flat entry then walks memory order and the outputs take that layout, as
+  // the eager kernels' do, instead of a transpose on the way.
+  const array* model = nullptr;
+  bool permuted = !k.rows;
+  for (size_t i = 0; i < in.size(); ++i) {
+    ins.push_back(in[i].raw_data());
+    const auto& x = in[i];
+    // The flat entry reads a traced one-element input once: it must still have one element (shapeless calls).
+    const bool dense = x.shape() == shape && x.flags().row_contiguous && x.data_size() == n;
+    const bool literal = i < k.literals.size() && k.literals[i].has_value();
+    flat = flat && (literal || (k.scalar_inputs[i] ? x.size() == 1 : dense));
+    if (literal || k.scalar_inputs[i]) {
+      permuted = permuted && (literal || x.size() == 1);
+      continue;
+    }
+    const bool fits = x.shape() == shape && x.flags().contiguous && x.data_size() == n &&
+                      std::all_of(x.strides().begin(), x.strides().end(), [](int64_t st) { return st >= 0; }) &&
+                      (model == nullptr || x.strides() == model->strides());
+    permuted = permuted && fits;
+    model = model == nullptr ? &x : model;
+  }
+  permuted = permuted && !flat && model != nullptr;
+  std::vector<void*> outs;
+  for (auto& o : out) {
+    if (permuted) {
+      o.set_data(allocator::malloc(o.nbytes()), model->data_size(), model->strides(), model->flags());
+    } else {
+      o.set_data(allocator::malloc(o.nbytes()));
+    }
+    outs.push_back(o.raw_data());
+  }
   if (n == 0 && (!k.rows || rows == 0)) {
     return;
   }
-  std::vector<const void*> ins;
-  bool flat = !k.rows;
-  for (size_t i = 0; i < in.size(); ++i) {
-    ins.push_back(in[i].raw_data());
-    // The flat entry reads a traced one-element input once: it must still have one element (shapeless calls).
-    const bool dense = in[i].shape() == shape && in[i].flags().row_contiguous && in[i].data_size() == n;
-    const bool literal = i < k.literals.size() && k.literals[i].has_value();
-    flat = flat && (literal || (k.scalar_inputs[i] ? in[i].size() == 1 : dense));
-  }
-  if (flat || shape.empty()) {
+  if (flat || permuted || shape.empty()) {
     parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {
       k.contiguous(ins.data(), outs.data(), static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });
@@ -96,10 +119,26 @@ void run(const Compiled& p, const Inputs& in, Outputs& out) {
   for (const auto& st : merged) {
     run_strides.insert(run_strides.end(), st.rbegin(), st.rend());
   }
-  parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {
+  auto walk = [&](size_t begin, size_t end) {
     k.strided(ins.data(), outs.data(), run_dims.data(), run_strides.data(), m, static_cast<int64_t>(begin),
               static_cast<int64_t>(end));
-  });
+  };
+  // An input read across its lines (a transpose) makes the kernel walk tiles of 16 rows: the threads' shares are
+  // whole tiles then.
+  bool tiles = false;
+  for (size_t i = 0; m >= 2 && i < in.size(); ++i) {
+    const int64_t t = run_strides[i * static_cast<size_t>(m) + static_cast<size_t>(m - 1)];
+    const int64_t u = run_strides[i * static_cast<size_t>(m) + static_cast<size_t>(m - 2)];
+    tiles = tiles || (t != 0 && t != 1 && std::abs(u) < std::abs(t));
+  }
+  const auto inner = static_cast<size_t>(run_dims.back());
+  const size_t tile = 16 * inner;
+  if (!tiles || n / tile < 2) {
+    parallel_for(n, elementwise_grain, walk);
+    return;
+  }
+  parallel_for((n + tile - 1) / tile, std::max<size_t>(1, elementwise_grain / tile),
+               [&](size_t begin, size_t end) { walk(begin * tile, std::min(end * tile, n)); });
 }
 
 }  // namespace nuvec::cpu

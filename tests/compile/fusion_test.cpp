@@ -330,10 +330,12 @@ TEST_F(Fusion, EveryOpOnBroadcastTransposedAndSlicedInputs) {
                           c.transcendental, checked_primitive(c, x)});
       }
       check_all(chains, {x}, std::string(dtype_name(d)) + " " + layout);
-      // Binary ops with the layout on either side, against a dense operand and against the next layout.
+      // Binary ops with the layout on either side, against a dense operand, the next layout and the transposed one
+      // (which makes the kernel walk tiles of rows).
       const auto& other = views[(k + 1) % views.size()].second;
-      for (const auto& [a, b, what] : {std::tuple{x, dense, "and dense"}, std::tuple{dense, x, "dense and"},
-                                       std::tuple{x, other, "and the next layout"}}) {
+      for (const auto& [a, b, what] :
+           {std::tuple{x, dense, "and dense"}, std::tuple{dense, x, "dense and"},
+            std::tuple{x, other, "and the next layout"}, std::tuple{x, views[0].second, "and transposed"}}) {
         chains.clear();
         for (const auto& c : binary_cases()) {
           chains.push_back({c.name,

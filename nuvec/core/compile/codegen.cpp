@@ -67,6 +67,11 @@ static inline void nv_stream_lines(void* dst, const void* src, int64_t bytes) {
   std::memcpy(dst, src, (size_t)bytes);
 #endif
 }
+// Whether an input's inner stride t walks across its lines while its row stride u stays within them (a transpose):
+// the strided entry then reads tiles of rows.
+static inline bool nv_across(int64_t t, int64_t u) {
+  return t != 0 && t != 1 && (u < 0 ? -u : u) < (t < 0 ? -t : t);
+}
 static inline void nv_stream_fence() {
 #if defined(__AVX__)
   _mm_sfence();
@@ -85,6 +90,9 @@ namespace {
 
 /// Elements of a run the strided entry computes at a time: its staging blocks of inputs stay in L1.
 constexpr size_t strided_block = 512;
+/// A tile of the strided entry: rows that share their inputs' lines (16 floats fill one) by columns.
+constexpr size_t strided_tile_rows = 16;
+constexpr size_t strided_tile_cols = 64;
 
 /// Whether input i is a literal in the kernel's source rather than read.
 bool is_literal(const FusedKernel& k, size_t i) { return i < k.literals.size() && k.literals[i].has_value(); }
@@ -459,17 +467,18 @@ std::string generate_source(const FusedKernel& k) {
   std::string line_starts = "true";
   std::string buffers;
   std::string streams;
-  auto stream_code = [&](const std::string& length) {
+  // Buffers of `length` elements per output; streams of `count` elements of them to the outputs at `at`.
+  auto stream_code = [&](const std::string& length, const std::string& count, const std::string& at) {
     line_starts = "true";
     buffers.clear();
     streams.clear();
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       const auto out = name_of('o', o);
       const auto w = name_of('w', o);
-      line_starts += " && ((uintptr_t)(" + out + " + i) & 63) == 0";
+      line_starts += cat(" && ((uintptr_t)(", out, " + ", at, ") & 63) == 0");
       buffers += cat("    alignas(64) ", storage_type(dtypes[static_cast<size_t>(k.outputs[o])]), " ", w, "[",
                      length, "];\n");
-      streams += cat("      nv_stream_lines(", out, " + i, ", w, ", sizeof(", w, "));\n");
+      streams += cat("      nv_stream_lines(", out, " + ", at, ", ", w, ", ", count, " * sizeof(", w, "[0]));\n");
     }
   };
 
@@ -486,7 +495,7 @@ std::string generate_source(const FusedKernel& k) {
     return [&k, index](size_t i) { return k.scalar_inputs[i] ? name_of('s', i) : name_of('p', i) + "[" + index + "]"; };
   };
   const auto line = std::to_string(line_length(k, dtypes));
-  stream_code(line);
+  stream_code(line, line, "i");
   src += "  if (end - begin < nv_stream_min) {\n";
   src += "    for (int64_t i = begin; i < end; ++i) {\n      " + call(flat_read("i"), 'o', "i") + "    }\n    return;\n  }\n";
   src += "  int64_t i = begin;\n  for (; i < end && ((uintptr_t)(o0 + i) & 63) != 0; ++i) {\n    " +
@@ -501,14 +510,29 @@ std::string generate_source(const FusedKernel& k) {
   // gathered into a staging block; the body then reads every input at unit stride and vectorizes as the flat loop
   // does, and large outputs are streamed a block at a time.
   const std::string block = std::to_string(strided_block);
+  const std::string tile_rows = std::to_string(strided_tile_rows);
+  const std::string tile_cols = std::to_string(strided_tile_cols);
+  auto run_read = [](size_t i) { return cat("r", std::to_string(i), "[l]"); };
   src += "extern \"C\" void nuvec_fused_strided(const void* const* in, void* const* out, const int64_t* shape, "
          "const int64_t* strides, int ndim, int64_t begin, int64_t end) {\n";
   pointers(src);
   for (size_t i : read) {
     src += cat("  alignas(64) ", storage_type(dtypes[i]), " b", std::to_string(i), "[", block, "];\n");
   }
-  stream_code(block);
+  stream_code(block, block, "i");
   src += buffers;
+  const std::string row_streams = streams;
+  const std::string row_line_starts = line_starts;
+  for (size_t i : read) {
+    src += cat("  alignas(64) ", storage_type(dtypes[i]), " g", std::to_string(i), "[", tile_rows, " * ", tile_cols,
+               "];\n");
+  }
+  std::string across = "false";
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    across += cat(" || nv_across(strides[", s, " * ndim + ndim - 1], strides[", s, " * ndim + ndim - 2])");
+  }
+  src += "  const bool tiles = ndim >= 2 && (" + across + ");\n";
   src += "  const bool stream = end - begin >= nv_stream_min;\n";
   src += "  const int64_t inner = ndim > 0 ? shape[ndim - 1] : 1;\n  int64_t index[64] = {0};\n";
   src += "  int64_t rest = begin / inner;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= "
@@ -523,6 +547,41 @@ std::string generate_source(const FusedKernel& k) {
     src += cat("    if (t", s, " == 0) { for (int64_t l = 0; l < inner && l < ", block, "; ++l) b", s, "[l] = q", s,
                "[0]; }\n");
   }
+  // Tiles of rows where an input is read across its lines: each input line then serves a tile's rows at once,
+  // where a row at a time fetched every line again (a transposed input read 16x its bytes).
+  stream_code(block, tile_cols, "at");
+  src += cat("    if (tiles && j == 0 && end - i >= ", tile_rows, " * inner && index[ndim - 2] + ", tile_rows,
+             " <= shape[ndim - 2]) {\n");
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    src += cat("      const int64_t u", s, " = strides[", s, " * ndim + ndim - 2];\n");
+    src += cat("      if (t", s, " == 0) { for (int64_t a = 0; a < ", tile_rows, "; ++a) for (int64_t l = 0; l < ",
+               tile_cols, "; ++l) g", s, "[a * ", tile_cols, " + l] = q", s, "[a * u", s, "]; }\n");
+  }
+  src += cat("      for (int64_t j0 = 0; j0 < inner; j0 += ", tile_cols, ") {\n        const int64_t n = inner - j0 < ",
+             tile_cols, " ? inner - j0 : ", tile_cols, ";\n");
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    const auto read_at = cat("g", s, "[a * ", tile_cols, " + l] = q", s, "[a * u", s, " + (j0 + l) * t", s, "]");
+    src += cat("        if (t", s, " != 0 && t", s, " != 1) {\n          if (nv_across(t", s, ", u", s,
+               ")) { for (int64_t l = 0; l < n; ++l) for (int64_t a = 0; a < ", tile_rows, "; ++a) ", read_at,
+               "; }\n          else { for (int64_t a = 0; a < ", tile_rows, "; ++a) for (int64_t l = 0; l < n; ++l) ",
+               read_at, "; }\n        }\n");
+  }
+  src += cat("        for (int64_t a = 0; a < ", tile_rows, "; ++a) {\n");
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    src += cat("          const ", storage_type(dtypes[i]), "* __restrict r", s, " = t", s, " == 1 ? q", s, " + a * u",
+               s, " + j0 : g", s, " + a * ", tile_cols, ";\n");
+  }
+  src += "          const int64_t at = i + a * inner + j0;\n";
+  src += cat("          if (stream && n == ", tile_cols, " && ", line_starts, ") {\n            for (int64_t l = 0; l < ",
+             tile_cols, "; ++l) {\n              ", call(run_read, 'w', "l"), "            }\n", streams,
+             "          } else {\n            for (int64_t l = 0; l < n; ++l) {\n              ",
+             call(run_read, 'o', "at + l"), "            }\n          }\n        }\n      }\n");
+  src += cat("      i += ", tile_rows, " * inner;\n      for (int k = 0; k < ", tile_rows,
+             "; ++k) { for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; } }\n",
+             "      continue;\n    }\n");
   src += "    while (j < stop) {\n";
   src += cat("      const int64_t n = stop - j < ", block, " - i % ", block, " ? stop - j : ", block, " - i % ", block,
              ";\n");
@@ -533,9 +592,8 @@ std::string generate_source(const FusedKernel& k) {
     src += cat("      const ", storage_type(dtypes[i]), "* __restrict r", s, " = t", s, " == 1 ? q", s, " + j : b", s,
                ";\n");
   }
-  auto run_read = [](size_t i) { return cat("r", std::to_string(i), "[l]"); };
-  src += "      if (stream && n == " + block + " && " + line_starts + ") {\n        for (int64_t l = 0; l < " + block +
-         "; ++l) {\n          " + call(run_read, 'w', "l") + "        }\n" + streams + "      } else {\n" +
+  src += "      if (stream && n == " + block + " && " + row_line_starts + ") {\n        for (int64_t l = 0; l < " +
+         block + "; ++l) {\n          " + call(run_read, 'w', "l") + "        }\n" + row_streams + "      } else {\n" +
          "        for (int64_t l = 0; l < n; ++l) {\n          " + call(run_read, 'o', "i + l") + "        }\n      }\n";
   src += "      j += n;\n      i += n;\n    }\n    j = 0;\n";
   src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
