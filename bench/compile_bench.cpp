@@ -152,6 +152,14 @@ Timing time_against_floor(const std::function<V()>& compiled, const std::functio
 }
 
 array gelu(const array& x) { return 0.5F * x * (1.0F + tanh(0.7978845608F * (x + 0.044715F * x * x * x))); }
+/// GELU as MLX's nn.gelu_approx writes it: constants as 0-d arrays and x ** 3 by power.
+array gelu_mlx(const array& x) {
+  const array half(0.5F);
+  const array one(1.0F);
+  const array c(0.7978845608F);
+  const array k(0.044715F);
+  return half * x * (one + tanh(c * (x + k * power(x, array(3.0F)))));
+}
 array silu(const array& x) { return x * sigmoid(x); }
 array layer_norm(const array& x, const array& w, const array& b) {
   auto mu = mean(x, -1, true);
@@ -178,8 +186,17 @@ int main() {
   V state{x, random::uniform(-1.0F, 1.0F, {n}, float32, random::key(3)),
           random::uniform(-1.0F, 1.0F, {n}, float32, random::key(4)),
           random::uniform(0.0F, 1.0F, {n}, float32, random::key(5))};
-  eval(x, x2, w, b);
+  // Adam's first step with zero moments as MLX code makes them cheaply: broadcast views of one value (stride 0).
+  const auto zero_moment = broadcast_to(array(0.0F), {n});
+  V first_step{state[0], state[1], zero_moment, zero_moment};
+  // A column broadcast along the rows, a transposed view and rows sliced out of a wider array.
+  auto column = random::uniform(-1.0F, 1.0F, {4096, 1}, float32, random::key(9));
+  auto transposed = transpose(x2);
+  auto wide = random::uniform(-2.0F, 2.0F, {4096, 4096 + 64}, float32, random::key(10));
+  auto sliced = slice(wide, {0, 32}, {4096, 4096 + 32});
+  eval(x, x2, w, b, column, transposed, sliced);
   eval(state);
+  eval(first_step);
 
   // The floor kernels' outputs: dense nuvec buffers (2 MiB aligned, huge pages), as a compiled kernel's are.
   V sinks;
@@ -200,6 +217,14 @@ int main() {
       {"layer_norm", [](const V& a) { return V{layer_norm(a[0], a[1], a[2])}; }, {x2, w, b}, 1, 1},
       {"layer_norm_fast", [](const V& a) { return V{fast::layer_norm(a[0], a[1], a[2], 1e-5F)}; }, {x2, w, b}, 1, 1},
       {"adam", adam, state, 4, 3},
+      // Written the way users write them: 0-d array constants and power, zero-initialized optimizer state, inputs
+      // broadcast, transposed and sliced.
+      {"gelu_mlx", [](const V& a) { return V{gelu_mlx(a[0])}; }, {x}, 1, 1},
+      {"power3", [](const V& a) { return V{power(a[0], array(3.0F))}; }, {x}, 1, 1},
+      {"adam_zeros", adam, first_step, 2, 3},
+      {"broadcast_column", [](const V& a) { return V{a[0] * a[1] + array(0.5F)}; }, {x2, column}, 1, 1},
+      {"transposed", [](const V& a) { return V{a[0] * array(1.0009765625F) + array(0.5F)}; }, {transposed}, 1, 1},
+      {"sliced", [](const V& a) { return V{a[0] * array(1.0009765625F) + array(0.5F)}; }, {sliced}, 1, 1},
   };
   for (const auto& row : rows) {
     auto compiled = compile(row.f);

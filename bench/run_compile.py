@@ -44,8 +44,25 @@ def adam():
     m1 = np.float32(0.9) * m + np.float32(0.1) * g
     v1 = np.float32(0.999) * v + np.float32(0.001) * g * g
     return p - np.float32(1e-3) * m1 / (np.sqrt(v1) + np.float32(1e-8)), m1, v1
+def power3():
+    return x ** np.float32(3)
+mz = vz = np.broadcast_to(np.float32(0), n)
+def adam_zeros():
+    m1 = np.float32(0.9) * mz + np.float32(0.1) * g
+    v1 = np.float32(0.999) * vz + np.float32(0.001) * g * g
+    return p - np.float32(1e-3) * m1 / (np.sqrt(v1) + np.float32(1e-8)), m1, v1
+column = rng.uniform(-1, 1, (4096, 1)).astype(np.float32)
+def broadcast_column():
+    return x2 * column + np.float32(0.5)
+def transposed():
+    return x2.T * np.float32(1.0009765625) + np.float32(0.5)
+wide = rng.uniform(-2, 2, (4096, 4096 + 64)).astype(np.float32)
+def sliced():
+    return wide[:, 32:4096 + 32] * np.float32(1.0009765625) + np.float32(0.5)
 for name, f in [("affine", affine), ("gelu_tanh", gelu), ("silu", silu), ("layer_norm", layer_norm),
-                ("layer_norm_fast", layer_norm), ("adam", adam)]:
+                ("layer_norm_fast", layer_norm), ("adam", adam), ("gelu_mlx", gelu), ("power3", power3),
+                ("adam_zeros", adam_zeros), ("broadcast_column", broadcast_column), ("transposed", transposed),
+                ("sliced", sliced)]:
     f(); f()
     times = []
     for _ in range(9):
@@ -60,6 +77,12 @@ DESCRIPTIONS = {
     "layer_norm": "layer norm from plain ops, 4096x4096 f32",
     "layer_norm_fast": "fast::layer_norm primitive, 4096x4096 f32",
     "adam": "Adam update (p, m, v), 2^24 f32",
+    "gelu_mlx": "GELU as MLX writes it (0-d array constants, power(x, 3)), 2^24 f32",
+    "power3": "power(x, array(3.0f)), 2^24 f32",
+    "adam_zeros": "Adam update, zero moments as broadcast views, 2^24 f32",
+    "broadcast_column": "x * column + 0.5, column (4096, 1) broadcast, 4096x4096 f32",
+    "transposed": "x.T * c + d, 4096x4096 f32",
+    "sliced": "x[:, 32:4128] * c + d from 4096x4160, f32",
 }
 
 

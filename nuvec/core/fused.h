@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,8 @@ struct FusedStep {
 
 /// The generated kernel's two entry points. `in` and `out` hold element pointers (the first element of each).
 /// contiguous: elements [begin, end) of row-major inputs (an input read as one value where the source says so);
-/// strided: rows [begin, end) of the iteration space walked with the inputs' element strides (ndim per input).
+/// strided: elements [begin, end) of the iteration space (a row kernel: rows [begin, end)) walked with the inputs'
+/// element strides (ndim per input).
 using ContiguousEntry = void (*)(const void* const* in, void* const* out, int64_t begin, int64_t end);
 using StridedEntry = void (*)(const void* const* in, void* const* out, const int64_t* shape, const int64_t* strides,
                               int ndim, int64_t begin, int64_t end);
@@ -40,6 +42,9 @@ struct FusedKernel {
   std::vector<Dtype> input_dtypes;
   /// Inputs of one element when traced: the contiguous entry reads them once.
   std::vector<bool> scalar_inputs;
+  /// Inputs that are traced constants holding one value (a 0-d array, a broadcast of one): the generated code has
+  /// the value as a literal and never reads the input.
+  std::vector<std::optional<double>> literals;
   std::vector<FusedStep> steps;
   /// The values the node outputs, in order.
   std::vector<int> outputs;

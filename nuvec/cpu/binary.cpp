@@ -7,6 +7,7 @@
 #include <string>
 
 #include "nuvec/core/dispatch.h"
+#include "nuvec/core/power_form.h"
 #include "nuvec/cpu/elementwise.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/math.h"
@@ -113,6 +114,53 @@ struct PowerFn {
     return math::power(a, b);
   }
   auto operator()(auto a, auto b) const -> decltype(math::pow(a, b)) { return math::pow(a, b); }
+};
+
+/// x ** e for one exponent e (a scalar operand), without pow where detail::power_form allows, with pow's results at
+/// the edges: sqrt(-0) is -0 and sqrt(-inf) NaN where pow gives +0 and +inf, hence the fabs and the select.
+template <math::Real C>
+struct ConstantPowerFn {
+  C e;
+  nuvec::detail::PowerForm form;
+
+  template <class T>
+  requires requires(T v) { math::pow(v, v); } T operator()(T x, T) const {
+    using Kind = nuvec::detail::PowerForm::Kind;
+    const T minus_inf(-std::numeric_limits<C>::infinity());
+    switch (form.kind) {
+      case Kind::product:
+        return product(x);
+      case Kind::sqrt:
+        return select(x == minus_inf, T(std::numeric_limits<C>::infinity()), math::abs(math::sqrt(x)));
+      case Kind::rsqrt:
+        return select(x == minus_inf, T(C(0)), T(C(1)) / math::abs(math::sqrt(x)));
+      case Kind::pow:
+        return math::pow(x, T(e));
+    }
+    return x;
+  }
+
+  /// x ** n by squaring from the lowest bit, as the generated code multiplies (codegen's constant_power).
+  template <class T>
+  T product(T x) const {
+    int m = form.n < 0 ? -form.n : form.n;
+    if (m == 0) {
+      return T(C(1));
+    }
+    T base = x;
+    T result = x;
+    bool started = false;
+    for (; m != 0; m >>= 1) {
+      if ((m & 1) != 0) {
+        result = started ? result * base : base;
+        started = true;
+      }
+      if (m > 1) {
+        base = base * base;
+      }
+    }
+    return form.n < 0 ? T(C(1)) / result : result;
+  }
 };
 
 /// The larger value; a NaN on either side wins.
@@ -316,6 +364,15 @@ void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b, boo
   using R = decltype(op(std::declval<C>(), std::declval<C>()));
   const bool scalar_a = a.stride == 0;
   const bool scalar_b = b.stride == 0;
+  if constexpr (std::same_as<Op, PowerFn> && Float<C>) {
+    // One exponent for the whole run: products or square roots where they give pow's results.
+    if (scalar_b) {
+      C e{};
+      load_block(&e, b, 1);
+      binary_run(ConstantPowerFn<C>{e, nuvec::detail::power_form(static_cast<double>(e))}, out, n, a, b, stream);
+      return;
+    }
+  }
   if constexpr (std::same_as<T, C> && std::same_as<S, R>) {
     if ((scalar_a || a.stride == 1) && (scalar_b || b.stride == 1)) {
       // Straight between the buffers, vectorized where possible.

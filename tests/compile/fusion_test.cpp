@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <variant>
 
@@ -293,6 +294,89 @@ TEST_F(Fusion, NonContiguousInputs) {
     auto compiled = compile([&](const V& xs) { return V{f(xs)}; })(evaluated);
     EXPECT_TRUE(same_values(compiled[0], eager, 2e-6)) << shape_string(evaluated[0].shape()) << " " << shape_string(evaluated[1].shape());
   }
+}
+
+/// Views of (64, 600) values in each layout the strided entry walks differently, with its name: transposed, rows
+/// and columns strided, rows offset in a wider array, broadcast along the rows or along the columns, and one value
+/// broadcast everywhere (what `zeros(shape)` is).
+std::vector<std::pair<std::string, array>> layouts(Dtype d, std::mt19937& rng) {
+  std::vector<std::pair<std::string, array>> views = {
+      {"transposed", transpose(test::random_array({600, 64}, d, rng, -3.0, 3.0))},
+      {"strided", slice(test::random_array({128, 1200}, d, rng, -3.0, 3.0), {0, 0}, {128, 1200}, {2, 2})},
+      {"offset rows", slice(test::random_array({64, 700}, d, rng, -3.0, 3.0), {0, 50}, {64, 650})},
+      {"broadcast row", broadcast_to(test::random_array({600}, d, rng, -3.0, 3.0), {64, 600})},
+      {"broadcast column", broadcast_to(test::random_array({64, 1}, d, rng, -3.0, 3.0), {64, 600})},
+      {"one value", broadcast_to(astype(array(1.5F), d), {64, 600})}};
+  for (auto& [name, view] : views) {
+    view.eval();
+  }
+  return views;
+}
+
+TEST_F(Fusion, EveryOpOnBroadcastTransposedAndSlicedInputs) {
+  std::mt19937 rng(29);
+  for (Dtype d : {float32, int32, bfloat16}) {
+    const auto views = layouts(d, rng);
+    const auto dense = test::random_array({64, 600}, d, rng, -3.0, 3.0);
+    for (size_t k = 0; k < views.size(); ++k) {
+      const auto& [layout, x] = views[k];
+      std::vector<Named> chains;
+      for (const auto& c : unary_cases()) {
+        chains.push_back({c.name,
+                          [op = c.op](const V& xs) {
+                            auto y = op(xs[0], {});
+                            return y.dtype() == bool_ ? logical_not(y) : square(y);
+                          },
+                          c.transcendental, checked_primitive(c, x)});
+      }
+      check_all(chains, {x}, std::string(dtype_name(d)) + " " + layout);
+      // Binary ops with the layout on either side, against a dense operand, the next layout and the transposed one
+      // (which makes the kernel walk tiles of rows).
+      const auto& other = views[(k + 1) % views.size()].second;
+      for (const auto& [a, b, what] :
+           {std::tuple{x, dense, "and dense"}, std::tuple{dense, x, "dense and"},
+            std::tuple{x, other, "and the next layout"}, std::tuple{x, views[0].second, "and transposed"}}) {
+        chains.clear();
+        for (const auto& c : binary_cases()) {
+          chains.push_back({c.name,
+                            [op = c.op](const V& xs) {
+                              auto y = op(xs[0], xs[1], {});
+                              return y.dtype() == bool_ ? logical_not(y) : op(y, xs[1], {});
+                            },
+                            c.transcendental, checked_primitive(c, a, b)});
+        }
+        chains.push_back({"select and conversion",
+                          [](const V& xs) { return where(xs[0] > xs[1], astype(xs[0], float32), array(2.0F)) * 0.5F; },
+                          false, std::string(Select::name)});
+        check_all(chains, {a, b}, std::string(dtype_name(d)) + " " + layout + " " + what);
+      }
+    }
+  }
+}
+
+TEST_F(Fusion, LargeBroadcastAndTransposedInputsStream) {
+  // Over 2^20 elements per thread the strided walk streams its outputs a block at a time: Adam's first step with
+  // moments that are broadcast zeros, and a chain over a transposed input, on rows that are no multiple of a block.
+  const Shape shape{2048, 1100};
+  auto p = random::uniform(-1.0F, 1.0F, shape, float32, random::key(1));
+  auto g = random::uniform(-1.0F, 1.0F, shape, float32, random::key(2));
+  auto zero_moment = broadcast_to(array(0.0F), shape);
+  auto adam = [](const V& xs) {
+    auto m1 = array(0.9F) * xs[2] + array(0.1F) * xs[1];
+    auto v1 = array(0.999F) * xs[3] + array(0.001F) * square(xs[1]);
+    return V{xs[0] - array(0.01F) * m1 / (sqrt(v1) + array(1e-8F)), m1, v1};
+  };
+  const V inputs{p, g, zero_moment, zero_moment};
+  auto compiled = compile(adam)(inputs);
+  auto eager = adam(inputs);
+  EXPECT_EQ(count_primitives(compiled, "Compiled"), 1);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(same_values(compiled[i], eager[i], 1e-6)) << i;
+  }
+  auto t = transpose(random::uniform(-3.0F, 3.0F, {1100, 2048}, float32, random::key(3)));
+  t.eval();
+  auto chain = [](const V& xs) { return V{tanh(xs[0]) * xs[1] + xs[0]}; };
+  EXPECT_TRUE(same_values(compile(chain)({t, g})[0], chain({t, g})[0], 2e-6));
 }
 
 TEST_F(Fusion, SeveralOutputsOfOneChain) {

@@ -67,6 +67,11 @@ static inline void nv_stream_lines(void* dst, const void* src, int64_t bytes) {
   std::memcpy(dst, src, (size_t)bytes);
 #endif
 }
+// Whether an input's inner stride t walks across its lines while its row stride u stays within them (a transpose):
+// the strided entry then reads tiles of rows.
+static inline bool nv_across(int64_t t, int64_t u) {
+  return t != 0 && t != 1 && (u < 0 ? -u : u) < (t < 0 ? -t : t);
+}
 static inline void nv_stream_fence() {
 #if defined(__AVX__)
   _mm_sfence();
@@ -82,6 +87,27 @@ bool can_generate(const Primitive& p, const std::vector<Dtype>& arg_dtypes, Dtyp
 }
 
 namespace {
+
+/// Elements of a run the strided entry computes at a time: its staging blocks of inputs stay in L1.
+constexpr size_t strided_block = 512;
+/// A tile of the strided entry: rows that share their inputs' lines (16 floats fill one) by columns.
+constexpr size_t strided_tile_rows = 16;
+constexpr size_t strided_tile_cols = 64;
+
+/// Whether input i is a literal in the kernel's source rather than read.
+bool is_literal(const FusedKernel& k, size_t i) { return i < k.literals.size() && k.literals[i].has_value(); }
+
+/// The literal inputs' declarations, each line starting with `indent`.
+std::string literal_declarations(const FusedKernel& k, const std::vector<Dtype>& dtypes, const std::string& indent) {
+  std::string text;
+  for (size_t i = 0; i < static_cast<size_t>(k.num_inputs); ++i) {
+    if (is_literal(k, i)) {
+      text += cat(indent, "const ", compute_type(dtypes[i]), " ", name_of('v', i), " = ", literal(dtypes[i], *k.literals[i]),
+                  ";\n");
+    }
+  }
+  return text;
+}
 
 /// The declaration of step s's value: its expression over the values before it, rounded to its dtype. A product of a
 /// float32 or float64 value and its sigmoid (SiLU) is one call, nv::silu, which shares the sigmoid's exp and divides
@@ -109,6 +135,12 @@ std::string step_code(const FusedKernel& k, const std::vector<Dtype>& dtypes, si
     if (sigmoid_of(a, b)) {
       expr = "nv::silu(" + value(b) + ")";
     }
+  }
+  const int exponent = step.args.size() == 2 ? step.args[1] : -1;
+  if (!expr && std::holds_alternative<Power>(step.primitive) && exponent >= 0 &&
+      is_literal(k, static_cast<size_t>(exponent)) && dtype_of(step.args[0]) == step.dtype &&
+      dtype_of(exponent) == step.dtype) {
+    expr = constant_power(step.dtype, value(step.args[0]), *k.literals[static_cast<size_t>(exponent)]);
   }
   if (!expr) {
     std::vector<Dtype> arg_dtypes;
@@ -171,7 +203,7 @@ std::string generate_rows_source(const FusedKernel& k) {
   auto element_body = [&](int up_to) {
     std::string body;
     for (size_t i = 0; i < n_in; ++i) {
-      if (!k.row_values[i]) {
+      if (!k.row_values[i] && !is_literal(k, i)) {
         const auto index = unit ? std::string("j") : "j * " + name_of('t', i);
         body += "      const " + compute_type(dtypes[i]) + " " + value(i) + " = " +
                 load(dtypes[i], name_of('q', i) + "[" + index + "]") + ";\n";
@@ -197,9 +229,12 @@ std::string generate_rows_source(const FusedKernel& k) {
   src += "extern \"C\" void nuvec_fused_strided(const void* const* in, void* const* out, const int64_t* shape, "
          "const int64_t* strides, int ndim, int64_t begin, int64_t end) {\n";
   for (size_t i = 0; i < n_in; ++i) {
-    src += "  const " + storage_type(dtypes[i]) + "* " + name_of('p', i) + " = (const " + storage_type(dtypes[i]) +
-           "*)in[" + std::to_string(i) + "];\n";
+    if (!is_literal(k, i)) {
+      src += "  const " + storage_type(dtypes[i]) + "* " + name_of('p', i) + " = (const " + storage_type(dtypes[i]) +
+             "*)in[" + std::to_string(i) + "];\n";
+    }
   }
+  src += literal_declarations(k, dtypes, "  ");
   for (size_t o = 0; o < k.outputs.size(); ++o) {
     const auto t = storage_type(dtypes[static_cast<size_t>(k.outputs[o])]);
     src += cat("  ", t, "* __restrict ", name_of('o', o), " = (", t, "*)out[", std::to_string(o), "];\n");
@@ -217,6 +252,9 @@ std::string generate_rows_source(const FusedKernel& k) {
   src += "  int64_t rest = begin;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= shape[d]; }\n";
   src += "  for (int64_t r = begin; r < end; ++r) {\n";
   for (size_t i = 0; i < n_in; ++i) {
+    if (is_literal(k, i)) {
+      continue;
+    }
     const auto q = name_of('q', i);
     src += "    const " + storage_type(dtypes[i]) + "* __restrict " + q + " = " + name_of('p', i) + ";\n";
     src += "    for (int d = 0; d + 1 < ndim; ++d) " + q + " += index[d] * strides[" + std::to_string(i) + " * ndim + d];\n";
@@ -324,7 +362,7 @@ std::string generate_rows_source(const FusedKernel& k) {
     // passes leave the memory idle (a layer norm 33% faster on one thread). A prefetch past the input never faults.
     std::string prefetches;
     for (size_t i = 0; unit_reads && i < n_in; ++i) {
-      if (k.row_values[i]) {
+      if (k.row_values[i] || is_literal(k, i)) {
         continue;
       }
       // Inputs broadcast over the rows (a weight) are in cache already: their row stride is 0.
@@ -348,7 +386,7 @@ std::string generate_rows_source(const FusedKernel& k) {
   };
   std::string unit_test = "true";
   for (size_t i = 0; i < n_in; ++i) {
-    if (!k.row_values[i]) {
+    if (!k.row_values[i] && !is_literal(k, i)) {
       unit_test += " && " + name_of('t', i) + " == 1";
     }
   }
@@ -372,16 +410,24 @@ std::string generate_source(const FusedKernel& k) {
     dtypes.push_back(s.dtype);
   }
   auto value = [&](int v) { return name_of('v', v); };
+  // The inputs the kernel reads (the others are literals).
+  std::vector<size_t> read;
+  for (size_t i = 0; i < n_in; ++i) {
+    if (!is_literal(k, i)) {
+      read.push_back(i);
+    }
+  }
 
   // The element body: loaded inputs in, outputs written at index i.
   src += "static inline __attribute__((always_inline)) void nv_body(";
-  for (size_t i = 0; i < n_in; ++i) {
+  for (size_t i : read) {
     src += compute_type(dtypes[i]) + " " + value(static_cast<int>(i)) + ", ";
   }
   for (size_t o = 0; o < k.outputs.size(); ++o) {
     src += storage_type(dtypes[static_cast<size_t>(k.outputs[o])]) + "* __restrict o" + std::to_string(o) + ", ";
   }
   src += "int64_t i) {\n";
+  src += literal_declarations(k, dtypes, "  ");
   for (size_t s = 0; s < k.steps.size(); ++s) {
     src += "  " + step_code(k, dtypes, s);
   }
@@ -392,7 +438,7 @@ std::string generate_source(const FusedKernel& k) {
   src += "}\n";
 
   auto pointers = [&](std::string& body) {
-    for (size_t i = 0; i < n_in; ++i) {
+    for (size_t i : read) {
       body += "  const " + storage_type(dtypes[i]) + "* __restrict p" + std::to_string(i) + " = (const " +
               storage_type(dtypes[i]) + "*)in[" + std::to_string(i) + "];\n";
     }
@@ -401,84 +447,157 @@ std::string generate_source(const FusedKernel& k) {
       body += cat("  ", t, "* __restrict o", std::to_string(o), " = (", t, "*)out[", std::to_string(o), "];\n");
     }
   };
-  auto call = [&](const std::vector<std::string>& reads) {
+  // A call of the body with input i read as reads(i) and the outputs as `outs` (a prefix), at `at`.
+  auto call = [&](auto reads, char outs, const std::string& at) {
     std::string text = "nv_body(";
-    for (size_t i = 0; i < n_in; ++i) {
-      text += load(dtypes[i], reads[i]) + ", ";
+    for (size_t i : read) {
+      text += load(dtypes[i], reads(i)) + ", ";
     }
     for (size_t o = 0; o < k.outputs.size(); ++o) {
-      text += name_of('o', o) + ", ";
+      text += cat(name_of(outs, o), ", ");
     }
-    return text;
+    return text + at + ");\n";
   };
-
-  // Flat loop over row-major inputs; a scalar input's value is read once.
-  src += "extern \"C\" void nuvec_fused_contiguous(const void* const* in, void* const* out, int64_t begin, "
-         "int64_t end) {\n";
-  pointers(src);
-  std::vector<std::string> reads;
-  for (size_t i = 0; i < n_in; ++i) {
-    const auto p = name_of('p', i);
-    if (k.scalar_inputs[i]) {
-      src += "  const " + storage_type(dtypes[i]) + " s" + std::to_string(i) + " = " + p + "[0];\n";
-      reads.push_back(name_of('s', i));
-    } else {
-      reads.push_back(p + "[i]");
-    }
-  }
-  src += "  if (end - begin < nv_stream_min) {\n";
-  src += "    for (int64_t i = begin; i < end; ++i) {\n      " + call(reads) + "i);\n    }\n    return;\n  }\n";
   // Large ranges: outputs streamed past the caches, so that an output costs one write of memory instead of a read
   // for ownership plus a write. Elements are computed a line at a time (64 bytes of the narrowest output) into
   // buffers in L1 and each line is streamed out at once: stores spread over the computation, where blocks of 1 KiB
   // streamed in bursts kept the core waiting on them (medians of 8 runs: GELU 1.52x the floor -> 1.2x, SiLU
   // 1.32x -> 1.03x). Plain stores up to the first line boundary of the outputs, and for the rest where they do not
   // share one.
-  const auto line = std::to_string(line_length(k, dtypes));
   std::string line_starts = "true";
   std::string buffers;
   std::string streams;
-  std::string block_call = "nv_body(";
-  for (size_t i = 0; i < n_in; ++i) {
-    block_call += load(dtypes[i], k.scalar_inputs[i] ? name_of('s', i) : name_of('p', i) + "[i + l]") + ", ";
-  }
-  for (size_t o = 0; o < k.outputs.size(); ++o) {
-    const auto out = name_of('o', o);
-    const auto w = name_of('w', o);
-    line_starts += " && ((uintptr_t)(" + out + " + i) & 63) == 0";
-    buffers +=
-        cat("    alignas(64) ", storage_type(dtypes[static_cast<size_t>(k.outputs[o])]), " ", w, "[", line, "];\n");
-    block_call += w + ", ";
-    streams += cat("      nv_stream_lines(", out, " + i, ", w, ", sizeof(", w, "));\n");
-  }
-  src += "  int64_t i = begin;\n  for (; i < end && ((uintptr_t)(o0 + i) & 63) != 0; ++i) {\n    " + call(reads) +
-         "i);\n  }\n";
-  src += "  if (" + line_starts + ") {\n" + buffers + "    for (; i + " + line + " <= end; i += " + line +
-         ") {\n      for (int64_t l = 0; l < " + line + "; ++l) {\n        " + block_call + "l);\n      }\n" +
-         streams + "    }\n    nv_stream_fence();\n  }\n";
-  src += "  for (; i < end; ++i) {\n    " + call(reads) + "i);\n  }\n}\n";
+  // Buffers of `length` elements per output; streams of `count` elements of them to the outputs at `at`.
+  auto stream_code = [&](const std::string& length, const std::string& count, const std::string& at) {
+    line_starts = "true";
+    buffers.clear();
+    streams.clear();
+    for (size_t o = 0; o < k.outputs.size(); ++o) {
+      const auto out = name_of('o', o);
+      const auto w = name_of('w', o);
+      line_starts += cat(" && ((uintptr_t)(", out, " + ", at, ") & 63) == 0");
+      buffers += cat("    alignas(64) ", storage_type(dtypes[static_cast<size_t>(k.outputs[o])]), " ", w, "[",
+                     length, "];\n");
+      streams += cat("      nv_stream_lines(", out, " + ", at, ", ", w, ", ", count, " * sizeof(", w, "[0]));\n");
+    }
+  };
 
-  // Rows of the iteration space: the inner axis walked with each input's stride.
+  // Flat loop over row-major inputs; a scalar input's value is read once.
+  src += "extern \"C\" void nuvec_fused_contiguous(const void* const* in, void* const* out, int64_t begin, "
+         "int64_t end) {\n";
+  pointers(src);
+  for (size_t i : read) {
+    if (k.scalar_inputs[i]) {
+      src += "  const " + storage_type(dtypes[i]) + " s" + std::to_string(i) + " = " + name_of('p', i) + "[0];\n";
+    }
+  }
+  auto flat_read = [&](const std::string& index) {
+    return [&k, index](size_t i) { return k.scalar_inputs[i] ? name_of('s', i) : name_of('p', i) + "[" + index + "]"; };
+  };
+  const auto line = std::to_string(line_length(k, dtypes));
+  stream_code(line, line, "i");
+  src += "  if (end - begin < nv_stream_min) {\n";
+  src += "    for (int64_t i = begin; i < end; ++i) {\n      " + call(flat_read("i"), 'o', "i") + "    }\n    return;\n  }\n";
+  src += "  int64_t i = begin;\n  for (; i < end && ((uintptr_t)(o0 + i) & 63) != 0; ++i) {\n    " +
+         call(flat_read("i"), 'o', "i") + "  }\n";
+  src += "  if (" + line_starts + ") {\n" + buffers + "    for (; i + " + line + " <= end; i += " + line +
+         ") {\n      for (int64_t l = 0; l < " + line + "; ++l) {\n        " + call(flat_read("i + l"), 'w', "l") +
+         "      }\n" + streams + "    }\n    nv_stream_fence();\n  }\n";
+  src += "  for (; i < end; ++i) {\n    " + call(flat_read("i"), 'o', "i") + "  }\n}\n";
+
+  // Elements [begin, end) of a strided iteration space, a run of the inner axis at a time, in blocks: an input at
+  // unit stride is read in place, one broadcast along the run (stride 0) is staged once per run, any other stride is
+  // gathered into a staging block; the body then reads every input at unit stride and vectorizes as the flat loop
+  // does, and large outputs are streamed a block at a time.
+  const std::string block = std::to_string(strided_block);
+  const std::string tile_rows = std::to_string(strided_tile_rows);
+  const std::string tile_cols = std::to_string(strided_tile_cols);
+  auto run_read = [](size_t i) { return cat("r", std::to_string(i), "[l]"); };
   src += "extern \"C\" void nuvec_fused_strided(const void* const* in, void* const* out, const int64_t* shape, "
          "const int64_t* strides, int ndim, int64_t begin, int64_t end) {\n";
   pointers(src);
-  src += "  const int64_t inner = ndim > 0 ? shape[ndim - 1] : 1;\n";
-  src += "  int64_t index[64] = {0};\n  int64_t off[" + std::to_string(n_in + 1) + "] = {0};\n";
-  src += "  int64_t rest = begin;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= shape[d]; }\n";
-  src += "  for (int64_t r = begin; r < end; ++r) {\n";
-  src += "    for (int k = 0; k < " + std::to_string(n_in) + "; ++k) { off[k] = 0; for (int d = 0; d + 1 < ndim; ++d) "
-         "off[k] += index[d] * strides[k * ndim + d]; }\n";
-  reads.clear();
-  for (size_t i = 0; i < n_in; ++i) {
-    const auto s = std::to_string(i);
-    src += cat("    const ", storage_type(dtypes[i]), "* __restrict q", s, " = p", s, " + off[", s, "];\n");
-    src += cat("    const int64_t t", s, " = ndim > 0 ? strides[", s, " * ndim + ndim - 1] : 0;\n");
-    reads.push_back(cat("q", s, "[j * t", s, "]"));
+  for (size_t i : read) {
+    src += cat("  alignas(64) ", storage_type(dtypes[i]), " b", std::to_string(i), "[", block, "];\n");
   }
-  src += "    const int64_t base = r * inner;\n";
-  src += "    for (int64_t j = 0; j < inner; ++j) {\n      " + call(reads) + "base + j);\n    }\n";
+  stream_code(block, block, "i");
+  src += buffers;
+  const std::string row_streams = streams;
+  const std::string row_line_starts = line_starts;
+  for (size_t i : read) {
+    src += cat("  alignas(64) ", storage_type(dtypes[i]), " g", std::to_string(i), "[", tile_rows, " * ", tile_cols,
+               "];\n");
+  }
+  std::string across = "false";
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    across += cat(" || nv_across(strides[", s, " * ndim + ndim - 1], strides[", s, " * ndim + ndim - 2])");
+  }
+  src += "  const bool tiles = ndim >= 2 && (" + across + ");\n";
+  src += "  const bool stream = end - begin >= nv_stream_min;\n";
+  src += "  const int64_t inner = ndim > 0 ? shape[ndim - 1] : 1;\n  int64_t index[64] = {0};\n";
+  src += "  int64_t rest = begin / inner;\n  for (int d = ndim - 2; d >= 0; --d) { index[d] = rest % shape[d]; rest /= "
+         "shape[d]; }\n";
+  src += "  int64_t j = begin % inner;\n  for (int64_t i = begin; i < end;) {\n";
+  src += "    const int64_t stop = end - i < inner - j ? j + (end - i) : inner;\n";
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    src += cat("    const ", storage_type(dtypes[i]), "* q", s, " = p", s, ";\n");
+    src += cat("    for (int d = 0; d + 1 < ndim; ++d) q", s, " += index[d] * strides[", s, " * ndim + d];\n");
+    src += cat("    const int64_t t", s, " = ndim > 0 ? strides[", s, " * ndim + ndim - 1] : 0;\n");
+    src += cat("    if (t", s, " == 0) { for (int64_t l = 0; l < inner && l < ", block, "; ++l) b", s, "[l] = q", s,
+               "[0]; }\n");
+  }
+  // Tiles of rows where an input is read across its lines: each input line then serves a tile's rows at once,
+  // where a row at a time fetched every line again (a transposed input read 16x its bytes).
+  stream_code(block, tile_cols, "at");
+  src += cat("    if (tiles && j == 0 && end - i >= ", tile_rows, " * inner && index[ndim - 2] + ", tile_rows,
+             " <= shape[ndim - 2]) {\n");
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    src += cat("      const int64_t u", s, " = strides[", s, " * ndim + ndim - 2];\n");
+    src += cat("      if (t", s, " == 0) { for (int64_t a = 0; a < ", tile_rows, "; ++a) for (int64_t l = 0; l < ",
+               tile_cols, "; ++l) g", s, "[a * ", tile_cols, " + l] = q", s, "[a * u", s, "]; }\n");
+  }
+  src += cat("      for (int64_t j0 = 0; j0 < inner; j0 += ", tile_cols, ") {\n        const int64_t n = inner - j0 < ",
+             tile_cols, " ? inner - j0 : ", tile_cols, ";\n");
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    const auto read_at = cat("g", s, "[a * ", tile_cols, " + l] = q", s, "[a * u", s, " + (j0 + l) * t", s, "]");
+    src += cat("        if (t", s, " != 0 && t", s, " != 1) {\n          if (nv_across(t", s, ", u", s,
+               ")) { for (int64_t l = 0; l < n; ++l) for (int64_t a = 0; a < ", tile_rows, "; ++a) ", read_at,
+               "; }\n          else { for (int64_t a = 0; a < ", tile_rows, "; ++a) for (int64_t l = 0; l < n; ++l) ",
+               read_at, "; }\n        }\n");
+  }
+  src += cat("        for (int64_t a = 0; a < ", tile_rows, "; ++a) {\n");
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    src += cat("          const ", storage_type(dtypes[i]), "* __restrict r", s, " = t", s, " == 1 ? q", s, " + a * u",
+               s, " + j0 : g", s, " + a * ", tile_cols, ";\n");
+  }
+  src += "          const int64_t at = i + a * inner + j0;\n";
+  src += cat("          if (stream && n == ", tile_cols, " && ", line_starts, ") {\n            for (int64_t l = 0; l < ",
+             tile_cols, "; ++l) {\n              ", call(run_read, 'w', "l"), "            }\n", streams,
+             "          } else {\n            for (int64_t l = 0; l < n; ++l) {\n              ",
+             call(run_read, 'o', "at + l"), "            }\n          }\n        }\n      }\n");
+  src += cat("      i += ", tile_rows, " * inner;\n      for (int k = 0; k < ", tile_rows,
+             "; ++k) { for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; } }\n",
+             "      continue;\n    }\n");
+  src += "    while (j < stop) {\n";
+  src += cat("      const int64_t n = stop - j < ", block, " - i % ", block, " ? stop - j : ", block, " - i % ", block,
+             ";\n");
+  for (size_t i : read) {
+    const auto s = std::to_string(i);
+    src += cat("      if (t", s, " != 0 && t", s, " != 1) { for (int64_t l = 0; l < n; ++l) b", s, "[l] = q", s,
+               "[(j + l) * t", s, "]; }\n");
+    src += cat("      const ", storage_type(dtypes[i]), "* __restrict r", s, " = t", s, " == 1 ? q", s, " + j : b", s,
+               ";\n");
+  }
+  src += "      if (stream && n == " + block + " && " + row_line_starts + ") {\n        for (int64_t l = 0; l < " +
+         block + "; ++l) {\n          " + call(run_read, 'w', "l") + "        }\n" + row_streams + "      } else {\n" +
+         "        for (int64_t l = 0; l < n; ++l) {\n          " + call(run_read, 'o', "i + l") + "        }\n      }\n";
+  src += "      j += n;\n      i += n;\n    }\n    j = 0;\n";
   src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
-  src += "  }\n}\n";
+  src += "  }\n  if (stream) nv_stream_fence();\n}\n";
   return src;
 }
 

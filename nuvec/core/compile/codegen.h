@@ -1,9 +1,10 @@
 #pragma once
 
 // C++ source for a fused chain: a per-element body built from the tape, called
-// from a flat loop (row-major inputs) and from a strided row walk, written so
-// that GCC vectorizes it with -O3 -march=native (math calls go to glibc's
-// vector math library through `declare simd`).
+// from a flat loop (row-major inputs) and from a strided walk that stages its
+// inputs at unit stride in blocks (tiles of rows for transposed inputs), written
+// so that GCC vectorizes it with -O3 -march=native (math calls go to glibc's
+// vector math library through `declare simd`). One-value constants are literals.
 
 #include <string>
 #include <vector>

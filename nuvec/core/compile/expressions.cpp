@@ -4,9 +4,14 @@
 
 #include "nuvec/core/compile/expressions.h"
 
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string_view>
 
 #include "nuvec/core/error.h"
+#include "nuvec/core/power_form.h"
 
 namespace nuvec::detail {
 
@@ -268,6 +273,73 @@ std::string converted(Dtype from, Dtype to, const std::string& x) {
 bool generable(Dtype d) { return d != complex64; }
 
 }  // namespace
+
+std::string literal(Dtype d, double value) {
+  const std::string c = compute_type(d);
+  if (d == bool_) {
+    return value != 0 ? "true" : "false";
+  }
+  if (!is_float(d)) {
+    return "(" + c + ")(" + std::to_string(static_cast<int64_t>(value)) + "LL)";
+  }
+  const std::string suffix = c == "float" ? "f" : "";
+  if (std::isnan(value)) {
+    return "__builtin_nan" + suffix + "(\"\")";
+  }
+  if (std::isinf(value)) {
+    return std::string(value < 0 ? "(-" : "(") + "__builtin_inf" + suffix + "())";
+  }
+  std::array<char, 64> text{};
+  std::snprintf(text.data(), text.size(), "%a", value);
+  return std::string("(").append(text.data()).append(suffix).append(")");
+}
+
+std::optional<std::string> constant_power(Dtype d, const std::string& x, double e) {
+  const PowerForm form = power_form(e);
+  const std::string c = compute_type(d);
+  const bool integer = is_integer(d);
+  if (d == bool_ || (!integer && !is_float(d))) {
+    return std::nullopt;
+  }
+  if (form.kind == PowerForm::Kind::product && (form.n >= 0 || !integer)) {
+    // Squaring from the lowest bit, as the CPU kernel multiplies (ConstantPowerFn in cpu/binary.cpp); the compiler
+    // merges the repeated factors.
+    auto times = [&](const std::string& a, const std::string& b) {
+      return integer ? "nv::wrap_mul(" + a + ", " + b + ")" : "(" + a + " * " + b + ")";
+    };
+    int m = std::abs(form.n);
+    if (m == 0) {
+      return c + "(1)";
+    }
+    std::string base = x;
+    std::string result;
+    for (; m != 0; m >>= 1) {
+      if ((m & 1) != 0) {
+        result = result.empty() ? base : times(result, base);
+      }
+      if (m > 1) {
+        base = times(base, base);
+      }
+    }
+    return form.n < 0 ? "(" + c + "(1) / " + result + ")" : result;
+  }
+  if (integer) {
+    return std::nullopt;
+  }
+  // pow's edges: sqrt(-0) is -0 where pow gives +0, sqrt(-inf) NaN where pow gives +inf.
+  const std::string inf = literal(d, INFINITY);
+  const std::string root = "__builtin_" + libm("fabs", d) + "(__builtin_" + libm("sqrt", d) + "(" + x + "))";
+  switch (form.kind) {
+    case PowerForm::Kind::sqrt:
+      return "(" + x + " == -" + inf + " ? " + inf + " : " + root + ")";
+    case PowerForm::Kind::rsqrt:
+      return "(" + x + " == -" + inf + " ? " + c + "(0) : " + c + "(1) / " + root + ")";
+    case PowerForm::Kind::product:
+    case PowerForm::Kind::pow:
+      break;
+  }
+  return libm("pow", d) + "(" + x + ", " + literal(d, e) + ")";
+}
 
 std::optional<std::string> expression(const Primitive& p, const std::vector<Dtype>& arg_dtypes,
                                       const std::vector<std::string>& args, Dtype out) {

@@ -29,6 +29,13 @@ std::string store(Dtype d, const std::string& expr);
 /// A compute value rounded to its 16-bit dtype (identity for other dtypes).
 std::string rounded(Dtype d, const std::string& expr);
 
+/// `value` as a compute value of `d` in C++ source (exact: hexadecimal floats).
+std::string literal(Dtype d, double value);
+
+/// x ** e for a float or integer x of dtype `d` and a known exponent e, in the form detail::power_form gives the CPU
+/// kernel (products, square roots); nullopt where the generic expression (pow) serves.
+std::optional<std::string> constant_power(Dtype d, const std::string& x, double e);
+
 /// The expression of primitive `p` over operands named `args` of dtypes `arg_dtypes`, giving a value of dtype
 /// `out`; nullopt where the generator has none (the primitive is not element-wise, or not for these dtypes).
 std::optional<std::string> expression(const Primitive& p, const std::vector<Dtype>& arg_dtypes,

@@ -14,6 +14,7 @@
 #include "nuvec/core/compile/codegen.h"
 #include "nuvec/core/compile/graph.h"
 #include "nuvec/core/compile/jit.h"
+#include "nuvec/core/dispatch.h"
 
 namespace nuvec::detail {
 
@@ -149,6 +150,34 @@ std::vector<GraphNode> sorted(const Graph& g, std::vector<GraphNode> nodes) {
     result.push_back(std::move(nodes[i]));
   }
   return result;
+}
+
+/// The one value of a traced constant that holds one (a 0-d array or a broadcast of one), where a double holds it
+/// exactly: the generated code has it as a literal, which lets the compiler fold it (power's exponent chooses its
+/// form by it).
+std::optional<double> literal(const Graph& g, int v) {
+  if (!g.is_constant(v)) {
+    return std::nullopt;
+  }
+  const array& c = g.constants[static_cast<size_t>(v - g.num_inputs)];
+  if (c.data_size() != 1 || c.dtype() == complex64) {
+    return std::nullopt;
+  }
+  return dispatch(c.dtype(), [&]<class T>(type_tag<T>) -> std::optional<double> {
+    const T x = c.data<T>()[0];
+    if constexpr (std::same_as<T, double> || std::same_as<T, float>) {
+      return x;
+    } else if constexpr (std::is_integral_v<T>) {
+      // Integers beyond 2^53 have no exact double.
+      const auto d = static_cast<double>(x);
+      constexpr double limit = 0x1p53;
+      return d <= limit && d >= -limit ? std::optional<double>(d) : std::nullopt;
+    } else if constexpr (std::is_convertible_v<T, float>) {
+      return static_cast<float>(x);
+    } else {
+      return std::nullopt;
+    }
+  });
 }
 
 /// Appends evaluated constants to the graph's constant values, renumbering the values after them; returns their
@@ -470,6 +499,7 @@ void fuse_graph(Graph& g, bool shapeless) {
       local[inputs[k]] = static_cast<int>(k);
       kernel->input_dtypes.push_back(v.dtype);
       kernel->scalar_inputs.push_back(shape_size(v.shape) == 1);
+      kernel->literals.push_back(literal(g, inputs[k]));
       kernel->row_values.push_back(rows && (v.shape.empty() || v.shape.back() == 1));
     }
     GraphNode node{Compiled{}, g.nodes[at].stream, inputs, {}, -1};
