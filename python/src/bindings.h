@@ -18,6 +18,7 @@ void init_ops_reduce(py::module_& m);
 void init_ops_layout(py::module_& m);
 void init_ops_indexing(py::module_& m);
 void init_ops_products(py::module_& m);
+void init_ops_utilities(py::module_& m);
 void init_array_methods(py::module_& m, py::class_<array>& cls);
 void init_transforms(py::module_& m);
 void init_linalg(py::module_& m);

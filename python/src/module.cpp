@@ -58,6 +58,7 @@ PYBIND11_MODULE(core, m) {
   init_ops_layout(m);
   init_ops_indexing(m);
   init_ops_products(m);
+  init_ops_utilities(m);
   init_array_methods(m, cls);
   init_transforms(m);
   init_linalg(m);
