@@ -15,28 +15,19 @@
 #include <string>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec::fft {
 
+using nuvec::detail::list_string;
+using nuvec::detail::op_prefix;
+
 namespace {
-
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
-
-std::string list_string(const std::vector<int>& values) {
-  std::string s = "(";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) {
-      s += ',';
-    }
-    s += std::to_string(values[i]);
-  }
-  return s + ")";
-}
 
 void check_not_scalar(const array& a, const char* op) {
   if (a.ndim() < 1) {
-    throw_invalid(tag(op) + "Expected an array with at least one dimension; got shape " + shape_string(a.shape()) +
-                  ".");
+    throw_invalid(op_prefix(op) + "Expected an array with at least one dimension; got shape " +
+                  shape_string(a.shape()) + ".");
   }
 }
 
@@ -50,7 +41,7 @@ std::vector<int> checked_axes(const array& a, const std::vector<int>& axes, cons
   auto sorted = out;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    throw_invalid(tag(op) + "Expected distinct axes; got " + list_string(axes) + ".");
+    throw_invalid(op_prefix(op) + "Expected distinct axes; got " + list_string(axes) + ".");
   }
   return out;
 }
@@ -87,7 +78,7 @@ array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, boo
                FFTNorm norm, StreamOrDevice s) {
   check_not_scalar(a, op);
   if (n.size() != axes.size()) {
-    throw_invalid(tag(op) + "Expected one length per axis; got n = " + shape_string(n) + " and axes " +
+    throw_invalid(op_prefix(op) + "Expected one length per axis; got n = " + shape_string(n) + " and axes " +
                   list_string(axes) + ".");
   }
   if (axes.empty()) {
@@ -95,7 +86,7 @@ array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, boo
   }
   const auto ax = checked_axes(a, axes, op);
   if (std::any_of(n.begin(), n.end(), [](int32_t len) { return len <= 0; })) {
-    throw_invalid(tag(op) + "Expected positive transform lengths; got n = " + shape_string(n) + " for axes " +
+    throw_invalid(op_prefix(op) + "Expected positive transform lengths; got n = " + shape_string(n) + " for axes " +
                   list_string(axes) + " of shape " + shape_string(a.shape()) + ".");
   }
 
@@ -187,10 +178,10 @@ array frequencies(const array& values, int n, double d, StreamOrDevice s) {
 
 void check_frequency_args(int n, double d, const char* op) {
   if (n < 1) {
-    throw_invalid(tag(op) + "Expected a window length n >= 1; got " + std::to_string(n) + ".");
+    throw_invalid(op_prefix(op) + "Expected a window length n >= 1; got " + std::to_string(n) + ".");
   }
   if (d == 0.0) {
-    throw_invalid(tag(op) + "Expected a non-zero sample spacing d; got 0.");
+    throw_invalid(op_prefix(op) + "Expected a non-zero sample spacing d; got 0.");
   }
 }
 

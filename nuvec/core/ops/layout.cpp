@@ -5,21 +5,13 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
+using nuvec::detail::list_string;
 
-std::string list_string(const std::vector<int>& values) {
-  std::string out = "(";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    out += std::to_string(values[i]);
-  }
-  return out + ")";
-}
+namespace {
 
 std::vector<int> all_axes(int ndim) {
   std::vector<int> axes(ndim);

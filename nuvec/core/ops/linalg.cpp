@@ -20,12 +20,15 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec::linalg {
 
+using nuvec::detail::op_prefix;
+
 namespace {
 
-std::string tag(const char* op) { return std::string("[linalg::") + op + "] "; }
+std::string tag(const char* op) { return op_prefix(std::string("linalg::").append(op)); }
 
 void check_float(Dtype dtype, const char* op) {
   if (dtype != float32 && dtype != float64) {

@@ -14,12 +14,13 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
+using nuvec::detail::op_prefix;
 
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
+namespace {
 
 Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
 
@@ -64,7 +65,7 @@ array finish(const array& out, const ReducePlan& p, bool keepdims, StreamOrDevic
 
 void reject_complex(const array& a, const char* op) {
   if (is_complex(a.dtype())) {
-    throw_invalid(tag(op) + "Not supported for complex64 inputs.");
+    throw_invalid(op_prefix(op) + "Not supported for complex64 inputs.");
   }
 }
 
@@ -76,7 +77,7 @@ array reduce(const array& a, ReduceType type, Dtype out_dtype, const std::vector
     return finish(astype(a, out_dtype, s), p, keepdims, s);
   }
   if ((type == ReduceType::max || type == ReduceType::min) && p.reduced_size == 0 && shape_size(p.kept_shape) > 0) {
-    throw_invalid(tag(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
+    throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
   array out(p.kept_shape, out_dtype, Reduce{type, p.axes}, {a}, to_stream(s));
   return finish(out, p, keepdims, s);
@@ -144,7 +145,7 @@ array arg_reduce(const array& a, ArgReduceType type, int axis, bool keepdims, co
   Shape shape = a.shape();
   shape[ax] = 1;
   if (a.shape(ax) == 0 && shape_size(shape) > 0) {
-    throw_invalid(tag(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
+    throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
   array out(shape, uint32, ArgReduce{type, ax}, {a}, to_stream(s));
   return keepdims ? out : squeeze(out, ax, s);
@@ -152,7 +153,7 @@ array arg_reduce(const array& a, ArgReduceType type, int axis, bool keepdims, co
 
 array arg_reduce_all(const array& a, ArgReduceType type, bool keepdims, const char* op, StreamOrDevice s) {
   if (a.size() == 0) {
-    throw_invalid(tag(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
+    throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
   auto out = arg_reduce(flatten(a, s), type, 0, true, op, s);
   return keepdims ? reshape(out, Shape(a.ndim(), 1), s) : reshape(out, {}, s);

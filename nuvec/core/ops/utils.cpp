@@ -1,4 +1,6 @@
-// Dtype utilities: result_type, finfo and iinfo.
+// Dtype utilities (result_type, finfo and iinfo) and the ops' message helpers.
+
+#include "nuvec/core/ops/utils.h"
 
 #include <limits>
 
@@ -6,6 +8,14 @@
 #include "nuvec/core/ops.h"
 
 namespace nuvec {
+
+namespace detail {
+
+std::string op_prefix(const std::string& op) { return std::string("[").append(op).append("] "); }
+
+std::string list_string(const std::vector<int>& values) { return shape_string(values); }
+
+}  // namespace detail
 
 Dtype result_type(const std::vector<array>& arrays) {
   // As MLX: bool is the identity of promote_types, so no arrays give bool.
