@@ -384,6 +384,41 @@ TEST(Activations, MatchTorch) {
   EXPECT_EQ(nn::SiLU()(astype(x, bfloat16)).dtype(), bfloat16);
 }
 
+TEST(Activations, IntegerInputsPromoteAsInMLX) {
+  // mlx.nn writes its activations with Python scalars: a float constant promotes an integer input to float32 (its
+  // gelu of int32 is float32), an integer one keeps the dtype (relu is maximum(x, 0)). Before, the float constants
+  // were truncated to int32, so gelu gave 0s. Values against PyTorch on the same integers in float64.
+  const auto x = array({-3, -1, 0, 1, 2, 5});
+  ASSERT_EQ(x.dtype(), int32);
+  struct Case {
+    std::string torch;
+    std::function<array(const array&)> fn;
+  };
+  std::vector<Case> cases{
+      {"F.gelu(x)", [](const array& v) { return nn::gelu(v); }},
+      {"F.gelu(x, approximate='tanh')", [](const array& v) { return nn::gelu_approx(v); }},
+      {"x * torch.sigmoid(1.702 * x)", [](const array& v) { return nn::gelu_fast_approx(v); }},
+      {"F.leaky_relu(x, 0.1)", [](const array& v) { return nn::leaky_relu(v, 0.1F); }},
+      {"F.elu(x, 0.7)", [](const array& v) { return nn::elu(v, 0.7F); }},
+      {"F.selu(x)", [](const array& v) { return nn::selu(v); }},
+      {"F.celu(x, 1.3)", [](const array& v) { return nn::celu(v, 1.3F); }},
+      {"F.relu6(x)", [](const array& v) { return nn::relu6(v); }},
+      {"F.hardtanh(x, -2.5, 1.5)", [](const array& v) { return nn::hard_tanh(v, -2.5F, 1.5F); }},
+      {"F.silu(x)", [](const array& v) { return nn::silu(v); }},
+      {"F.softplus(x)", [](const array& v) { return nn::softplus(v); }},
+      {"F.hardswish(x)", [](const array& v) { return nn::hardswish(v); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.torch);
+    auto y = c.fn(x);
+    EXPECT_EQ(y.dtype(), float32);
+    EXPECT_TRUE(close(y, torch_ref("x = T(a)\nout = N(" + c.torch + ")", {x})));
+  }
+  auto r = nn::relu(x);
+  EXPECT_EQ(r.dtype(), int32);
+  EXPECT_TRUE(array_equal(r, array({0, 0, 0, 1, 2, 5})).item<bool>());
+}
+
 }  // namespace
 }  // namespace nuvec
 
