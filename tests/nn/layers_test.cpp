@@ -474,9 +474,14 @@ TEST(Layers, ErrorsNameTheLayerAndTheShapes) {
   EXPECT_EQ(error_of([] { nn::Conv2d(3, 4, {3, 3, 3}); }), "[Conv2d] kernel_size needs 1 or 2 values; given 3.");
   EXPECT_EQ(error_of([] { nn::GroupNorm(3, 8); }), "[GroupNorm] num_groups (3) must divide dims (8).");
   EXPECT_EQ(error_of([] {
-              nn::RoPE(8)(zeros({4, 6}));
+              nn::RoPE(8)(zeros({1, 4, 6}));
             }),
-            "[RoPE] expected input of shape (..., L, D) with D >= 8; given shape (4,6).");
+            "[RoPE] expected input of shape (..., L, D) with D >= 8; given shape (1,4,6).");
+  // fast::rope's rule, which mlx.nn.RoPE inherits by calling it: at least (B, L, D).
+  EXPECT_EQ(error_of([] {
+              nn::RoPE(4)(zeros({4, 6}));
+            }),
+            "[RoPE] expected input of at least 3 axes; given shape (4,6).");
   EXPECT_EQ(error_of([] { nn::GLU()(zeros({2, 3})); }), "[GLU] expected an even size on axis -1; given shape (2,3).");
 }
 
