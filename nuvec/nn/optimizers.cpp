@@ -79,8 +79,12 @@ Params Optimizer::apply_gradients(const Params& gradients, const Params& paramet
     updated.emplace_back(name, apply_single(g, parameter, state, lr, step));
     states.push_back(std::move(state));
   }
+  // Entry by entry into the existing slots: a compiled step holds pointers to them (state_arrays()).
   for (size_t i = 0; i < gradients.size(); ++i) {
-    state_.insert_or_assign(gradients[i].first, std::move(states[i]));
+    auto& slots = state_[gradients[i].first];
+    for (auto& [key, value] : states[i]) {
+      slots.insert_or_assign(key, std::move(value));
+    }
   }
   learning_rate_ = lr;
   step_ = step;

@@ -251,6 +251,10 @@ TEST(Optimizers, ARefusedStepChangesNothing) {
     EXPECT_TRUE(array_equal(after[i].second, before[i].second).item<bool>()) << after[i].first;
   }
   EXPECT_EQ(opt.step(), 1);
+  // A step updates the state arrays in place: a compiled step holds pointers to them.
+  const auto slots = opt.state_arrays();
+  opt.apply_gradients({{"a", full({2}, 3.0F)}, {"b", full({3}, 3.0F)}}, params);
+  EXPECT_EQ(opt.state_arrays(), slots);
 }
 
 TEST(Optimizers, UpdateAModel) {
