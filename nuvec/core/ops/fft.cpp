@@ -19,6 +19,7 @@
 
 namespace nuvec::fft {
 
+using nuvec::detail::all_axes;
 using nuvec::detail::list_string;
 using nuvec::detail::op_prefix;
 
@@ -165,12 +166,6 @@ array shift_impl(const array& a, const std::vector<int>& axes, Shift shift, cons
   return roll(a, shifts, axes, s);
 }
 
-std::vector<int> all_axes(const array& a) {
-  std::vector<int> axes(a.ndim());
-  std::iota(axes.begin(), axes.end(), 0);
-  return axes;
-}
-
 /// values / (d n) as float32, computed in double.
 array frequencies(const array& values, int n, double d, StreamOrDevice s) {
   return astype(divide(astype(values, float64, s), array(d * n, float64), s), float32, s);
@@ -275,12 +270,12 @@ array fftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
   return shift_impl(
       a, axes, [](int size) { return size / 2; }, "fftshift", s);
 }
-array fftshift(const array& a, StreamOrDevice s) { return fftshift(a, all_axes(a), s); }
+array fftshift(const array& a, StreamOrDevice s) { return fftshift(a, all_axes(a.ndim()), s); }
 array ifftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
   return shift_impl(
       a, axes, [](int size) { return (size + 1) / 2; }, "ifftshift", s);
 }
-array ifftshift(const array& a, StreamOrDevice s) { return ifftshift(a, all_axes(a), s); }
+array ifftshift(const array& a, StreamOrDevice s) { return ifftshift(a, all_axes(a.ndim()), s); }
 
 array fftfreq(int n, double d, StreamOrDevice s) {
   check_frequency_args(n, d, "fftfreq");

@@ -18,6 +18,7 @@
 
 namespace nuvec {
 
+using nuvec::detail::all_axes;
 using nuvec::detail::op_prefix;
 
 namespace {
@@ -33,12 +34,6 @@ Dtype sum_dtype(Dtype t) {
     return uint32;
   }
   return t;
-}
-
-std::vector<int> all_axes(const array& a) {
-  std::vector<int> axes(a.ndim());
-  std::iota(axes.begin(), axes.end(), 0);
-  return axes;
 }
 
 /// The checked axes of a reduction and the shapes it produces.
@@ -166,7 +161,7 @@ array arg_reduce_all(const array& a, ArgReduceType type, bool keepdims, const ch
 #define NUVEC_DEFINE_REDUCTION(name, body)                                                                   \
   array name(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) body array name( \
       const array& a, bool keepdims, StreamOrDevice s) {                                                     \
-    return name(a, all_axes(a), keepdims, s);                                                                \
+    return name(a, all_axes(a.ndim()), keepdims, s);                                                         \
   }                                                                                                          \
   array name(const array& a, int axis, bool keepdims, StreamOrDevice s) {                                    \
     return name(a, std::vector<int>{axis}, keepdims, s);                                                     \
@@ -209,7 +204,9 @@ NUVEC_DEFINE_REDUCTION(logsumexp, {
 array var(const array& a, const std::vector<int>& axes, bool keepdims, int ddof, StreamOrDevice s) {
   return astype(var_compute(a, axes, keepdims, ddof, "var", s), var_dtype(a.dtype()), s);
 }
-array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) { return var(a, all_axes(a), keepdims, ddof, s); }
+array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
+  return var(a, all_axes(a.ndim()), keepdims, ddof, s);
+}
 array var(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return var(a, std::vector<int>{axis}, keepdims, ddof, s);
 }
@@ -218,7 +215,7 @@ array std(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
   return astype(sqrt(var_compute(a, axes, keepdims, ddof, "std", s), s), var_dtype(a.dtype()), s);
 }
 array std(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
-  return nuvec::std(a, all_axes(a), keepdims, ddof, s);
+  return nuvec::std(a, all_axes(a.ndim()), keepdims, ddof, s);
 }
 array std(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return nuvec::std(a, std::vector<int>{axis}, keepdims, ddof, s);
@@ -256,7 +253,7 @@ array softmax(const array& a, const std::vector<int>& axes, bool precise, Stream
   return transpose(reshape(y, moved.shape(), s), last.inverse, s);
 }
 
-array softmax(const array& a, bool precise, StreamOrDevice s) { return softmax(a, all_axes(a), precise, s); }
+array softmax(const array& a, bool precise, StreamOrDevice s) { return softmax(a, all_axes(a.ndim()), precise, s); }
 
 array softmax(const array& a, int axis, bool precise, StreamOrDevice s) {
   return softmax(a, std::vector<int>{axis}, precise, s);

@@ -17,17 +17,9 @@
 namespace nuvec {
 
 using nuvec::detail::op_prefix;
+using nuvec::detail::slice_axis;
 
 namespace {
-
-/// a[..., start:stop, ...] along one axis.
-array slice_axis(const array& a, int axis, int start, int stop, StreamOrDevice s) {
-  Shape starts(a.ndim(), 0);
-  Shape stops = a.shape();
-  starts[axis] = start;
-  stops[axis] = stop;
-  return slice(a, std::move(starts), std::move(stops), s);
-}
 
 /// The normalized kth of a partition along axis `ax`.
 int check_kth(const array& a, int kth, int ax, const char* op) {
