@@ -39,21 +39,27 @@ auto compile(F&& fun, bool shapeless = false) { return compile(+fun, shapeless);
 
 /// A function of arrays and numeric constants; the constants' values join the signature (a new value retraces).
 using ConstantFunction = std::function<std::vector<array>(const std::vector<array>&, const std::vector<double>&)>;
+/// compile for a ConstantFunction: the compiled function takes the arrays and the constants.
 std::function<std::vector<array>(const std::vector<array>&, const std::vector<double>&)> compile(
     ConstantFunction fun, bool shapeless = false);
 
 /// The arrays a stateful function reads and replaces (model parameters, optimizer moments): called at every call
 /// of the compiled function, which passes their values as implicit inputs and stores their new values back.
 using CompileState = std::function<std::vector<array*>()>;
+/// compile for a stateful function: `state` is called at every call, and the arrays it points to are read before
+/// and replaced after; if fun throws while tracing, they keep their values. A null pointer throws.
 Function compile(Function fun, CompileState state, bool shapeless = false);
 
 /// Compile off: compiled functions run their function directly (NUVEC_DISABLE_COMPILE=1 at start-up does this).
 void disable_compile();
+/// Compile back on (CompileMode::enabled).
 void enable_compile();
+/// Sets or reads the process-wide mode; it applies to every compiled function from its next call.
 void set_compile_mode(CompileMode mode);
 CompileMode compile_mode();
 
 /// The number of signatures each compiled function keeps traced (least recently used evicted first); 64 at start.
+/// A limit of 0 throws.
 void set_compile_cache_limit(size_t limit);
 size_t compile_cache_limit();
 

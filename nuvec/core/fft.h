@@ -8,6 +8,10 @@
 // Dtypes: results are complex64, or float32 for irfft*. float64 inputs are transformed in double and the result
 // rounded to complex64 (nuvec has no complex128); float32, complex64 and every other dtype (converted to float32)
 // are transformed in float. rfft* of a complex64 input transforms its real part, as MLX does.
+//
+// An empty `axes` list returns the input unchanged (MLX's). Errors, thrown when the op is called: a 0-d input, an
+// axis out of range or repeated, an `n` of another length than `axes` or with an entry below 1; fftfreq and rfftfreq
+// need n >= 1 and d != 0.
 
 #include <vector>
 
@@ -26,7 +30,7 @@ array fftn(const array& a, const std::vector<int>& axes, FFTNorm norm = FFTNorm:
 /// Over every axis.
 array fftn(const array& a, FFTNorm norm = FFTNorm::Backward, StreamOrDevice s = {});
 
-/// The n-dimensional inverse transform.
+/// The n-dimensional inverse transform, with fftn's overloads and defaults.
 array ifftn(const array& a, const Shape& n, const std::vector<int>& axes, FFTNorm norm = FFTNorm::Backward,
             StreamOrDevice s = {});
 array ifftn(const array& a, const std::vector<int>& axes, FFTNorm norm = FFTNorm::Backward, StreamOrDevice s = {});

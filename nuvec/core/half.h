@@ -33,14 +33,21 @@ namespace detail {
 template <class T>
 concept half_float = std::same_as<T, float16_t> || std::same_as<T, bfloat16_t>;
 
-/// Bit layout of a 16-bit target format: fraction bits and exponent bias.
+/// Bit layout of a 16-bit target format: fraction bits and exponent bias; the decimal exponent range and IEEE status
+/// complete what numeric_limits reports (half_limits).
 struct Binary16Format {
   static constexpr int mantissa = 10;
   static constexpr int bias = 15;
+  static constexpr bool iec559 = true;
+  static constexpr int min_exponent10 = -4;
+  static constexpr int max_exponent10 = 4;
 };
 struct BFloat16Format {
   static constexpr int mantissa = 7;
   static constexpr int bias = 127;
+  static constexpr bool iec559 = false;  // not an IEEE 754 interchange format
+  static constexpr int min_exponent10 = -37;
+  static constexpr int max_exponent10 = 38;
 };
 
 /// `value >> shift`, rounded to nearest with ties to even. Needs 0 < shift < bits of U.
@@ -418,12 +425,21 @@ constexpr bool isfinite(bfloat16_t x) { return (x.bits & 0x7f80U) != 0x7f80U; }
 
 }  // namespace nuvec
 
-namespace std {
+namespace nuvec::detail {
 
 // NOLINTBEGIN(readability-identifier-naming): std::numeric_limits spells these names
-/// Limits of IEEE binary16.
-template <>
-struct numeric_limits<nuvec::float16_t> {
+/// The std::numeric_limits members of a 16-bit format, all derived from its layout: a sign bit, an exponent field
+/// whose largest value is 2 * bias + 1 (infinities and NaNs), and `mantissa` fraction bits.
+template <class T, class Format>
+struct half_limits {
+ private:
+  static constexpr int m = Format::mantissa;
+  static constexpr int b = Format::bias;
+  static constexpr T make(int exponent, int fraction) {
+    return T::from_bits(static_cast<uint16_t>((exponent << m) | fraction));
+  }
+
+ public:
   static constexpr bool is_specialized = true;
   static constexpr bool is_signed = true;
   static constexpr bool is_integer = false;
@@ -434,68 +450,45 @@ struct numeric_limits<nuvec::float16_t> {
   static constexpr std::float_denorm_style has_denorm = std::denorm_present;
   static constexpr bool has_denorm_loss = false;
   static constexpr std::float_round_style round_style = std::round_to_nearest;
-  static constexpr bool is_iec559 = true;
+  static constexpr bool is_iec559 = Format::iec559;
   static constexpr bool is_bounded = true;
   static constexpr bool is_modulo = false;
-  static constexpr int digits = 11;
-  static constexpr int digits10 = 3;
-  static constexpr int max_digits10 = 5;
+  static constexpr int digits = m + 1;
+  // floor(m log10 2) and ceil(1 + digits log10 2), log10 2 = 0.30103 to enough places for 16-bit formats.
+  static constexpr int digits10 = m * 30103 / 100000;
+  static constexpr int max_digits10 = 2 + digits * 30103 / 100000;
   static constexpr int radix = 2;
-  static constexpr int min_exponent = -13;
-  static constexpr int min_exponent10 = -4;
-  static constexpr int max_exponent = 16;
-  static constexpr int max_exponent10 = 4;
+  static constexpr int min_exponent = 2 - b;
+  static constexpr int min_exponent10 = Format::min_exponent10;
+  static constexpr int max_exponent = b + 1;
+  static constexpr int max_exponent10 = Format::max_exponent10;
   static constexpr bool traps = false;
   static constexpr bool tinyness_before = false;
 
-  static constexpr nuvec::float16_t min() noexcept { return nuvec::float16_t::from_bits(0x0400); }
-  static constexpr nuvec::float16_t lowest() noexcept { return nuvec::float16_t::from_bits(0xfbff); }
-  static constexpr nuvec::float16_t max() noexcept { return nuvec::float16_t::from_bits(0x7bff); }
-  static constexpr nuvec::float16_t epsilon() noexcept { return nuvec::float16_t::from_bits(0x1400); }
-  static constexpr nuvec::float16_t round_error() noexcept { return nuvec::float16_t::from_bits(0x3800); }
-  static constexpr nuvec::float16_t infinity() noexcept { return nuvec::float16_t::from_bits(0x7c00); }
-  static constexpr nuvec::float16_t quiet_NaN() noexcept { return nuvec::float16_t::from_bits(0x7e00); }
-  static constexpr nuvec::float16_t signaling_NaN() noexcept { return nuvec::float16_t::from_bits(0x7d00); }
-  static constexpr nuvec::float16_t denorm_min() noexcept { return nuvec::float16_t::from_bits(0x0001); }
+  static constexpr T min() noexcept { return make(1, 0); }
+  static constexpr T lowest() noexcept { return T::from_bits(static_cast<uint16_t>(0x8000U | max().bits)); }
+  static constexpr T max() noexcept { return make(2 * b, (1 << m) - 1); }
+  static constexpr T epsilon() noexcept { return make(b - m, 0); }
+  static constexpr T round_error() noexcept { return make(b - 1, 0); }
+  static constexpr T infinity() noexcept { return make(2 * b + 1, 0); }
+  static constexpr T quiet_NaN() noexcept { return make(2 * b + 1, 1 << (m - 1)); }
+  static constexpr T signaling_NaN() noexcept { return make(2 * b + 1, 1 << (m - 2)); }
+  static constexpr T denorm_min() noexcept { return make(0, 1); }
+};
+// NOLINTEND(readability-identifier-naming)
+
+}  // namespace nuvec::detail
+
+namespace std {
+
+/// Limits of IEEE binary16.
+template <>
+struct numeric_limits<nuvec::float16_t> : nuvec::detail::half_limits<nuvec::float16_t, nuvec::detail::Binary16Format> {
 };
 
 /// Limits of bfloat16: float's exponent range with 8 significand bits.
 template <>
-struct numeric_limits<nuvec::bfloat16_t> {
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_exact = false;
-  static constexpr bool has_infinity = true;
-  static constexpr bool has_quiet_NaN = true;
-  static constexpr bool has_signaling_NaN = true;
-  static constexpr std::float_denorm_style has_denorm = std::denorm_present;
-  static constexpr bool has_denorm_loss = false;
-  static constexpr std::float_round_style round_style = std::round_to_nearest;
-  static constexpr bool is_iec559 = false;  // not an IEEE 754 interchange format
-  static constexpr bool is_bounded = true;
-  static constexpr bool is_modulo = false;
-  static constexpr int digits = 8;
-  static constexpr int digits10 = 2;
-  static constexpr int max_digits10 = 4;
-  static constexpr int radix = 2;
-  static constexpr int min_exponent = -125;
-  static constexpr int min_exponent10 = -37;
-  static constexpr int max_exponent = 128;
-  static constexpr int max_exponent10 = 38;
-  static constexpr bool traps = false;
-  static constexpr bool tinyness_before = false;
-
-  static constexpr nuvec::bfloat16_t min() noexcept { return nuvec::bfloat16_t::from_bits(0x0080); }
-  static constexpr nuvec::bfloat16_t lowest() noexcept { return nuvec::bfloat16_t::from_bits(0xff7f); }
-  static constexpr nuvec::bfloat16_t max() noexcept { return nuvec::bfloat16_t::from_bits(0x7f7f); }
-  static constexpr nuvec::bfloat16_t epsilon() noexcept { return nuvec::bfloat16_t::from_bits(0x3c00); }
-  static constexpr nuvec::bfloat16_t round_error() noexcept { return nuvec::bfloat16_t::from_bits(0x3f00); }
-  static constexpr nuvec::bfloat16_t infinity() noexcept { return nuvec::bfloat16_t::from_bits(0x7f80); }
-  static constexpr nuvec::bfloat16_t quiet_NaN() noexcept { return nuvec::bfloat16_t::from_bits(0x7fc0); }
-  static constexpr nuvec::bfloat16_t signaling_NaN() noexcept { return nuvec::bfloat16_t::from_bits(0x7fa0); }
-  static constexpr nuvec::bfloat16_t denorm_min() noexcept { return nuvec::bfloat16_t::from_bits(0x0001); }
-};
-// NOLINTEND(readability-identifier-naming)
+struct numeric_limits<nuvec::bfloat16_t>
+    : nuvec::detail::half_limits<nuvec::bfloat16_t, nuvec::detail::BFloat16Format> {};
 
 }  // namespace std

@@ -16,7 +16,9 @@ namespace nuvec {
 
 // ---------------------------------------------------------------- creation
 
-/// Values in [start, stop) spaced by step.
+/// Values in [start, stop) spaced by step: ceil((stop - start) / step) of them (none when that is not positive),
+/// float32 by default and int32 for the int overloads. A zero or NaN step, a NaN or infinite bound, bool, or more
+/// than INT32_MAX values throw.
 array arange(double start, double stop, double step, Dtype dtype, StreamOrDevice s = {});
 array arange(double start, double stop, double step, StreamOrDevice s = {});
 array arange(double start, double stop, Dtype dtype, StreamOrDevice s = {});
@@ -27,14 +29,15 @@ array arange(int start, int stop, int step, StreamOrDevice s = {});
 array arange(int start, int stop, StreamOrDevice s = {});
 array arange(int stop, StreamOrDevice s = {});
 
-/// `num` evenly spaced values from start to stop (inclusive when `endpoint`).
+/// `num` evenly spaced values from start to stop (inclusive when `endpoint`), computed in float64 and rounded once to
+/// `dtype` (integers truncate); num < 0 throws.
 array linspace(double start, double stop, int num, bool endpoint, Dtype dtype = float32, StreamOrDevice s = {});
 inline array linspace(double start, double stop, int num = 50, Dtype dtype = float32, StreamOrDevice s = {}) {
   return linspace(start, stop, num, true, dtype, s);
 }
 
-/// A dense, row-contiguous array of `shape` filled with `vals` (broadcast), as MLX's: its own buffer, so it can be
-/// donated and written in place.
+/// A dense, row-contiguous array of `shape` filled with `vals` (broadcast, converted to `dtype`, else kept in its
+/// own), as MLX's: its own buffer, so it can be donated and written in place. Negative dimensions throw.
 array full(Shape shape, array vals, Dtype dtype, StreamOrDevice s = {});
 array full(Shape shape, array vals, StreamOrDevice s = {});
 template <class T>
@@ -56,6 +59,7 @@ template <class T>
 array full_like(const array& a, T val, StreamOrDevice s = {}) {
   return full_like(a, array(val, a.dtype()), s);
 }
+/// Dense arrays of zeros or ones, float32 by default; the _like forms take a's shape and, unless given, its dtype.
 array zeros(const Shape& shape, Dtype dtype, StreamOrDevice s = {});
 inline array zeros(const Shape& shape, StreamOrDevice s = {}) { return zeros(shape, float32, s); }
 array zeros_like(const array& a, StreamOrDevice s = {});
@@ -65,7 +69,8 @@ inline array ones(const Shape& shape, StreamOrDevice s = {}) { return ones(shape
 array ones_like(const array& a, StreamOrDevice s = {});
 array ones_like(const array& a, Dtype dtype, StreamOrDevice s = {});
 
-/// Ones on the k-th diagonal of an n x m matrix.
+/// Ones on the k-th diagonal (k > 0 above the main one) of an n x m matrix (m = n by default), float32 by default;
+/// a negative n or m throws. identity(n) is eye(n).
 array eye(int n, int m, int k, Dtype dtype, StreamOrDevice s = {});
 inline array eye(int n, Dtype dtype, StreamOrDevice s = {}) { return eye(n, n, 0, dtype, s); }
 inline array eye(int n, int m, StreamOrDevice s = {}) { return eye(n, m, 0, float32, s); }
@@ -74,16 +79,22 @@ inline array eye(int n, StreamOrDevice s = {}) { return eye(n, n, 0, float32, s)
 array identity(int n, Dtype dtype, StreamOrDevice s = {});
 inline array identity(int n, StreamOrDevice s = {}) { return identity(n, float32, s); }
 
-/// Ones at and below the k-th diagonal.
+/// Ones at and below the k-th diagonal of an n x m matrix, zeros above.
 array tri(int n, int m, int k, Dtype type, StreamOrDevice s = {});
 inline array tri(int n, Dtype type, StreamOrDevice s = {}) { return tri(n, n, 0, type, s); }
+/// x with the elements above (tril) or below (triu) the k-th diagonal of its last two axes set to zero; x needs at
+/// least 2 axes.
 array tril(array x, int k = 0, StreamOrDevice s = {});
 array triu(array x, int k = 0, StreamOrDevice s = {});
 
+/// Coordinate grids from 1-d coordinate arrays (each flattened), numpy's meshgrid: "xy" (Cartesian) indexing swaps
+/// the first two output axes, "ij" (matrix) does not, other values throw; `sparse` gives broadcastable outputs with
+/// size-1 axes instead of full grids.
 std::vector<array> meshgrid(const std::vector<array>& arrays, bool sparse = false, const std::string& indexing = "xy",
                             StreamOrDevice s = {});
 
-/// Window functions (numpy's definitions), float32.
+/// Window functions (numpy's definitions), computed in float64 and rounded to float32; M < 1 gives an empty array
+/// and M = 1 gives [1].
 array bartlett(int M, StreamOrDevice s = {});
 array blackman(int M, StreamOrDevice s = {});
 array hamming(int M, StreamOrDevice s = {});
@@ -91,35 +102,55 @@ array hanning(int M, StreamOrDevice s = {});
 
 // ---------------------------------------------------------------- conversion and copies
 
+/// `a` converted to `dtype` (`a` itself when it has it), as numpy's casts: floats to integers truncate toward
+/// zero and integers wrap into narrower types (nuvec/core/scalar_math.h).
 array astype(array a, Dtype dtype, StreamOrDevice s = {});
 /// Reinterprets the bytes as another dtype; the last axis is rescaled.
 array view(const array& a, const Dtype& dtype, StreamOrDevice s = {});
+/// A view of a's row-contiguous elements with `shape`, `strides` (in elements) and `offset`. As MLX's, only the
+/// lengths and sizes are checked, not that the strides and offset stay within a's elements: the caller keeps them so.
 array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s = {});
+/// a's values in a buffer of their own.
 array copy(array a, StreamOrDevice s = {});
 /// `a` itself when already row-contiguous (or column-contiguous if allowed), else a copy.
 array contiguous(const array& a, bool allow_col_major = false, StreamOrDevice s = {});
+/// `a`, seen by the transforms as a constant: no derivative flows through it.
 array stop_gradient(const array& a, StreamOrDevice s = {});
 
 // ---------------------------------------------------------------- shape and layout
 
+/// `a` with another shape of the same size; one entry may be -1 (inferred). Several -1s, other negative sizes or a
+/// different size throw.
 array reshape(const array& a, Shape shape, StreamOrDevice s = {});
+/// Axes start_axis through end_axis merged into one (every axis by default; a 0-d array gives shape (1)). As MLX's,
+/// the axes are clamped into the array; a start after the end throws.
 array flatten(const array& a, int start_axis, int end_axis = -1, StreamOrDevice s = {});
 array flatten(const array& a, StreamOrDevice s = {});
+/// `axis` split into the axes of `shape` (one entry may be -1), whose sizes must multiply to the axis's size.
 array unflatten(const array& a, int axis, Shape shape, StreamOrDevice s = {});
+/// `a` without the given size-1 axes (every size-1 axis by default); an axis of another size throws.
 array squeeze(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
 array squeeze(const array& a, int axis, StreamOrDevice s = {});
 array squeeze(const array& a, StreamOrDevice s = {});
+/// `a` with size-1 axes inserted; `axes` are positions in the result (negative ones count from its end).
 array expand_dims(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
 array expand_dims(const array& a, int axis, StreamOrDevice s = {});
+/// The axes permuted: the result's axis i is a's axis axes[i] (reversed by default); a repeated axis or a list of
+/// the wrong length throws.
 array transpose(const array& a, std::vector<int> axes, StreamOrDevice s = {});
 inline array transpose(const array& a, std::initializer_list<int> axes, StreamOrDevice s = {}) {
   return transpose(a, std::vector<int>(axes), s);
 }
 array transpose(const array& a, StreamOrDevice s = {});
+/// Two axes exchanged, or one axis moved to `destination` with the others keeping their order.
 array swapaxes(const array& a, int axis1, int axis2, StreamOrDevice s = {});
 array moveaxis(const array& a, int source, int destination, StreamOrDevice s = {});
+/// numpy's broadcasting: `a` viewed as `shape` (size-1 and missing leading axes repeat), or every input viewed as
+/// their common shape; shapes that do not broadcast throw.
 array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s = {});
 std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDevice s = {});
+/// `a` with size-1 axes added up to 1, 2 or 3 dimensions, numpy's placement: (N) becomes (1, N) and (1, N, 1),
+/// (M, N) becomes (M, N, 1).
 array atleast_1d(const array& a, StreamOrDevice s = {});
 std::vector<array> atleast_1d(const std::vector<array>& a, StreamOrDevice s = {});
 array atleast_2d(const array& a, StreamOrDevice s = {});
@@ -168,23 +199,33 @@ array slice_update_min(const array& src, const array& update, Shape start, Shape
                        StreamOrDevice s = {});
 array slice_update_min(const array& src, const array& update, Shape start, Shape stop, StreamOrDevice s = {});
 
+/// `a` cut along `axis` (0 by default) into `num_splits` equal parts (an axis they do not divide throws), or at
+/// `indices` (numpy's bounds: piece i is a[indices[i - 1]:indices[i]], clipped).
 std::vector<array> split(const array& a, int num_splits, int axis, StreamOrDevice s = {});
 std::vector<array> split(const array& a, int num_splits, StreamOrDevice s = {});
 std::vector<array> split(const array& a, const Shape& indices, int axis, StreamOrDevice s = {});
 std::vector<array> split(const array& a, const Shape& indices, StreamOrDevice s = {});
+/// The arrays joined along `axis` (flattened and joined without one), promoted to one dtype; their other axes must
+/// match and an empty list throws.
 array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s = {});
 array concatenate(std::vector<array> arrays, StreamOrDevice s = {});
+/// Arrays of one shape joined along a new axis `axis` (0 by default); unstack gives the slices along `axis` back,
+/// without that axis (a 0-d array throws).
 array stack(const std::vector<array>& arrays, int axis, StreamOrDevice s = {});
 array stack(const std::vector<array>& arrays, StreamOrDevice s = {});
 std::vector<array> unstack(const array& a, int axis = 0, StreamOrDevice s = {});
+/// Each element repeated `repeats` times along `axis` (of the flattened array without one); negative repeats throw.
 array repeat(const array& arr, int repeats, int axis, StreamOrDevice s = {});
 array repeat(const array& arr, int repeats, StreamOrDevice s = {});
+/// `arr` repeated reps[i] times along each axis (numpy's tile: the shorter of reps and arr's shape gets leading 1s);
+/// negative repetitions throw.
 array tile(const array& arr, std::vector<int> reps, StreamOrDevice s = {});
 
 /// Pads with pad_value ("constant"), the edge values ("edge"), or a mirror of the array without ("reflect") or with
 /// ("symmetric") its edge values, as numpy.pad.
 array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_size, const Shape& high_pad_size,
           const array& pad_value = array(0), const std::string& mode = "constant", StreamOrDevice s = {});
+/// pad with one (low, high) pair per axis, one pair for every axis, or one width for both sides of every axis.
 array pad(const array& a, const std::vector<std::pair<int, int>>& pad_width, const array& pad_value = array(0),
           const std::string& mode = "constant", StreamOrDevice s = {});
 array pad(const array& a, const std::pair<int, int>& pad_width, const array& pad_value = array(0),
@@ -192,19 +233,26 @@ array pad(const array& a, const std::pair<int, int>& pad_width, const array& pad
 array pad(const array& a, int pad_width, const array& pad_value = array(0), const std::string& mode = "constant",
           StreamOrDevice s = {});
 
+/// Elements shifted by `shift` along `axes`, those leaving one end entering at the other (numpy's roll: the
+/// flattened array without axes; a single shift or axis pairs with each entry of the other list, shifts of a
+/// repeated axis add up).
 array roll(const array& a, int shift, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, StreamOrDevice s = {});
 array roll(const array& a, int shift, int axis, StreamOrDevice s = {});
 array roll(const array& a, int shift, const std::vector<int>& axes, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, int axis, StreamOrDevice s = {});
 array roll(const array& a, const Shape& shift, const std::vector<int>& axes, StreamOrDevice s = {});
+/// `a` reversed along `axes` (every axis by default).
 array flip(const array& a, const std::vector<int>& axes, StreamOrDevice s = {});
 array flip(const array& a, int axis, StreamOrDevice s = {});
 array flip(const array& a, StreamOrDevice s = {});
 
+/// The diagonal at `offset` of the matrices on axis1 and axis2 (numpy's diagonal): those axes are removed and the
+/// diagonal becomes the last axis. Needs 2 axes, distinct.
 array diagonal(const array& a, int offset = 0, int axis1 = 0, int axis2 = 1, StreamOrDevice s = {});
 /// The k-th diagonal of a matrix, or a matrix with a vector on its k-th diagonal.
 array diag(const array& a, int k = 0, StreamOrDevice s = {});
+/// The sum of diagonal(a, offset, axis1, axis2), in `dtype` when given, else with sum's dtype rule.
 array trace(const array& a, int offset, int axis1, int axis2, Dtype dtype, StreamOrDevice s = {});
 array trace(const array& a, int offset, int axis1, int axis2, StreamOrDevice s = {});
 array trace(const array& a, StreamOrDevice s = {});
@@ -217,16 +265,29 @@ std::vector<array> depends(const std::vector<array>& inputs, const std::vector<a
 
 // ---------------------------------------------------------------- unary
 
+// Element-wise, the result of a's shape. The functions from sqrt to sigmoid, erf, erfinv, degrees and radians
+// compute in at least float: integer and bool inputs give float32, other dtypes keep theirs. Out-of-domain inputs
+// give NaN or infinities as IEEE does (sqrt(-1) is NaN, log(0) is -inf); nothing throws for a value.
+
+/// |a|; complex64 gives its modulus as float32, unsigned and bool inputs come back unchanged.
 array abs(const array& a, StreamOrDevice s = {});
+/// -a (integers wrap); bool throws (use logical_not). positive returns `a`.
 array negative(const array& a, StreamOrDevice s = {});
 array positive(const array& a, StreamOrDevice s = {});
+/// -1, 0 or 1 in a's dtype for real inputs; bool comes back unchanged.
 array sign(const array& a, StreamOrDevice s = {});
+/// Rounded down, up, toward zero, or to `decimals` places with halves to even (numpy's round; negative decimals
+/// round to tens, hundreds, ...). Integer and bool inputs come back unchanged (round with negative decimals rounds
+/// them too); complex64 throws.
 array floor(const array& a, StreamOrDevice s = {});
 array ceil(const array& a, StreamOrDevice s = {});
 array trunc(const array& a, StreamOrDevice s = {});
 array round(const array& a, int decimals, StreamOrDevice s = {});
 inline array round(const array& a, StreamOrDevice s = {}) { return round(a, 0, s); }
+/// a * a, in a's dtype.
 array square(const array& a, StreamOrDevice s = {});
+/// Roots, reciprocal, exponentials, logarithms, trigonometric and hyperbolic functions and their inverses, and the
+/// logistic sigmoid 1 / (1 + exp(-a)), in at least float.
 array sqrt(const array& a, StreamOrDevice s = {});
 array rsqrt(const array& a, StreamOrDevice s = {});
 array reciprocal(const array& a, StreamOrDevice s = {});
@@ -249,57 +310,89 @@ array arcsinh(const array& a, StreamOrDevice s = {});
 array arccosh(const array& a, StreamOrDevice s = {});
 array arctanh(const array& a, StreamOrDevice s = {});
 array sigmoid(const array& a, StreamOrDevice s = {});
+/// The error function and its inverse, in at least float; complex64 throws.
 array erf(const array& a, StreamOrDevice s = {});
 array erfinv(const array& a, StreamOrDevice s = {});
+/// Radians to degrees and degrees to radians, in at least float.
 array degrees(const array& a, StreamOrDevice s = {});
 array radians(const array& a, StreamOrDevice s = {});
+/// The conjugate, real part and imaginary part (float32) of complex64. A real input comes back unchanged from
+/// conjugate and real; imag gives its zeros.
 array conjugate(const array& a, StreamOrDevice s = {});
 array real(const array& a, StreamOrDevice s = {});
 array imag(const array& a, StreamOrDevice s = {});
+/// Classification as bool. Integer and bool inputs are never NaN or infinite; isposinf and isneginf reject complex64.
 array isnan(const array& a, StreamOrDevice s = {});
 array isinf(const array& a, StreamOrDevice s = {});
 array isfinite(const array& a, StreamOrDevice s = {});
 array isposinf(const array& a, StreamOrDevice s = {});
 array isneginf(const array& a, StreamOrDevice s = {});
+/// NaN replaced by `nan`, +inf by `posinf` and -inf by `neginf` (by default the dtype's largest and lowest finite
+/// values). Non-floating inputs, complex64 included, come back unchanged (numpy also replaces complex parts).
 array nan_to_num(const array& a, float nan = 0.0F, std::optional<float> posinf = std::nullopt,
                  std::optional<float> neginf = std::nullopt, StreamOrDevice s = {});
+/// Logical not of `a` cast to bool; bitwise_invert is ~a for integers and logical_not for bool (other dtypes throw).
 array logical_not(const array& a, StreamOrDevice s = {});
 array bitwise_invert(const array& a, StreamOrDevice s = {});
+/// maximum(a, a_min) then minimum(that, a_max), with those ops' broadcasting and promotion (NaN propagates); one
+/// bound may be absent, not both.
 array clip(const array& a, const std::optional<array>& a_min = std::nullopt,
            const std::optional<array>& a_max = std::nullopt, StreamOrDevice s = {});
 
 // ---------------------------------------------------------------- binary
 
+// Binary ops broadcast their operands (numpy's rules) and promote them to one dtype (promote_types); integer
+// arithmetic wraps.
+
+/// a + b, a - b and a * b in the promoted dtype.
 array add(const array& a, const array& b, StreamOrDevice s = {});
 array subtract(const array& a, const array& b, StreamOrDevice s = {});
 array multiply(const array& a, const array& b, StreamOrDevice s = {});
+/// True division, in at least float (integer operands give float32).
 array divide(const array& a, const array& b, StreamOrDevice s = {});
+/// numpy's //: integers stay integers, rounded toward negative infinity (x // 0 is 0); floats give floor(a / b);
+/// complex64 throws.
 array floor_divide(const array& a, const array& b, StreamOrDevice s = {});
+/// numpy's %: the result has the divisor's sign (integer x % 0 is 0); complex64 throws.
 array remainder(const array& a, const array& b, StreamOrDevice s = {});
+/// {floor_divide(a, b), remainder(a, b)}.
 std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s = {});
+/// a ** b in the promoted dtype; integer powers wrap and a negative integer exponent gives 0 (MLX's; numpy throws).
 array power(const array& a, const array& b, StreamOrDevice s = {});
+/// The larger or smaller of a and b; a NaN on either side wins.
 array maximum(const array& a, const array& b, StreamOrDevice s = {});
 array minimum(const array& a, const array& b, StreamOrDevice s = {});
+/// log(exp(a) + exp(b)) without overflow, in at least float.
 array logaddexp(const array& a, const array& b, StreamOrDevice s = {});
+/// The angle of the point x = b, y = a, in [-pi, pi] and at least float; complex64 throws.
 array arctan2(const array& a, const array& b, StreamOrDevice s = {});
+/// Comparisons in the promoted dtype, giving bool; NaN equals nothing (not even itself).
 array equal(const array& a, const array& b, StreamOrDevice s = {});
 array not_equal(const array& a, const array& b, StreamOrDevice s = {});
 array greater(const array& a, const array& b, StreamOrDevice s = {});
 array greater_equal(const array& a, const array& b, StreamOrDevice s = {});
 array less(const array& a, const array& b, StreamOrDevice s = {});
 array less_equal(const array& a, const array& b, StreamOrDevice s = {});
+/// numpy's isclose: |a - b| <= atol + rtol * |b| in at least float (not symmetric in a and b); equal infinities are
+/// close, NaNs only with equal_nan. allclose is all(isclose(...)), a bool scalar.
 array isclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
               StreamOrDevice s = {});
 array allclose(const array& a, const array& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false,
                StreamOrDevice s = {});
+/// Whether a and b have one shape and equal values (a bool scalar; dtypes may differ); NaNs are equal only with
+/// equal_nan.
 array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice s = {});
 inline array array_equal(const array& a, const array& b, StreamOrDevice s = {}) { return array_equal(a, b, false, s); }
+/// Logical and, or and xor of the operands cast to bool.
 array logical_and(const array& a, const array& b, StreamOrDevice s = {});
 array logical_or(const array& a, const array& b, StreamOrDevice s = {});
 array logical_xor(const array& a, const array& b, StreamOrDevice s = {});
+/// Bitwise and, or and xor of integers or bool; other dtypes throw.
 array bitwise_and(const array& a, const array& b, StreamOrDevice s = {});
 array bitwise_or(const array& a, const array& b, StreamOrDevice s = {});
 array bitwise_xor(const array& a, const array& b, StreamOrDevice s = {});
+/// a << b and a >> b for integers (arithmetic for signed types); counts outside [0, bits) give 0, or -1 when a
+/// negative a shifts right. bool operands shift as uint8 (MLX's); floating ones throw.
 array left_shift(const array& a, const array& b, StreamOrDevice s = {});
 array right_shift(const array& a, const array& b, StreamOrDevice s = {});
 /// condition ? x : y, broadcast together.
@@ -354,6 +447,8 @@ inline array count_nonzero(const array& a, StreamOrDevice s = {}) { return count
 array count_nonzero(const array& a, const std::vector<int>& axes, bool keepdims = false, StreamOrDevice s = {});
 array count_nonzero(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
 
+/// Variance and standard deviation: the sum of squared deviations from the mean over max(N - ddof, 0), computed
+/// in two passes; at least float, and complex64 gives float32 (numpy's).
 array var(const array& a, bool keepdims, int ddof = 0, StreamOrDevice s = {});
 inline array var(const array& a, StreamOrDevice s = {}) { return var(a, false, 0, s); }
 array var(const array& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
@@ -363,7 +458,8 @@ inline array std(const array& a, StreamOrDevice s = {}) { return nuvec::std(a, f
 array std(const array& a, const std::vector<int>& axes, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
 array std(const array& a, int axis, bool keepdims = false, int ddof = 0, StreamOrDevice s = {});
 
-/// Index (uint32) of the first maximum / minimum.
+/// Index (uint32) of the first maximum / minimum, along `axis` or over the flattened array; reducing over no
+/// elements throws, unless the result is empty too.
 array argmax(const array& a, bool keepdims, StreamOrDevice s = {});
 inline array argmax(const array& a, StreamOrDevice s = {}) { return argmax(a, false, s); }
 array argmax(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
@@ -371,6 +467,8 @@ array argmin(const array& a, bool keepdims, StreamOrDevice s = {});
 inline array argmin(const array& a, StreamOrDevice s = {}) { return argmin(a, false, s); }
 array argmin(const array& a, int axis, bool keepdims = false, StreamOrDevice s = {});
 
+/// exp(a - max) / sum over `axes` (every axis by default), in at least float; complex64 throws. `precise` is MLX's
+/// flag for float32 accumulation of half inputs, which the CPU always does.
 array softmax(const array& a, const std::vector<int>& axes, bool precise = false, StreamOrDevice s = {});
 array softmax(const array& a, bool precise = false, StreamOrDevice s = {});
 array softmax(const array& a, int axis, bool precise = false, StreamOrDevice s = {});
@@ -410,7 +508,7 @@ array median(const array& a, int axis, bool keepdims = false, StreamOrDevice s =
 // Running reductions along `axis` (the flattened array without one); `reverse` scans from the end, and an exclusive
 // scan leaves out the current element (starting from the identity). cumsum and cumprod keep the dtype except bool,
 // which gives int32 (MLX's rule); logcumsumexp gives at least float.
-// `dtype`, when given, converts the input first (MLX's).
+/// Running sum and product; `dtype`, when given, converts the input first (MLX's).
 array cumsum(const array& a, bool reverse = false, bool inclusive = true, std::optional<Dtype> dtype = std::nullopt,
              StreamOrDevice s = {});
 inline array cumsum(const array& a, bool reverse, bool inclusive, StreamOrDevice s) {
@@ -448,8 +546,13 @@ array diff(const array& a, int n = 1, int axis = -1, StreamOrDevice s = {});
 array matmul(const array& a, const array& b, StreamOrDevice s = {});
 /// alpha * (a @ b) + beta * c.
 array addmm(array c, array a, array b, const float& alpha = 1.F, const float& beta = 1.F, StreamOrDevice s = {});
+/// numpy's inner: sums over the last axes of a and b, giving a.shape[:-1] + b.shape[:-1]; a 0-d operand scales the
+/// other.
 array inner(const array& a, const array& b, StreamOrDevice s = {});
+/// The outer product of a and b, both flattened: shape (a.size, b.size).
 array outer(const array& a, const array& b, StreamOrDevice s = {});
+/// Sums of products over axes_a of a paired in order with axes_b of b, or over a's last `axis` axes and b's first;
+/// the result has a's remaining axes, then b's. Paired axes must have one size.
 array tensordot(const array& a, const array& b, int axis = 2, StreamOrDevice s = {});
 array tensordot(const array& a, const array& b, const std::vector<int>& axes_a, const std::vector<int>& axes_b,
                 StreamOrDevice s = {});
@@ -653,11 +756,13 @@ struct iinfo {
 
 // ---------------------------------------------------------------- operators
 
+/// negative, logical_not and bitwise_invert.
 array operator-(const array& a);
 array operator!(const array& a);
 array operator~(const array& a);
 
-// Each binary operator takes two arrays, or an array and a C++ scalar (whose dtype counts fully).
+// Each binary operator takes two arrays, or an array and a C++ scalar (whose dtype counts fully): + - * are add,
+// subtract, multiply; / is divide (true division) and % remainder; && || are logical, & | ^ << >> bitwise.
 array operator+(const array& a, const array& b);
 template <ScalarValue T>
 array operator+(const array& a, T b) {

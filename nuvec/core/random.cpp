@@ -13,13 +13,14 @@
 
 #include "nuvec/core/linalg.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 #include "nuvec/core/threefry.h"
 
 namespace nuvec::random {
 
-namespace {
+using nuvec::detail::op_prefix;
 
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
+namespace {
 
 std::string name_of(Dtype t) { return std::string(dtype_name(t)); }
 
@@ -63,10 +64,10 @@ KeySequence& global_keys() {
 
 void check_key(const array& key, const char* op) {
   if (key.dtype() != uint32) {
-    throw_invalid(tag(op) + "Expected key type uint32 but received " + name_of(key.dtype()) + ".");
+    throw_invalid(op_prefix(op) + "Expected key type uint32 but received " + name_of(key.dtype()) + ".");
   }
   if (key.shape() != Shape{2}) {
-    throw_invalid(tag(op) + "Expected key shape (2) but received " + shape_string(key.shape()) + ".");
+    throw_invalid(op_prefix(op) + "Expected key shape (2) but received " + shape_string(key.shape()) + ".");
   }
 }
 
@@ -75,7 +76,7 @@ array resolve_key(const std::optional<array>& key) { return key ? *key : global_
 void check_shape(const Shape& shape, const char* op) {
   for (auto dim : shape) {
     if (dim < 0) {
-      throw_invalid(tag(op) + "Negative dimensions are not allowed; got shape " + shape_string(shape) + ".");
+      throw_invalid(op_prefix(op) + "Negative dimensions are not allowed; got shape " + shape_string(shape) + ".");
     }
   }
 }
@@ -96,7 +97,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 
 void check_floating(Dtype dtype, const char* op, const char* what) {
   if (!is_floating(dtype)) {
-    throw_invalid(tag(op) + what + " must be a real floating point type; got " + name_of(dtype) + ".");
+    throw_invalid(op_prefix(op) + what + " must be a real floating point type; got " + name_of(dtype) + ".");
   }
 }
 

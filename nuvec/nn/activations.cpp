@@ -62,7 +62,7 @@ array apply(const Function& fused, array (*plain)(const array&), const array& x)
 
 // The piecewise activations select with `where` rather than maximum/minimum: the same values (NaN passes through),
 // and a backward pass that is one select instead of maximum's comparisons and tie handling.
-array relu(const array& x) { return where(less(x, like(x, 0.0)), like(x, 0.0), x); }
+array relu(const array& x) { return where(less(x, like(x, 0)), like(x, 0), x); }
 
 array leaky_relu(const array& x, float negative_slope) {
   return where(greater_equal(x, like(x, 0.0)), x, x * like(x, negative_slope));

@@ -1,7 +1,8 @@
 #pragma once
 
 // Activation functions (mlx.nn's names) and their modules. Each function takes any floating-point array and keeps
-// its dtype (constants are cast to it, so half precision stays half; prelu promotes with alpha); the modules wrap
+// its dtype (constants are cast to it, so half precision stays half; prelu promotes with alpha); integer and bool
+// inputs give float32 as in mlx.nn, except relu and step, which keep their dtype; the modules wrap
 // them for Sequential. sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a learned slope
 // per channel (the last axis, channels-last).
 

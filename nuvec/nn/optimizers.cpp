@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <vector>
 
 #include "nuvec/core/ops.h"
 #include "nuvec/nn/scalar.h"
@@ -43,29 +44,47 @@ Params Optimizer::apply_gradients(const Params& gradients, const Params& paramet
   for (const auto& [name, value] : parameters) {
     by_name.emplace(name, &value);
   }
-  // Kept aside until every gradient has been checked, so a refused call leaves the step and rate as they were.
-  const array lr = schedule_ ? schedule_(step_) : learning_rate_;
-  const array step = step_ + array(uint64_t{1}, uint64);
-  Params updated;
-  updated.reserve(gradients.size());
+  // Every gradient is checked before anything changes, and the new states are kept aside until every update has
+  // been built: a refused call leaves the step, the rate and each parameter's state as they were.
+  std::vector<const array*> matched;
+  matched.reserve(gradients.size());
   for (const auto& [name, gradient] : gradients) {
     auto it = by_name.find(name);
     if (it == by_name.end()) {
       throw_invalid("[Optimizer] a gradient for '" + name + "' has no matching parameter.");
     }
-    const array& parameter = *it->second;
-    if (gradient.shape() != parameter.shape()) {
+    if (gradient.shape() != it->second->shape()) {
       throw_invalid("[Optimizer] the gradient for '" + name + "' has shape " + shape_string(gradient.shape()) +
-                    "; the parameter has shape " + shape_string(parameter.shape()) + ".");
+                    "; the parameter has shape " + shape_string(it->second->shape()) + ".");
     }
-    auto [slot, inserted] = state_.try_emplace(name);
-    if (inserted) {
-      init_single(parameter, slot->second);
+    matched.push_back(it->second);
+  }
+  const array lr = schedule_ ? schedule_(step_) : learning_rate_;
+  const array step = step_ + array(uint64_t{1}, uint64);
+  Params updated;
+  updated.reserve(gradients.size());
+  std::vector<State> states;
+  states.reserve(gradients.size());
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    const auto& [name, gradient] = gradients[i];
+    const array& parameter = *matched[i];
+    auto slot = state_.find(name);
+    State state = slot != state_.end() ? slot->second : State{};
+    if (slot == state_.end()) {
+      init_single(parameter, state);
     }
     // Gradients often arrive as transposed views (the vjp of x @ w.T); one copy to the parameter's layout keeps
     // every element-wise op of the update on the contiguous fast path.
     auto g = contiguous(astype(gradient, parameter.dtype()));
-    updated.emplace_back(name, apply_single(g, parameter, slot->second, lr, step));
+    updated.emplace_back(name, apply_single(g, parameter, state, lr, step));
+    states.push_back(std::move(state));
+  }
+  // Entry by entry into the existing slots: a compiled step holds pointers to them (state_arrays()).
+  for (size_t i = 0; i < gradients.size(); ++i) {
+    auto& slots = state_[gradients[i].first];
+    for (auto& [key, value] : states[i]) {
+      slots.insert_or_assign(key, std::move(value));
+    }
   }
   learning_rate_ = lr;
   step_ = step;

@@ -35,9 +35,9 @@ class Optimizer {
   /// apply_gradients.
   void update(nn::Module& model, const Params& gradients);
   /// One step: the new value of every parameter that has a gradient (functional form of update); gradients are
-  /// cast to their parameter's dtype. A gradient whose name no parameter has, or whose shape differs, throws and
-  /// the step count and rate stay as they were. Nothing here reads a value back from the arrays, so the step traces
-  /// whole under compile.
+  /// cast to their parameter's dtype. A gradient whose name no parameter has, or whose shape differs, throws before
+  /// anything changes: the step count, the rate and every parameter's state stay as they were. Nothing here reads a
+  /// value back from the arrays, so the step traces whole under compile.
   Params apply_gradients(const Params& gradients, const Params& parameters);
   /// Creates the state of the parameters that have none yet (otherwise made on their first step), so that the
   /// state's entries are all there before a compiled step takes them as inputs.

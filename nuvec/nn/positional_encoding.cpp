@@ -15,7 +15,7 @@ RoPE::RoPE(int dims, bool traditional, float base, float scale)
 }
 
 array RoPE::forward(const array& x, int offset) {
-  check_input(x, 2, std::nullopt);
+  check_input(x, 3, std::nullopt);
   if (x.shape(-1) < dims_) {
     fail("expected input of shape (..., L, D) with D >= " + std::to_string(dims_) + "; given shape " +
          shape_string(x.shape()) + ".");

@@ -20,7 +20,7 @@ class RoPE : public UnaryModule {
   /// forward(x, 0).
   array forward(const array& x) override { return forward(x, 0); }
   /// The rotated x, positions starting at `offset` (a KV cache's length). Throws for a non-floating x, D < dims, or
-  /// fewer than 3 axes (fast::rope's rule; this layer's own check lets 2 through).
+  /// fewer than 3 axes (fast::rope's rule, which MLX's RoPE inherits by calling it).
   array forward(const array& x, int offset);
 
  private:

@@ -374,6 +374,9 @@ TEST(Half, Float16Limits) {
   using L = std::numeric_limits<float16_t>;
   static_assert(L::is_specialized && L::is_signed && !L::is_integer && L::has_infinity && L::has_quiet_NaN);
   static_assert(L::digits == 11 && L::radix == 2 && L::is_iec559);
+  // The bit patterns half_limits derives from the layout, as IEEE 754 lists them for binary16.
+  static_assert(L::max().bits == 0x7bff && L::lowest().bits == 0xfbff && L::min().bits == 0x0400);
+  static_assert(L::infinity().bits == 0x7c00 && L::quiet_NaN().bits == 0x7e00 && L::signaling_NaN().bits == 0x7d00);
   EXPECT_EQ(static_cast<float>(L::max()), 65504.0f);
   EXPECT_EQ(static_cast<float>(L::lowest()), -65504.0f);
   EXPECT_EQ(static_cast<float>(L::min()), std::ldexp(1.0f, -14));
@@ -398,7 +401,10 @@ TEST(Half, Float16Limits) {
 TEST(Half, BFloat16Limits) {
   using L = std::numeric_limits<bfloat16_t>;
   static_assert(L::is_specialized && L::is_signed && !L::is_integer && L::has_infinity && L::has_quiet_NaN);
-  static_assert(L::digits == 8 && L::radix == 2);
+  static_assert(L::digits == 8 && L::radix == 2 && !L::is_iec559);
+  // bfloat16 is float's top half: its patterns are float's (0x7f7fffff, 0x7fc00000, ...) cut to 16 bits.
+  static_assert(L::max().bits == 0x7f7f && L::lowest().bits == 0xff7f && L::min().bits == 0x0080);
+  static_assert(L::infinity().bits == 0x7f80 && L::quiet_NaN().bits == 0x7fc0 && L::signaling_NaN().bits == 0x7fa0);
   EXPECT_EQ(static_cast<float>(L::max()), 3.38953139e38f);
   EXPECT_EQ(static_cast<float>(L::max()), std::ldexp(255.0f, 120));  // (2 - 2^-7) * 2^127
   EXPECT_EQ(static_cast<float>(L::lowest()), -3.38953139e38f);

@@ -384,6 +384,41 @@ TEST(Activations, MatchTorch) {
   EXPECT_EQ(nn::SiLU()(astype(x, bfloat16)).dtype(), bfloat16);
 }
 
+TEST(Activations, IntegerInputsPromoteAsInMLX) {
+  // mlx.nn writes its activations with Python scalars: a float constant promotes an integer input to float32 (its
+  // gelu of int32 is float32), an integer one keeps the dtype (relu is maximum(x, 0)). Before, the float constants
+  // were truncated to int32, so gelu gave 0s. Values against PyTorch on the same integers in float64.
+  const auto x = array({-3, -1, 0, 1, 2, 5});
+  ASSERT_EQ(x.dtype(), int32);
+  struct Case {
+    std::string torch;
+    std::function<array(const array&)> fn;
+  };
+  std::vector<Case> cases{
+      {"F.gelu(x)", [](const array& v) { return nn::gelu(v); }},
+      {"F.gelu(x, approximate='tanh')", [](const array& v) { return nn::gelu_approx(v); }},
+      {"x * torch.sigmoid(1.702 * x)", [](const array& v) { return nn::gelu_fast_approx(v); }},
+      {"F.leaky_relu(x, 0.1)", [](const array& v) { return nn::leaky_relu(v, 0.1F); }},
+      {"F.elu(x, 0.7)", [](const array& v) { return nn::elu(v, 0.7F); }},
+      {"F.selu(x)", [](const array& v) { return nn::selu(v); }},
+      {"F.celu(x, 1.3)", [](const array& v) { return nn::celu(v, 1.3F); }},
+      {"F.relu6(x)", [](const array& v) { return nn::relu6(v); }},
+      {"F.hardtanh(x, -2.5, 1.5)", [](const array& v) { return nn::hard_tanh(v, -2.5F, 1.5F); }},
+      {"F.silu(x)", [](const array& v) { return nn::silu(v); }},
+      {"F.softplus(x)", [](const array& v) { return nn::softplus(v); }},
+      {"F.hardswish(x)", [](const array& v) { return nn::hardswish(v); }},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.torch);
+    auto y = c.fn(x);
+    EXPECT_EQ(y.dtype(), float32);
+    EXPECT_TRUE(close(y, torch_ref("x = T(a)\nout = N(" + c.torch + ")", {x})));
+  }
+  auto r = nn::relu(x);
+  EXPECT_EQ(r.dtype(), int32);
+  EXPECT_TRUE(array_equal(r, array({0, 0, 0, 1, 2, 5})).item<bool>());
+}
+
 }  // namespace
 }  // namespace nuvec
 
@@ -439,9 +474,14 @@ TEST(Layers, ErrorsNameTheLayerAndTheShapes) {
   EXPECT_EQ(error_of([] { nn::Conv2d(3, 4, {3, 3, 3}); }), "[Conv2d] kernel_size needs 1 or 2 values; given 3.");
   EXPECT_EQ(error_of([] { nn::GroupNorm(3, 8); }), "[GroupNorm] num_groups (3) must divide dims (8).");
   EXPECT_EQ(error_of([] {
-              nn::RoPE(8)(zeros({4, 6}));
+              nn::RoPE(8)(zeros({1, 4, 6}));
             }),
-            "[RoPE] expected input of shape (..., L, D) with D >= 8; given shape (4,6).");
+            "[RoPE] expected input of shape (..., L, D) with D >= 8; given shape (1,4,6).");
+  // fast::rope's rule, which mlx.nn.RoPE inherits by calling it: at least (B, L, D).
+  EXPECT_EQ(error_of([] {
+              nn::RoPE(4)(zeros({4, 6}));
+            }),
+            "[RoPE] expected input of at least 3 axes; given shape (4,6).");
   EXPECT_EQ(error_of([] { nn::GLU()(zeros({2, 3})); }), "[GLU] expected an even size on axis -1; given shape (2,3).");
 }
 

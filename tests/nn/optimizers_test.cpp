@@ -227,6 +227,36 @@ TEST(Optimizers, StateSavesAndRestores) {
             "[Optimizer] a gradient for 'nope' has no matching parameter.");
 }
 
+TEST(Optimizers, ARefusedStepChangesNothing) {
+  // Every gradient is checked before any state moves: before, the gradients ahead of the refused one had already
+  // updated Adam's moments (and created the state of a parameter stepped for the first time).
+  nn::Params params{{"a", ones({2})}, {"b", ones({3})}};
+  O::Adam opt(0.1);
+  opt.apply_gradients({{"a", full({2}, 0.5F)}, {"b", full({3}, 0.5F)}}, params);
+  const auto before = opt.state();
+  auto more = params;
+  more.emplace_back("c", ones({4}));
+  EXPECT_EQ(error_of([&] {
+              opt.apply_gradients({{"a", full({2}, 3.0F)}, {"b", zeros({4})}}, params);
+            }),
+            "[Optimizer] the gradient for 'b' has shape (4); the parameter has shape (3).");
+  EXPECT_EQ(error_of([&] {
+              opt.apply_gradients({{"c", ones({4})}, {"nope", zeros({1})}}, more);
+            }),
+            "[Optimizer] a gradient for 'nope' has no matching parameter.");
+  const auto after = opt.state();
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i].first, before[i].first);
+    EXPECT_TRUE(array_equal(after[i].second, before[i].second).item<bool>()) << after[i].first;
+  }
+  EXPECT_EQ(opt.step(), 1);
+  // A step updates the state arrays in place: a compiled step holds pointers to them.
+  const auto slots = opt.state_arrays();
+  opt.apply_gradients({{"a", full({2}, 3.0F)}, {"b", full({3}, 3.0F)}}, params);
+  EXPECT_EQ(opt.state_arrays(), slots);
+}
+
 TEST(Optimizers, UpdateAModel) {
   nn::Linear model(3, 2);
   model.freeze(false, {"bias"});

@@ -13,20 +13,13 @@
 #include <sstream>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
+using nuvec::detail::list_string;
 
-std::string vector_string(const std::vector<int>& v) {
-  std::ostringstream out;
-  out << "(";
-  for (size_t i = 0; i < v.size(); ++i) {
-    out << (i > 0 ? "," : "") << v[i];
-  }
-  out << ")";
-  return out.str();
-}
+namespace {
 
 /// One value per spatial axis from a vector of 0 (the default), 1 (for every axis) or `spatial` values.
 std::vector<int> per_axis(const std::vector<int>& values, int spatial, int fallback, const char* what) {
@@ -38,7 +31,7 @@ std::vector<int> per_axis(const std::vector<int>& values, int spatial, int fallb
   }
   if (static_cast<int>(values.size()) != spatial) {
     throw_invalid("[conv] Expected " + std::string(what) + " with 1 or " + std::to_string(spatial) + " values for " +
-                  std::to_string(spatial) + "D convolution; got " + vector_string(values) + ".");
+                  std::to_string(spatial) + "D convolution; got " + list_string(values) + ".");
   }
   return values;
 }
@@ -46,7 +39,7 @@ std::vector<int> per_axis(const std::vector<int>& values, int spatial, int fallb
 void check_positive(const std::vector<int>& values, const char* what) {
   for (int v : values) {
     if (v < 1) {
-      throw_invalid("[conv] The " + std::string(what) + " must be positive; got " + vector_string(values) + ".");
+      throw_invalid("[conv] The " + std::string(what) + " must be positive; got " + list_string(values) + ".");
     }
   }
 }
@@ -201,7 +194,7 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
           "[conv] Spatial dimensions of input after padding cannot be smaller than weight spatial "
           "dimensions. Got error at axis " +
           std::to_string(i + 1) + " for input with shape " + shape_string(input.shape()) + ", padding low " +
-          vector_string(padding_lo) + ", padding high " + vector_string(padding_hi) + ", and weight of shape " +
+          list_string(padding_lo) + ", padding high " + list_string(padding_hi) + ", and weight of shape " +
           shape_string(weight.shape()) + ".");
     }
     out_shape[i + 1] = checked_dim(span / stride[i] + 1, "conv");

@@ -9,8 +9,11 @@
 #include <sstream>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
+
+using nuvec::detail::op_prefix;
 
 namespace {
 
@@ -23,8 +26,7 @@ std::string format_number(double x) {
 void check_shape(const Shape& shape, const char* op) {
   for (auto dim : shape) {
     if (dim < 0) {
-      throw_invalid(std::string("[") + op + "] Negative dimensions not allowed; got shape " + shape_string(shape) +
-                    ".");
+      throw_invalid(op_prefix(op) + "Negative dimensions not allowed; got shape " + shape_string(shape) + ".");
     }
   }
 }

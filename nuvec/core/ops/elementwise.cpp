@@ -8,12 +8,13 @@
 #include <numbers>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
+using nuvec::detail::op_prefix;
 
-std::string op_tag(const char* op) { return std::string("[") + op + "] "; }
+namespace {
 
 /// The dtype transcendental functions compute in: integers and bool become float32.
 Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
@@ -30,7 +31,7 @@ array float_unary(Primitive p, const array& a, StreamOrDevice s) {
 
 void reject_complex(const array& a, const char* op) {
   if (is_complex(a.dtype())) {
-    throw_invalid(op_tag(op) + "Not supported for complex64 inputs.");
+    throw_invalid(op_prefix(op) + "Not supported for complex64 inputs.");
   }
 }
 
@@ -63,7 +64,7 @@ array comparison(Primitive p, const array& a, const array& b, StreamOrDevice s) 
 array bitwise(Primitive p, const array& a, const array& b, const char* op, bool allow_bool, StreamOrDevice s) {
   auto dtype = promote_types(a.dtype(), b.dtype());
   if (!is_integer(dtype) && !(allow_bool && dtype == bool_)) {
-    throw_invalid(op_tag(op) + "Only integer" + (allow_bool ? " and boolean" : "") + " inputs are supported; got " +
+    throw_invalid(op_prefix(op) + "Only integer" + (allow_bool ? " and boolean" : "") + " inputs are supported; got " +
                   std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())) + ".");
   }
   return binary(std::move(p), a, b, dtype, dtype, s);

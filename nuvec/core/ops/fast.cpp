@@ -16,8 +16,11 @@
 
 #include "nuvec/core/fast.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec::fast {
+
+using nuvec::detail::op_prefix;
 
 namespace {
 
@@ -33,11 +36,11 @@ void check_norm_param(const array& x, const std::optional<array>& p, const char*
     return;
   }
   if (p->ndim() != 1) {
-    throw_invalid(std::string("[") + op + "] " + what + " must have 1 dimension but has " +
-                  std::to_string(p->ndim()) + " dimensions (shape " + shape_of(*p) + ").");
+    throw_invalid(op_prefix(op) + what + " must have 1 dimension but has " + std::to_string(p->ndim()) +
+                  " dimensions (shape " + shape_of(*p) + ").");
   }
   if (p->shape(0) != x.shape(-1)) {
-    throw_invalid(std::string("[") + op + "] " + what + " must have the same size as the last dimension of x (" +
+    throw_invalid(op_prefix(op) + what + " must have the same size as the last dimension of x (" +
                   std::to_string(x.shape(-1)) + ") but has " + std::to_string(p->shape(0)) + " elements.");
   }
 }
@@ -46,7 +49,7 @@ void check_norm_param(const array& x, const std::optional<array>& p, const char*
 Dtype check_norm(const array& x, const std::optional<array>& weight, const std::optional<array>& bias,
                  const char* op) {
   if (x.ndim() == 0) {
-    throw_invalid(std::string("[") + op + "] Input must have at least 1 dimension but got input with 0 dimensions.");
+    throw_invalid(op_prefix(op) + "Input must have at least 1 dimension but got input with 0 dimensions.");
   }
   check_norm_param(x, weight, op, "weight");
   check_norm_param(x, bias, op, "bias");
@@ -139,7 +142,7 @@ struct AttentionArgs {
 AttentionArgs check_attention(const array& queries, const array& keys, const array& values,
                               const std::string& mask_mode, const std::optional<array>& mask_arr,
                               const std::optional<array>& sinks, StreamOrDevice s) {
-  const std::string tag = std::string("[") + sdpa + "] ";
+  const std::string tag = op_prefix(sdpa);
   if (queries.ndim() != 4 || keys.ndim() != 4 || values.ndim() != 4) {
     throw_invalid(tag + "queries, keys and values must have 4 dimensions (B, N, L, D); got shapes " +
                   shape_of(queries) + ", " + shape_of(keys) + " and " + shape_of(values) + ".");

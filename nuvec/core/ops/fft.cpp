@@ -15,28 +15,20 @@
 #include <string>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec::fft {
 
+using nuvec::detail::all_axes;
+using nuvec::detail::list_string;
+using nuvec::detail::op_prefix;
+
 namespace {
-
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
-
-std::string list_string(const std::vector<int>& values) {
-  std::string s = "(";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) {
-      s += ',';
-    }
-    s += std::to_string(values[i]);
-  }
-  return s + ")";
-}
 
 void check_not_scalar(const array& a, const char* op) {
   if (a.ndim() < 1) {
-    throw_invalid(tag(op) + "Expected an array with at least one dimension; got shape " + shape_string(a.shape()) +
-                  ".");
+    throw_invalid(op_prefix(op) + "Expected an array with at least one dimension; got shape " +
+                  shape_string(a.shape()) + ".");
   }
 }
 
@@ -50,7 +42,7 @@ std::vector<int> checked_axes(const array& a, const std::vector<int>& axes, cons
   auto sorted = out;
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    throw_invalid(tag(op) + "Expected distinct axes; got " + list_string(axes) + ".");
+    throw_invalid(op_prefix(op) + "Expected distinct axes; got " + list_string(axes) + ".");
   }
   return out;
 }
@@ -87,7 +79,7 @@ array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, boo
                FFTNorm norm, StreamOrDevice s) {
   check_not_scalar(a, op);
   if (n.size() != axes.size()) {
-    throw_invalid(tag(op) + "Expected one length per axis; got n = " + shape_string(n) + " and axes " +
+    throw_invalid(op_prefix(op) + "Expected one length per axis; got n = " + shape_string(n) + " and axes " +
                   list_string(axes) + ".");
   }
   if (axes.empty()) {
@@ -95,7 +87,7 @@ array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, boo
   }
   const auto ax = checked_axes(a, axes, op);
   if (std::any_of(n.begin(), n.end(), [](int32_t len) { return len <= 0; })) {
-    throw_invalid(tag(op) + "Expected positive transform lengths; got n = " + shape_string(n) + " for axes " +
+    throw_invalid(op_prefix(op) + "Expected positive transform lengths; got n = " + shape_string(n) + " for axes " +
                   list_string(axes) + " of shape " + shape_string(a.shape()) + ".");
   }
 
@@ -174,12 +166,6 @@ array shift_impl(const array& a, const std::vector<int>& axes, Shift shift, cons
   return roll(a, shifts, axes, s);
 }
 
-std::vector<int> all_axes(const array& a) {
-  std::vector<int> axes(a.ndim());
-  std::iota(axes.begin(), axes.end(), 0);
-  return axes;
-}
-
 /// values / (d n) as float32, computed in double.
 array frequencies(const array& values, int n, double d, StreamOrDevice s) {
   return astype(divide(astype(values, float64, s), array(d * n, float64), s), float32, s);
@@ -187,10 +173,10 @@ array frequencies(const array& values, int n, double d, StreamOrDevice s) {
 
 void check_frequency_args(int n, double d, const char* op) {
   if (n < 1) {
-    throw_invalid(tag(op) + "Expected a window length n >= 1; got " + std::to_string(n) + ".");
+    throw_invalid(op_prefix(op) + "Expected a window length n >= 1; got " + std::to_string(n) + ".");
   }
   if (d == 0.0) {
-    throw_invalid(tag(op) + "Expected a non-zero sample spacing d; got 0.");
+    throw_invalid(op_prefix(op) + "Expected a non-zero sample spacing d; got 0.");
   }
 }
 
@@ -284,12 +270,12 @@ array fftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
   return shift_impl(
       a, axes, [](int size) { return size / 2; }, "fftshift", s);
 }
-array fftshift(const array& a, StreamOrDevice s) { return fftshift(a, all_axes(a), s); }
+array fftshift(const array& a, StreamOrDevice s) { return fftshift(a, all_axes(a.ndim()), s); }
 array ifftshift(const array& a, const std::vector<int>& axes, StreamOrDevice s) {
   return shift_impl(
       a, axes, [](int size) { return (size + 1) / 2; }, "ifftshift", s);
 }
-array ifftshift(const array& a, StreamOrDevice s) { return ifftshift(a, all_axes(a), s); }
+array ifftshift(const array& a, StreamOrDevice s) { return ifftshift(a, all_axes(a.ndim()), s); }
 
 array fftfreq(int n, double d, StreamOrDevice s) {
   check_frequency_args(n, d, "fftfreq");

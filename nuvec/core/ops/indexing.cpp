@@ -20,28 +20,19 @@
 #include <utility>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
+using nuvec::detail::list_string;
+using nuvec::detail::op_prefix;
+
 namespace {
-
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
-
-std::string list_string(const std::vector<int>& values) {
-  std::string out = "(";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    out += std::to_string(values[i]);
-  }
-  return out + ")";
-}
 
 void check_indices(const array& indices, const char* op, const char* what = "Indices") {
   if (!is_integer(indices.dtype())) {
-    throw_invalid(tag(op) + what + " must have an integer dtype; got " + std::string(dtype_name(indices.dtype())) +
-                  ".");
+    throw_invalid(op_prefix(op) + what + " must have an integer dtype; got " +
+                  std::string(dtype_name(indices.dtype())) + ".");
   }
 }
 
@@ -52,7 +43,7 @@ std::vector<int> checked_axes(const std::vector<int>& axes, int ndim, const char
   for (int axis : axes) {
     int ax = normalize_axis(axis, ndim, op);
     if (seen[ax]) {
-      throw_invalid(tag(op) + "Repeated axis " + std::to_string(axis) + " in axes " + list_string(axes) + ".");
+      throw_invalid(op_prefix(op) + "Repeated axis " + std::to_string(axis) + " in axes " + list_string(axes) + ".");
     }
     seen[ax] = true;
     out.push_back(ax);
@@ -75,8 +66,8 @@ Shape broadcast_indices(std::vector<array>& indices, const char* op, StreamOrDev
       }
     }();
     if (!ok) {
-      throw_invalid(tag(op) + "Index arrays of shapes " + shape_string(shape) + " and " + shape_string(idx.shape()) +
-                    " cannot be broadcast together.");
+      throw_invalid(op_prefix(op) + "Index arrays of shapes " + shape_string(shape) + " and " +
+                    shape_string(idx.shape()) + " cannot be broadcast together.");
     }
     shape = std::move(next);
   }
@@ -103,26 +94,26 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 array scatter_impl(const array& a, std::vector<array> indices, const array& updates, const std::vector<int>& axes,
                    ScatterType type, const char* op, StreamOrDevice s) {
   if (indices.size() != axes.size()) {
-    throw_invalid(tag(op) + "Got " + std::to_string(indices.size()) + " index arrays for " +
+    throw_invalid(op_prefix(op) + "Got " + std::to_string(indices.size()) + " index arrays for " +
                   std::to_string(axes.size()) + " axes " + list_string(axes) + "; each axis needs one index array.");
   }
   auto ax = checked_axes(axes, a.ndim(), op);
   const Shape index_shape = broadcast_indices(indices, op, s);
   const auto index_ndim = static_cast<int>(index_shape.size());
   if (updates.ndim() != a.ndim() + index_ndim) {
-    throw_invalid(tag(op) + "Updates of shape " + shape_string(updates.shape()) + " must have " +
+    throw_invalid(op_prefix(op) + "Updates of shape " + shape_string(updates.shape()) + " must have " +
                   std::to_string(a.ndim() + index_ndim) + " dimensions: the indices' " + std::to_string(index_ndim) +
                   " then the array's " + std::to_string(a.ndim()) + ".");
   }
   for (int i = 0; i < index_ndim; ++i) {
     if (updates.shape(i) != index_shape[i]) {
-      throw_invalid(tag(op) + "Updates of shape " + shape_string(updates.shape()) +
+      throw_invalid(op_prefix(op) + "Updates of shape " + shape_string(updates.shape()) +
                     " do not start with the broadcast index shape " + shape_string(index_shape) + ".");
     }
   }
   for (int i = 0; i < a.ndim(); ++i) {
     if (updates.shape(index_ndim + i) > a.shape(i)) {
-      throw_invalid(tag(op) + "Updates of shape " + shape_string(updates.shape()) +
+      throw_invalid(op_prefix(op) + "Updates of shape " + shape_string(updates.shape()) +
                     " are too large for array with shape " + shape_string(a.shape()) + ".");
     }
   }
@@ -138,20 +129,20 @@ array scatter_axis(const array& a, const array& indices, const array& values, in
   int ax = normalize_axis(axis, a.ndim(), op);
   check_indices(indices, op);
   if (indices.ndim() != a.ndim()) {
-    throw_invalid(tag(op) + "Indices of shape " + shape_string(indices.shape()) + " must have as many dimensions as " +
-                  "the array of shape " + shape_string(a.shape()) + ".");
+    throw_invalid(op_prefix(op) + "Indices of shape " + shape_string(indices.shape()) +
+                  " must have as many dimensions as " + "the array of shape " + shape_string(a.shape()) + ".");
   }
   Shape shape = a.shape();
   shape[ax] = indices.shape(ax);
   for (int i = 0; i < a.ndim(); ++i) {
     if (i != ax && indices.shape(i) != 1 && indices.shape(i) != a.shape(i)) {
-      throw_invalid(tag(op) + "Indices of shape " + shape_string(indices.shape()) +
+      throw_invalid(op_prefix(op) + "Indices of shape " + shape_string(indices.shape()) +
                     " cannot be broadcast against the array of shape " + shape_string(a.shape()) + " off axis " +
                     std::to_string(ax) + ".");
     }
   }
   if (!broadcasts_to(values.shape(), shape)) {
-    throw_invalid(tag(op) + "Values of shape " + shape_string(values.shape()) +
+    throw_invalid(op_prefix(op) + "Values of shape " + shape_string(values.shape()) +
                   " cannot be broadcast to the indices' shape " + shape_string(shape) + ".");
   }
   auto idx = broadcast_to(indices, shape, s);
@@ -162,16 +153,16 @@ array scatter_axis(const array& a, const array& indices, const array& values, in
 /// NumPy's slice bounds, as slice() normalizes them: start and strides in place; returns the slice's shape.
 Shape normalize_slice(const Shape& shape, Shape& start, const Shape& stop, const Shape& strides, const char* op) {
   if (start.size() != shape.size() || stop.size() != shape.size() || strides.size() != shape.size()) {
-    throw_invalid(tag(op) + "Invalid number of indices or strides for array with " + std::to_string(shape.size()) +
-                  " dimensions; got " + std::to_string(start.size()) + " start, " + std::to_string(stop.size()) +
-                  " stop and " + std::to_string(strides.size()) + " strides.");
+    throw_invalid(op_prefix(op) + "Invalid number of indices or strides for array with " +
+                  std::to_string(shape.size()) + " dimensions; got " + std::to_string(start.size()) + " start, " +
+                  std::to_string(stop.size()) + " stop and " + std::to_string(strides.size()) + " strides.");
   }
   Shape out(shape.size());
   for (size_t i = 0; i < shape.size(); ++i) {
     const int32_t n = shape[i];
     const int32_t step = strides[i];
     if (step == 0) {
-      throw_invalid(tag(op) + "Slice step cannot be zero (axis " + std::to_string(i) + ").");
+      throw_invalid(op_prefix(op) + "Slice step cannot be zero (axis " + std::to_string(i) + ").");
     }
     auto clip = [&](int32_t v) {
       v = v < 0 ? v + n : v;
@@ -190,7 +181,7 @@ array slice_update_impl(const array& src, const array& update, Shape start, cons
                         ScatterType type, const char* op, StreamOrDevice s) {
   const Shape shape = normalize_slice(src.shape(), start, stop, strides, op);
   if (!broadcasts_to(update.shape(), shape)) {
-    throw_invalid(tag(op) + "Update of shape " + shape_string(update.shape()) +
+    throw_invalid(op_prefix(op) + "Update of shape " + shape_string(update.shape()) +
                   " cannot be broadcast to the slice's shape " + shape_string(shape) + ".");
   }
   auto upd = broadcast_to(astype(update, src.dtype(), s), shape, s);
@@ -216,11 +207,11 @@ std::pair<std::vector<int>, array> dynamic_start(const array& a, const array& st
                                                  const char* op, StreamOrDevice s) {
   check_indices(start, op, "Start indices");
   if (start.ndim() > 1) {
-    throw_invalid(tag(op) + "Start indices must be a scalar or a 1-d array; got shape " + shape_string(start.shape()) +
-                  ".");
+    throw_invalid(op_prefix(op) + "Start indices must be a scalar or a 1-d array; got shape " +
+                  shape_string(start.shape()) + ".");
   }
   if (start.size() != axes.size()) {
-    throw_invalid(tag(op) + "Got " + std::to_string(start.size()) + " start indices for " +
+    throw_invalid(op_prefix(op) + "Got " + std::to_string(start.size()) + " start indices for " +
                   std::to_string(axes.size()) + " axes " + list_string(axes) + ".");
   }
   return {checked_axes(axes, a.ndim(), op), reshape(start, {static_cast<int32_t>(axes.size())}, s)};

@@ -5,36 +5,15 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
+using nuvec::detail::all_axes;
+using nuvec::detail::list_string;
+using nuvec::detail::slice_axis;
+
 namespace {
-
-std::string list_string(const std::vector<int>& values) {
-  std::string out = "(";
-  for (size_t i = 0; i < values.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    out += std::to_string(values[i]);
-  }
-  return out + ")";
-}
-
-std::vector<int> all_axes(int ndim) {
-  std::vector<int> axes(ndim);
-  std::iota(axes.begin(), axes.end(), 0);
-  return axes;
-}
-
-/// The part of `a` in [begin, end) along `axis`.
-array slice_axis(const array& a, int axis, int begin, int end, StreamOrDevice s) {
-  Shape start(a.ndim(), 0);
-  Shape stop = a.shape();
-  start[axis] = begin;
-  stop[axis] = end;
-  return slice(a, std::move(start), std::move(stop), s);
-}
 
 /// `a` padded along one axis with copies of its first and last slices.
 array edge_pad_axis(const array& a, int axis, int low, int high, StreamOrDevice s) {

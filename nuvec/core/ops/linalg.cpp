@@ -10,7 +10,8 @@
 // - norms of complex64 are float32 (MLX casts some of them back to complex64); integer inputs give float32;
 // - norm without ord and axes, with keepdims, keeps every axis with size 1 (NumPy's shape);
 // - pinv treats singular values below max(M, N) * eps * max(S) as zero (the array API's default cutoff);
-// - det and slogdet (NumPy's, not in MLX's C++ API) take float32, float64 and integers (as float32).
+// - det and slogdet compose on lu_factor, as MLX's (ml-explore/mlx PR 3416) do; integer and bool inputs are computed
+//   as float32, and a singular matrix gives det 0 and slogdet {0, -inf} (NumPy's results).
 
 #include "nuvec/core/linalg.h"
 
@@ -20,12 +21,15 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec::linalg {
 
+using nuvec::detail::op_prefix;
+
 namespace {
 
-std::string tag(const char* op) { return std::string("[linalg::") + op + "] "; }
+std::string tag(const char* op) { return op_prefix(std::string("linalg::").append(op)); }
 
 void check_float(Dtype dtype, const char* op) {
   if (dtype != float32 && dtype != float64) {

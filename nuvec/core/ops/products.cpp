@@ -6,8 +6,11 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
+
+using nuvec::detail::op_prefix;
 
 namespace {
 
@@ -18,8 +21,6 @@ struct Operands {
   Shape out_shape;    // (batch..., M, N)
   Shape final_shape;  // out_shape without the axes added for 1-d operands
 };
-
-std::string op_tag(const char* op) { return std::string("[") + op + "] "; }
 
 /// A float16 or bfloat16 operand of a float32 product, which matmul's kernel reads as it is (a half-precision weight
 /// times float32 activations, without a widened copy of the weight each call).
@@ -33,13 +34,13 @@ Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* 
                  bool keep_half = false) {
   auto cast = [&](const array& x) { return keep_half && kept_half(x, dtype) ? x : astype(x, dtype, s); };
   if (in_a.ndim() == 0 || in_b.ndim() == 0) {
-    throw_invalid(op_tag(op) + "Got 0 dimension input. Inputs must have at least one dimension.");
+    throw_invalid(op_prefix(op) + "Got 0 dimension input. Inputs must have at least one dimension.");
   }
   // numpy's 1-d rules: a vector on the left is a row, on the right a column; those axes go again at the end.
   auto a = in_a.ndim() == 1 ? reshape(in_a, {1, in_a.shape(0)}, s) : in_a;
   auto b = in_b.ndim() == 1 ? reshape(in_b, {in_b.shape(0), 1}, s) : in_b;
   if (a.shape(-1) != b.shape(-2)) {
-    throw_invalid(op_tag(op) + "Last dimension of first input with shape " + shape_string(a.shape()) +
+    throw_invalid(op_prefix(op) + "Last dimension of first input with shape " + shape_string(a.shape()) +
                   " must match second to last dimension of second input with shape " + shape_string(b.shape()) + ".");
   }
   Shape a_batch(a.shape().begin(), a.shape().end() - 2);
@@ -48,7 +49,7 @@ Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* 
   try {
     batch = broadcast_shapes(a_batch, b_batch);
   } catch (const error&) {
-    throw_invalid(op_tag(op) + "The batch dimensions of the inputs with shapes " + shape_string(in_a.shape()) +
+    throw_invalid(op_prefix(op) + "The batch dimensions of the inputs with shapes " + shape_string(in_a.shape()) +
                   " and " + shape_string(in_b.shape()) + " cannot be broadcast.");
   }
   const int32_t m = a.shape(-2);

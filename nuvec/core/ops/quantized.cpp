@@ -4,12 +4,13 @@
 // gather_qmm over every (x batch, w batch) pair, so QuantizedMatmul itself only ever sees one 2-d weight.
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
+using nuvec::detail::op_prefix;
 
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
+namespace {
 
 std::string dtype_string(Dtype d) { return std::string(dtype_name(d)); }
 
@@ -20,14 +21,14 @@ void check_mode(const std::string& mode, const char* op) {
     return;
   }
   if (mode == "mxfp4" || mode == "mxfp8" || mode == "nvfp4") {
-    throw_unsupported(tag(op) + "Quantization mode '" + mode + "' is not supported; nuvec implements 'affine'.");
+    throw_unsupported(op_prefix(op) + "Quantization mode '" + mode + "' is not supported; nuvec implements 'affine'.");
   }
   if (parse_quantization_mode(mode)) {
-    throw_invalid(tag(op) + "The block format '" + mode + "' keeps its scales in its blocks; call " + op +
+    throw_invalid(op_prefix(op) + "The block format '" + mode + "' keeps its scales in its blocks; call " + op +
                   " with the weight and the mode only.");
   }
-  throw_invalid(tag(op) + "Invalid quantization mode '" + mode + "'; expected one of 'affine', 'mxfp4', 'mxfp8', " +
-                "'nvfp4'.");
+  throw_invalid(op_prefix(op) + "Invalid quantization mode '" + mode +
+                "'; expected one of 'affine', 'mxfp4', 'mxfp8', " + "'nvfp4'.");
 }
 
 /// A GGML block format by name, and the values per row of a weight of blocks in it.
@@ -40,15 +41,16 @@ struct BlockWeight {
 BlockWeight check_blocks(const array& w, const std::string& mode, const char* op) {
   auto parsed = parse_quantization_mode(mode);
   if (!parsed || !is_block_format(*parsed)) {
-    throw_invalid(tag(op) + "Invalid block format '" + mode + "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k'.");
+    throw_invalid(op_prefix(op) + "Invalid block format '" + mode +
+                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k'.");
   }
   const BlockLayout layout = block_layout(*parsed);
   if (w.dtype() != uint8) {
-    throw_invalid(tag(op) + "A weight in the block format '" + mode + "' holds its blocks as uint8; got " +
+    throw_invalid(op_prefix(op) + "A weight in the block format '" + mode + "' holds its blocks as uint8; got " +
                   dtype_string(w.dtype()) + ".");
   }
   if (w.ndim() != 2 || w.shape(-1) % layout.bytes != 0) {
-    throw_invalid(tag(op) + "A weight in the block format '" + mode + "' is a matrix of rows of whole " +
+    throw_invalid(op_prefix(op) + "A weight in the block format '" + mode + "' is a matrix of rows of whole " +
                   std::to_string(layout.bytes) + "-byte blocks; got shape " + shape_string(w.shape()) + ".");
   }
   return {*parsed, layout, w.shape(-1) / layout.bytes * layout.values};
@@ -80,11 +82,11 @@ Params params(const std::string& mode, std::optional<int> group_size, std::optio
   Params p{group_size.value_or(64), bits.value_or(4)};
   // 16 is nuvec's addition to MLX's sizes: GGUF's Q2_K, Q3_K and Q6_K scale groups of 16.
   if (p.group_size != 16 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128) {
-    throw_invalid(tag(op) + "The requested group size " + std::to_string(p.group_size) +
+    throw_invalid(op_prefix(op) + "The requested group size " + std::to_string(p.group_size) +
                   " is not supported. The supported group sizes are 16, 32, 64 and 128.");
   }
   if (p.bits < 2 || p.bits > 8 || p.bits == 7) {
-    throw_invalid(tag(op) + "The requested number of bits " + std::to_string(p.bits) +
+    throw_invalid(op_prefix(op) + "The requested number of bits " + std::to_string(p.bits) +
                   " is not supported. The supported bits are 2, 3, 4, 5, 6 and 8.");
   }
   return p;
@@ -93,28 +95,29 @@ Params params(const std::string& mode, std::optional<int> group_size, std::optio
 /// The packed weight, scales and biases agree with each other; returns the unpacked length of w's last axis.
 int check_packed(const array& w, const array& scales, const std::optional<array>& biases, Params p, const char* op) {
   if (w.dtype() != uint32) {
-    throw_invalid(tag(op) + "The weight matrix should be uint32; got " + dtype_string(w.dtype()) + ".");
+    throw_invalid(op_prefix(op) + "The weight matrix should be uint32; got " + dtype_string(w.dtype()) + ".");
   }
   if (w.ndim() < 2) {
-    throw_invalid(tag(op) + "The weight matrix must have at least 2 dimensions; got shape " + shape_string(w.shape()) +
-                  ".");
+    throw_invalid(op_prefix(op) + "The weight matrix must have at least 2 dimensions; got shape " +
+                  shape_string(w.shape()) + ".");
   }
   if (!biases) {
-    throw_invalid(tag(op) + "Biases must be provided for affine quantization.");
+    throw_invalid(op_prefix(op) + "Biases must be provided for affine quantization.");
   }
   if (!is_floating(scales.dtype()) || !is_floating(biases->dtype())) {
-    throw_invalid(tag(op) + "Scales and biases must be real floating point; got " + dtype_string(scales.dtype()) +
+    throw_invalid(op_prefix(op) + "Scales and biases must be real floating point; got " + dtype_string(scales.dtype()) +
                   " and " + dtype_string(biases->dtype()) + ".");
   }
   if (scales.shape() != biases->shape()) {
-    throw_invalid(tag(op) + "Scales and biases must have the same shape; got " + shape_string(scales.shape()) +
+    throw_invalid(op_prefix(op) + "Scales and biases must have the same shape; got " + shape_string(scales.shape()) +
                   " and " + shape_string(biases->shape()) + ".");
   }
   const int64_t unpacked = int64_t{w.shape(-1)} * 32 / p.bits;
   Shape expected = w.shape();
   expected.back() = static_cast<int32_t>(unpacked / p.group_size);
   if (scales.shape() != expected || unpacked % p.group_size != 0) {
-    throw_invalid(tag(op) + "The shapes of the weight and scales are incompatible based on bits and group_size; " +
+    throw_invalid(op_prefix(op) +
+                  "The shapes of the weight and scales are incompatible based on bits and group_size; " +
                   "w.shape() == " + shape_string(w.shape()) + " and scales.shape() == " + shape_string(scales.shape()) +
                   " with group_size=" + std::to_string(p.group_size) + " and bits=" + std::to_string(p.bits) + ".");
   }
@@ -132,19 +135,19 @@ ProductDims check_product(const array& x, const array& w, const array& scales, c
                           bool transpose, Params p, const char* op) {
   const int unpacked = check_packed(w, scales, biases, p, op);
   if (x.ndim() < 1) {
-    throw_invalid(tag(op) + "The input x must have at least 1 dimension; got a scalar.");
+    throw_invalid(op_prefix(op) + "The input x must have at least 1 dimension; got a scalar.");
   }
   const int k = transpose ? unpacked : w.shape(-2);
   const int n = transpose ? w.shape(-2) : unpacked;
   if (x.shape(-1) != k) {
-    throw_invalid(tag(op) + "Last dimension of x with shape " + shape_string(x.shape()) + " must match the " +
+    throw_invalid(op_prefix(op) + "Last dimension of x with shape " + shape_string(x.shape()) + " must match the " +
                   (transpose ? "unpacked last" : "second to last") + " dimension " + std::to_string(k) +
                   " of the quantized weight with shape " + shape_string(w.shape()) +
                   " (transpose=" + (transpose ? "true" : "false") + ", bits=" + std::to_string(p.bits) + ").");
   }
   const Dtype dtype = promote_types(promote_types(x.dtype(), scales.dtype()), biases->dtype());
   if (!is_floating(dtype)) {
-    throw_invalid(tag(op) + "Only real floating types are supported; got x of " + dtype_string(x.dtype()) +
+    throw_invalid(op_prefix(op) + "Only real floating types are supported; got x of " + dtype_string(x.dtype()) +
                   " and scales of " + dtype_string(scales.dtype()) + ".");
   }
   return {k, n, dtype};
@@ -155,7 +158,7 @@ array batch_indices(const std::optional<array>& given, const array& a, const cha
                     StreamOrDevice s) {
   if (given) {
     if (!is_integer(given->dtype())) {
-      throw_invalid(tag(op) + "Got " + name + " with invalid dtype " + dtype_string(given->dtype()) +
+      throw_invalid(op_prefix(op) + "Got " + name + " with invalid dtype " + dtype_string(given->dtype()) +
                     "; indices must be integral.");
     }
     return astype(*given, uint32, s);

@@ -14,12 +14,14 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
+using nuvec::detail::all_axes;
+using nuvec::detail::op_prefix;
 
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
+namespace {
 
 Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
 
@@ -32,12 +34,6 @@ Dtype sum_dtype(Dtype t) {
     return uint32;
   }
   return t;
-}
-
-std::vector<int> all_axes(const array& a) {
-  std::vector<int> axes(a.ndim());
-  std::iota(axes.begin(), axes.end(), 0);
-  return axes;
 }
 
 /// The checked axes of a reduction and the shapes it produces.
@@ -64,7 +60,7 @@ array finish(const array& out, const ReducePlan& p, bool keepdims, StreamOrDevic
 
 void reject_complex(const array& a, const char* op) {
   if (is_complex(a.dtype())) {
-    throw_invalid(tag(op) + "Not supported for complex64 inputs.");
+    throw_invalid(op_prefix(op) + "Not supported for complex64 inputs.");
   }
 }
 
@@ -76,7 +72,7 @@ array reduce(const array& a, ReduceType type, Dtype out_dtype, const std::vector
     return finish(astype(a, out_dtype, s), p, keepdims, s);
   }
   if ((type == ReduceType::max || type == ReduceType::min) && p.reduced_size == 0 && shape_size(p.kept_shape) > 0) {
-    throw_invalid(tag(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
+    throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
   array out(p.kept_shape, out_dtype, Reduce{type, p.axes}, {a}, to_stream(s));
   return finish(out, p, keepdims, s);
@@ -144,7 +140,7 @@ array arg_reduce(const array& a, ArgReduceType type, int axis, bool keepdims, co
   Shape shape = a.shape();
   shape[ax] = 1;
   if (a.shape(ax) == 0 && shape_size(shape) > 0) {
-    throw_invalid(tag(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
+    throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
   array out(shape, uint32, ArgReduce{type, ax}, {a}, to_stream(s));
   return keepdims ? out : squeeze(out, ax, s);
@@ -152,7 +148,7 @@ array arg_reduce(const array& a, ArgReduceType type, int axis, bool keepdims, co
 
 array arg_reduce_all(const array& a, ArgReduceType type, bool keepdims, const char* op, StreamOrDevice s) {
   if (a.size() == 0) {
-    throw_invalid(tag(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
+    throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
   auto out = arg_reduce(flatten(a, s), type, 0, true, op, s);
   return keepdims ? reshape(out, Shape(a.ndim(), 1), s) : reshape(out, {}, s);
@@ -165,7 +161,7 @@ array arg_reduce_all(const array& a, ArgReduceType type, bool keepdims, const ch
 #define NUVEC_DEFINE_REDUCTION(name, body)                                                                   \
   array name(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) body array name( \
       const array& a, bool keepdims, StreamOrDevice s) {                                                     \
-    return name(a, all_axes(a), keepdims, s);                                                                \
+    return name(a, all_axes(a.ndim()), keepdims, s);                                                         \
   }                                                                                                          \
   array name(const array& a, int axis, bool keepdims, StreamOrDevice s) {                                    \
     return name(a, std::vector<int>{axis}, keepdims, s);                                                     \
@@ -208,7 +204,9 @@ NUVEC_DEFINE_REDUCTION(logsumexp, {
 array var(const array& a, const std::vector<int>& axes, bool keepdims, int ddof, StreamOrDevice s) {
   return astype(var_compute(a, axes, keepdims, ddof, "var", s), var_dtype(a.dtype()), s);
 }
-array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) { return var(a, all_axes(a), keepdims, ddof, s); }
+array var(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
+  return var(a, all_axes(a.ndim()), keepdims, ddof, s);
+}
 array var(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return var(a, std::vector<int>{axis}, keepdims, ddof, s);
 }
@@ -217,7 +215,7 @@ array std(const array& a, const std::vector<int>& axes, bool keepdims, int ddof,
   return astype(sqrt(var_compute(a, axes, keepdims, ddof, "std", s), s), var_dtype(a.dtype()), s);
 }
 array std(const array& a, bool keepdims, int ddof, StreamOrDevice s) {
-  return nuvec::std(a, all_axes(a), keepdims, ddof, s);
+  return nuvec::std(a, all_axes(a.ndim()), keepdims, ddof, s);
 }
 array std(const array& a, int axis, bool keepdims, int ddof, StreamOrDevice s) {
   return nuvec::std(a, std::vector<int>{axis}, keepdims, ddof, s);
@@ -255,7 +253,7 @@ array softmax(const array& a, const std::vector<int>& axes, bool precise, Stream
   return transpose(reshape(y, moved.shape(), s), last.inverse, s);
 }
 
-array softmax(const array& a, bool precise, StreamOrDevice s) { return softmax(a, all_axes(a), precise, s); }
+array softmax(const array& a, bool precise, StreamOrDevice s) { return softmax(a, all_axes(a.ndim()), precise, s); }
 
 array softmax(const array& a, int axis, bool precise, StreamOrDevice s) {
   return softmax(a, std::vector<int>{axis}, precise, s);

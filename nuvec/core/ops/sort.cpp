@@ -12,29 +12,22 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
+using nuvec::detail::op_prefix;
+using nuvec::detail::slice_axis;
+
 namespace {
-
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
-
-/// a[..., start:stop, ...] along one axis.
-array slice_axis(const array& a, int axis, int start, int stop, StreamOrDevice s) {
-  Shape starts(a.ndim(), 0);
-  Shape stops = a.shape();
-  starts[axis] = start;
-  stops[axis] = stop;
-  return slice(a, std::move(starts), std::move(stops), s);
-}
 
 /// The normalized kth of a partition along axis `ax`.
 int check_kth(const array& a, int kth, int ax, const char* op) {
   const int n = a.shape(ax);
   if (kth < -n || kth >= n) {
-    throw_invalid(tag(op) + "Expected kth in [" + std::to_string(-n) + ", " + std::to_string(n) + ") along axis " +
-                  std::to_string(ax) + "; got kth=" + std::to_string(kth) + " for an array of shape " +
-                  shape_string(a.shape()) + ".");
+    throw_invalid(op_prefix(op) + "Expected kth in [" + std::to_string(-n) + ", " + std::to_string(n) +
+                  ") along axis " + std::to_string(ax) + "; got kth=" + std::to_string(kth) +
+                  " for an array of shape " + shape_string(a.shape()) + ".");
   }
   return kth < 0 ? kth + n : kth;
 }
@@ -94,7 +87,7 @@ array topk(const array& a, int k, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), "topk");
   const int n = a.shape(ax);
   if (k < 0 || k > n) {
-    throw_invalid(tag("topk") + "Expected k in [0, " + std::to_string(n) + "] along axis " + std::to_string(ax) +
+    throw_invalid(op_prefix("topk") + "Expected k in [0, " + std::to_string(n) + "] along axis " + std::to_string(ax) +
                   "; got k=" + std::to_string(k) + " for an array of shape " + shape_string(a.shape()) + ".");
   }
   if (k == 0) {
@@ -108,7 +101,7 @@ array topk(const array& a, int k, StreamOrDevice s) { return topk(flatten(a, s),
 
 array searchsorted(const array& a, const array& v, bool right, StreamOrDevice s) {
   if (a.ndim() != 1) {
-    throw_invalid(tag("searchsorted") + "Expected a sorted 1-d array to search; got an array of shape " +
+    throw_invalid(op_prefix("searchsorted") + "Expected a sorted 1-d array to search; got an array of shape " +
                   shape_string(a.shape()) + ".");
   }
   const Dtype dtype = promote_types(a.dtype(), v.dtype());
@@ -119,7 +112,7 @@ array searchsorted(const array& a, const array& v, bool right, StreamOrDevice s)
 
 array median(const array& a, const std::vector<int>& axes, bool keepdims, StreamOrDevice s) {
   if (is_complex(a.dtype())) {
-    throw_invalid(tag("median") + "Not supported for complex64 inputs.");
+    throw_invalid(op_prefix("median") + "Not supported for complex64 inputs.");
   }
   auto sorted_axes = normalize_axes(axes, a.ndim(), "median");
   const Dtype out_dtype = is_inexact(a.dtype()) ? a.dtype() : float32;

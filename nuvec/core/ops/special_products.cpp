@@ -14,12 +14,13 @@
 
 #include "nuvec/core/hadamard_matrix.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
+using nuvec::detail::op_prefix;
 
-std::string tag(const char* op) { return std::string("[") + op + "] "; }
+namespace {
 
 std::string dtype_str(Dtype t) { return std::string(dtype_name(t)); }
 
@@ -42,18 +43,18 @@ struct MatrixOperands {
 
 MatrixOperands matrix_operands(const array& in_a, const array& in_b, const char* op, StreamOrDevice s) {
   if (in_a.ndim() == 0 || in_b.ndim() == 0) {
-    throw_invalid(tag(op) + "Got 0 dimension input. Inputs must have at least one dimension.");
+    throw_invalid(op_prefix(op) + "Got 0 dimension input. Inputs must have at least one dimension.");
   }
   auto a = in_a.ndim() == 1 ? expand_dims(in_a, 0, s) : in_a;
   auto b = in_b.ndim() == 1 ? expand_dims(in_b, 1, s) : in_b;
   if (a.shape(-1) != b.shape(-2)) {
-    throw_invalid(tag(op) + "Last dimension of first input with shape " + shape_string(a.shape()) +
+    throw_invalid(op_prefix(op) + "Last dimension of first input with shape " + shape_string(a.shape()) +
                   " must match second to last dimension of second input with shape " + shape_string(b.shape()) + ".");
   }
   const Dtype dtype = promote_types(a.dtype(), b.dtype());
   if (!is_floating(dtype)) {
-    throw_invalid(tag(op) + "Only real floating point types are supported but " + dtype_str(in_a.dtype()) + " and " +
-                  dtype_str(in_b.dtype()) + " were provided which results in " + dtype_str(dtype) +
+    throw_invalid(op_prefix(op) + "Only real floating point types are supported but " + dtype_str(in_a.dtype()) +
+                  " and " + dtype_str(in_b.dtype()) + " were provided which results in " + dtype_str(dtype) +
                   ", which is not a real floating point type.");
   }
   std::vector<int> squeeze_axes;

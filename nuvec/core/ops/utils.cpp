@@ -1,11 +1,36 @@
-// Dtype utilities: result_type, finfo and iinfo.
+// Dtype utilities (result_type, finfo and iinfo) and the ops' message helpers.
+
+#include "nuvec/core/ops/utils.h"
 
 #include <limits>
+#include <numeric>
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/ops.h"
 
 namespace nuvec {
+
+namespace detail {
+
+std::string op_prefix(const std::string& op) { return std::string("[").append(op).append("] "); }
+
+std::string list_string(const std::vector<int>& values) { return shape_string(values); }
+
+std::vector<int> all_axes(int ndim) {
+  std::vector<int> axes(ndim);
+  std::iota(axes.begin(), axes.end(), 0);
+  return axes;
+}
+
+array slice_axis(const array& a, int axis, int begin, int end, StreamOrDevice s) {
+  Shape start(a.ndim(), 0);
+  Shape stop = a.shape();
+  start[axis] = begin;
+  stop[axis] = end;
+  return slice(a, std::move(start), std::move(stop), s);
+}
+
+}  // namespace detail
 
 Dtype result_type(const std::vector<array>& arrays) {
   // As MLX: bool is the identity of promote_types, so no arrays give bool.

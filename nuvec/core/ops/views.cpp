@@ -5,23 +5,11 @@
 #include <numeric>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 
 namespace nuvec {
 
-namespace {
-
-std::string dims(const std::vector<int>& axes) {
-  std::string out = "(";
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (i > 0) {
-      out += ',';
-    }
-    out += std::to_string(axes[i]);
-  }
-  return out + ")";
-}
-
-}  // namespace
+using nuvec::detail::list_string;
 
 array astype(array a, Dtype dtype, StreamOrDevice s) {
   if (a.dtype() == dtype) {
@@ -223,15 +211,15 @@ array expand_dims(const array& a, int axis, StreamOrDevice s) { return expand_di
 
 array transpose(const array& a, std::vector<int> axes, StreamOrDevice s) {
   if (static_cast<int>(axes.size()) != a.ndim()) {
-    throw_invalid("[transpose] Received " + std::to_string(axes.size()) + " axes " + dims(axes) + " for array with " +
-                  std::to_string(a.ndim()) + " dimensions.");
+    throw_invalid("[transpose] Received " + std::to_string(axes.size()) + " axes " + list_string(axes) +
+                  " for array with " + std::to_string(a.ndim()) + " dimensions.");
   }
   std::vector<bool> seen(a.ndim(), false);
   Shape shape;
   for (auto& axis : axes) {
     axis = normalize_axis(axis, a.ndim(), "transpose");
     if (seen[axis]) {
-      throw_invalid("[transpose] Repeated axis " + std::to_string(axis) + " in " + dims(axes) + ".");
+      throw_invalid("[transpose] Repeated axis " + std::to_string(axis) + " in " + list_string(axes) + ".");
     }
     seen[axis] = true;
     shape.push_back(a.shape(axis));
