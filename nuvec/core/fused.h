@@ -24,10 +24,12 @@ struct FusedStep {
 };
 
 /// The generated kernel's two entry points. `in` and `out` hold element pointers (the first element of each).
-/// contiguous: elements [begin, end) of row-major inputs (an input read as one value where the source says so);
+/// contiguous: elements [begin, end) of row-major inputs (an input read as one value where the source says so, or
+/// where `once` is nonzero for it: one value broadcast everywhere at run time);
 /// strided: elements [begin, end) of the iteration space (a row kernel: rows [begin, end)) walked with the inputs'
 /// element strides (ndim per input).
-using ContiguousEntry = void (*)(const void* const* in, void* const* out, int64_t begin, int64_t end);
+using ContiguousEntry = void (*)(const void* const* in, const unsigned char* once, void* const* out, int64_t begin,
+                                 int64_t end);
 using StridedEntry = void (*)(const void* const* in, void* const* out, const int64_t* shape, const int64_t* strides,
                               int ndim, int64_t begin, int64_t end);
 

@@ -1,6 +1,6 @@
 // The CPU kernel of a fused chain: fresh outputs, then the generated kernel's
-// flat entry when every input is row-major of the iteration shape (or the one
-// value the kernel reads once) or all share one permuted dense layout (which the
+// flat entry when every input is row-major of the iteration shape (or one value
+// the kernel reads once) or all share one permuted dense layout (which the
 // outputs then take), its strided walk otherwise (always for row kernels, which
 // reduce along the rows). Inputs the kernel has as literals are never read.
 
@@ -26,15 +26,19 @@ void run(const Compiled& p, const Inputs& in, Outputs& out) {
   // the eager kernels' do, instead of a transpose on the way.
   const array* model = nullptr;
   bool permuted = !k.rows;
+  // Inputs that hold one value broadcast everywhere (stride 0 on every axis, as `zeros(shape)` is): the flat entry
+  // reads them once.
+  std::vector<unsigned char> once(in.size(), 0);
   for (size_t i = 0; i < in.size(); ++i) {
     ins.push_back(in[i].raw_data());
     const auto& x = in[i];
     // The flat entry reads a traced one-element input once: it must still have one element (shapeless calls).
     const bool dense = x.shape() == shape && x.flags().row_contiguous && x.data_size() == n;
     const bool literal = i < k.literals.size() && k.literals[i].has_value();
-    flat = flat && (literal || (k.scalar_inputs[i] ? x.size() == 1 : dense));
-    if (literal || k.scalar_inputs[i]) {
-      permuted = permuted && (literal || x.size() == 1);
+    once[i] = !k.rows && !literal && !k.scalar_inputs[i] && x.data_size() == 1 && !dense;
+    flat = flat && (literal || once[i] || (k.scalar_inputs[i] ? x.size() == 1 : dense));
+    if (literal || k.scalar_inputs[i] || once[i]) {
+      permuted = permuted && (literal || x.size() == 1 || once[i]);
       continue;
     }
     const bool fits = x.shape() == shape && x.flags().contiguous && x.data_size() == n &&
@@ -58,7 +62,7 @@ void run(const Compiled& p, const Inputs& in, Outputs& out) {
   }
   if (flat || permuted || shape.empty()) {
     parallel_for(n, elementwise_grain, [&](size_t begin, size_t end) {
-      k.contiguous(ins.data(), outs.data(), static_cast<int64_t>(begin), static_cast<int64_t>(end));
+      k.contiguous(ins.data(), once.data(), outs.data(), static_cast<int64_t>(begin), static_cast<int64_t>(end));
     });
     return;
   }

@@ -16,10 +16,11 @@
 // the oneDNN path copies anything else.
 //
 // Threads: oneDNN runs on one OpenMP thread per calling thread, and nuvec's pool splits its products instead:
-// sgemm by blocks of rows (or of columns, for few rows), batched matmuls by sub-batches. With OpenMP teams of
-// nuvec's thread count, libgomp's workers spun for milliseconds after every product (its default wait policy)
-// while nuvec's pool ran the next element-wise kernel on the same cores: a GPT training step spent 28% of its
-// CPU time spinning there, and batched attention products ran at 17 GFLOP/s instead of 150-200. OpenBLAS
+// sgemm by blocks of rows (or of columns, for few rows), oneDNN matmuls by sub-batches (one bfloat16 matrix by
+// blocks of rows). With OpenMP teams of nuvec's thread count, libgomp's workers spun for milliseconds after every
+// product (its default wait policy) while nuvec's pool ran the next element-wise kernel on the same cores: a GPT
+// training step spent 28% of its CPU time spinning there, and batched attention products ran at 17 GFLOP/s instead
+// of 150-200. OpenBLAS
 // (pthreads; float64, complex64 and LAPACK) keeps nuvec's thread count (cpu::num_threads(), NUVEC_NUM_THREADS).
 
 #include "nuvec/cpu/gemm.h"
@@ -198,6 +199,8 @@ void blas_call(const BlasLayout& la, const BlasLayout& lb, int64_t m, int64_t n,
 
 /// Products below this many multiply-adds run on the calling thread: splitting them costs more than it saves.
 constexpr int64_t kSplitWork = int64_t{1} << 18;
+/// The fewest rows of c a oneDNN matmul piece takes when one matrix is split across threads.
+constexpr int64_t kSplitRows = 32;
 /// Row and column blocks of a split product are multiples of this (whole SIMD vectors of C).
 constexpr int64_t kSplitBlock = 16;
 /// A product splits its k only into ranges at least this long (each piece then pays for one extra pass over c).
@@ -404,10 +407,19 @@ class MatmulCache {
 /// A bfloat16 or float32 product. Returns false when oneDNN has no implementation for the case.
 bool onednn_matmul(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, float alpha, MatrixBatch a,
                    MatrixBatch b, float beta, void* c) {
-  auto prepare = [&](MatrixBatch& x, int64_t rows, int64_t cols, std::optional<Scratch>& copy) {
+  // Pieces on nuvec's pool, each one single-threaded primitive (made for its size, so at most two sizes per
+  // product): sub-batches, or blocks of rows of one matrix, which else ran on one thread (bfloat16 1024^3: 17 ms
+  // before, 9-14 ms after, on 2 loaded cores).
+  const bool large = batch * m * n * k >= kSplitWork;
+  const bool split_rows = large && batch == 1 && num_threads() > 1 && m >= 2 * kSplitRows;
+  const int64_t pieces = !large       ? 1
+                         : split_rows ? std::min<int64_t>(num_threads(), m / kSplitRows)
+                                      : std::min<int64_t>(num_threads(), batch);
+  auto prepare = [&](MatrixBatch& x, int64_t rows, int64_t cols, bool rows_apart, std::optional<Scratch>& copy) {
     auto trans = dense_layout(rows, cols, x.row_stride, x.col_stride);
     bool batch_ok = batch == 1 || x.batch_stride == 0 || x.batch_stride == rows * cols;
-    if (!trans || !batch_ok) {
+    // A block of rows of a column-major matrix is no dense matrix: a row-major copy instead.
+    if (!trans || !batch_ok || (rows_apart && *trans)) {
       copy = densify(x, batch == 1 || x.batch_stride == 0 ? 1 : batch, rows, cols, dtype, dtype);
       trans = false;
     }
@@ -415,20 +427,27 @@ bool onednn_matmul(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, 
   };
   std::optional<Scratch> a_copy;
   std::optional<Scratch> b_copy;
-  const bool a_trans = prepare(a, m, k, a_copy);
-  const bool b_trans = prepare(b, k, n, b_copy);
+  const bool a_trans = prepare(a, m, k, split_rows, a_copy);
+  const bool b_trans = prepare(b, k, n, false, b_copy);
   static MatmulCache cache;
   sync_library_threads();  // primitives are made for one OpenMP thread
-  // Sub-batches on nuvec's pool, each one single-threaded primitive (made for its batch size, so at most two
-  // sizes per product).
-  const int64_t pieces = batch * m * n * k < kSplitWork ? 1 : std::min<int64_t>(num_threads(), batch);
+  const int64_t span = split_rows ? m : batch;
   auto key_for = [&](int64_t count) {
-    return MatmulKey{
-        dtype == bfloat16, count, a.batch_stride == 0, b.batch_stride == 0, m, n, k, a_trans, b_trans, alpha, beta};
+    return MatmulKey{dtype == bfloat16,
+                     split_rows ? 1 : count,
+                     a.batch_stride == 0,
+                     b.batch_stride == 0,
+                     split_rows ? count : m,
+                     n,
+                     k,
+                     a_trans,
+                     b_trans,
+                     alpha,
+                     beta};
   };
   try {
-    cache.get(key_for(batch / pieces));
-    cache.get(key_for((batch + pieces - 1) / pieces));
+    cache.get(key_for(span / pieces));
+    cache.get(key_for((span + pieces - 1) / pieces));
   } catch (const dnnl::error&) {
     return false;
   }
@@ -436,14 +455,18 @@ bool onednn_matmul(Dtype dtype, int64_t batch, int64_t m, int64_t n, int64_t k, 
   parallel_for(static_cast<size_t>(pieces), 1, [&](size_t begin, size_t end) {
     sync_library_threads();
     for (auto i = static_cast<int64_t>(begin); i < static_cast<int64_t>(end); ++i) {
-      const int64_t lo = batch * i / pieces;
-      const int64_t hi = batch * (i + 1) / pieces;
+      const int64_t lo = span * i / pieces;
+      const int64_t hi = span * (i + 1) / pieces;
       auto entry = cache.get(key_for(hi - lo));
+      // The piece's first elements: of its first matrices, or of its first rows of a and c (b whole).
+      const int64_t a_offset = split_rows ? lo * k : lo * a.batch_stride;
+      const int64_t b_offset = split_rows ? 0 : lo * b.batch_stride;
       try {
         auto& eng = engine();
-        dnnl::memory a_mem(entry.a, eng, const_cast<char*>(at(a.data, lo * a.batch_stride, item)));
-        dnnl::memory b_mem(entry.b, eng, const_cast<char*>(at(b.data, lo * b.batch_stride, item)));
-        dnnl::memory c_mem(entry.c, eng, static_cast<char*>(c) + lo * m * n * static_cast<int64_t>(item));
+        dnnl::memory a_mem(entry.a, eng, const_cast<char*>(at(a.data, a_offset, item)));
+        dnnl::memory b_mem(entry.b, eng, const_cast<char*>(at(b.data, b_offset, item)));
+        dnnl::memory c_mem(entry.c, eng,
+                           static_cast<char*>(c) + lo * (split_rows ? 1 : m) * n * static_cast<int64_t>(item));
         thread_local dnnl::stream stream(eng);
         Scratch scratch(entry.scratchpad.get_size());
         entry.primitive.execute(stream, {{DNNL_ARG_SRC, a_mem},

@@ -379,6 +379,29 @@ TEST_F(Fusion, LargeBroadcastAndTransposedInputsStream) {
   EXPECT_TRUE(same_values(compile(chain)({t, g})[0], chain({t, g})[0], 2e-6));
 }
 
+TEST_F(Fusion, OneValueBroadcastEverywhereIsReadOnceByTheFlatLoop) {
+  // Inputs of one value broadcast everywhere at run time (stride 0 on every axis, as zeros(shape) is) with dense
+  // ones, with a traced one-element input, and alone: sizes that are no multiple of a block, and one over 2^20
+  // elements per thread, whose outputs stream.
+  auto chain = [](const V& xs) { return V{xs[0] * xs[1] + xs[2] * xs[3], exp(xs[2]) - xs[1]}; };
+  std::mt19937 rng(31);
+  for (const Shape& shape : {Shape{7}, Shape{3, 517}, Shape{33, 1031}, Shape{2100, 1024}}) {
+    const auto dense = test::random_array(shape, float32, rng, -3.0, 3.0);
+    const auto one = broadcast_to(array(0.75F), shape);
+    const auto other = broadcast_to(reshape(array(-1.25F), {1}), shape);
+    const auto scalar = array(2.5F);
+    for (const V& inputs : {V{dense, one, other, dense}, V{one, dense, dense, other}, V{dense, scalar, one, dense},
+                            V{one, other, one, other}}) {
+      auto compiled = compile(chain)(inputs);
+      auto eager = chain(inputs);
+      EXPECT_EQ(count_primitives(compiled, "Compiled"), 1);
+      for (size_t i = 0; i < 2; ++i) {
+        EXPECT_TRUE(same_values(compiled[i], eager[i], 2e-6)) << shape.back() << " output " << i;
+      }
+    }
+  }
+}
+
 TEST_F(Fusion, SeveralOutputsOfOneChain) {
   // The Adam update: three outputs of one kernel.
   std::mt19937 rng(13);

@@ -138,6 +138,42 @@ TEST_F(MatmulTest, Float32SplitsOnThePool) {
   cpu::set_num_threads(before);
 }
 
+TEST_F(MatmulTest, Bfloat16SplitsOnThePool) {
+  // oneDNN's bf16 matmul (f32 accumulation, one rounding to bf16) runs one single-threaded primitive per block of
+  // rows of c, or per sub-batch: against float64 products of the same bf16 values, with bf16's rounding as tolerance.
+  const int before = cpu::num_threads();
+  auto exact = [](const array& out, const std::vector<array>& in, const std::string& expr) {
+    // bf16 reaches NumPy widened to float32, exactly; c, where there is one, then promotes to float64.
+    const auto code = std::string("a = a.astype(np.float64)\nb = b.astype(np.float64)\nout = ").append(expr);
+    return matches(out, numpy_ref(code, in), 8e-3, 1e-2, /*check_dtype=*/false);
+  };
+  for (int threads : {1, 2, 3}) {
+    cpu::set_num_threads(threads);
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    for (auto [m, k, n] : {std::tuple{300, 1100, 37}, std::tuple{65, 257, 129}, std::tuple{131, 70, 301}}) {
+      auto a = rand({m, k}, bfloat16);
+      auto b = rand({k, n}, bfloat16);
+      auto at = transpose(rand({k, m}, bfloat16));
+      auto bt = transpose(rand({n, k}, bfloat16));
+      auto wide = rand({m, k + 9}, bfloat16);
+      auto sliced = slice(wide, {0, 3}, {m, k + 3});
+      auto c = rand({m, n}, bfloat16);
+      EXPECT_EQ(matmul(a, b).dtype(), bfloat16);
+      EXPECT_TRUE(exact(matmul(a, b), {a, b}, "a @ b"));
+      EXPECT_TRUE(exact(matmul(at, bt), {at, bt}, "a @ b"));
+      EXPECT_TRUE(exact(matmul(sliced, b), {sliced, b}, "a @ b"));
+      EXPECT_TRUE(exact(addmm(c, a, b, 0.5F, 2.0F), {a, b, c}, "0.5 * (a @ b) + 2 * c"));
+    }
+    // A batch against one matrix (folded into the rows of one product) and a batch of pairs.
+    auto batch_a = rand({3, 45, 64}, bfloat16);
+    auto batch_b = rand({3, 64, 33}, bfloat16);
+    auto shared_b = rand({64, 33}, bfloat16);
+    EXPECT_TRUE(exact(matmul(batch_a, batch_b), {batch_a, batch_b}, "a @ b"));
+    EXPECT_TRUE(exact(matmul(batch_a, shared_b), {batch_a, shared_b}, "a @ b"));
+  }
+  cpu::set_num_threads(before);
+}
+
 TEST_F(MatmulTest, MixedDtypesPromote) {
   struct Case {
     Dtype a, b, out;

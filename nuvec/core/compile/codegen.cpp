@@ -483,8 +483,8 @@ std::string generate_source(const FusedKernel& k) {
   };
 
   // Flat loop over row-major inputs; a scalar input's value is read once.
-  src += "extern \"C\" void nuvec_fused_contiguous(const void* const* in, void* const* out, int64_t begin, "
-         "int64_t end) {\n";
+  src += "extern \"C\" void nuvec_fused_contiguous(const void* const* in, const unsigned char* once, void* const* "
+         "out, int64_t begin, int64_t end) {\n";
   pointers(src);
   for (size_t i : read) {
     if (k.scalar_inputs[i]) {
@@ -494,6 +494,33 @@ std::string generate_source(const FusedKernel& k) {
   auto flat_read = [&](const std::string& index) {
     return [&k, index](size_t i) { return k.scalar_inputs[i] ? name_of('s', i) : name_of('p', i) + "[" + index + "]"; };
   };
+  // Inputs that are one value broadcast everywhere at run time (`zeros(shape)`): the value fills a block in L1 once
+  // and every block of elements reads it there at unit stride, the others in place, so that the loop vectorizes as
+  // the dense one does (the strided walk instead recomputed positions and re-staged it per run).
+  const std::string block = std::to_string(strided_block);
+  auto once_read = [&k](size_t i) { return k.scalar_inputs[i] ? name_of('s', i) : cat("r", std::to_string(i), "[l]"); };
+  std::string any_once = "false";
+  std::string once_fills;
+  std::string once_pointers;
+  for (size_t i : read) {
+    if (k.scalar_inputs[i]) {
+      continue;
+    }
+    const auto s = std::to_string(i);
+    const auto t = storage_type(dtypes[i]);
+    any_once += cat(" || once[", s, "]");
+    once_fills += cat("    alignas(64) ", t, " z", s, "[", block, "];\n    if (once[", s, "]) { for (int64_t l = 0; l < ",
+                      block, "; ++l) z", s, "[l] = p", s, "[0]; }\n");
+    once_pointers += cat("      const ", t, "* __restrict r", s, " = once[", s, "] ? z", s, " : p", s, " + i;\n");
+  }
+  stream_code(block, block, "i");
+  src += "  if (" + any_once + ") {\n" + once_fills + buffers + "    const bool stream = end - begin >= nv_stream_min;\n" +
+         "    for (int64_t i = begin; i < end;) {\n      const int64_t n = end - i < " + block + " - i % " + block +
+         " ? end - i : " + block + " - i % " + block + ";\n" + once_pointers + "      if (stream && n == " + block +
+         " && " + line_starts + ") {\n        for (int64_t l = 0; l < " + block + "; ++l) {\n          " +
+         call(once_read, 'w', "l") + "        }\n" + streams + "      } else {\n        for (int64_t l = 0; l < n; ++l) {\n" +
+         "          " + call(once_read, 'o', "i + l") + "        }\n      }\n      i += n;\n    }\n" +
+         "    if (stream) nv_stream_fence();\n    return;\n  }\n";
   const auto line = std::to_string(line_length(k, dtypes));
   stream_code(line, line, "i");
   src += "  if (end - begin < nv_stream_min) {\n";
@@ -509,7 +536,6 @@ std::string generate_source(const FusedKernel& k) {
   // unit stride is read in place, one broadcast along the run (stride 0) is staged once per run, any other stride is
   // gathered into a staging block; the body then reads every input at unit stride and vectorizes as the flat loop
   // does, and large outputs are streamed a block at a time.
-  const std::string block = std::to_string(strided_block);
   const std::string tile_rows = std::to_string(strided_tile_rows);
   const std::string tile_cols = std::to_string(strided_tile_cols);
   auto run_read = [](size_t i) { return cat("r", std::to_string(i), "[l]"); };

@@ -1,7 +1,8 @@
 #pragma once
 
 // C++ source for a fused chain: a per-element body built from the tape, called
-// from a flat loop (row-major inputs) and from a strided walk that stages its
+// from a flat loop (row-major inputs, any of them possibly one value broadcast
+// everywhere, read from a block filled once) and from a strided walk that stages its
 // inputs at unit stride in blocks (tiles of rows for transposed inputs), written
 // so that GCC vectorizes it with -O3 -march=native (math calls go to glibc's
 // vector math library through `declare simd`). One-value constants are literals.
