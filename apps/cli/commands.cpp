@@ -107,4 +107,15 @@ Options bench_options(lm_cli::BenchCommandOptions& o) {
   return options;
 }
 
+Options launch_options(launch::LaunchOptions& o) {
+  Options options;
+  options.add("-n", o.processes)
+      .add("--hosts", o.hosts)
+      .add("--hostfile", o.hostfile)
+      .add("--backend", o.backend)
+      .add("--starting-port", o.starting_port)
+      .add("--grace", o.grace_seconds);
+  return options;
+}
+
 }  // namespace nuvec::cli
