@@ -192,9 +192,9 @@ class MpiCommunicator final : public nuvec::detail::Communicator {
       }
       if (std::chrono::steady_clock::now() > deadline) {
         session().failed = true;
-        throw_error(ErrorKind::io, "rank " + std::to_string(rank_) + ": " + what + " did not complete within " +
-                                       std::to_string(std::chrono::duration<double>(limit).count()) +
-                                       " s (NUVEC_DISTRIBUTED_TIMEOUT): a peer is gone or never joined.");
+        throw_error(ErrorKind::io, "rank " + std::to_string(rank_) + ": " + what +
+                                       " did not complete within the timeout (" + timeout_text(limit) +
+                                       "): a peer is gone or never joined.");
       }
       if (spins > 1000) {
         std::this_thread::sleep_for(std::chrono::microseconds(50));

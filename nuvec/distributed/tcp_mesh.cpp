@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "nuvec/core/error.h"
+#include "nuvec/distributed/timeout.h"
 
 namespace nuvec::distributed::detail {
 
@@ -240,9 +241,8 @@ void TcpMesh::exchange(int to, const void* out, size_t out_bytes, int from, void
     if (ready <= 0) {
       if (Clock::now() - last_progress > timeout_) {
         const int peer = received < in_bytes ? from : to;
-        fail(what, "no progress with rank " + std::to_string(peer) + " for " +
-                       std::to_string(std::chrono::duration<double>(timeout_).count()) +
-                       " s (NUVEC_DISTRIBUTED_TIMEOUT)");
+        fail(what, "rank " + std::to_string(peer) + " made no progress within the timeout (" +
+                       timeout_text(timeout_) + ")");
       }
       continue;
     }

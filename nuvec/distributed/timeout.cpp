@@ -1,6 +1,7 @@
 #include "nuvec/distributed/timeout.h"
 
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
 #include "nuvec/core/error.h"
@@ -20,6 +21,12 @@ std::chrono::milliseconds timeout() {
                       .append("'."));
   }
   return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+}
+
+std::string timeout_text(std::chrono::milliseconds limit) {
+  std::ostringstream text;
+  text << "NUVEC_DISTRIBUTED_TIMEOUT, " << std::chrono::duration<double>(limit).count() << " s";
+  return text.str();
 }
 
 }  // namespace nuvec::distributed::detail
