@@ -35,8 +35,8 @@ array input(int r, Dtype dtype, const Shape& shape) {
   if (dtype == bool_) {
     return astype(remainder(v, array(2.0)), bool_);
   }
-  const bool inexact = issubdtype(dtype, inexact);
-  return astype(inexact ? v - 5 + array(0.25 * r) : (issubdtype(dtype, signedinteger) ? v - 5 : v), dtype);
+  const bool is_inexact = issubdtype(dtype, inexact);
+  return astype(is_inexact ? v - 5 + array(0.25 * r) : (issubdtype(dtype, signedinteger) ? v - 5 : v), dtype);
 }
 
 array combine(const array& a, const array& b, CollectiveKind kind) {
