@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "nuvec/nn/average_gradients.h"
 #include "nuvec/nuvec.h"
 
 namespace nuvec::distributed {
@@ -63,6 +64,13 @@ TEST_F(SingleProcess, CollectivesAreIdentities) {
   // Under grad too: the identity's derivative.
   const auto g = grad([](const array& v) { return sum(all_sum(v) * all_gather(v)); })(x);
   EXPECT_TRUE(array_equal(g, 2 * x).item<bool>());
+}
+
+TEST_F(SingleProcess, AverageGradientsOfOneProcessAreTheGradients) {
+  const nn::Params gradients{{"w", ones({2, 3})}, {"b", zeros({3})}};
+  const nn::Params averaged = nn::average_gradients(gradients);
+  ASSERT_EQ(averaged.size(), 2U);
+  EXPECT_EQ(averaged[0].second.id(), gradients[0].second.id());
 }
 
 TEST_F(SingleProcess, ArgumentsAreCheckedWhenTheNodeIsBuilt) {

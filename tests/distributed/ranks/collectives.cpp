@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "nuvec/nn/average_gradients.h"
 #include "nuvec/nuvec.h"
 
 namespace nuvec::distributed {
@@ -247,6 +248,36 @@ TEST(Vmap, AllGatherOverAMappedAxisEqualsALoop) {
     columns.push_back(all_gather(reshape(slice(x, {0, j}, {2, j + 1}), {2})));
   }
   expect_same(mapped, stack(columns, 0), "vmap of all_gather");
+}
+
+TEST(AverageGradients, BucketsGiveTheMeanOverRanks) {
+  const Group g = world();
+  const auto gradients_of = [](int rank) {
+    return nn::Params{{"a", values({3}, rank)},
+                      {"b", astype(values({2, 3}, rank), float32)},
+                      {"c", values({2, 2}, rank)},
+                      {"d", astype(values({5}, rank), float16)}};
+  };
+  std::vector<nn::Params> all;
+  for (int r = 0; r < g.size(); ++r) {
+    all.push_back(gradients_of(r));
+  }
+  // Buckets of 40 bytes: a and c share float64 buckets with a split between them; 0: one all_sum per gradient.
+  for (std::ptrdiff_t bucket : {std::ptrdiff_t{40}, std::ptrdiff_t{0}, std::ptrdiff_t{32} << 20}) {
+    const nn::Params averaged = nn::average_gradients(gradients_of(g.rank()), g, bucket);
+    ASSERT_EQ(averaged.size(), all[0].size());
+    for (size_t i = 0; i < averaged.size(); ++i) {
+      array sum = astype(all[0][i].second, float64);
+      for (int r = 1; r < g.size(); ++r) {
+        sum = sum + astype(all[static_cast<size_t>(r)][i].second, float64);
+      }
+      const array& got = averaged[i].second;
+      EXPECT_EQ(averaged[i].first, all[0][i].first);
+      EXPECT_EQ(got.dtype(), all[0][i].second.dtype());
+      EXPECT_TRUE(allclose(astype(got, float64), sum / g.size(), 1e-3, 1e-3).item<bool>())
+          << averaged[i].first << " with buckets of " << bucket << " bytes";
+    }
+  }
 }
 
 }  // namespace
