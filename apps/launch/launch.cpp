@@ -89,7 +89,7 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
             Rank& rank) {
   std::array<std::array<int, 2>, 2> pipes{};
   for (auto& p : pipes) {
-    if (::pipe(p.data()) != 0) {
+    if (::pipe2(p.data(), O_CLOEXEC) != 0) {  // ranks started later do not inherit them
       throw std::runtime_error(std::string("cannot create a pipe: ").append(std::strerror(errno)));
     }
   }

@@ -43,19 +43,20 @@ MpiSession& session() {
   return s;
 }
 
-/// float16 and bfloat16 have no MPI type: their reductions run nuvec's own loop over 16-bit words.
-template <Dtype::Val D, ReduceOp Op>
-void half_reduce(void* in, void* inout, int* length, MPI_Datatype*) {
-  reduce_into(inout, in, static_cast<size_t>(*length), Dtype{D, 2}, Op);
+/// nuvec's own reduction loop as an MPI op: float16 and bfloat16 have no MPI type, and MPI_MAX and MPI_MIN leave
+/// NaN handling to the implementation, where nuvec's NaN wins as in maximum and minimum.
+template <Dtype::Val D, size_t Size, ReduceOp Op>
+void nuvec_reduce(void* in, void* inout, int* length, MPI_Datatype*) {
+  reduce_into(inout, in, static_cast<size_t>(*length), Dtype{D, Size}, Op);
 }
 
-template <Dtype::Val D>
-MPI_Op half_op(ReduceOp op) {
+template <Dtype::Val D, size_t Size>
+MPI_Op nuvec_op(ReduceOp op) {
   static const std::array<MPI_Op, 3> ops = [] {
     std::array<MPI_Op, 3> made{};
-    MPI_Op_create(&half_reduce<D, ReduceOp::sum>, 1, &made[0]);
-    MPI_Op_create(&half_reduce<D, ReduceOp::max>, 1, &made[1]);
-    MPI_Op_create(&half_reduce<D, ReduceOp::min>, 1, &made[2]);
+    MPI_Op_create(&nuvec_reduce<D, Size, ReduceOp::sum>, 1, &made[0]);
+    MPI_Op_create(&nuvec_reduce<D, Size, ReduceOp::max>, 1, &made[1]);
+    MPI_Op_create(&nuvec_reduce<D, Size, ReduceOp::min>, 1, &made[2]);
     return made;
   }();
   return ops[static_cast<size_t>(op)];
@@ -95,10 +96,16 @@ MPI_Datatype mpi_type(Dtype dtype) {
 
 MPI_Op mpi_op(Dtype dtype, ReduceOp op) {
   if (dtype == float16) {
-    return half_op<Dtype::Val::float16>(op);
+    return nuvec_op<Dtype::Val::float16, 2>(op);
   }
   if (dtype == bfloat16) {
-    return half_op<Dtype::Val::bfloat16>(op);
+    return nuvec_op<Dtype::Val::bfloat16, 2>(op);
+  }
+  if (dtype == float32 && op != ReduceOp::sum) {
+    return nuvec_op<Dtype::Val::float32, 4>(op);
+  }
+  if (dtype == float64 && op != ReduceOp::sum) {
+    return nuvec_op<Dtype::Val::float64, 8>(op);
   }
   if (dtype == bool_) {
     return op == ReduceOp::min ? MPI_LAND : MPI_LOR;
