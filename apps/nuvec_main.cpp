@@ -42,6 +42,8 @@ const char* kUsage =
     "  --stop-after N      end after N epochs of this run (resume later with --resume)\n"
     "  --seed N            initialization and shuffling seed (default 0)\n"
     "  --limit N           train on the first N images only (quick runs)\n"
+    "  --distributed       data parallel under nuvec launch or mpirun: each rank a shard of every batch (the\n"
+    "                      weights follow one process with the whole batch); rank 0 prints and writes the files\n"
     "\n"
     "nuvec gpt options:\n"
     "  --steps N           training steps (default 600)\n"

@@ -26,7 +26,8 @@ Options train_options(train::TrainOptions& o) {
       .add("--resume", o.resume)
       .add("--stop-after", o.stop_after_epochs)
       .add("--seed", o.seed)
-      .add("--limit", o.train_limit);
+      .add("--limit", o.train_limit)
+      .flag("--distributed", o.distributed);
   return options;
 }
 
