@@ -24,7 +24,7 @@ array collective(CollectiveKind kind, const array& x, const Group& group, Shape 
 array reduction(CollectiveKind kind, const array& x, std::optional<Group> group, StreamOrDevice s) {
   const Group g = group ? *group : detail::default_group();
   if (kind != CollectiveKind::all_sum && x.dtype() == complex64) {
-    throw_invalid("[" + std::string(collective_name(kind)) + "] complex64 values have no order.");
+    throw_invalid(std::string("[").append(collective_name(kind)).append("] complex64 values have no order."));
   }
   if (g.size() == 1) {
     return x;
@@ -34,7 +34,8 @@ array reduction(CollectiveKind kind, const array& x, std::optional<Group> group,
 
 void check_peer(CollectiveKind kind, int peer, const Group& g) {
   if (peer < 0 || peer >= g.size() || peer == g.rank()) {
-    throw_invalid("[" + std::string(collective_name(kind)) + "] The peer must be another rank of the group, in [0, " +
+    throw_invalid(std::string("[").append(collective_name(kind)).append(
+                      "] The peer must be another rank of the group, in [0, ") +
                   std::to_string(g.size()) + ") and not " + std::to_string(g.rank()) + "; got " +
                   std::to_string(peer) + ".");
   }

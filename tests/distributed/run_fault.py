@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Runs tests/distributed/ranks/fault.cpp's program under a launcher and checks that every rank but the failing
 rank 1 caught an error naming itself and the operation, and that the whole run ended well within its limit.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """nuvec train --distributed with N ranks ends with the weights of one process trained on the whole batch: both
 runs train the CNN on the first 256 Fashion-MNIST images (4 steps of 64) and their model.safetensors are compared
 with NumPy (the ranks sum their shards in another order, hence a tolerance).

@@ -15,8 +15,9 @@ namespace nuvec::detail {
 
 namespace {
 
+// The kernel takes dense inputs, as the ops layer gives it: cotangents, tangents and moved axes may be views.
 array collective(const Collective& p, CollectiveKind kind, const array& x, Shape shape) {
-  return reapply(Collective{kind, p.group, -1}, {x}, std::move(shape), x.dtype());
+  return reapply(Collective{kind, p.group, -1}, {contiguous(x)}, std::move(shape), x.dtype());
 }
 
 bool is_extremum(CollectiveKind kind) { return kind == CollectiveKind::all_max || kind == CollectiveKind::all_min; }
@@ -82,10 +83,10 @@ Batched vmap_of(const Collective& p, const VmapArgs& args) {
     point_to_point("vmap");
   }
   if (p.kind == CollectiveKind::all_sum || is_extremum(p.kind)) {
-    return reapply_front(p, {moved_front(args, 0)}, args);
+    return reapply_front(p, {contiguous(moved_front(args, 0))}, args);
   }
   // all_gather and sum_scatter work on axis 0 of the unbatched array: the mapped axis goes just after it.
-  const array moved = moveaxis(args.inputs[0], args.axes[0], 1);
+  const array moved = contiguous(moveaxis(args.inputs[0], args.axes[0], 1));
   Shape shape = args.outputs[0].shape();
   shape.insert(shape.begin() + 1, args.size);
   return {{reapply(p, {moved}, shape, moved.dtype())}, {1}};
