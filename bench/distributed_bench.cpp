@@ -23,19 +23,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-/// The median time of `step` over enough repetitions to take about 0.3 s (at least 3), after one warm-up.
-/// `barrier` lines the ranks up before each repetition.
-double median_seconds(const std::function<void()>& step, const std::function<void()>& barrier) {
+/// The median time of `step` after one warm-up; `barrier` lines the ranks up before each repetition. The count
+/// depends on the size only, so that every rank runs as many.
+double median_seconds(size_t bytes, const std::function<void()>& step, const std::function<void()>& barrier) {
   step();
-  barrier();
-  auto start = Clock::now();
-  step();
-  const double once = std::chrono::duration<double>(Clock::now() - start).count();
-  const int repetitions = std::clamp(static_cast<int>(0.3 / std::max(once, 1e-7)), 3, 200);
+  const int repetitions = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 3, 200));
   std::vector<double> times;
   for (int i = 0; i < repetitions; ++i) {
     barrier();
-    start = Clock::now();
+    const auto start = Clock::now();
     step();
     times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
   }
@@ -59,7 +55,7 @@ int main(int argc, char** argv) {
     for (size_t bytes : sizes()) {
       std::vector<char> from(bytes, 1);
       std::vector<char> to(bytes, 0);
-      const double t = median_seconds([&] { std::memcpy(to.data(), from.data(), bytes); }, [] {});
+      const double t = median_seconds(bytes, [&] { std::memcpy(to.data(), from.data(), bytes); }, [] {});
       std::printf("%zu %.9f\n", bytes, t);
     }
     return 0;
@@ -72,7 +68,7 @@ int main(int argc, char** argv) {
     for (size_t bytes : sizes()) {
       const nuvec::array x = nuvec::ones({static_cast<int>(bytes / 4)}, nuvec::float32);
       nuvec::eval(x);
-      const double t = median_seconds([&] { nuvec::eval(dist::all_sum(x, g)); }, barrier);
+      const double t = median_seconds(bytes, [&] { nuvec::eval(dist::all_sum(x, g)); }, barrier);
       if (g.rank() == 0) {
         std::printf("%zu %.9f\n", bytes, t);
         std::fflush(stdout);
@@ -89,6 +85,7 @@ int main(int argc, char** argv) {
       std::vector<float> in(bytes / 4, 1.0f);
       std::vector<float> out(bytes / 4);
       const double t = median_seconds(
+          bytes,
           [&] {
             MPI_Allreduce(in.data(), out.data(), static_cast<int>(in.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
           },
