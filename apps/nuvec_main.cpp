@@ -4,6 +4,7 @@
 //   nuvec tokenize, detokenize, chat-template   the lm library's tokenizer and chat templates (apps/tokenize)
 //   nuvec generate, chat, bench   language models: text generation, a terminal chat, speed (apps/generate)
 //   nuvec serve             an OpenAI-compatible HTTP server (apps/serve, over nuvec/serve)
+//   nuvec launch            starts the ranks of a distributed program (apps/launch)
 
 #include <cstdio>
 #include <exception>
@@ -27,6 +28,7 @@ const char* kUsage =
     "       nuvec serve --model [NAME=]PATH [--model NAME=PATH ...] [--host 127.0.0.1] [--port 8080]\n"
     "                   [--parallel 4] [--ctx-size N] [--max-tokens N] [--api-key KEY | --api-key-file F]\n"
     "                   [--max-queue 64] [--prefix-cache 4096] [--log-file F] [--drain-seconds 30]\n"
+    "       nuvec launch -n N [--hosts H1,H2,... | --hostfile F] [--backend ring|mpi] -- PROGRAM ARGS\n"
     "\n"
     "nuvec train options:\n"
     "  --model NAME        cnn (default) or mlp\n"
@@ -40,6 +42,8 @@ const char* kUsage =
     "  --stop-after N      end after N epochs of this run (resume later with --resume)\n"
     "  --seed N            initialization and shuffling seed (default 0)\n"
     "  --limit N           train on the first N images only (quick runs)\n"
+    "  --distributed       data parallel under nuvec launch or mpirun: each rank a shard of every batch (the\n"
+    "                      weights follow one process with the whole batch); rank 0 prints and writes the files\n"
     "\n"
     "nuvec gpt options:\n"
     "  --steps N           training steps (default 600)\n"
@@ -80,7 +84,15 @@ const char* kUsage =
     "                      --ctx-size bounds prompt and completion together, --max-tokens each completion.\n"
     "                      API keys: 'Authorization: Bearer KEY' (--api-key-file: one key a line). One JSON line\n"
     "                      per request on standard error or --log-file. SIGTERM/SIGINT: stop taking requests,\n"
-    "                      let running ones finish (at most --drain-seconds), exit 0\n";
+    "                      let running ones finish (at most --drain-seconds), exit 0\n"
+    "\n"
+    "nuvec launch options (the ranks of a nuvec::distributed program; output lines get \"[rank] \" in front):\n"
+    "  -n N                N ranks on this machine\n"
+    "  --hosts H1,H2,...   one rank per host (repeat a host for more); hosts other than this one over ssh\n"
+    "  --hostfile F        the ring's JSON host file (one list of \"ip:port\" per rank) instead\n"
+    "  --backend B         ring (default: NUVEC_RANK and NUVEC_HOSTFILE set for each rank) or mpi (mpirun)\n"
+    "  --starting-port P   ring ports P, P+1, ... (default: free ports of this machine)\n"
+    "  --grace S           after a rank fails, the others get S seconds to end on their own (default 10)\n";
 
 int run_train(int argc, char** argv) {
   nuvec::train::TrainOptions o;
@@ -131,6 +143,14 @@ int run_chat(int argc, char** argv) {
   return 0;
 }
 
+int run_launch(int argc, char** argv) {
+  nuvec::launch::LaunchOptions o;
+  int options_end = argc;
+  o.command = nuvec::launch::command_after_dashes(argc, argv, options_end);
+  nuvec::cli::launch_options(o).parse(options_end, argv);
+  return nuvec::launch::run_launch(o, stdout);
+}
+
 int run_bench(int argc, char** argv) {
   nuvec::lm_cli::BenchCommandOptions o;
   nuvec::cli::bench_options(o).parse(argc, argv);
@@ -170,6 +190,9 @@ int main(int argc, char** argv) {
     }
     if (command == "bench") {
       return run_bench(argc, argv);
+    }
+    if (command == "launch") {
+      return run_launch(argc, argv);
     }
     if (command == "serve") {
       return nuvec::serve_cli::run_serve(argc, argv, stderr);

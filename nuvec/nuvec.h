@@ -19,4 +19,6 @@
 #include "nuvec/core/scheduler.h"
 #include "nuvec/core/shape.h"
 #include "nuvec/core/transforms.h"
+#include "nuvec/distributed/distributed.h"
+#include "nuvec/distributed/ops.h"
 #include "nuvec/io/io.h"

@@ -16,6 +16,7 @@ packages=(
   dataset-fashion-mnist  # IDX files for the io tests and the Fashion-MNIST demo
   fortunes  # the text corpus of nuvec gpt
   clang libclang-rt-dev  # libFuzzer for fuzz/run.sh
+  libopenmpi-dev openmpi-bin  # the distributed library's MPI backend; its tests start ranks with mpirun
 )
 
 missing=()

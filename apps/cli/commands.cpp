@@ -26,7 +26,8 @@ Options train_options(train::TrainOptions& o) {
       .add("--resume", o.resume)
       .add("--stop-after", o.stop_after_epochs)
       .add("--seed", o.seed)
-      .add("--limit", o.train_limit);
+      .add("--limit", o.train_limit)
+      .flag("--distributed", o.distributed);
   return options;
 }
 
@@ -104,6 +105,17 @@ Options bench_options(lm_cli::BenchCommandOptions& o) {
       .add("-n", o.generation_tokens)
       .add("-t", o.threads)
       .add("-r", o.repetitions);
+  return options;
+}
+
+Options launch_options(launch::LaunchOptions& o) {
+  Options options;
+  options.add("-n", o.processes)
+      .add("--hosts", o.hosts)
+      .add("--hostfile", o.hostfile)
+      .add("--backend", o.backend)
+      .add("--starting-port", o.starting_port)
+      .add("--grace", o.grace_seconds);
   return options;
 }
 

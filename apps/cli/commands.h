@@ -7,6 +7,7 @@
 #include "apps/cli/options.h"
 #include "apps/generate/commands.h"
 #include "apps/gpt/train_gpt.h"
+#include "apps/launch/launch.h"
 #include "apps/tokenize/commands.h"
 #include "apps/train/trainer.h"
 
@@ -20,5 +21,7 @@ Options chat_template_options(tokenize::ChatTemplateCommandOptions& o);
 Options generate_options(lm_cli::GenerateCommandOptions& o);
 Options chat_options(lm_cli::ChatCommandOptions& o);
 Options bench_options(lm_cli::BenchCommandOptions& o);
+/// The options before "--"; the program after it is not parsed here.
+Options launch_options(launch::LaunchOptions& o);
 
 }  // namespace nuvec::cli

@@ -5,6 +5,7 @@
 
 #include "nuvec/core/compile.h"
 #include "nuvec/core/eval.h"
+#include "nuvec/distributed/ops.h"
 
 namespace nuvec::train {
 
@@ -65,6 +66,16 @@ TrainStep compiled_step(nn::Module& model, optimizers::Optimizer& optimizer, nn:
     }
     model.update(*params);
     return loss.front();
+  };
+}
+
+TrainStep data_parallel_step(nn::Module& model, optimizers::Optimizer& optimizer, nn::LossFn loss,
+                             distributed::Group group) {
+  auto value_and_grad = nn::value_and_grad(model, std::move(loss));
+  return [&model, &optimizer, value_and_grad, group](const std::vector<array>& batch) {
+    auto [value, grads] = value_and_grad(batch);
+    optimizer.update(model, nn::average_gradients(grads, group));
+    return distributed::all_sum(value, group) / array(static_cast<float>(group.size()));
   };
 }
 

@@ -23,6 +23,12 @@ TrainStep eager_step(nn::Module& model, optimizers::Optimizer& optimizer, nn::Lo
 /// must not draw random numbers (dropout), which a trace would repeat.
 TrainStep compiled_step(nn::Module& model, optimizers::Optimizer& optimizer, nn::LossFn loss, double max_norm = 0.0);
 
+/// A data-parallel step: `loss` on this rank's shard must be scaled so that the ranks' losses sum to the whole
+/// batch's (the shard's sum over examples times size / batch size); the gradients are averaged over `group`
+/// (nn::average_gradients) before the update. Returns the whole batch's loss.
+TrainStep data_parallel_step(nn::Module& model, optimizers::Optimizer& optimizer, nn::LossFn loss,
+                             distributed::Group group);
+
 /// Evaluates `loss`, every parameter of `model` and `optimizer`'s state in one graph walk.
 void eval_step(const array& loss, const nn::Module& model, const optimizers::Optimizer& optimizer);
 

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -12,6 +13,7 @@
 #include "apps/train/models.h"
 #include "apps/train/progress.h"
 #include "apps/train/step.h"
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/io/io.h"
 #include "nuvec/nn/nn.h"
 
@@ -111,6 +113,21 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
   if (options.epochs < 1 || options.batch_size < 1 || !(options.learning_rate.value_or(default_learning_rate) > 0)) {
     throw_invalid("[train] epochs and batch size must be positive and the learning rate above 0.");
   }
+  std::optional<distributed::Group> group;
+  // Ranks other than 0 train silently and write nothing.
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> quiet(nullptr, &std::fclose);
+  if (options.distributed) {
+    group = distributed::init(true);
+    if (options.batch_size < group->size()) {
+      throw_invalid("[train] --distributed needs a batch of at least one image per rank; got " +
+                    std::to_string(options.batch_size) + " for " + std::to_string(group->size()) + " ranks.");
+    }
+    if (group->rank() != 0) {
+      quiet.reset(std::fopen("/dev/null", "w"));
+      log = quiet.get();
+    }
+  }
+  const bool writes = !group || group->rank() == 0;
   auto train_set = first(load_image_set(options.data_dir, "train"), options.train_limit);
   auto test_set = first(load_image_set(options.data_dir, "t10k"), options.test_limit);
   std::filesystem::create_directories(options.output_dir);
@@ -153,8 +170,17 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
     return nn::losses::cross_entropy(model->forward(images), labels, std::nullopt, -1, 0.0F,
                                      nn::losses::Reduction::mean);
   };
-  auto step =
-      eager_step(*model, optimizer, [&](const std::vector<array>& batch) { return loss_of(batch[0], batch[1]); });
+  // Data parallel: batch[2] scales the shard's summed loss so that the ranks' losses add up to the batch's mean.
+  auto step = group ? data_parallel_step(
+                          *model, optimizer,
+                          [&](const std::vector<array>& batch) {
+                            return nn::losses::cross_entropy(model->forward(batch[0]), batch[1], std::nullopt, -1,
+                                                             0.0F, nn::losses::Reduction::sum) *
+                                   batch[2];
+                          },
+                          *group)
+                    : eager_step(*model, optimizer,
+                                 [&](const std::vector<array>& batch) { return loss_of(batch[0], batch[1]); });
 
   // The shortest text that reads back as the same double.
   std::array<char, 32> peak_chars{};
@@ -174,8 +200,18 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
     for (int s = 0; s < steps_per_epoch; ++s) {
       int begin = s * options.batch_size;
       int count = std::min(options.batch_size, train_set.size() - begin);
-      auto batch = batch_of(train_set, order, begin, count);
-      auto loss_value = step({batch.images, batch.labels});
+      std::vector<array> inputs;
+      if (group) {
+        const int ranks = group->size();
+        const int shard_begin = begin + count * group->rank() / ranks;
+        const int shard_end = begin + count * (group->rank() + 1) / ranks;
+        auto shard = batch_of(train_set, order, shard_begin, shard_end - shard_begin);
+        inputs = {shard.images, shard.labels, array(static_cast<float>(ranks) / static_cast<float>(count))};
+      } else {
+        auto batch = batch_of(train_set, order, begin, count);
+        inputs = {batch.images, batch.labels};
+      }
+      auto loss_value = step(inputs);
       eval_step(loss_value, *model, optimizer);
       double loss = loss_value.item<float>();
       loss_sum += loss;
@@ -198,6 +234,10 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
         log, "epoch %d: test accuracy %.2f%% (train %.2f%%), %s elapsed\n", epoch + 1, test_acc * 100, train_acc * 100,
         format_duration(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()).c_str());
 
+    ++result.epochs_run;
+    if (!writes) {
+      continue;
+    }
     auto arrays = as_map(model->parameters(), "model.");
     arrays.merge(as_map(optimizer.state(), "optimizer."));
     save_safetensors(options.output_dir + "/checkpoint.safetensors", arrays,
@@ -208,13 +248,15 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
                       {"loss_curve", encode_points(result.curves.loss)},
                       {"test_accuracy", encode_points(result.curves.test_accuracy)},
                       {"train_accuracy", encode_points(result.curves.train_accuracy)}});
-    ++result.epochs_run;
+  }
+  result.test_accuracy = result.curves.test_accuracy.empty() ? 0.0 : result.curves.test_accuracy.back().second;
+  if (!writes) {
+    return result;
   }
   save_safetensors(options.output_dir + "/model.safetensors", as_map(model->parameters(), ""),
                    {{"model", options.model}});
   write_curves_svg(options.output_dir + "/curves.svg", result.curves,
                    "nuvec train: " + options.model + " on Fashion-MNIST");
-  result.test_accuracy = result.curves.test_accuracy.empty() ? 0.0 : result.curves.test_accuracy.back().second;
   std::fprintf(
       log, "final test accuracy: %.2f%%\nwrote %s/model.safetensors, %s/checkpoint.safetensors, %s/curves.svg\n",
       result.test_accuracy * 100, options.output_dir.c_str(), options.output_dir.c_str(), options.output_dir.c_str());

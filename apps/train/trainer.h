@@ -30,6 +30,10 @@ struct TrainOptions {
   int stop_after_epochs = 0;  // end this run after so many epochs (0: run to `epochs`); resume continues it
   int train_limit = 0;        // use only the first n training images (0: all), for quick runs
   int test_limit = 0;
+  // Data parallel over nuvec::distributed::init's group (under nuvec launch or mpirun): each rank takes a shard of
+  // every batch and the gradients are averaged, so the weights follow one process with the whole batch; rank 0
+  // writes the files.
+  bool distributed = false;
 };
 
 struct TrainResult {

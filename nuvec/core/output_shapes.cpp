@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <string>
 
+#include "nuvec/core/communicator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/fused.h"
 
@@ -340,6 +341,26 @@ Shapes shapes_of(const SegmentedMM&, const Inputs& in) {
   return {with_tail(in[2].shape(), 1, {in[0].shape(0), in[1].shape(1)})};
 }
 Shapes shapes_of(const Hadamard&, const Inputs& in) { return {same_as_first(in)}; }
+
+// ---- distributed
+/// all_gather stacks the ranks' arrays along axis 0 and sum_scatter splits axis 0 among them; recv's shape is its
+/// argument.
+Shapes shapes_of(const Collective& p, const Inputs& in) {
+  switch (p.kind) {
+    case CollectiveKind::all_sum:
+    case CollectiveKind::all_max:
+    case CollectiveKind::all_min:
+    case CollectiveKind::send:
+      return {same_as_first(in)};
+    case CollectiveKind::all_gather:
+      return {with_axis(in[0].shape(), 0, in[0].shape(0) * p.group->size())};
+    case CollectiveKind::sum_scatter:
+      return {with_axis(in[0].shape(), 0, in[0].shape(0) / p.group->size())};
+    case CollectiveKind::recv:
+      set_by_arguments(p.name);
+  }
+  set_by_arguments(p.name);
+}
 
 }  // namespace
 

@@ -19,6 +19,7 @@ namespace nuvec {
 namespace detail {
 struct CustomRules;  // transforms.h: the user's vjp, jvp and vmap of a custom function
 struct FusedKernel;  // fused.h: a fused chain's tape and its generated kernel
+class Communicator;  // communicator.h: a group of processes and its backend (nuvec::distributed)
 }  // namespace detail
 
 /// A trait on every primitive, read by the backends and by compile (fusion),
@@ -710,6 +711,19 @@ struct Hadamard {
   friend bool operator==(const Hadamard&, const Hadamard&) = default;
 };
 
+/// The collectives of nuvec::distributed, one alternative so every rule treats them together.
+enum class CollectiveKind { all_sum, all_max, all_min, all_gather, sum_scatter, send, recv };
+/// A message exchange with the other processes of `group`: never fused, and never merged by CSE (two equal calls
+/// are two exchanges, which every rank makes). `peer` is send's destination and recv's source.
+struct Collective {
+  static constexpr std::string_view name = "Collective";
+  static constexpr Family family = Family::other;
+  CollectiveKind kind;
+  std::shared_ptr<detail::Communicator> group;
+  int peer = -1;
+  friend bool operator==(const Collective&, const Collective&) { return false; }
+};
+
 using Primitive = std::variant<
     // unary
     Abs, Negative, Sign, Floor, Ceil, Round, Square, Sqrt, Rsqrt, Reciprocal, Exp, Expm1, Log, Log2, Log10, Log1p, Sin,
@@ -744,6 +758,8 @@ using Primitive = std::variant<
     QRF, SVD, Inverse, Cholesky, LUF, Solve, Eig, Eigh,
     // masked, gathered and segmented products, Hadamard
     BlockMaskedMM, GatherMM, SegmentedMM, Hadamard,
+    // distributed
+    Collective,
     // compile
     Compiled>;
 

@@ -88,6 +88,8 @@ void run(const BlockMaskedMM& p, const Inputs& in, Outputs& out);
 void run(const GatherMM& p, const Inputs& in, Outputs& out);
 void run(const SegmentedMM& p, const Inputs& in, Outputs& out);
 void run(const Hadamard& p, const Inputs& in, Outputs& out);
+/// Calls the group's backend (collective.cpp); the ranks first compare their arrays' dtypes and shapes.
+void run(const Collective& p, const Inputs& in, Outputs& out);
 
 /// A fused chain of compile: its generated kernel over the iteration space (compiled.cpp).
 void run(const Compiled& p, const Inputs& in, Outputs& out);

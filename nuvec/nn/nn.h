@@ -3,6 +3,7 @@
 // nuvec's neural-network library (mlx.nn in C++): modules, layers, initializers, losses and optimizers.
 
 #include "nuvec/nn/activations.h"
+#include "nuvec/nn/average_gradients.h"
 #include "nuvec/nn/containers.h"
 #include "nuvec/nn/conv.h"
 #include "nuvec/nn/dropout.h"

@@ -88,6 +88,7 @@ TEST(Options, EveryOptionOfEverySubcommandNamesItselfInItsErrors) {
   lm_cli::GenerateCommandOptions generate;
   lm_cli::ChatCommandOptions chat;
   lm_cli::BenchCommandOptions bench;
+  launch::LaunchOptions launch;
   const std::vector<std::pair<std::string, Options>> commands{
       {"train", train_options(train)},
       {"gpt", gpt_options(gpt)},
@@ -97,6 +98,7 @@ TEST(Options, EveryOptionOfEverySubcommandNamesItselfInItsErrors) {
       {"generate", generate_options(generate)},
       {"chat", chat_options(chat)},
       {"bench", bench_options(bench)},
+      {"launch", launch_options(launch)},
   };
   int numeric = 0;
   for (const auto& [command, options] : commands) {
@@ -137,6 +139,11 @@ TEST(Options, TheProgramPrefixesTheSubcommand) {
             std::pair(1, std::string("nuvec serve: --port expects an integer, got 'http'\n")));
   EXPECT_EQ(run_nuvec("serve --model"),
             std::pair(1, std::string("nuvec serve: --model expects a value, got nothing\n")));
+  EXPECT_EQ(run_nuvec("launch -n two -- true"),
+            std::pair(1, std::string("nuvec launch: -n expects an integer, got 'two'\n")));
+  EXPECT_EQ(run_nuvec("launch -n 2"),
+            std::pair(1, std::string("nuvec launch: the program to run goes after --: nuvec launch -n 2 -- PROGRAM "
+                                     "ARGS\n")));
   EXPECT_EQ(run_nuvec("tokenize --tokenzer t"),
             std::pair(1, std::string("nuvec tokenize: unknown option --tokenzer\n")));
 }

@@ -91,6 +91,12 @@ V corpus() {
   add_all({block_masked_mm(ones({64, 64}), ones({64, 64}), 32, ones({2, 2}, bool_)),
            gather_mm(ones({3, 2, 5}), ones({3, 5, 4}), array({0, 2}, uint32), array({1, 1}, uint32)),
            segmented_mm(ones({3, 6}), ones({6, 2}), reshape(array({0, 2, 2, 6}, uint32), {2, 2}))});
+  // collectives: on one process the ops return their input, so the nodes are built as on more (recv's shape is
+  // its argument, as Arange's, and tests/distributed covers it)
+  const auto one_process = distributed::init().raw_group();
+  for (auto kind : {CollectiveKind::all_sum, CollectiveKind::all_gather, CollectiveKind::sum_scatter}) {
+    add_all({array(m.shape(), m.dtype(), Collective{kind, one_process, -1}, {m}, default_stream(default_device()))});
+  }
   return out;
 }
 

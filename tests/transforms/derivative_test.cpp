@@ -619,8 +619,10 @@ TEST(DerivativeCoverage, EveryPrimitiveHasACaseOrAReason) {
                                           "IsNaN", "IsInf", "LogicalNot", "BitwiseInvert", "BitwiseAnd", "BitwiseOr",
                                           "BitwiseXor", "LeftShift", "RightShift", "Quantize", "Fp8Cast", "View"};
   // Checked by transforms_test.cpp: float32-only quantized products, and the primitives whose derivative is not
-  // the function's (stop_gradient, custom rules); by tests/compile: the fused chains of compile.
-  const std::set<std::string> elsewhere{"QuantizedMatmul", "GatherQMM", "StopGradient", "Custom", "Compiled"};
+  // the function's (stop_gradient, custom rules); by tests/compile: the fused chains of compile; by tests/distributed:
+  // the collectives, against finite differences taken across ranks.
+  const std::set<std::string> elsewhere{"QuantizedMatmul", "GatherQMM", "StopGradient", "Custom", "Compiled",
+                                        "Collective"};
   std::set<std::string> seen;
   for (const auto& c : cases()) {
     std::vector<array> stack = c.f(inputs_for(c));

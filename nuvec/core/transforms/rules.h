@@ -247,6 +247,11 @@ std::vector<array> vjp_of(const Hadamard& p, const VjpArgs& args);
 std::vector<array> jvp_of(const Hadamard& p, const JvpArgs& args);
 Batched vmap_of(const Hadamard& p, const VmapArgs& args);
 
+// ---- distributed (collective_rules.cpp)
+std::vector<array> vjp_of(const Collective& p, const VjpArgs& args);
+std::vector<array> jvp_of(const Collective& p, const JvpArgs& args);
+Batched vmap_of(const Collective& p, const VmapArgs& args);
+
 // ---- indexing (indexing_rules.cpp)
 std::vector<array> vjp_of(const Gather& p, const VjpArgs& args);
 std::vector<array> jvp_of(const Gather& p, const JvpArgs& args);
