@@ -1,12 +1,13 @@
 // load, save, savez, savez_compressed, save_safetensors and save_gguf (file names or path-like objects); load and
 // the savers except save_gguf also take binary file-like objects, read or written whole through their read/write.
 
+#include "nuvec/io/io.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "nuvec/io/io.h"
 #include "python/src/bindings.h"
 
 namespace nuvec::python {
@@ -20,8 +21,9 @@ class MemoryWriter : public io::Writer {
   [[nodiscard]] bool good() const override { return true; }
   size_t tell() override { return pos_; }
   void seek(int64_t off, std::ios_base::seekdir way = std::ios_base::beg) override {
-    auto base = way == std::ios_base::beg ? 0 : way == std::ios_base::cur ? static_cast<int64_t>(pos_)
-                                                                          : static_cast<int64_t>(bytes_.size());
+    auto base = way == std::ios_base::beg   ? 0
+                : way == std::ios_base::cur ? static_cast<int64_t>(pos_)
+                                            : static_cast<int64_t>(bytes_.size());
     pos_ = static_cast<size_t>(std::max<int64_t>(0, base + off));
   }
   void write(const char* data, size_t n) override {
@@ -65,9 +67,8 @@ std::string format_of(const std::string& path, const std::optional<std::string>&
   }
   auto dot = path.rfind('.');
   if (dot == std::string::npos) {
-    throw py::value_error(std::string("[load] Could not infer the file format from \"")
-                              .append(path)
-                              .append("\"; pass format=."));
+    throw py::value_error(
+        std::string("[load] Could not infer the file format from \"").append(path).append("\"; pass format=."));
   }
   return path.substr(dot + 1);
 }
@@ -234,8 +235,9 @@ void init_io(py::module_& m) {
           }
         }
         auto map = array_map(arrays);
-        save_to(file, ".safetensors",
-                [&](const std::shared_ptr<io::Writer>& out) { save_safetensors(out, std::move(map), std::move(meta)); });
+        save_to(file, ".safetensors", [&](const std::shared_ptr<io::Writer>& out) {
+          save_safetensors(out, std::move(map), std::move(meta));
+        });
       },
       py::arg("file"), py::arg("arrays"), py::arg("metadata") = py::none());
   m.def(

@@ -61,11 +61,9 @@ PYBIND11_MODULE(_lm, m) {
             return self.tokenizer.decode(ids, skip_special_tokens);
           },
           py::arg("ids"), py::arg("skip_special_tokens") = false)
-      .def_property_readonly("eos_token_id",
-                             [](const lm::LoadedModel& self) { return self.tokenizer.eos_id(); })
-      .def_property_readonly("model_type", [](const lm::LoadedModel& self) {
-        return self.config.value("model_type", std::string());
-      });
+      .def_property_readonly("eos_token_id", [](const lm::LoadedModel& self) { return self.tokenizer.eos_id(); })
+      .def_property_readonly(
+          "model_type", [](const lm::LoadedModel& self) { return self.config.value("model_type", std::string()); });
   m.def(
       "load",
       [](const std::string& path) {
