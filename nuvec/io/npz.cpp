@@ -35,18 +35,24 @@ std::unordered_map<std::string, array> load_npz(const std::shared_ptr<const Blob
 
 std::unordered_map<std::string, array> load_npz(const std::string& path) { return load_npz(map_file(path, kLoad)); }
 
-void save_npz(const std::string& path, const std::unordered_map<std::string, array>& arrays, bool compressed) {
+void save_npz(Writer& out, const std::unordered_map<std::string, array>& arrays, bool compressed) {
   std::vector<std::string> names;
   for (const auto& [name, a] : arrays) {
     names.push_back(name);
   }
+  // Sorted names make the archive's bytes independent of the map's iteration order.
   std::sort(names.begin(), names.end());
-  detail::ZipWriter zip(kSave, "file " + path);
+  detail::ZipWriter zip(kSave, out.label());
   for (const auto& name : names) {
     zip.add(name + ".npy", npy_bytes(arrays.at(name)), compressed);
   }
   auto bytes = zip.finish();
-  FileWriter(path).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  out.write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+void save_npz(const std::string& path, const std::unordered_map<std::string, array>& arrays, bool compressed) {
+  FileWriter out(path);
+  save_npz(out, arrays, compressed);
 }
 
 }  // namespace nuvec::io

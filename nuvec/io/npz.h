@@ -8,6 +8,7 @@
 
 #include "nuvec/core/array.h"
 #include "nuvec/io/blob.h"
+#include "nuvec/io/stream.h"
 
 namespace nuvec::io {
 
@@ -17,5 +18,7 @@ std::unordered_map<std::string, array> load_npz(const std::string& path);
 std::unordered_map<std::string, array> load_npz(const std::shared_ptr<const Blob>& blob);
 /// Saves arrays as an .npz archive, deflated when `compressed` (as np.savez_compressed), stored otherwise.
 void save_npz(const std::string& path, const std::unordered_map<std::string, array>& arrays, bool compressed = false);
+/// Writes the archive through a writer (a file-like object's bytes in the Python package).
+void save_npz(Writer& out, const std::unordered_map<std::string, array>& arrays, bool compressed = false);
 
 }  // namespace nuvec::io
