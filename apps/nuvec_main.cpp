@@ -158,11 +158,28 @@ int run_bench(int argc, char** argv) {
   return 0;
 }
 
+// Whether -h or --help comes among the command's own arguments (launch's program arguments, after --, are not).
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--") {
+      return false;
+    }
+    if (arg == "help" && i == 1) {
+      return true;
+    }
+    if (arg == "--help" || arg == "-h") {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::string command = argc >= 2 ? argv[1] : "";
-  if (command == "help" || command == "--help" || command == "-h") {
+  if (asks_for_help(argc, argv)) {
     std::fputs(kUsage, stdout);
     return 0;
   }

@@ -148,5 +148,13 @@ TEST(Options, TheProgramPrefixesTheSubcommand) {
             std::pair(1, std::string("nuvec tokenize: unknown option --tokenzer\n")));
 }
 
+TEST(Options, HelpAnywhereAmongACommandsOptionsPrintsTheUsage) {
+  for (const char* args : {"--help", "help", "train --help", "gpt -h", "serve --model m --help", "launch -n 2 -h"}) {
+    EXPECT_EQ(run_nuvec(args), std::pair(0, std::string())) << args;
+  }
+  // After launch's --, -h and --help belong to the program, which runs (and fails here).
+  EXPECT_NE(run_nuvec("launch -n 1 -- false --help").first, 0);
+}
+
 }  // namespace
 }  // namespace nuvec::cli
