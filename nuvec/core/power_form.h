@@ -31,4 +31,23 @@ inline PowerForm power_form(double e) {
   return {};
 }
 
+/// x ** m for m > 0 by squaring from the lowest bit. The CPU kernel multiplies vectors and the code generator
+/// strings of source, so both multiply in this one order and agree bit for bit.
+template <class T, class Times>
+T power_by_squaring(const T& x, int m, Times times) {
+  T base = x;
+  T result = x;
+  bool started = false;
+  for (; m != 0; m >>= 1) {
+    if ((m & 1) != 0) {
+      result = started ? times(result, base) : base;
+      started = true;
+    }
+    if (m > 1) {
+      base = times(base, base);
+    }
+  }
+  return result;
+}
+
 }  // namespace nuvec::detail

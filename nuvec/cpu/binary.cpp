@@ -140,25 +140,14 @@ struct ConstantPowerFn {
     return x;
   }
 
-  /// x ** n by squaring from the lowest bit, as the generated code multiplies (codegen's constant_power).
+  /// x ** n as the generated code multiplies it (detail::power_by_squaring).
   template <class T>
   T product(T x) const {
-    int m = form.n < 0 ? -form.n : form.n;
-    if (m == 0) {
+    if (form.n == 0) {
       return T(C(1));
     }
-    T base = x;
-    T result = x;
-    bool started = false;
-    for (; m != 0; m >>= 1) {
-      if ((m & 1) != 0) {
-        result = started ? result * base : base;
-        started = true;
-      }
-      if (m > 1) {
-        base = base * base;
-      }
-    }
+    const T result = nuvec::detail::power_by_squaring(x, form.n < 0 ? -form.n : form.n,
+                                                      [](const T& a, const T& b) { return a * b; });
     return form.n < 0 ? T(C(1)) / result : result;
   }
 };

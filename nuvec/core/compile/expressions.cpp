@@ -302,25 +302,15 @@ std::optional<std::string> constant_power(Dtype d, const std::string& x, double 
     return std::nullopt;
   }
   if (form.kind == PowerForm::Kind::product && (form.n >= 0 || !integer)) {
-    // Squaring from the lowest bit, as the CPU kernel multiplies (ConstantPowerFn in cpu/binary.cpp); the compiler
-    // merges the repeated factors.
+    // Multiplied in the CPU kernel's order (power_by_squaring); the compiler merges the repeated factors.
     auto times = [&](const std::string& a, const std::string& b) {
       return integer ? "nv::wrap_mul(" + a + ", " + b + ")" : "(" + a + " * " + b + ")";
     };
-    int m = std::abs(form.n);
+    const int m = std::abs(form.n);
     if (m == 0) {
       return c + "(1)";
     }
-    std::string base = x;
-    std::string result;
-    for (; m != 0; m >>= 1) {
-      if ((m & 1) != 0) {
-        result = result.empty() ? base : times(result, base);
-      }
-      if (m > 1) {
-        base = times(base, base);
-      }
-    }
+    const std::string result = power_by_squaring(x, m, times);
     return form.n < 0 ? "(" + c + "(1) / " + result + ")" : result;
   }
   if (integer) {
