@@ -17,7 +17,7 @@ struct ExportState {
   std::string path;
   std::ofstream file;
   std::function<std::vector<array>(const Args&, const Kwargs&)> fun;
-  bool shapeless;
+  bool shapeless = false;
   uint32_t count = 0;
   bool closed = false;
   /// The signatures exported so far: keyword names, then dtypes and shapes (ranks when shapeless).
