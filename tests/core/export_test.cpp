@@ -316,6 +316,30 @@ TEST(Export, HandComputedValues) {
   std::filesystem::remove(path);
 }
 
+TEST(Export, CapturedConstantsOfEveryDtype) {
+  const std::string path = temp_path("dtypes.nuvecfn");
+  V captured;
+  for (Dtype t : all_dtypes) {
+    captured.push_back(astype(array({1.0F, 0.0F, 3.0F}), t));
+  }
+  auto fun = [captured](const Args& a) {
+    V out;
+    for (const auto& c : captured) {
+      out.push_back(where(a[0], c, zeros_like(c)));
+    }
+    return out;
+  };
+  export_function(path, fun, {array({true, true, false})});
+  auto in = Args{array({false, true, true})};
+  auto out = import_function(path)(in);
+  EXPECT_TRUE(same(out, fun(in)));
+  // (0, 0, 3) in each dtype (bool: false, false, true).
+  for (const auto& o : out) {
+    EXPECT_TRUE(array_equal(o, astype(array({0.0F, 0.0F, 3.0F}), o.dtype())).item<bool>()) << o.dtype();
+  }
+  std::filesystem::remove(path);
+}
+
 TEST(Export, SeveralShapesInOneFile) {
   const std::string path = temp_path("shapes.nuvecfn");
   auto fun = [](const Args& a) { return V{sum(a[0], -1) + a[1]}; };
