@@ -9,6 +9,7 @@
 #include "nuvec/core/dtype.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
+#include "nuvec/core/export.h"
 #include "nuvec/core/fast.h"
 #include "nuvec/core/fft.h"
 #include "nuvec/core/linalg.h"

@@ -122,4 +122,30 @@ void print_graph(std::ostream& os, const std::vector<array>& outputs) {
   }
 }
 
+void export_to_dot(std::ostream& os, const std::vector<array>& outputs) {
+  auto nodes = schedule(outputs);
+  Namer name;
+  std::unordered_set<uintptr_t> drawn;
+  auto array_node = [&](const array& a) {
+    const std::string& n = name(a);
+    if (drawn.insert(a.id()).second) {
+      os << "  " << n << " [label=\"" << n << "\"];\n";
+    }
+    return n;
+  };
+  os << "digraph {\n  node [shape=ellipse];\n";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& node = nodes[i];
+    const std::string box = "p" + std::to_string(i);
+    os << "  " << box << " [shape=box, label=\"" << nuvec::name(node.primitive()) << "\"];\n";
+    for (const auto& in : node.inputs()) {
+      os << "  " << array_node(in) << " -> " << box << ";\n";
+    }
+    for (const auto& out : node.outputs()) {
+      os << "  " << box << " -> " << array_node(out) << ";\n";
+    }
+  }
+  os << "}\n";
+}
+
 }  // namespace nuvec

@@ -27,5 +27,6 @@ void init_random(py::module_& m);
 void init_fast(py::module_& m);
 void init_io(py::module_& m);
 void init_memory(py::module_& m);
+void init_export(py::module_& m);
 
 }  // namespace nuvec::python

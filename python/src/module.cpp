@@ -67,4 +67,5 @@ PYBIND11_MODULE(core, m) {
   init_fast(m);
   init_io(m);
   init_memory(m);
+  init_export(m);
 }
