@@ -18,11 +18,7 @@ using Dtypes = OutputList<Dtype>;
 using Inputs = std::vector<array>;
 
 [[noreturn]] void set_by_the_op(std::string_view primitive, std::string_view why) {
-  throw_unsupported(std::string("[output_dtypes] ")
-                        .append(primitive)
-                        .append(": its output dtype is not among its parameters (")
-                        .append(why)
-                        .append("), so the op gives it."));
+  not_in_parameters("output_dtypes", "dtype", primitive, why);
 }
 
 Dtypes first(const Inputs& in) { return {in[0].dtype()}; }
@@ -104,7 +100,8 @@ Dtypes dtypes_of(const Scan&, const Inputs& in) { return first(in); }
 
 // ---- products, quantization, fft, convolution
 
-Dtypes dtypes_of(const Matmul&, const Inputs& in) { return first(in); }
+/// The operands' promoted dtype: matmul hands a float32 product its float16 and bfloat16 operands unconverted.
+Dtypes dtypes_of(const Matmul&, const Inputs& in) { return {promote_types(in[0].dtype(), in[1].dtype())}; }
 Dtypes dtypes_of(const AddMM&, const Inputs& in) { return first(in); }
 /// Packed codes, then scales and biases in the weight's dtype.
 Dtypes dtypes_of(const Quantize&, const Inputs& in) { return {uint32, in[0].dtype(), in[0].dtype()}; }

@@ -10,6 +10,7 @@
 #include "nuvec/core/communicator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/fused.h"
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/output_list.h"
 
 namespace nuvec::detail {
@@ -20,11 +21,7 @@ using Shapes = OutputList<Shape>;
 using Inputs = std::vector<array>;
 
 [[noreturn]] void not_in_parameters(std::string_view primitive, std::string_view why) {
-  throw_unsupported(std::string("[output_shapes] ")
-                        .append(primitive)
-                        .append(": its output shape is not among its parameters (")
-                        .append(why)
-                        .append("), so the op gives it."));
+  detail::not_in_parameters("output_shapes", "shape", primitive, why);
 }
 
 /// The inputs' broadcast shape. Every op call goes through here, so an input that cannot change the shape (the same
@@ -381,6 +378,16 @@ concept ShapeIsParameter = requires(const P& p) {
 };
 
 }  // namespace
+
+void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive, std::string_view why) {
+  throw_unsupported(op_prefix(rule)
+                        .append(primitive)
+                        .append(": its output ")
+                        .append(what)
+                        .append(" is not among its parameters (")
+                        .append(why)
+                        .append("), so the op gives it."));
+}
 
 Shapes shape_rule(const Primitive& p, const Inputs& inputs) {
   return std::visit(

@@ -47,8 +47,9 @@ V corpus() {
            partition(x, 2, -1), argpartition(m, 1, 0), searchsorted(array({1.0F, 2.0F, 3.0F}), m),
            cumsum(x, 1), logcumsumexp(m, 0, true, false)});
   // products, quantization, fft, convolution
-  add_all({matmul(x, transpose(m)), matmul(ones({5, 1, 2, 3}), ones({4, 3, 6})), addmm(m, m, ones({4, 4}), 2.0F),
-           to_fp8(m), from_fp8(to_fp8(m), float32), fft::fft(x, -1), fft::rfft(m, -1), fft::rfftn(x),
+  add_all({matmul(x, transpose(m)), matmul(ones({5, 1, 2, 3}), ones({4, 3, 6})),
+           matmul(astype(m, float16), transpose(astype(m, bfloat16))), addmm(m, m, ones({4, 4}), 2.0F), to_fp8(m),
+           from_fp8(to_fp8(m), float32), fft::fft(x, -1), fft::rfft(m, -1), fft::rfftn(x),
            fft::irfft(fft::rfft(m, -1), 4, -1), conv1d(ones({2, 9, 4}), ones({6, 3, 4}), 2, 1, 2, 1),
            conv2d(ones({1, 7, 8, 2}), ones({4, 3, 3, 1}), {2, 1}, {1, 0}, {1, 2}, 2),
            conv_transpose1d(ones({1, 5, 3}), ones({2, 3, 3}), 2, 1)});
