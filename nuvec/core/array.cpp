@@ -5,6 +5,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/eval.h"
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 
 namespace nuvec {
@@ -136,8 +137,8 @@ bool in_tracing() { return tracing_depth > 0; }
 
 void check_no_tracers(const std::vector<array>& outputs, const char* op) {
   if (std::any_of(outputs.begin(), outputs.end(), [](const array& a) { return a.is_tracer(); })) {
-    throw_invalid(std::string("[").append(op).append(
-        "] Attempting to eval an array during function transformations like compile or vmap is not allowed."));
+    throw_invalid(op_prefix(op).append(
+        "Attempting to eval an array during function transformations like compile or vmap is not allowed."));
   }
 }
 

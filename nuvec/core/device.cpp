@@ -11,6 +11,7 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 
 namespace nuvec {
@@ -44,7 +45,7 @@ std::map<int, Stream>& thread_streams() {
 void check_available(const Device& d, const char* op) {
   if (!is_available(d)) {
     throw_error(ErrorKind::unsupported,
-                std::string("[").append(op).append("] Device is not available: this build has no GPU backend."));
+                detail::op_prefix(op).append("Device is not available: this build has no GPU backend."));
   }
 }
 

@@ -1,5 +1,6 @@
-// One output-shape rule per primitive. A rule reads its inputs' shapes and the primitive's parameters; primitives
-// whose output shape is an argument of the op (not a function of the inputs' shapes) say so instead.
+// One output-shape rule per primitive. A rule reads its inputs' shapes and the primitive's parameters; a primitive
+// whose output shape is one of its parameters has a rule of the parameters alone (shapes_of(p), no inputs), which is
+// how shape_is_parameter tells them apart.
 
 #include "nuvec/core/output_shapes.h"
 
@@ -9,24 +10,32 @@
 #include "nuvec/core/communicator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/fused.h"
+#include "nuvec/core/op_prefix.h"
+#include "nuvec/core/output_list.h"
 
 namespace nuvec::detail {
 
 namespace {
 
-using Shapes = std::vector<Shape>;
+using Shapes = OutputList<Shape>;
 using Inputs = std::vector<array>;
 
-[[noreturn]] void set_by_arguments(std::string_view primitive) {
-  throw_unsupported("[output_shapes] " + std::string(primitive) +
-                    ": its output shape is an argument of the op, not a function of its inputs' shapes, so it cannot "
-                    "be inferred (nor replayed shapeless).");
+[[noreturn]] void not_in_parameters(std::string_view primitive, std::string_view why) {
+  detail::not_in_parameters("output_shapes", "shape", primitive, why);
 }
 
+/// The inputs' broadcast shape. Every op call goes through here, so an input that cannot change the shape (the same
+/// shape, or one element of no more axes: the scalar operands of elementwise.cpp) is passed over without a new Shape.
 Shape broadcast_all(const Inputs& in) {
-  Shape s;
-  for (const auto& a : in) {
-    s = broadcast_shapes(s, a.shape());
+  if (in.empty()) {
+    return {};
+  }
+  Shape s = in[0].shape();
+  for (size_t i = 1; i < in.size(); ++i) {
+    const array& a = in[i];
+    if (a.shape() != s && (a.size() != 1 || a.ndim() > static_cast<int>(s.size()))) {
+      s = broadcast_shapes(s, a.shape());
+    }
   }
   return s;
 }
@@ -61,10 +70,11 @@ Shapes shapes_of(const P&, const Inputs& in) {
 }
 Shapes shapes_of(const Select&, const Inputs& in) { return {broadcast_all(in)}; }
 Shapes shapes_of(const AsType&, const Inputs& in) { return {same_as_first(in)}; }
-Shapes shapes_of(const Arange& p, const Inputs&) { set_by_arguments(p.name); }
-Shapes shapes_of(const RandomBits& p, const Inputs&) { set_by_arguments(p.name); }
-Shapes shapes_of(const Broadcast& p, const Inputs&) { set_by_arguments(p.name); }
-Shapes shapes_of(const Reshape& p, const Inputs&) { set_by_arguments(p.name); }
+/// Its length is the op's: ceil((stop - start) / step), or linspace's own count of values.
+Shapes shapes_of(const Arange& p) { not_in_parameters(p.name, "the length is the op's, linspace's count included"); }
+Shapes shapes_of(const RandomBits& p) { return {p.shape}; }
+Shapes shapes_of(const Broadcast& p) { return {p.shape}; }
+Shapes shapes_of(const Reshape& p) { return {p.shape}; }
 Shapes shapes_of(const Transpose& p, const Inputs& in) {
   Shape s;
   for (int a : p.axes) {
@@ -72,8 +82,8 @@ Shapes shapes_of(const Transpose& p, const Inputs& in) {
   }
   return {s};
 }
-Shapes shapes_of(const Slice& p, const Inputs&) { set_by_arguments(p.name); }
-Shapes shapes_of(const AsStrided& p, const Inputs&) { set_by_arguments(p.name); }
+Shapes shapes_of(const Slice& p) { not_in_parameters(p.name, "it keeps start and strides, not the stop"); }
+Shapes shapes_of(const AsStrided& p) { return {p.shape}; }
 Shapes shapes_of(const Diagonal& p, const Inputs& in) {
   const Shape& x = in[0].shape();
   const int n1 = x[static_cast<size_t>(p.axis1)];
@@ -194,7 +204,7 @@ Shapes shapes_of(const Fp8Cast&, const Inputs& in) { return {same_as_first(in)};
 /// frequencies come from an even or an odd n).
 Shapes shapes_of(const FFT& p, const Inputs& in) {
   if (p.real && p.inverse) {
-    set_by_arguments("FFT (inverse real)");
+    not_in_parameters("FFT (inverse real)", "n / 2 + 1 frequencies come from an even or an odd length n");
   }
   Shape s = in[0].shape();
   if (p.real) {
@@ -226,7 +236,7 @@ Shapes shapes_of(const RoPE&, const Inputs& in) { return {same_as_first(in)}; }
 /// (B, N_q, L_q, D_v).
 Shapes shapes_of(const ScaledDotProductAttention&, const Inputs& in) {
   const Shape& q = in[0].shape();
-  return {{q[0], q[1], q[2], in[2].shape(3)}};
+  return {Shape{q[0], q[1], q[2], in[2].shape(3)}};
 }
 /// dx, then dweight for a weight.
 Shapes shapes_of(const RMSNormVJP& p, const Inputs& in) {
@@ -279,7 +289,7 @@ Shapes shapes_of(const Scatter&, const Inputs& in) { return {same_as_first(in)};
 Shapes shapes_of(const ScatterAxis&, const Inputs& in) { return {same_as_first(in)}; }
 Shapes shapes_of(const MaskedScatter&, const Inputs& in) { return {same_as_first(in)}; }
 Shapes shapes_of(const SliceUpdate&, const Inputs& in) { return {same_as_first(in)}; }
-Shapes shapes_of(const DynamicSlice& p, const Inputs&) { set_by_arguments(p.name); }
+Shapes shapes_of(const DynamicSlice& p) { return {p.slice_size}; }
 Shapes shapes_of(const DynamicSliceUpdate&, const Inputs& in) { return {same_as_first(in)}; }
 
 // ---- linear algebra: matrices in the last two axes
@@ -343,8 +353,7 @@ Shapes shapes_of(const SegmentedMM&, const Inputs& in) {
 Shapes shapes_of(const Hadamard&, const Inputs& in) { return {same_as_first(in)}; }
 
 // ---- distributed
-/// all_gather stacks the ranks' arrays along axis 0 and sum_scatter splits axis 0 among them; recv's shape is its
-/// argument.
+/// all_gather stacks the ranks' arrays along axis 0 and sum_scatter splits axis 0 among them.
 Shapes shapes_of(const Collective& p, const Inputs& in) {
   switch (p.kind) {
     case CollectiveKind::all_sum:
@@ -357,15 +366,59 @@ Shapes shapes_of(const Collective& p, const Inputs& in) {
     case CollectiveKind::sum_scatter:
       return {with_axis(in[0].shape(), 0, in[0].shape(0) / p.group->size())};
     case CollectiveKind::recv:
-      set_by_arguments(p.name);
+      break;
   }
-  set_by_arguments(p.name);
+  not_in_parameters(p.name, "recv receives the shape the sender sends");
 }
+
+/// A primitive whose shape is a parameter has a rule of the parameters alone.
+template <class P>
+concept ShapeIsParameter = requires(const P& p) {
+  shapes_of(p);
+};
 
 }  // namespace
 
+void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive, std::string_view why) {
+  throw_unsupported(op_prefix(rule)
+                        .append(primitive)
+                        .append(": its output ")
+                        .append(what)
+                        .append(" is not among its parameters (")
+                        .append(why)
+                        .append("), so the op gives it."));
+}
+
+Shapes shape_rule(const Primitive& p, const Inputs& inputs) {
+  return std::visit(
+      [&]<class P>(const P& prim) {
+        if constexpr (ShapeIsParameter<P>) {
+          return shapes_of(prim);
+        } else {
+          return shapes_of(prim, inputs);
+        }
+      },
+      p);
+}
+
 std::vector<Shape> output_shapes(const Primitive& p, const std::vector<array>& inputs) {
-  return std::visit([&](const auto& prim) { return shapes_of(prim, inputs); }, p);
+  return shape_rule(p, inputs).to_vector();
+}
+
+bool shape_is_parameter(const Primitive& p) {
+  return std::visit([]<class P>(const P&) { return ShapeIsParameter<P>; }, p);
+}
+
+array make_node(Primitive p, std::vector<array> inputs, Stream stream) {
+  Shapes shapes = shape_rule(p, inputs);
+  const Dtype dtype = dtype_rule(p, inputs).front();
+  return {std::move(shapes.front()), dtype, std::move(p), std::move(inputs), stream};
+}
+
+std::vector<array> make_nodes(Primitive p, std::vector<array> inputs, Stream stream) {
+  auto shapes = shape_rule(p, inputs).to_vector();
+  const auto dtypes = dtype_rule(p, inputs).to_vector();
+  return array::make_arrays(std::move(shapes), dtypes, std::move(p), std::move(inputs), stream);
 }
 
 }  // namespace nuvec::detail

@@ -1,8 +1,9 @@
 #pragma once
 
-// Output shapes of a primitive from its inputs: one rule per primitive (output_shapes.cpp, an exhaustive visit), used
-// where a node is rebuilt on inputs of new shapes (compile's shapeless replay) and checked against the shapes the ops
-// give (tests/core/output_shapes_test.cpp).
+// The outputs of a primitive from its inputs: one shape rule (output_shapes.cpp) and one dtype rule
+// (output_dtypes.cpp) per primitive, each an exhaustive visit. The ops build their nodes through them (make_node),
+// compile's shapeless replay follows new input shapes through them, and tests/core/output_shapes_test.cpp checks them
+// on every primitive.
 
 #include <vector>
 
@@ -11,8 +12,22 @@
 namespace nuvec::detail {
 
 /// The shapes of the outputs of primitive `p` applied to `inputs`. Depends gives one shape per input (its outputs
-/// are the first of them). Throws error(unsupported) for a primitive whose output shape is set by the op's
-/// arguments rather than by its inputs' shapes (Reshape, Slice, ...): such a node cannot be replayed shapeless.
+/// are the first of them). Throws error(unsupported) for the primitives whose parameters do not hold their output
+/// shape (Arange, Slice, an inverse real FFT, a collective recv): their ops give it.
 std::vector<Shape> output_shapes(const Primitive& p, const std::vector<array>& inputs);
+
+/// Whether the output shape of `p` is one of its parameters (Reshape, Broadcast, Slice, Arange, ...) rather than a
+/// function of its inputs' shapes: such a node cannot follow new input shapes (compile's shapeless replay).
+bool shape_is_parameter(const Primitive& p);
+
+/// The dtypes of the outputs of primitive `p` applied to `inputs` (as output_shapes, one per output). Throws
+/// error(unsupported) for the primitives whose dtype is an argument of the op they do not keep (Arange, Reduce,
+/// Dequantize, decoding Fp8Cast, a collective recv).
+std::vector<Dtype> output_dtypes(const Primitive& p, const std::vector<array>& inputs);
+
+/// The output of a single-output primitive, its shape and dtype given by the rules; the op has validated the inputs.
+array make_node(Primitive p, std::vector<array> inputs, Stream stream);
+/// All outputs of a primitive, their shapes and dtypes given by the rules.
+std::vector<array> make_nodes(Primitive p, std::vector<array> inputs, Stream stream);
 
 }  // namespace nuvec::detail

@@ -14,15 +14,15 @@
 #include "nuvec/core/linalg.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 #include "nuvec/core/threefry.h"
 
 namespace nuvec::random {
 
+using nuvec::detail::dtype_string;
 using nuvec::detail::op_prefix;
 
 namespace {
-
-std::string name_of(Dtype t) { return std::string(dtype_name(t)); }
 
 /// The global key sequence. The key lives on the host: each draw is split there with the same Threefry hash as
 /// the RandomBits kernel, so `next()` equals MLX's `split(key)` (keep the first half, hand out the second) without
@@ -64,7 +64,7 @@ KeySequence& global_keys() {
 
 void check_key(const array& key, const char* op) {
   if (key.dtype() != uint32) {
-    throw_invalid(op_prefix(op) + "Expected key type uint32 but received " + name_of(key.dtype()) + ".");
+    throw_invalid(op_prefix(op) + "Expected key type uint32 but received " + dtype_string(key.dtype()) + ".");
   }
   if (key.shape() != Shape{2}) {
     throw_invalid(op_prefix(op) + "Expected key shape (2) but received " + shape_string(key.shape()) + ".");
@@ -97,7 +97,7 @@ bool broadcasts_to(const Shape& from, const Shape& to) {
 
 void check_floating(Dtype dtype, const char* op, const char* what) {
   if (!is_floating(dtype)) {
-    throw_invalid(op_prefix(op) + what + " must be a real floating point type; got " + name_of(dtype) + ".");
+    throw_invalid(op_prefix(op) + what + " must be a real floating point type; got " + dtype_string(dtype) + ".");
   }
 }
 
@@ -156,24 +156,10 @@ array bits(const Shape& shape, int width, const std::optional<array>& key, Strea
   auto k = resolve_key(key);
   check_key(k, "bits");
   check_shape(shape, "bits");
-  Dtype dtype = uint32;
-  switch (width) {
-    case 1:
-      dtype = uint8;
-      break;
-    case 2:
-      dtype = uint16;
-      break;
-    case 4:
-      dtype = uint32;
-      break;
-    case 8:
-      dtype = uint64;
-      break;
-    default:
-      throw_invalid("[bits] Bit width must be in {1, 2, 4, 8} but got " + std::to_string(width) + ".");
+  if (width != 1 && width != 2 && width != 4 && width != 8) {
+    throw_invalid("[bits] Bit width must be in {1, 2, 4, 8} but got " + std::to_string(width) + ".");
   }
-  return array(shape, dtype, RandomBits{shape, width}, {k}, to_stream(s));
+  return nuvec::detail::make_node(RandomBits{shape, width}, {k}, to_stream(s));
 }
 
 array split(const array& key, int num, StreamOrDevice s) {
@@ -192,8 +178,8 @@ std::pair<array, array> split(const array& key, StreamOrDevice s) {
 array uniform(const array& low, const array& high, const Shape& shape, Dtype dtype, const std::optional<array>& key,
               StreamOrDevice s) {
   if (!is_floating(dtype)) {
-    throw_invalid("[uniform] Can only generate uniform numbers with real floating point type; got " + name_of(dtype) +
-                  ".");
+    throw_invalid("[uniform] Can only generate uniform numbers with real floating point type; got " +
+                  dtype_string(dtype) + ".");
   }
   check_shape(shape, "uniform");
   auto lo = astype(low, dtype, s);
@@ -240,7 +226,7 @@ array normal(const Shape& shape, Dtype dtype, const std::optional<array>& loc, c
 array randint(const array& low, const array& high, const Shape& shape, Dtype dtype, const std::optional<array>& key,
               StreamOrDevice s) {
   if (is_inexact(dtype)) {
-    throw_invalid("[randint] randint only accepts integer dtypes and bool; got " + name_of(dtype) + ".");
+    throw_invalid("[randint] randint only accepts integer dtypes and bool; got " + dtype_string(dtype) + ".");
   }
   // As MLX, a float32 uniform in [low, high); flooring (not truncation) keeps negative ranges uniform, and the
   // clip guards against rounding onto high. With low > high the clip gives low everywhere, as MLX's does.
@@ -361,7 +347,7 @@ array permutation(const array& x, int axis, const std::optional<array>& key, Str
 array multivariate_normal(const array& mean, const array& cov, const Shape& shape, Dtype dtype,
                           const std::optional<array>& key, StreamOrDevice s) {
   if (!is_floating(dtype)) {
-    throw_invalid("[multivariate_normal] dtype must be a floating type; got " + name_of(dtype) + ".");
+    throw_invalid("[multivariate_normal] dtype must be a floating type; got " + dtype_string(dtype) + ".");
   }
   if (mean.ndim() < 1) {
     throw_invalid("[multivariate_normal] mean must have at least one dimension; got shape " +

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "nuvec/core/error.h"
+#include "nuvec/core/op_prefix.h"
 
 namespace nuvec {
 
@@ -62,9 +63,8 @@ int32_t checked_dim(int64_t dim, std::string_view op) {
   constexpr int64_t lo = std::numeric_limits<int32_t>::min();
   constexpr int64_t hi = std::numeric_limits<int32_t>::max();
   if (dim < lo || dim > hi) {
-    throw_error(ErrorKind::overflow, std::string("[")
-                                         .append(op)
-                                         .append("] Shape dimension ")
+    throw_error(ErrorKind::overflow, detail::op_prefix(op)
+                                         .append("Shape dimension ")
                                          .append(std::to_string(dim))
                                          .append(" is outside the supported range [")
                                          .append(std::to_string(lo) + ", " + std::to_string(hi))
@@ -75,7 +75,7 @@ int32_t checked_dim(int64_t dim, std::string_view op) {
 
 int normalize_axis(int axis, int ndim, const char* op, ErrorKind kind) {
   if (axis < -ndim || axis >= ndim) {
-    throw_error(kind, std::string("[") + op + "] Axis " + std::to_string(axis) + " is out of bounds for array with " +
+    throw_error(kind, detail::op_prefix(op) + "Axis " + std::to_string(axis) + " is out of bounds for array with " +
                           std::to_string(ndim) + " dimensions.");
   }
   return axis < 0 ? axis + ndim : axis;
@@ -97,7 +97,7 @@ std::vector<int> normalize_axes(const std::vector<int>& axes, int ndim, const ch
   }
   std::sort(out.begin(), out.end());
   if (std::adjacent_find(out.begin(), out.end()) != out.end()) {
-    throw_invalid(std::string("[") + op + "] Received duplicate axes.");
+    throw_invalid(detail::op_prefix(op) + "Received duplicate axes.");
   }
   return out;
 }

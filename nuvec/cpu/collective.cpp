@@ -9,6 +9,7 @@
 #include "nuvec/core/allocator.h"
 #include "nuvec/core/communicator.h"
 #include "nuvec/core/error.h"
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/cpu/kernels.h"
 
 namespace nuvec::cpu {
@@ -30,8 +31,9 @@ Description describe(CollectiveKind kind, const array& x) {
 }
 
 std::string prefix(const Collective& p) {
-  return std::string("[").append(detail::collective_name(p.kind)).append("] rank ").append(
-      std::to_string(p.group->rank()));
+  return nuvec::detail::op_prefix(detail::collective_name(p.kind))
+      .append("rank ")
+      .append(std::to_string(p.group->rank()));
 }
 
 /// Every rank's description, compared with rank 0's.
@@ -115,9 +117,9 @@ void run(const Collective& p, const Inputs& in, Outputs& out) {
   } catch (const nuvec::error& e) {
     const std::string message = e.what();
     // The backends name the rank and the peer; the op's name comes from here.
-    throw_error(e.kind(), message.starts_with("[") ? message : std::string("[").append(
-                                                                    detail::collective_name(p.kind)).append("] ") +
-                                                                    message);
+    throw_error(e.kind(), message.starts_with("[")
+                              ? message
+                              : nuvec::detail::op_prefix(detail::collective_name(p.kind)) + message);
   }
 }
 

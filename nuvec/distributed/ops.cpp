@@ -3,7 +3,9 @@
 #include <string>
 
 #include "nuvec/core/error.h"
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec::distributed {
 
@@ -14,30 +16,27 @@ using nuvec::detail::collective_name;
 /// Collectives run where their buffers are: on the CPU, as MLX's CPU backends do.
 Stream collective_stream(StreamOrDevice s) { return to_stream(s, Device::cpu); }
 
-array collective(CollectiveKind kind, const array& x, const Group& group, Shape shape, StreamOrDevice s,
-                 int peer = -1) {
+array collective(CollectiveKind kind, const array& x, const Group& group, StreamOrDevice s, int peer = -1) {
   const Stream stream = collective_stream(s);
-  return array(std::move(shape), x.dtype(), Collective{kind, group.raw_group(), peer}, {contiguous(x, false, stream)},
-               stream);
+  return nuvec::detail::make_node(Collective{kind, group.raw_group(), peer}, {contiguous(x, false, stream)}, stream);
 }
 
 array reduction(CollectiveKind kind, const array& x, std::optional<Group> group, StreamOrDevice s) {
   const Group g = group ? *group : detail::default_group();
   if (kind != CollectiveKind::all_sum && x.dtype() == complex64) {
-    throw_invalid(std::string("[").append(collective_name(kind)).append("] complex64 values have no order."));
+    throw_invalid(nuvec::detail::op_prefix(collective_name(kind)).append("complex64 values have no order."));
   }
   if (g.size() == 1) {
     return x;
   }
-  return collective(kind, x, g, x.shape(), s);
+  return collective(kind, x, g, s);
 }
 
 void check_peer(CollectiveKind kind, int peer, const Group& g) {
   if (peer < 0 || peer >= g.size() || peer == g.rank()) {
-    throw_invalid(std::string("[").append(collective_name(kind)).append(
-                      "] The peer must be another rank of the group, in [0, ") +
-                  std::to_string(g.size()) + ") and not " + std::to_string(g.rank()) + "; got " +
-                  std::to_string(peer) + ".");
+    throw_invalid(
+        nuvec::detail::op_prefix(collective_name(kind)).append("The peer must be another rank of the group, in [0, ") +
+        std::to_string(g.size()) + ") and not " + std::to_string(g.rank()) + "; got " + std::to_string(peer) + ".");
   }
 }
 
@@ -59,9 +58,7 @@ array all_gather(const array& x, std::optional<Group> group, StreamOrDevice s) {
   if (g.size() == 1) {
     return rows;
   }
-  Shape shape = rows.shape();
-  shape[0] *= g.size();
-  return collective(CollectiveKind::all_gather, rows, g, shape, s);
+  return collective(CollectiveKind::all_gather, rows, g, s);
 }
 
 array sum_scatter(const array& x, std::optional<Group> group, StreamOrDevice s) {
@@ -73,21 +70,20 @@ array sum_scatter(const array& x, std::optional<Group> group, StreamOrDevice s) 
   if (g.size() == 1) {
     return x;
   }
-  Shape shape = x.shape();
-  shape[0] /= g.size();
-  return collective(CollectiveKind::sum_scatter, x, g, shape, s);
+  return collective(CollectiveKind::sum_scatter, x, g, s);
 }
 
 array send(const array& x, int dst, std::optional<Group> group, StreamOrDevice s) {
   const Group g = group ? *group : detail::default_group();
   check_peer(CollectiveKind::send, dst, g);
-  return collective(CollectiveKind::send, x, g, x.shape(), s, dst);
+  return collective(CollectiveKind::send, x, g, s, dst);
 }
 
 array recv(Shape shape, Dtype dtype, int src, std::optional<Group> group, StreamOrDevice s) {
   const Group g = group ? *group : detail::default_group();
   check_peer(CollectiveKind::recv, src, g);
   const Stream stream = collective_stream(s);
+  // The sender's shape and dtype are the op's arguments, not the rules' (output_shapes.cpp).
   return array(std::move(shape), dtype, Collective{CollectiveKind::recv, g.raw_group(), src}, {}, stream);
 }
 

@@ -128,7 +128,7 @@ array log_sigmoid(const array& x) { return -softplus(-x); }
 
 array log_softmax(const array& x, int axis) { return x - logsumexp(x, axis, true); }
 
-array step(const array& x, float threshold) { return astype(greater(x, like(x, threshold)), x.dtype()); }
+array step(const array& x, float threshold) { return astype(greater(x, like(x, threshold)), int32); }
 
 GELU::GELU(std::string approx) : approx_(std::move(approx)) {
   if (approx_ != "none" && approx_ != "precise" && approx_ != "tanh" && approx_ != "fast") {

@@ -2,9 +2,9 @@
 
 // Activation functions (mlx.nn's names) and their modules. Each function takes any floating-point array and keeps
 // its dtype (constants are cast to it, so half precision stays half; prelu promotes with alpha); integer and bool
-// inputs give float32 as in mlx.nn, except relu and step, which keep their dtype; the modules wrap
-// them for Sequential. sigmoid, tanh and softmax are the core ops (nuvec::sigmoid, ...). PReLU holds a learned slope
-// per channel (the last axis, channels-last).
+// inputs give float32 as in mlx.nn, except relu, which keeps their dtype, and step, which gives int32 for every input
+// (mlx.nn's where(x > threshold, 1, 0)); the modules wrap them for Sequential. sigmoid, tanh and softmax are the
+// core ops (nuvec::sigmoid, ...). PReLU holds a learned slope per channel (the last axis, channels-last).
 
 #include <string>
 
@@ -55,7 +55,7 @@ array glu(const array& x, int axis = -1);
 array log_sigmoid(const array& x);
 /// x - logsumexp(x, axis), axis -1 by default.
 array log_softmax(const array& x, int axis = -1);
-/// 1 where x > threshold, else 0 (in x's dtype).
+/// 1 where x > threshold, else 0, int32 whatever x's dtype (as mlx.nn.step).
 array step(const array& x, float threshold = 0.0F);
 
 namespace detail {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
 
@@ -13,8 +14,8 @@ std::vector<int> Sizes::per_axis(int spatial, const std::string& layer, const ch
     return std::vector<int>(spatial, values[0]);
   }
   if (static_cast<int>(values.size()) != spatial) {
-    throw_invalid("[" + layer + "] " + what + " needs 1 or " + std::to_string(spatial) + " values; given " +
-                  std::to_string(values.size()) + ".");
+    throw_invalid(nuvec::detail::op_prefix(layer) + what + " needs 1 or " + std::to_string(spatial) +
+                  " values; given " + std::to_string(values.size()) + ".");
   }
   return values;
 }
@@ -33,8 +34,9 @@ ConvBase::ConvBase(std::string name, int spatial, bool transposed, int in_channe
       output_padding_(output_padding.per_axis(spatial, name_, "output_padding")),
       groups_(groups) {
   if (groups < 1 || in_channels % groups != 0 || out_channels % groups != 0) {
-    throw_invalid("[" + name_ + "] groups (" + std::to_string(groups) + ") must divide in_channels (" +
-                  std::to_string(in_channels) + ") and out_channels (" + std::to_string(out_channels) + ").");
+    throw_invalid(nuvec::detail::op_prefix(name_) + "groups (" + std::to_string(groups) +
+                  ") must divide in_channels (" + std::to_string(in_channels) + ") and out_channels (" +
+                  std::to_string(out_channels) + ").");
   }
   auto kernel_sizes = kernel.per_axis(spatial, name_, "kernel_size");
   int receptive = std::accumulate(kernel_sizes.begin(), kernel_sizes.end(), 1, std::multiplies<>());

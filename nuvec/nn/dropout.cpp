@@ -1,5 +1,6 @@
 #include "nuvec/nn/dropout.h"
 
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
 #include "nuvec/nn/scalar.h"
@@ -8,7 +9,7 @@ namespace nuvec::nn {
 
 DropoutBase::DropoutBase(std::string name, float p, int spatial) : name_(std::move(name)), p_(p), spatial_(spatial) {
   if (!(p >= 0.0F && p < 1.0F)) {
-    throw_invalid("[" + name_ + "] p must be in [0, 1); given " + std::to_string(p) + ".");
+    throw_invalid(nuvec::detail::op_prefix(name_) + "p must be in [0, 1); given " + std::to_string(p) + ".");
   }
 }
 

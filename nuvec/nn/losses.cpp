@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/nn/scalar.h"
 
@@ -26,7 +27,7 @@ array reduce(const array& loss, Reduction reduction) {
 
 void check_same_shape(const char* loss, const array& a, const array& b, const char* a_name, const char* b_name) {
   if (a.shape() != b.shape()) {
-    throw_invalid(std::string("[") + loss + "] " + a_name + " and " + b_name + " must have the same shape; given " +
+    throw_invalid(nuvec::detail::op_prefix(loss) + a_name + " and " + b_name + " must have the same shape; given " +
                   shape_string(a.shape()) + " and " + shape_string(b.shape()) + ".");
   }
 }
@@ -36,7 +37,7 @@ array apply_weights(const char* loss, const array& value, const std::optional<ar
     return value;
   }
   if (weights->shape() != value.shape()) {
-    throw_invalid(std::string("[") + loss + "] weights must have the shape of the per-sample losses " +
+    throw_invalid(nuvec::detail::op_prefix(loss) + "weights must have the shape of the per-sample losses " +
                   shape_string(value.shape()) + "; given " + shape_string(weights->shape()) + ".");
   }
   return value * *weights;
@@ -47,7 +48,7 @@ array class_indices(const char* loss, const array& logits, const array& targets,
   Shape expected = logits.shape();
   expected.erase(expected.begin() + normalize_axis(axis, logits.ndim(), loss));
   if (targets.shape() != expected) {
-    throw_invalid(std::string("[") + loss + "] class-index targets must have shape " + shape_string(expected) +
+    throw_invalid(nuvec::detail::op_prefix(loss) + "class-index targets must have shape " + shape_string(expected) +
                   " (the logits' shape " + shape_string(logits.shape()) + " without axis " + std::to_string(axis) +
                   "); given " + shape_string(targets.shape()) + ".");
   }

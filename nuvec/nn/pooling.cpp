@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/nn/scalar.h"
 
@@ -21,7 +22,7 @@ PoolBase::PoolBase(std::string name, int spatial, bool max, const Sizes& kernel,
       padding_(padding.per_axis(spatial, name_, "padding")) {
   for (int i = 0; i < spatial; ++i) {
     if (kernel_[i] < 1 || stride_[i] < 1 || padding_[i] < 0 || 2 * padding_[i] > kernel_[i]) {
-      throw_invalid("[" + name_ + "] needs kernel and stride >= 1 and 0 <= padding <= kernel / 2.");
+      throw_invalid(nuvec::detail::op_prefix(name_) + "needs kernel and stride >= 1 and 0 <= padding <= kernel / 2.");
     }
   }
 }

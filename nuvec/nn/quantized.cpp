@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 
 namespace nuvec::nn {
@@ -12,8 +13,8 @@ namespace {
 
 void check_quantizable(const std::string& layer, int dims, int group_size) {
   if (dims % group_size != 0) {
-    throw_invalid("[" + layer + "] the input size " + std::to_string(dims) + " must be a multiple of group_size " +
-                  std::to_string(group_size) + ".");
+    throw_invalid(nuvec::detail::op_prefix(layer) + "the input size " + std::to_string(dims) +
+                  " must be a multiple of group_size " + std::to_string(group_size) + ".");
   }
 }
 

@@ -2,7 +2,9 @@
 
 #include <sstream>
 
+#include "nuvec/core/ops/utils.h"
 #include "nuvec/nuvec.h"
+#include "tests/support/reference.h"
 
 namespace nuvec {
 namespace {
@@ -115,6 +117,21 @@ TEST(Dtype, NoWeakScalarsInCpp) {
   EXPECT_EQ((a + 1.0F).dtype(), float32);
   EXPECT_EQ((array({1, 2}, int8) + 1).dtype(), int32);
   EXPECT_EQ(result_type(array(1, int8), array(1, uint8)), int16);
+}
+
+TEST(Dtype, OneNameHelperWritesTheDtypesOfMessages) {
+  // The ops' messages name dtypes through detail::dtype_string (random, quantized and the special products had their
+  // own copies of it).
+  EXPECT_EQ(detail::dtype_string(bfloat16), "bfloat16");
+  EXPECT_EQ(detail::dtype_string(complex64), "complex64");
+  using test::error_of;
+  EXPECT_EQ(error_of([] { random::uniform(0.0F, 1.0F, {2}, int32); }),
+            "[uniform] Can only generate uniform numbers with real floating point type; got int32.");
+  EXPECT_EQ(error_of([] {
+              segmented_mm(ones({2, 4}), ones({4, 2}), array({0.0F, 4.0F}, {1, 2}));
+            }),
+            "[segmented_mm] The segments must be integers; got float32.");
+  EXPECT_EQ(error_of([] { from_fp8(ones({2}), float32); }), "[from_fp8] Input must be uint8 fp8 codes; got float32.");
 }
 
 }  // namespace

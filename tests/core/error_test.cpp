@@ -7,6 +7,7 @@
 #include <fstream>
 #include <limits>
 
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/nuvec.h"
 
 namespace nuvec {
@@ -92,6 +93,17 @@ TEST(Error, CatchableAsOneType) {
     }
     EXPECT_THROW(throw_error(kind, "message"), std::exception);
   }
+}
+
+TEST(Error, OpPrefixNamesTheOpOnce) {
+  // One helper writes "[op] " for the ops, nn, lm and the shape checks alike.
+  EXPECT_EQ(detail::op_prefix("sum"), "[sum] ");
+  EXPECT_EQ(detail::op_prefix(std::string("mse_loss")).append("given"), "[mse_loss] given");
+  expect_error<std::invalid_argument>(
+      [] {
+        squeeze(zeros({1, 2}), std::vector<int>{0, 0});
+      },
+      ErrorKind::invalid_argument, "[squeeze] Received duplicate axes.");
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
-// Each primitive's output-shape rule gives the shapes its op gave: every node in the graphs of a corpus of op calls
-// (which covers every primitive) is checked, and the primitives whose shape is an argument of the op refuse clearly.
+// Each primitive's output-shape and output-dtype rules give the shapes and dtypes of its nodes: every node in the
+// graphs of a corpus of op calls (which covers every primitive, including the nodes transforms build) is checked.
+// A primitive whose shape is a parameter is told apart; those whose shape or dtype their parameters do not hold
+// (the ops give them) refuse clearly.
 
 #include <gtest/gtest.h>
 
@@ -45,8 +47,9 @@ V corpus() {
            partition(x, 2, -1), argpartition(m, 1, 0), searchsorted(array({1.0F, 2.0F, 3.0F}), m),
            cumsum(x, 1), logcumsumexp(m, 0, true, false)});
   // products, quantization, fft, convolution
-  add_all({matmul(x, transpose(m)), matmul(ones({5, 1, 2, 3}), ones({4, 3, 6})), addmm(m, m, ones({4, 4}), 2.0F),
-           to_fp8(m), from_fp8(to_fp8(m), float32), fft::fft(x, -1), fft::rfft(m, -1), fft::rfftn(x),
+  add_all({matmul(x, transpose(m)), matmul(ones({5, 1, 2, 3}), ones({4, 3, 6})),
+           matmul(astype(m, float16), transpose(astype(m, bfloat16))), addmm(m, m, ones({4, 4}), 2.0F), to_fp8(m),
+           from_fp8(to_fp8(m), float32), fft::fft(x, -1), fft::rfft(m, -1), fft::rfftn(x),
            fft::irfft(fft::rfft(m, -1), 4, -1), conv1d(ones({2, 9, 4}), ones({6, 3, 4}), 2, 1, 2, 1),
            conv2d(ones({1, 7, 8, 2}), ones({4, 3, 3, 1}), {2, 1}, {1, 0}, {1, 2}, 2),
            conv_transpose1d(ones({1, 5, 3}), ones({2, 3, 3}), 2, 1)});
@@ -91,8 +94,8 @@ V corpus() {
   add_all({block_masked_mm(ones({64, 64}), ones({64, 64}), 32, ones({2, 2}, bool_)),
            gather_mm(ones({3, 2, 5}), ones({3, 5, 4}), array({0, 2}, uint32), array({1, 1}, uint32)),
            segmented_mm(ones({3, 6}), ones({6, 2}), reshape(array({0, 2, 2, 6}, uint32), {2, 2}))});
-  // collectives: on one process the ops return their input, so the nodes are built as on more (recv's shape is
-  // its argument, as Arange's, and tests/distributed covers it)
+  // collectives: on one process the ops return their input, so the nodes are built as on more (recv's shape and
+  // dtype are the sender's, which the rules cannot know; tests/distributed covers it)
   const auto one_process = distributed::init().raw_group();
   for (auto kind : {CollectiveKind::all_sum, CollectiveKind::all_gather, CollectiveKind::sum_scatter}) {
     add_all({array(m.shape(), m.dtype(), Collective{kind, one_process, -1}, {m}, default_stream(default_device()))});
@@ -100,14 +103,15 @@ V corpus() {
   return out;
 }
 
-/// Primitives whose output shape is an argument of their op.
-const std::set<std::string_view> set_by_arguments = {Arange::name, RandomBits::name, Broadcast::name,
-                                                     Reshape::name, Slice::name,      AsStrided::name,
-                                                     DynamicSlice::name, FFT::name};
+/// Primitives whose output shape is one of their parameters.
+const std::set<std::string_view> shape_parameters = {Arange::name, RandomBits::name, Broadcast::name,   Reshape::name,
+                                                     Slice::name,  AsStrided::name,  DynamicSlice::name};
 
-TEST(OutputShapes, EveryRuleGivesTheShapesItsOpGave) {
+TEST(OutputShapes, EveryRuleGivesTheShapesAndDtypesOfItsNodes) {
   std::set<std::string_view> seen;
   std::set<std::string_view> refused;
+  std::set<std::string_view> parameters;
+  std::set<std::string_view> refused_dtypes;
   std::set<uintptr_t> visited;
   V todo = corpus();
   while (!todo.empty()) {
@@ -119,6 +123,20 @@ TEST(OutputShapes, EveryRuleGivesTheShapesItsOpGave) {
     const std::string_view primitive = name(a.primitive());
     seen.insert(primitive);
     const V outputs = a.outputs();
+    if (detail::shape_is_parameter(a.primitive())) {
+      parameters.insert(primitive);
+    }
+    try {
+      const auto dtypes = detail::output_dtypes(a.primitive(), a.inputs());
+      ASSERT_GE(dtypes.size(), outputs.size()) << primitive;
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        EXPECT_EQ(dtypes[i], outputs[i].dtype()) << primitive << " output " << i;
+      }
+    } catch (const nuvec::error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::unsupported) << primitive << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("is not among its parameters"), std::string::npos) << e.what();
+      refused_dtypes.insert(primitive);
+    }
     try {
       const auto shapes = detail::output_shapes(a.primitive(), a.inputs());
       ASSERT_GE(shapes.size(), outputs.size()) << primitive;
@@ -127,14 +145,17 @@ TEST(OutputShapes, EveryRuleGivesTheShapesItsOpGave) {
       }
     } catch (const nuvec::error& e) {
       EXPECT_EQ(e.kind(), ErrorKind::unsupported) << primitive << ": " << e.what();
-      EXPECT_NE(std::string(e.what()).find("is an argument of the op"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("is not among its parameters"), std::string::npos) << e.what();
       refused.insert(primitive);
     }
     for (const auto& in : a.inputs()) {
       todo.push_back(in);
     }
   }
-  EXPECT_EQ(refused, set_by_arguments);
+  EXPECT_EQ(refused, (std::set<std::string_view>{Arange::name, Slice::name, FFT::name}));  // FFT: irfft's node
+  EXPECT_EQ(refused_dtypes,
+            (std::set<std::string_view>{Arange::name, Reduce::name, Dequantize::name, Fp8Cast::name}));
+  EXPECT_EQ(parameters, shape_parameters);
   // The corpus covers every primitive outside the unary and binary families (which share one rule, the broadcast
   // of their inputs).
   std::set<std::string_view> all;

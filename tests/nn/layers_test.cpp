@@ -419,6 +419,16 @@ TEST(Activations, IntegerInputsPromoteAsInMLX) {
   EXPECT_TRUE(array_equal(r, array({0, 0, 0, 1, 2, 5})).item<bool>());
 }
 
+TEST(Activations, StepGivesInt32AsMLX) {
+  // mlx.nn.step is where(x > threshold, 1, 0): two Python integers, so int32 for every input dtype.
+  for (Dtype dtype : {float32, float16, bfloat16, int32, uint8}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    const auto y = nn::Step(1.0F)(astype(array({0, 1, 2, 3}), dtype));
+    EXPECT_EQ(y.dtype(), int32);
+    EXPECT_TRUE(array_equal(y, array({0, 0, 1, 1})).item<bool>());
+  }
+}
+
 }  // namespace
 }  // namespace nuvec
 

@@ -163,6 +163,9 @@ std::vector<Shape> infer_shapes(const Graph& g, const GraphNode& n, const std::v
     }
     return {broadcast_shapes(args[0].shape(), vals[static_cast<size_t>(n.shape_source)]->shape())};
   }
+  if (shape_is_parameter(p)) {
+    throw_shapeless(p);
+  }
   try {
     shapes = output_shapes(p, args);
   } catch (const error& e) {

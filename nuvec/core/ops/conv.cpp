@@ -14,6 +14,7 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
@@ -181,9 +182,7 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
     input = slice(input, start, stop, s);
   }
 
-  Shape out_shape(input.ndim());
-  out_shape[0] = input.shape(0);
-  out_shape.back() = weight.shape(0);
+  // The output shape is the rule's (output_shapes.cpp); here each spatial size is checked.
   for (int i = 0; i < spatial; ++i) {
     const int64_t size = input.shape(i + 1);
     const int64_t dilated = size == 0 ? 0 : (size - 1) * input_dilation[i] + 1;
@@ -197,12 +196,11 @@ array conv_general(array input, array weight, std::vector<int> stride, std::vect
           list_string(padding_lo) + ", padding high " + list_string(padding_hi) + ", and weight of shape " +
           shape_string(weight.shape()) + ".");
     }
-    out_shape[i + 1] = checked_dim(span / stride[i] + 1, "conv");
+    checked_dim(span / stride[i] + 1, "conv");
   }
-  return array(out_shape, dtype,
-               Convolution{std::move(stride), std::move(padding_lo), std::move(padding_hi), std::move(kernel_dilation),
-                           std::move(input_dilation), groups, flip},
-               {astype(std::move(input), dtype, s), astype(std::move(weight), dtype, s)}, to_stream(s));
+  return detail::make_node(Convolution{std::move(stride), std::move(padding_lo), std::move(padding_hi),
+                                       std::move(kernel_dilation), std::move(input_dilation), groups, flip},
+                           {astype(std::move(input), dtype, s), astype(std::move(weight), dtype, s)}, to_stream(s));
 }
 
 array conv1d(const array& input, const array& weight, int stride, int padding, int dilation, int groups,

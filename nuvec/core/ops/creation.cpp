@@ -10,9 +10,11 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
+using nuvec::detail::make_node;
 using nuvec::detail::op_prefix;
 
 namespace {
@@ -36,9 +38,7 @@ void check_shape(const Shape& shape, const char* op) {
 /// a one-hot or a step function as `w` this is eye or tri in O(n + m) memory: a
 /// view with a negative row stride that later kernels read like any other.
 array sliding_rows(const array& w, int n, int m, StreamOrDevice s) {
-  Shape shape{n, m};
-  AsStrided windows{shape, Strides{-1, 1}, static_cast<size_t>(n - 1)};
-  return array(std::move(shape), w.dtype(), std::move(windows), {w}, to_stream(s));
+  return make_node(AsStrided{{n, m}, Strides{-1, 1}, static_cast<size_t>(n - 1)}, {w}, to_stream(s));
 }
 
 /// `count` ones followed by zeros up to `length`, built by one Pad kernel (row-contiguous).

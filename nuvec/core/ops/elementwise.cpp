@@ -9,6 +9,7 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
@@ -19,14 +20,14 @@ namespace {
 /// The dtype transcendental functions compute in: integers and bool become float32.
 Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
 
-array unary(Primitive p, const array& a, Dtype out_dtype, StreamOrDevice s) {
-  return array(a.shape(), out_dtype, std::move(p), {a}, to_stream(s));
+array unary(Primitive p, const array& a, StreamOrDevice s) {
+  return detail::make_node(std::move(p), {a}, to_stream(s));
 }
 
 /// Casts to at least float, then applies a same-dtype primitive.
 array float_unary(Primitive p, const array& a, StreamOrDevice s) {
   auto x = astype(a, at_least_float(a.dtype()), s);
-  return unary(std::move(p), x, x.dtype(), s);
+  return unary(std::move(p), x, s);
 }
 
 void reject_complex(const array& a, const char* op) {
@@ -45,20 +46,19 @@ array operand(const array& a, const Shape& shape, Dtype dtype, StreamOrDevice s)
   return broadcast_to(x, shape, s);
 }
 
-array binary(Primitive p, const array& a, const array& b, Dtype compute, Dtype out, StreamOrDevice s) {
-  auto shape = broadcast_shapes(a.shape(), b.shape());
-  auto x = operand(a, shape, compute, s);
-  auto y = operand(b, shape, compute, s);
-  return array(std::move(shape), out, std::move(p), {x, y}, to_stream(s));
+/// The operands converted to `compute` and broadcast together; the primitive's rules give the output.
+array binary(Primitive p, const array& a, const array& b, Dtype compute, StreamOrDevice s) {
+  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  return detail::make_node(std::move(p), {operand(a, shape, compute, s), operand(b, shape, compute, s)}, to_stream(s));
 }
 
 array same_dtype_binary(Primitive p, const array& a, const array& b, StreamOrDevice s) {
   auto dtype = promote_types(a.dtype(), b.dtype());
-  return binary(std::move(p), a, b, dtype, dtype, s);
+  return binary(std::move(p), a, b, dtype, s);
 }
 
 array comparison(Primitive p, const array& a, const array& b, StreamOrDevice s) {
-  return binary(std::move(p), a, b, promote_types(a.dtype(), b.dtype()), bool_, s);
+  return binary(std::move(p), a, b, promote_types(a.dtype(), b.dtype()), s);
 }
 
 array bitwise(Primitive p, const array& a, const array& b, const char* op, bool allow_bool, StreamOrDevice s) {
@@ -67,7 +67,7 @@ array bitwise(Primitive p, const array& a, const array& b, const char* op, bool 
     throw_invalid(op_prefix(op) + "Only integer" + (allow_bool ? " and boolean" : "") + " inputs are supported; got " +
                   std::string(dtype_name(a.dtype())) + " and " + std::string(dtype_name(b.dtype())) + ".");
   }
-  return binary(std::move(p), a, b, dtype, dtype, s);
+  return binary(std::move(p), a, b, dtype, s);
 }
 
 /// A shift: as MLX, bool operands shift as uint8 (true << 1 is 2).
@@ -86,14 +86,14 @@ array abs(const array& a, StreamOrDevice s) {
   if (is_unsigned(a.dtype()) || a.dtype() == bool_) {
     return a;
   }
-  return unary(Abs{}, a, is_complex(a.dtype()) ? float32 : a.dtype(), s);
+  return unary(Abs{}, a, s);
 }
 
 array negative(const array& a, StreamOrDevice s) {
   if (a.dtype() == bool_) {
     throw_invalid("[negative] Not supported for bool, use logical_not instead.");
   }
-  return unary(Negative{}, a, a.dtype(), s);
+  return unary(Negative{}, a, s);
 }
 
 array positive(const array& a, StreamOrDevice) { return a; }
@@ -102,17 +102,17 @@ array sign(const array& a, StreamOrDevice s) {
   if (a.dtype() == bool_) {
     return a;
   }
-  return unary(Sign{}, a, a.dtype(), s);
+  return unary(Sign{}, a, s);
 }
 
 array floor(const array& a, StreamOrDevice s) {
   reject_complex(a, "floor");
-  return is_floating(a.dtype()) ? unary(Floor{}, a, a.dtype(), s) : a;
+  return is_floating(a.dtype()) ? unary(Floor{}, a, s) : a;
 }
 
 array ceil(const array& a, StreamOrDevice s) {
   reject_complex(a, "ceil");
-  return is_floating(a.dtype()) ? unary(Ceil{}, a, a.dtype(), s) : a;
+  return is_floating(a.dtype()) ? unary(Ceil{}, a, s) : a;
 }
 
 array trunc(const array& a, StreamOrDevice s) {
@@ -131,16 +131,16 @@ array round(const array& a, int decimals, StreamOrDevice s) {
     }
     auto x = astype(a, float32, s);
     auto scale = array(std::pow(10.0F, static_cast<float>(-decimals)));
-    return astype(multiply(unary(Round{}, divide(x, scale, s), float32, s), scale, s), a.dtype(), s);
+    return astype(multiply(unary(Round{}, divide(x, scale, s), s), scale, s), a.dtype(), s);
   }
   if (decimals == 0) {
-    return unary(Round{}, a, a.dtype(), s);
+    return unary(Round{}, a, s);
   }
   auto scale = astype(array(std::pow(10.0, decimals)), a.dtype(), s);
-  return divide(unary(Round{}, multiply(a, scale, s), a.dtype(), s), scale, s);
+  return divide(unary(Round{}, multiply(a, scale, s), s), scale, s);
 }
 
-array square(const array& a, StreamOrDevice s) { return unary(Square{}, a, a.dtype(), s); }
+array square(const array& a, StreamOrDevice s) { return unary(Square{}, a, s); }
 array sqrt(const array& a, StreamOrDevice s) { return float_unary(Sqrt{}, a, s); }
 array rsqrt(const array& a, StreamOrDevice s) { return float_unary(Rsqrt{}, a, s); }
 array reciprocal(const array& a, StreamOrDevice s) { return float_unary(Reciprocal{}, a, s); }
@@ -184,22 +184,18 @@ array radians(const array& a, StreamOrDevice s) {
   return multiply(x, array(std::numbers::pi / 180.0, x.dtype()), s);
 }
 
-array conjugate(const array& a, StreamOrDevice s) {
-  return is_complex(a.dtype()) ? unary(Conjugate{}, a, a.dtype(), s) : a;
-}
+array conjugate(const array& a, StreamOrDevice s) { return is_complex(a.dtype()) ? unary(Conjugate{}, a, s) : a; }
 
-array real(const array& a, StreamOrDevice s) { return is_complex(a.dtype()) ? unary(Real{}, a, float32, s) : a; }
+array real(const array& a, StreamOrDevice s) { return is_complex(a.dtype()) ? unary(Real{}, a, s) : a; }
 
-array imag(const array& a, StreamOrDevice s) {
-  return is_complex(a.dtype()) ? unary(Imag{}, a, float32, s) : zeros_like(a, s);
-}
+array imag(const array& a, StreamOrDevice s) { return is_complex(a.dtype()) ? unary(Imag{}, a, s) : zeros_like(a, s); }
 
 array isnan(const array& a, StreamOrDevice s) {
-  return is_inexact(a.dtype()) ? unary(IsNaN{}, a, bool_, s) : full(a.shape(), false, s);
+  return is_inexact(a.dtype()) ? unary(IsNaN{}, a, s) : full(a.shape(), false, s);
 }
 
 array isinf(const array& a, StreamOrDevice s) {
-  return is_inexact(a.dtype()) ? unary(IsInf{}, a, bool_, s) : full(a.shape(), false, s);
+  return is_inexact(a.dtype()) ? unary(IsInf{}, a, s) : full(a.shape(), false, s);
 }
 
 array isfinite(const array& a, StreamOrDevice s) { return logical_not(logical_or(isinf(a, s), isnan(a, s), s), s); }
@@ -228,14 +224,14 @@ array nan_to_num(const array& a, float nan, std::optional<float> posinf, std::op
   return where(isneginf(a, s), small, out, s);
 }
 
-array logical_not(const array& a, StreamOrDevice s) { return unary(LogicalNot{}, astype(a, bool_, s), bool_, s); }
+array logical_not(const array& a, StreamOrDevice s) { return unary(LogicalNot{}, astype(a, bool_, s), s); }
 
 array bitwise_invert(const array& a, StreamOrDevice s) {
   if (!is_integer(a.dtype()) && a.dtype() != bool_) {
     throw_invalid("[bitwise_invert] Only integer and boolean inputs are supported; got " +
                   std::string(dtype_name(a.dtype())) + ".");
   }
-  return a.dtype() == bool_ ? logical_not(a, s) : unary(BitwiseInvert{}, a, a.dtype(), s);
+  return a.dtype() == bool_ ? logical_not(a, s) : unary(BitwiseInvert{}, a, s);
 }
 
 array clip(const array& a, const std::optional<array>& a_min, const std::optional<array>& a_max, StreamOrDevice s) {
@@ -260,7 +256,7 @@ array multiply(const array& a, const array& b, StreamOrDevice s) { return same_d
 
 array divide(const array& a, const array& b, StreamOrDevice s) {
   auto dtype = at_least_float(promote_types(a.dtype(), b.dtype()));
-  return binary(Divide{}, a, b, dtype, dtype, s);
+  return binary(Divide{}, a, b, dtype, s);
 }
 
 array floor_divide(const array& a, const array& b, StreamOrDevice s) {
@@ -269,7 +265,7 @@ array floor_divide(const array& a, const array& b, StreamOrDevice s) {
     reject_complex(array(0.0F, dtype), "floor_divide");
     return floor(divide(a, b, s), s);
   }
-  return binary(Divide{}, a, b, dtype, dtype, s);
+  return binary(Divide{}, a, b, dtype, s);
 }
 
 array remainder(const array& a, const array& b, StreamOrDevice s) {
@@ -277,7 +273,7 @@ array remainder(const array& a, const array& b, StreamOrDevice s) {
   if (is_complex(dtype)) {
     throw_invalid("[remainder] Not supported for complex64 inputs.");
   }
-  return binary(Remainder{}, a, b, dtype, dtype, s);
+  return binary(Remainder{}, a, b, dtype, s);
 }
 
 std::vector<array> divmod(const array& a, const array& b, StreamOrDevice s) {
@@ -291,7 +287,7 @@ array minimum(const array& a, const array& b, StreamOrDevice s) { return same_dt
 
 array logaddexp(const array& a, const array& b, StreamOrDevice s) {
   auto dtype = at_least_float(promote_types(a.dtype(), b.dtype()));
-  return binary(LogAddExp{}, a, b, dtype, dtype, s);
+  return binary(LogAddExp{}, a, b, dtype, s);
 }
 
 array arctan2(const array& a, const array& b, StreamOrDevice s) {
@@ -299,7 +295,7 @@ array arctan2(const array& a, const array& b, StreamOrDevice s) {
   if (is_complex(dtype)) {
     throw_invalid("[arctan2] Not supported for complex64 inputs.");
   }
-  return binary(ArcTan2{}, a, b, dtype, dtype, s);
+  return binary(ArcTan2{}, a, b, dtype, s);
 }
 
 array equal(const array& a, const array& b, StreamOrDevice s) { return comparison(Equal{}, a, b, s); }
@@ -334,19 +330,13 @@ array array_equal(const array& a, const array& b, bool equal_nan, StreamOrDevice
     return array(false);
   }
   auto dtype = promote_types(a.dtype(), b.dtype());
-  auto eq = binary(Equal{equal_nan && is_inexact(dtype)}, a, b, dtype, bool_, s);
+  auto eq = binary(Equal{equal_nan && is_inexact(dtype)}, a, b, dtype, s);
   return all(eq, false, s);
 }
 
-array logical_and(const array& a, const array& b, StreamOrDevice s) {
-  return binary(LogicalAnd{}, a, b, bool_, bool_, s);
-}
-array logical_or(const array& a, const array& b, StreamOrDevice s) {
-  return binary(LogicalOr{}, a, b, bool_, bool_, s);
-}
-array logical_xor(const array& a, const array& b, StreamOrDevice s) {
-  return binary(NotEqual{}, a, b, bool_, bool_, s);
-}
+array logical_and(const array& a, const array& b, StreamOrDevice s) { return binary(LogicalAnd{}, a, b, bool_, s); }
+array logical_or(const array& a, const array& b, StreamOrDevice s) { return binary(LogicalOr{}, a, b, bool_, s); }
+array logical_xor(const array& a, const array& b, StreamOrDevice s) { return binary(NotEqual{}, a, b, bool_, s); }
 
 array bitwise_and(const array& a, const array& b, StreamOrDevice s) {
   return bitwise(BitwiseAnd{}, a, b, "bitwise_and", true, s);
@@ -365,10 +355,9 @@ array right_shift(const array& a, const array& b, StreamOrDevice s) {
 array where(const array& condition, const array& x, const array& y, StreamOrDevice s) {
   auto shape = broadcast_shapes(condition.shape(), broadcast_shapes(x.shape(), y.shape()));
   auto dtype = promote_types(x.dtype(), y.dtype());
-  auto c = operand(condition, shape, bool_, s);
-  auto a = operand(x, shape, dtype, s);
-  auto b = operand(y, shape, dtype, s);
-  return array(shape, dtype, Select{}, {c, a, b}, to_stream(s));
+  return detail::make_node(
+      Select{}, {operand(condition, shape, bool_, s), operand(x, shape, dtype, s), operand(y, shape, dtype, s)},
+      to_stream(s));
 }
 
 // ---------------------------------------------------------------- operators

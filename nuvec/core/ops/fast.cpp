@@ -11,15 +11,18 @@
 //   values (MLX's CPU behaviour; its GPU gives NaN there). "causal" masks with booleans too, so a query before
 //   every key (L_q > L_kv) does the same.
 
+#include "nuvec/core/fast.h"
+
 #include <cmath>
 #include <sstream>
 
-#include "nuvec/core/fast.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec::fast {
 
+using nuvec::detail::make_node;
 using nuvec::detail::op_prefix;
 
 namespace {
@@ -62,7 +65,7 @@ Dtype check_norm(const array& x, const std::optional<array>& weight, const std::
   }
   if (!is_floating(out)) {
     std::ostringstream msg;
-    msg << "[" << op << "] Expected a floating point type; received " << out << ".";
+    msg << op_prefix(op) << "Expected a floating point type; received " << out << ".";
     throw_invalid(msg.str());
   }
   return out;
@@ -225,7 +228,7 @@ array rms_norm(const array& x, const std::optional<array>& weight, float eps, St
   if (weight) {
     inputs.push_back(astype(*weight, out, s));
   }
-  return array(x.shape(), out, RMSNorm{eps, weight.has_value()}, std::move(inputs), to_stream(s));
+  return make_node(RMSNorm{eps, weight.has_value()}, std::move(inputs), to_stream(s));
 }
 
 array layer_norm(const array& x, const std::optional<array>& weight, const std::optional<array>& bias, float eps,
@@ -238,8 +241,7 @@ array layer_norm(const array& x, const std::optional<array>& weight, const std::
   if (bias) {
     inputs.push_back(astype(*bias, out, s));
   }
-  return array(x.shape(), out, LayerNorm{eps, weight.has_value(), bias.has_value()}, std::move(inputs),
-               to_stream(s));
+  return make_node(LayerNorm{eps, weight.has_value(), bias.has_value()}, std::move(inputs), to_stream(s));
 }
 
 array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale, const array& offset,
@@ -249,8 +251,7 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
   if (args.freqs) {
     inputs.push_back(*args.freqs);
   }
-  return array(x.shape(), x.dtype(), RoPE{dims, traditional, args.base, scale, args.freqs.has_value()},
-               std::move(inputs), to_stream(s));
+  return make_node(RoPE{dims, traditional, args.base, scale, args.freqs.has_value()}, std::move(inputs), to_stream(s));
 }
 
 array rope(const array& x, int dims, bool traditional, std::optional<float> base, float scale, int offset,
@@ -271,10 +272,8 @@ array scaled_dot_product_attention(const array& queries, const array& keys, cons
   if (args.sinks) {
     inputs.push_back(*args.sinks);
   }
-  Shape out_shape{queries.shape(0), queries.shape(1), queries.shape(2), values.shape(3)};
-  return array(std::move(out_shape), args.dtype,
-               ScaledDotProductAttention{scale, args.causal, mask, args.sinks.has_value()}, std::move(inputs),
-               to_stream(s));
+  return make_node(ScaledDotProductAttention{scale, args.causal, mask, args.sinks.has_value()}, std::move(inputs),
+                   to_stream(s));
 }
 
 // ---------------------------------------------------------------- compositions

@@ -16,6 +16,7 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec::fft {
 
@@ -119,13 +120,14 @@ array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, boo
     in = pad(in, pad_axes, low, high, array(0, in_dtype), "constant", s);
   }
 
-  Shape out_shape = in_shape;
-  if (real) {
-    out_shape[ax.back()] = inverse ? n.back() : n.back() / 2 + 1;
+  if (real && inverse) {
+    // The length n is the op's argument, not the rules': n / 2 + 1 frequencies come from an even or an odd n.
+    Shape out_shape = in_shape;
+    out_shape[ax.back()] = n.back();
+    return apply_norm(array(std::move(out_shape), float32, FFT{ax, inverse, real}, {in}, to_stream(s)), n, inverse,
+                      norm, s);
   }
-  const Dtype out_dtype = real && inverse ? float32 : complex64;
-  auto out = array(out_shape, out_dtype, FFT{ax, inverse, real}, {in}, to_stream(s));
-  return apply_norm(out, n, inverse, norm, s);
+  return apply_norm(nuvec::detail::make_node(FFT{ax, inverse, real}, {in}, to_stream(s)), n, inverse, norm, s);
 }
 
 /// The transform over `axes` at their current lengths (the real inverse's output length 2 (m - 1)).

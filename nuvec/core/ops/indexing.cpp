@@ -21,10 +21,12 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
 using nuvec::detail::list_string;
+using nuvec::detail::make_node;
 using nuvec::detail::op_prefix;
 
 namespace {
@@ -120,7 +122,7 @@ array scatter_impl(const array& a, std::vector<array> indices, const array& upda
   std::vector<array> inputs{a};
   inputs.insert(inputs.end(), indices.begin(), indices.end());
   inputs.push_back(astype(updates, a.dtype(), s));
-  return array(a.shape(), a.dtype(), Scatter{type, std::move(ax)}, std::move(inputs), to_stream(s));
+  return make_node(Scatter{type, std::move(ax)}, std::move(inputs), to_stream(s));
 }
 
 /// put_along_axis and scatter_add_axis.
@@ -147,7 +149,7 @@ array scatter_axis(const array& a, const array& indices, const array& values, in
   }
   auto idx = broadcast_to(indices, shape, s);
   auto vals = broadcast_to(astype(values, a.dtype(), s), shape, s);
-  return array(a.shape(), a.dtype(), ScatterAxis{type, ax}, {a, idx, vals}, to_stream(s));
+  return make_node(ScatterAxis{type, ax}, {a, idx, vals}, to_stream(s));
 }
 
 /// NumPy's slice bounds, as slice() normalizes them: start and strides in place; returns the slice's shape.
@@ -198,8 +200,7 @@ array slice_update_impl(const array& src, const array& update, Shape start, cons
   for (size_t i = 0; i < shape.size(); ++i) {
     strides[i] = shape[i] == 1 ? 1 : strides[i];
   }
-  return array(src.shape(), src.dtype(), SliceUpdate{std::move(start), std::move(strides), type}, {src, upd},
-               to_stream(s));
+  return make_node(SliceUpdate{std::move(start), std::move(strides), type}, {src, upd}, to_stream(s));
 }
 
 /// Checks a dynamic start and its axes; returns the normalized axes and the start as a 1-d array.
@@ -233,9 +234,7 @@ array slice(const array& a, const array& start, std::vector<int> axes, Shape sli
                     shape_string(a.shape()) + ".");
     }
   }
-  Shape shape = slice_size;
-  return array(std::move(shape), a.dtype(), DynamicSlice{std::move(ax), std::move(slice_size)}, {a, begin},
-               to_stream(s));
+  return make_node(DynamicSlice{std::move(ax), std::move(slice_size)}, {a, begin}, to_stream(s));
 }
 
 array slice_update(const array& src, const array& update, Shape start, Shape stop, Shape strides, StreamOrDevice s) {
@@ -269,7 +268,7 @@ array slice_update(const array& src, const array& update, const array& start, st
     }
   }
   auto upd = broadcast_to(astype(update, src.dtype(), s), shape, s);
-  return array(src.shape(), src.dtype(), DynamicSliceUpdate{std::move(ax)}, {src, upd, begin}, to_stream(s));
+  return make_node(DynamicSliceUpdate{std::move(ax)}, {src, upd, begin}, to_stream(s));
 }
 
 #define NUVEC_DEFINE_SLICE_UPDATE(name, type)                                                                   \
@@ -308,10 +307,9 @@ array gather(const array& a, const std::vector<array>& indices, const std::vecto
     }
   }
   std::vector<array> inputs = indices;
-  Shape shape = broadcast_indices(inputs, "gather", s);
-  shape.insert(shape.end(), slice_sizes.begin(), slice_sizes.end());
+  broadcast_indices(inputs, "gather", s);
   inputs.insert(inputs.begin(), a);
-  return array(std::move(shape), a.dtype(), Gather{std::move(ax), slice_sizes}, std::move(inputs), to_stream(s));
+  return make_node(Gather{std::move(ax), slice_sizes}, std::move(inputs), to_stream(s));
 }
 
 array take(const array& a, const array& indices, int axis, StreamOrDevice s) {
@@ -385,8 +383,7 @@ array take_along_axis(const array& a, const array& indices, int axis, StreamOrDe
   Shape source_shape = shape;
   source_shape[ax] = a.shape(ax);
   auto source = broadcast_to(a, source_shape, s);
-  auto idx = broadcast_to(indices, shape, s);
-  return array(std::move(shape), a.dtype(), GatherAxis{ax}, {source, idx}, to_stream(s));
+  return make_node(GatherAxis{ax}, {source, broadcast_to(indices, shape, s)}, to_stream(s));
 }
 
 // ---------------------------------------------------------------- scatter
@@ -450,7 +447,7 @@ array masked_scatter(const array& a, const array& mask, const array& src, Stream
       source = broadcast_to(reshape(source, padded, s), slices, s);
     }
   }
-  return array(a.shape(), a.dtype(), MaskedScatter{}, {a, m, flatten(source, s)}, to_stream(s));
+  return make_node(MaskedScatter{}, {a, m, flatten(source, s)}, to_stream(s));
 }
 
 }  // namespace nuvec

@@ -6,6 +6,7 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
@@ -207,7 +208,6 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_siz
   }
   std::vector<int> normalized;
   std::vector<bool> seen(a.ndim(), false);
-  auto out_shape = a.shape();
   bool any_padding = false;
   for (size_t i = 0; i < axes.size(); ++i) {
     const int ax = normalize_axis(axes[i], a.ndim(), "pad");
@@ -222,7 +222,7 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_siz
       }
     }
     normalized.push_back(ax);
-    out_shape[ax] = checked_dim(int64_t{out_shape[ax]} + low_pad_size[i] + high_pad_size[i], "pad");
+    checked_dim(int64_t{a.shape(ax)} + low_pad_size[i] + high_pad_size[i], "pad");
     any_padding = any_padding || low_pad_size[i] > 0 || high_pad_size[i] > 0;
   }
   if (!any_padding) {
@@ -247,8 +247,7 @@ array pad(const array& a, const std::vector<int>& axes, const Shape& low_pad_siz
     return out;
   }
   auto value = reshape(astype(pad_value, a.dtype(), s), {}, s);
-  return array(std::move(out_shape), a.dtype(), Pad{std::move(normalized), low_pad_size, high_pad_size}, {a, value},
-               to_stream(s));
+  return detail::make_node(Pad{std::move(normalized), low_pad_size, high_pad_size}, {a, value}, to_stream(s));
 }
 
 array pad(const array& a, const std::vector<std::pair<int, int>>& pad_width, const array& pad_value,
@@ -388,6 +387,8 @@ std::vector<array> depends(const std::vector<array>& inputs, const std::vector<a
   if (inputs.empty()) {
     return {};
   }
+  // Only the first inputs are outputs, so the shapes and dtypes are given here rather than by the rules (which
+  // give one per input).
   std::vector<Shape> shapes;
   std::vector<Dtype> dtypes;
   for (const auto& in : inputs) {

@@ -22,9 +22,12 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec::linalg {
 
+using nuvec::detail::make_node;
+using nuvec::detail::make_nodes;
 using nuvec::detail::op_prefix;
 
 namespace {
@@ -224,42 +227,29 @@ array norm(const array& a, const std::optional<std::vector<int>>& axis, bool kee
 std::pair<array, array> qr(const array& a, StreamOrDevice s) {
   check_matrix(a, "qr");
   check_float(a.dtype(), "qr");
-  const int32_t m = a.shape(-2);
-  const int32_t n = a.shape(-1);
-  const int32_t k = std::min(m, n);
-  auto batch = batch_shape(a);
-  auto out = array::make_arrays({with_last(batch, {m, k}), with_last(batch, {k, n})}, {a.dtype(), a.dtype()}, QRF{},
-                                {a}, to_stream(s));
+  auto out = make_nodes(QRF{}, {a}, to_stream(s));
   return {out[0], out[1]};
 }
 
 std::vector<array> svd(const array& a, bool compute_uv, StreamOrDevice s) {
   check_matrix(a, "svd");
   check_float_or_complex(a.dtype(), "svd");
-  const int32_t m = a.shape(-2);
-  const int32_t n = a.shape(-1);
-  auto batch = batch_shape(a);
-  auto s_shape = with_last(batch, {std::min(m, n)});
-  if (!compute_uv) {
-    return {array(s_shape, real_of(a.dtype()), SVD{false}, {a}, to_stream(s))};
-  }
-  return array::make_arrays({with_last(batch, {m, m}), s_shape, with_last(batch, {n, n})},
-                            {a.dtype(), real_of(a.dtype()), a.dtype()}, SVD{true}, {a}, to_stream(s));
+  return make_nodes(SVD{compute_uv}, {a}, to_stream(s));
 }
 
 array inv(const array& a, StreamOrDevice s) {
   check_square_float(a, "inv");
-  return {a.shape(), a.dtype(), Inverse{false, false}, {a}, to_stream(s)};
+  return make_node(Inverse{false, false}, {a}, to_stream(s));
 }
 
 array tri_inv(const array& a, bool upper, StreamOrDevice s) {
   check_square_float(a, "tri_inv");
-  return {a.shape(), a.dtype(), Inverse{true, upper}, {a}, to_stream(s)};
+  return make_node(Inverse{true, upper}, {a}, to_stream(s));
 }
 
 array cholesky(const array& a, bool upper, StreamOrDevice s) {
   check_square_float(a, "cholesky");
-  return {a.shape(), a.dtype(), Cholesky{upper}, {a}, to_stream(s)};
+  return make_node(Cholesky{upper}, {a}, to_stream(s));
 }
 
 array cholesky_inv(const array& a, bool upper, StreamOrDevice s) {
@@ -296,11 +286,7 @@ namespace {
 std::vector<array> lu_outputs(const array& a, const char* op, StreamOrDevice s) {
   check_matrix(a, op);
   check_float(a.dtype(), op);
-  const int32_t m = a.shape(-2);
-  const int32_t n = a.shape(-1);
-  auto batch = batch_shape(a);
-  return array::make_arrays({a.shape(), with_last(batch, {std::min(m, n)}), with_last(batch, {m})},
-                            {a.dtype(), uint32, uint32}, LUF{}, {a}, to_stream(s));
+  return make_nodes(LUF{}, {a}, to_stream(s));
 }
 
 }  // namespace
@@ -354,7 +340,7 @@ array solve_impl(const array& a, const array& b, bool triangular, bool upper, co
   const int32_t r = rhs.shape(-1);
   auto lhs = broadcast_to(astype(a, dtype, s), with_last(batch, {n, n}), s);
   rhs = broadcast_to(astype(rhs, dtype, s), with_last(batch, {n, r}), s);
-  array out(with_last(batch, {n, r}), dtype, Solve{triangular, upper}, {lhs, rhs}, to_stream(s));
+  auto out = make_node(Solve{triangular, upper}, {lhs, rhs}, to_stream(s));
   return vector ? reshape(out, with_last(batch, {n}), s) : out;
 }
 
@@ -415,21 +401,19 @@ bool uplo_is_upper(const std::string& uplo, const char* op) {
   return uplo == "U";
 }
 
-Shape drop_last(const array& a) { return {a.shape().begin(), a.shape().end() - 1}; }
-
 }  // namespace
 
 std::pair<array, array> eig(const array& a, StreamOrDevice s) {
   check_square(a, "eig");
   check_float_or_complex(a.dtype(), "eig");
-  auto out = array::make_arrays({drop_last(a), a.shape()}, {complex64, complex64}, Eig{true}, {a}, to_stream(s));
+  auto out = make_nodes(Eig{true}, {a}, to_stream(s));
   return {out[0], out[1]};
 }
 
 array eigvals(const array& a, StreamOrDevice s) {
   check_square(a, "eigvals");
   check_float_or_complex(a.dtype(), "eigvals");
-  return {drop_last(a), complex64, Eig{false}, {a}, to_stream(s)};
+  return make_node(Eig{false}, {a}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
@@ -437,7 +421,7 @@ array eigvalsh(const array& a, std::string UPLO, StreamOrDevice s) {  // NOLINT(
   check_square(a, "eigvalsh");
   check_float_or_complex(a.dtype(), "eigvalsh");
   const bool upper = uplo_is_upper(UPLO, "eigvalsh");
-  return {drop_last(a), real_of(a.dtype()), Eigh{upper, false}, {a}, to_stream(s)};
+  return make_node(Eigh{upper, false}, {a}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
@@ -445,8 +429,7 @@ std::pair<array, array> eigh(const array& a, std::string UPLO, StreamOrDevice s)
   check_square(a, "eigh");
   check_float_or_complex(a.dtype(), "eigh");
   const bool upper = uplo_is_upper(UPLO, "eigh");
-  auto out = array::make_arrays({drop_last(a), a.shape()}, {real_of(a.dtype()), a.dtype()}, Eigh{upper, true}, {a},
-                                to_stream(s));
+  auto out = make_nodes(Eigh{upper, true}, {a}, to_stream(s));
   return {out[0], out[1]};
 }
 

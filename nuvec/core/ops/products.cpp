@@ -7,6 +7,7 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
@@ -84,7 +85,7 @@ Operands prepare(const array& in_a, const array& in_b, Dtype dtype, const char* 
 array matmul(const array& a, const array& b, StreamOrDevice s) {
   auto dtype = promote_types(a.dtype(), b.dtype());
   auto p = prepare(a, b, dtype, "matmul", s, true);
-  auto out = array(p.out_shape, dtype, Matmul{}, {p.a, p.b}, to_stream(s));
+  auto out = detail::make_node(Matmul{}, {p.a, p.b}, to_stream(s));
   return reshape(out, p.final_shape, s);
 }
 
@@ -111,7 +112,7 @@ array addmm(array c, array a, array b, const float& alpha, const float& beta, St
                   " cannot be broadcast to the shape of the product " + shape_string(p.final_shape) + ".");
   }
   auto acc = reshape(broadcast_to(astype(c, dtype, s), p.final_shape, s), p.out_shape, s);
-  auto out = array(p.out_shape, dtype, AddMM{alpha, beta}, {p.a, p.b, acc}, to_stream(s));
+  auto out = detail::make_node(AddMM{alpha, beta}, {p.a, p.b, acc}, to_stream(s));
   return reshape(out, p.final_shape, s);
 }
 

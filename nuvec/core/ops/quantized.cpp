@@ -5,14 +5,16 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
+using nuvec::detail::dtype_string;
+using nuvec::detail::make_node;
+using nuvec::detail::make_nodes;
 using nuvec::detail::op_prefix;
 
 namespace {
-
-std::string dtype_string(Dtype d) { return std::string(dtype_name(d)); }
 
 /// The ops taking scales and biases implement "affine"; MLX's other modes are recognised and refused as unsupported,
 /// and GGML's block formats are pointed to their own overloads.
@@ -177,13 +179,10 @@ array gather_product(array x, const array& w, const array& scales, const array& 
     throw_invalid("[gather_qmm] The indices with shapes " + shape_string(lhs.shape()) + " and " +
                   shape_string(rhs.shape()) + " cannot be broadcast.");
   }
-  Shape out_shape = batch;
-  out_shape.push_back(x.shape(-2));
-  out_shape.push_back(d.n);
   lhs = broadcast_to(lhs, batch, s);
   rhs = broadcast_to(rhs, batch, s);
   std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(biases, d.dtype, s), lhs, rhs};
-  return array(out_shape, d.dtype, GatherQMM{p.group_size, p.bits, transpose, sorted}, std::move(inputs), to_stream(s));
+  return make_node(GatherQMM{p.group_size, p.bits, transpose, sorted}, std::move(inputs), to_stream(s));
 }
 
 }  // namespace
@@ -206,12 +205,7 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size, std::
     throw_invalid("[quantize] A row of " + std::to_string(w.shape(-1)) + " values of " + std::to_string(p.bits) +
                   " bits must fill whole 32-bit words; got shape " + shape_string(w.shape()) + ".");
   }
-  Shape packed = w.shape();
-  packed.back() = static_cast<int32_t>(int64_t{w.shape(-1)} * p.bits / 32);
-  Shape groups = w.shape();
-  groups.back() = w.shape(-1) / p.group_size;
-  return array::make_arrays({packed, groups, groups}, {uint32, w.dtype(), w.dtype()}, Quantize{p.group_size, p.bits},
-                            {w}, to_stream(s));
+  return make_nodes(Quantize{p.group_size, p.bits}, {w}, to_stream(s));
 }
 
 array dequantize(const array& w, const array& scales, const std::optional<array>& biases, std::optional<int> group_size,
@@ -224,7 +218,8 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
   }
   Shape shape = w.shape();
   shape.back() = unpacked;
-  // Computed in float32 from the scales' own values and rounded once to the output dtype.
+  // Computed in float32 from the scales' own values and rounded once to the output dtype. That dtype is the op's
+  // argument, not a rule's (output_dtypes.cpp).
   return array(shape, out_dtype, Dequantize{p.group_size, p.bits, QuantizationMode::affine},
                {w, scales, astype(*biases, scales.dtype(), s)}, to_stream(s));
 }
@@ -258,11 +253,9 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
     }
     return out;
   }
-  Shape out_shape = x.shape();
-  out_shape.back() = d.n;
   std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(*biases, d.dtype, s)};
-  return array(out_shape, d.dtype, QuantizedMatmul{p.group_size, p.bits, transpose, QuantizationMode::affine},
-               std::move(inputs), to_stream(s));
+  return make_node(QuantizedMatmul{p.group_size, p.bits, transpose, QuantizationMode::affine}, std::move(inputs),
+                   to_stream(s));
 }
 
 array gather_qmm(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
@@ -295,10 +288,7 @@ array quantized_matmul(array x, array w, const std::string& mode, StreamOrDevice
     throw_invalid("[quantized_matmul] Only real floating types are supported; got x of " + dtype_string(x.dtype()) +
                   ".");
   }
-  Shape out_shape = x.shape();
-  out_shape.back() = w.shape(0);
-  return array(out_shape, x.dtype(), QuantizedMatmul{b.layout.values, code_bits(b.mode), true, b.mode}, {x, w},
-               to_stream(s));
+  return make_node(QuantizedMatmul{b.layout.values, code_bits(b.mode), true, b.mode}, {x, w}, to_stream(s));
 }
 
 array dequantize(const array& w, const std::string& mode, std::optional<Dtype> dtype, StreamOrDevice s) {
@@ -316,7 +306,7 @@ array to_fp8(array x, StreamOrDevice s) {
     throw_invalid("[to_fp8] Only real floating point inputs can be converted to fp8; got " + dtype_string(x.dtype()) +
                   ".");
   }
-  return array(x.shape(), uint8, Fp8Cast{true}, {x}, to_stream(s));
+  return make_node(Fp8Cast{true}, {x}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
@@ -327,6 +317,7 @@ array from_fp8(array x, Dtype dtype, StreamOrDevice s) {
   if (!is_floating(dtype)) {
     throw_invalid("[from_fp8] The output dtype must be real floating point; got " + dtype_string(dtype) + ".");
   }
+  // The output dtype is the op's argument, not a rule's (output_dtypes.cpp).
   return array(x.shape(), dtype, Fp8Cast{false}, {x}, to_stream(s));
 }
 

@@ -15,10 +15,12 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
 using nuvec::detail::all_axes;
+using nuvec::detail::make_node;
 using nuvec::detail::op_prefix;
 
 namespace {
@@ -74,6 +76,7 @@ array reduce(const array& a, ReduceType type, Dtype out_dtype, const std::vector
   if ((type == ReduceType::max || type == ReduceType::min) && p.reduced_size == 0 && shape_size(p.kept_shape) > 0) {
     throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
+  // The output dtype is the op's choice (sums widen small integers), not a rule's (output_dtypes.cpp).
   array out(p.kept_shape, out_dtype, Reduce{type, p.axes}, {a}, to_stream(s));
   return finish(out, p, keepdims, s);
 }
@@ -137,12 +140,12 @@ LastAxisPlan plan_last_axis(const array& a, const std::vector<int>& sorted_axes)
 
 array arg_reduce(const array& a, ArgReduceType type, int axis, bool keepdims, const char* op, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), op);
-  Shape shape = a.shape();
-  shape[ax] = 1;
-  if (a.shape(ax) == 0 && shape_size(shape) > 0) {
+  Shape others = a.shape();
+  others[ax] = 1;
+  if (a.shape(ax) == 0 && shape_size(others) > 0) {
     throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
-  array out(shape, uint32, ArgReduce{type, ax}, {a}, to_stream(s));
+  auto out = make_node(ArgReduce{type, ax}, {a}, to_stream(s));
   return keepdims ? out : squeeze(out, ax, s);
 }
 
@@ -191,9 +194,7 @@ NUVEC_DEFINE_REDUCTION(logsumexp, {
   }
   auto last = plan_last_axis(x, p.axes);
   auto rows = reshape(transpose(x, last.perm, s), last.flat_shape, s);
-  Shape out_shape = last.flat_shape;
-  out_shape.back() = 1;
-  array out(std::move(out_shape), x.dtype(), LogSumExp{}, {rows}, to_stream(s));
+  auto out = make_node(LogSumExp{}, {rows}, to_stream(s));
   return finish(out, p, keepdims, s);
 })
 
@@ -243,13 +244,13 @@ array softmax(const array& a, const std::vector<int>& axes, bool precise, Stream
   auto sorted = normalize_axes(axes, a.ndim(), "softmax");
   auto x = astype(a, at_least_float(a.dtype()), s);
   if (sorted.size() == 1 && sorted[0] == x.ndim() - 1) {
-    return array(x.shape(), x.dtype(), Softmax{precise}, {x}, to_stream(s));
+    return make_node(Softmax{precise}, {x}, to_stream(s));
   }
   // Other axes: move them last and flatten them, run the row kernel, and undo the moves (views).
   auto last = plan_last_axis(x, sorted);
   auto moved = transpose(x, last.perm, s);
   auto rows = reshape(moved, last.flat_shape, s);
-  array y(rows.shape(), rows.dtype(), Softmax{precise}, {rows}, to_stream(s));
+  auto y = make_node(Softmax{precise}, {rows}, to_stream(s));
   return transpose(reshape(y, moved.shape(), s), last.inverse, s);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
@@ -16,7 +17,7 @@ namespace {
 array scan(const array& a, ScanType type, Dtype out_dtype, int axis, bool reverse, bool inclusive, const char* op,
            StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), op);
-  return array(a.shape(), out_dtype, Scan{type, ax, reverse, inclusive}, {astype(a, out_dtype, s)}, to_stream(s));
+  return detail::make_node(Scan{type, ax, reverse, inclusive}, {astype(a, out_dtype, s)}, to_stream(s));
 }
 
 Dtype sum_dtype(Dtype t) { return t == bool_ ? int32 : t; }

@@ -13,9 +13,11 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
+using nuvec::detail::make_node;
 using nuvec::detail::op_prefix;
 using nuvec::detail::slice_axis;
 
@@ -57,13 +59,13 @@ array median_of_rows(const array& rows, Dtype compute, StreamOrDevice s) {
 
 array sort(const array& a, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), "sort");
-  return array(a.shape(), a.dtype(), Sort{ax}, {a}, to_stream(s));
+  return make_node(Sort{ax}, {a}, to_stream(s));
 }
 array sort(const array& a, StreamOrDevice s) { return sort(flatten(a, s), 0, s); }
 
 array argsort(const array& a, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), "argsort");
-  return array(a.shape(), uint32, ArgSort{ax}, {a}, to_stream(s));
+  return make_node(ArgSort{ax}, {a}, to_stream(s));
 }
 array argsort(const array& a, StreamOrDevice s) { return argsort(flatten(a, s), 0, s); }
 
@@ -72,14 +74,14 @@ array argsort(const array& a, StreamOrDevice s) { return argsort(flatten(a, s), 
 array partition(const array& a, int kth, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), "partition");
   int k = check_kth(a, kth, ax, "partition");
-  return array(a.shape(), a.dtype(), Partition{k, ax}, {a}, to_stream(s));
+  return make_node(Partition{k, ax}, {a}, to_stream(s));
 }
 array partition(const array& a, int kth, StreamOrDevice s) { return partition(flatten(a, s), kth, 0, s); }
 
 array argpartition(const array& a, int kth, int axis, StreamOrDevice s) {
   int ax = normalize_axis(axis, a.ndim(), "argpartition");
   int k = check_kth(a, kth, ax, "argpartition");
-  return array(a.shape(), uint32, ArgPartition{k, ax}, {a}, to_stream(s));
+  return make_node(ArgPartition{k, ax}, {a}, to_stream(s));
 }
 array argpartition(const array& a, int kth, StreamOrDevice s) { return argpartition(flatten(a, s), kth, 0, s); }
 
@@ -105,7 +107,7 @@ array searchsorted(const array& a, const array& v, bool right, StreamOrDevice s)
                   shape_string(a.shape()) + ".");
   }
   const Dtype dtype = promote_types(a.dtype(), v.dtype());
-  return array(v.shape(), int64, SearchSorted{right}, {astype(a, dtype, s), astype(v, dtype, s)}, to_stream(s));
+  return make_node(SearchSorted{right}, {astype(a, dtype, s), astype(v, dtype, s)}, to_stream(s));
 }
 
 // ---------------------------------------------------------------- median

@@ -15,14 +15,15 @@
 #include "nuvec/core/hadamard_matrix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
+using nuvec::detail::dtype_string;
+using nuvec::detail::make_node;
 using nuvec::detail::op_prefix;
 
 namespace {
-
-std::string dtype_str(Dtype t) { return std::string(dtype_name(t)); }
 
 Shape leading(const array& a, int drop) { return {a.shape().begin(), a.shape().end() - drop}; }
 
@@ -53,8 +54,8 @@ MatrixOperands matrix_operands(const array& in_a, const array& in_b, const char*
   }
   const Dtype dtype = promote_types(a.dtype(), b.dtype());
   if (!is_floating(dtype)) {
-    throw_invalid(op_prefix(op) + "Only real floating point types are supported but " + dtype_str(in_a.dtype()) +
-                  " and " + dtype_str(in_b.dtype()) + " were provided which results in " + dtype_str(dtype) +
+    throw_invalid(op_prefix(op) + "Only real floating point types are supported but " + dtype_string(in_a.dtype()) +
+                  " and " + dtype_string(in_b.dtype()) + " were provided which results in " + dtype_string(dtype) +
                   ", which is not a real floating point type.");
   }
   std::vector<int> squeeze_axes;
@@ -172,7 +173,7 @@ array block_masked_mm(array a, array b, int block_size, std::optional<array> mas
     add_mask(mask_lhs.value_or(ones({blocks(m, block_size), blocks(k, block_size)}, bool_, s)), m, k, "mask_lhs");
     add_mask(mask_rhs.value_or(ones({blocks(k, block_size), blocks(n, block_size)}, bool_, s)), k, n, "mask_rhs");
   }
-  array out(with_tail(batch, {m, n}), p.dtype, BlockMaskedMM{block_size}, std::move(inputs), to_stream(s));
+  auto out = make_node(BlockMaskedMM{block_size}, std::move(inputs), to_stream(s));
   return squeeze_promoted(out, p.squeeze_axes, s);
 }
 
@@ -189,7 +190,7 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices, std::optiona
       return reshape(arange(0.0, static_cast<double>(shape_size(batch)), 1.0, uint32, s), batch, s);
     }
     if (!is_integer(given->dtype())) {
-      throw_invalid("[gather_mm] Got " + std::string(which) + " with invalid dtype " + dtype_str(given->dtype()) +
+      throw_invalid("[gather_mm] Got " + std::string(which) + " with invalid dtype " + dtype_string(given->dtype()) +
                     ". Indices must be integral.");
     }
     return astype(*given, uint32, s);
@@ -199,10 +200,8 @@ array gather_mm(array a, array b, std::optional<array> lhs_indices, std::optiona
   const Shape batch = checked_broadcast(lhs.shape(), rhs.shape(),
                                         "[gather_mm] The index arrays with shapes " + shape_string(lhs.shape()) +
                                             " and " + shape_string(rhs.shape()) + " cannot be broadcast.");
-  const int32_t m = p.a.shape(-2);
-  const int32_t n = p.b.shape(-1);
-  array out(with_tail(batch, {m, n}), p.dtype, GatherMM{sorted_indices},
-            {p.a, p.b, broadcast_to(lhs, batch, s), broadcast_to(rhs, batch, s)}, to_stream(s));
+  auto out = make_node(GatherMM{sorted_indices}, {p.a, p.b, broadcast_to(lhs, batch, s), broadcast_to(rhs, batch, s)},
+                       to_stream(s));
   return squeeze_promoted(out, p.squeeze_axes, s);
 }
 
@@ -216,11 +215,10 @@ array segmented_mm(array a, array b, array segments, StreamOrDevice s) {
                   shape_string(segments.shape()) + ".");
   }
   if (!is_integer(segments.dtype())) {
-    throw_invalid("[segmented_mm] The segments must be integers; got " + dtype_str(segments.dtype()) + ".");
+    throw_invalid("[segmented_mm] The segments must be integers; got " + dtype_string(segments.dtype()) + ".");
   }
   auto p = matrix_operands(a, b, "segmented_mm", s);
-  Shape out_shape = with_tail(leading(segments, 1), {p.a.shape(0), p.b.shape(1)});
-  return array(std::move(out_shape), p.dtype, SegmentedMM{}, {p.a, p.b, astype(segments, uint32, s)}, to_stream(s));
+  return make_node(SegmentedMM{}, {p.a, p.b, astype(segments, uint32, s)}, to_stream(s));
 }
 // NOLINTEND(performance-unnecessary-value-param)
 
@@ -239,7 +237,7 @@ array hadamard_transform(const array& a, std::optional<float> scale, StreamOrDev
   if (n == 1) {
     return factor == 1.0F ? x : multiply(x, array(factor, dtype), s);
   }
-  return array(x.shape(), dtype, Hadamard{factor}, {x}, to_stream(s));
+  return make_node(Hadamard{factor}, {x}, to_stream(s));
 }
 
 }  // namespace nuvec

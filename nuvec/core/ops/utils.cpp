@@ -12,7 +12,7 @@ namespace nuvec {
 
 namespace detail {
 
-std::string op_prefix(const std::string& op) { return std::string("[").append(op).append("] "); }
+std::string dtype_string(Dtype dtype) { return std::string(dtype_name(dtype)); }
 
 std::string list_string(const std::vector<int>& values) { return shape_string(values); }
 

@@ -1,16 +1,18 @@
 #pragma once
 
-// Helpers the ops share: the wording of their errors, and small compositions several families use.
+// Helpers the ops share: the wording of their errors (op_prefix, shared beyond the ops, is in core/op_prefix.h),
+// and small compositions several families use.
 
 #include <string>
 #include <vector>
 
 #include "nuvec/core/array.h"
+#include "nuvec/core/op_prefix.h"
 
 namespace nuvec::detail {
 
-/// "[op] ", the prefix of an op's error messages.
-std::string op_prefix(const std::string& op);
+/// The dtype's name as a string, for building messages.
+std::string dtype_string(Dtype dtype);
 /// A list of axes or sizes written as shape_string writes a shape: "(0,-1)".
 std::string list_string(const std::vector<int>& values);
 

@@ -6,39 +6,39 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/output_shapes.h"
 
 namespace nuvec {
 
 using nuvec::detail::list_string;
+using nuvec::detail::make_node;
 
 array astype(array a, Dtype dtype, StreamOrDevice s) {
   if (a.dtype() == dtype) {
     return a;
   }
-  return array(a.shape(), dtype, AsType{dtype}, {a}, to_stream(s));
+  return make_node(AsType{dtype}, {a}, to_stream(s));
 }
 
 array view(const array& a, const Dtype& dtype, StreamOrDevice s) {
   if (a.dtype() == dtype) {
     return a;
   }
-  auto shape = a.shape();
   auto in_size = a.itemsize();
   auto out_size = size_of(dtype);
   if (in_size != out_size) {
     if (a.ndim() == 0) {
       throw_invalid("[view] Changing the type of a scalar is only allowed for types with the same size.");
     }
-    auto bytes = static_cast<size_t>(shape.back()) * in_size;
+    auto bytes = static_cast<size_t>(a.shape().back()) * in_size;
     if (bytes % out_size != 0) {
       throw_invalid("[view] The last axis of " + std::to_string(bytes) + " bytes is not divisible by the " +
                     std::to_string(out_size) + "-byte size of " + std::string(dtype_name(dtype)) + ".");
     }
-    shape.back() = static_cast<int32_t>(bytes / out_size);
   }
   // The view needs a contiguous last axis; copy first when it has none.
   auto in = a.ndim() > 0 && in_size != out_size ? contiguous(a, false, s) : a;
-  return array(std::move(shape), dtype, View{dtype}, {in}, to_stream(s));
+  return make_node(View{dtype}, {in}, to_stream(s));
 }
 
 array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrDevice s) {
@@ -53,23 +53,20 @@ array as_strided(array a, Shape shape, Strides strides, size_t offset, StreamOrD
   }
   // Strides address the row-contiguous layout of `a`.
   auto x = contiguous(a, false, s);
-  AsStrided primitive{shape, std::move(strides), offset};
-  return array(std::move(shape), a.dtype(), std::move(primitive), {x}, to_stream(s));
+  return make_node(AsStrided{std::move(shape), std::move(strides), offset}, {x}, to_stream(s));
 }
 
-array copy(array a, StreamOrDevice s) { return array(a.shape(), a.dtype(), Copy{}, {a}, to_stream(s)); }
+array copy(array a, StreamOrDevice s) { return make_node(Copy{}, {std::move(a)}, to_stream(s)); }
 
 array contiguous(const array& a, bool allow_col_major, StreamOrDevice s) {
   if (a.is_available() && (a.flags().row_contiguous || (allow_col_major && a.flags().col_contiguous))) {
     return a;
   }
   // The layout of a lazy array is known only once it is computed: the kernel decides, as MLX's Contiguous does.
-  return array(a.shape(), a.dtype(), Copy{true, allow_col_major}, {a}, to_stream(s));
+  return make_node(Copy{true, allow_col_major}, {a}, to_stream(s));
 }
 
-array stop_gradient(const array& a, StreamOrDevice s) {
-  return array(a.shape(), a.dtype(), StopGradient{}, {a}, to_stream(s));
-}
+array stop_gradient(const array& a, StreamOrDevice s) { return make_node(StopGradient{}, {a}, to_stream(s)); }
 
 array reshape(const array& a, Shape shape, StreamOrDevice s) {
   size_t known = 1;
@@ -98,8 +95,7 @@ array reshape(const array& a, Shape shape, StreamOrDevice s) {
   if (shape == a.shape()) {
     return a;
   }
-  Reshape primitive{shape};
-  return array(std::move(shape), a.dtype(), std::move(primitive), {a}, to_stream(s));
+  return make_node(Reshape{std::move(shape)}, {a}, to_stream(s));
 }
 
 array flatten(const array& a, int start_axis, int end_axis, StreamOrDevice s) {
@@ -215,21 +211,19 @@ array transpose(const array& a, std::vector<int> axes, StreamOrDevice s) {
                   " for array with " + std::to_string(a.ndim()) + " dimensions.");
   }
   std::vector<bool> seen(a.ndim(), false);
-  Shape shape;
   for (auto& axis : axes) {
     axis = normalize_axis(axis, a.ndim(), "transpose");
     if (seen[axis]) {
       throw_invalid("[transpose] Repeated axis " + std::to_string(axis) + " in " + list_string(axes) + ".");
     }
     seen[axis] = true;
-    shape.push_back(a.shape(axis));
   }
   std::vector<int> identity(a.ndim());
   std::iota(identity.begin(), identity.end(), 0);
   if (axes == identity) {
     return a;
   }
-  return array(std::move(shape), a.dtype(), Transpose{std::move(axes)}, {a}, to_stream(s));
+  return make_node(Transpose{std::move(axes)}, {a}, to_stream(s));
 }
 
 array transpose(const array& a, StreamOrDevice s) {
@@ -272,7 +266,7 @@ array broadcast_to(const array& a, const Shape& shape, StreamOrDevice s) {
     throw_invalid("[broadcast_to] Cannot broadcast array of shape " + shape_string(a.shape()) + " to shape " +
                   shape_string(shape) + ".");
   }
-  return array(shape, a.dtype(), Broadcast{shape}, {a}, to_stream(s));
+  return make_node(Broadcast{shape}, {a}, to_stream(s));
 }
 
 std::vector<array> broadcast_arrays(const std::vector<array>& inputs, StreamOrDevice s) {
@@ -371,6 +365,7 @@ array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevi
   if (whole) {
     return a;
   }
+  // Slice keeps no stop, so its shape is the op's, not a rule's (output_shapes.cpp).
   return array(std::move(shape), a.dtype(), Slice{std::move(start), std::move(strides)}, {a}, to_stream(s));
 }
 
@@ -384,7 +379,6 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
   }
   const auto& first = arrays.front();
   int ax = normalize_axis(axis, first.ndim(), "concatenate");
-  auto shape = first.shape();
   auto dtype = first.dtype();
   int64_t concat_size = 0;
   for (const auto& a : arrays) {
@@ -403,14 +397,14 @@ array concatenate(std::vector<array> arrays, int axis, StreamOrDevice s) {
     concat_size += a.shape(ax);
     dtype = promote_types(dtype, a.dtype());
   }
-  shape[ax] = checked_dim(concat_size, "concatenate");
+  checked_dim(concat_size, "concatenate");
   if (arrays.size() == 1) {
     return astype(first, dtype, s);
   }
   for (auto& a : arrays) {
     a = astype(a, dtype, s);
   }
-  return array(std::move(shape), dtype, Concatenate{ax}, std::move(arrays), to_stream(s));
+  return make_node(Concatenate{ax}, std::move(arrays), to_stream(s));
 }
 
 array concatenate(std::vector<array> arrays, StreamOrDevice s) {
@@ -429,17 +423,7 @@ array diagonal(const array& a, int offset, int axis1, int axis2, StreamOrDevice 
   if (x == y) {
     throw_invalid("[diagonal] axis1 and axis2 cannot be the same axis (" + std::to_string(x) + ").");
   }
-  Shape shape;
-  for (int i = 0; i < a.ndim(); ++i) {
-    if (i != x && i != y) {
-      shape.push_back(a.shape(i));
-    }
-  }
-  int rows = a.shape(x);
-  int cols = a.shape(y);
-  int length = offset >= 0 ? std::min(rows, cols - offset) : std::min(rows + offset, cols);
-  shape.push_back(std::max(length, 0));
-  return array(std::move(shape), a.dtype(), Diagonal{offset, x, y}, {a}, to_stream(s));
+  return make_node(Diagonal{offset, x, y}, {a}, to_stream(s));
 }
 
 }  // namespace nuvec

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/transforms/rules.h"
 
@@ -16,9 +17,8 @@ void check_no_index_derivative(const std::vector<int>& argnums, size_t first, si
                                const char* transform) {
   for (int a : argnums) {
     if (static_cast<size_t>(a) >= first && static_cast<size_t>(a) < last) {
-      throw_invalid(std::string("[")
-                        .append(op)
-                        .append("] Cannot calculate ")
+      throw_invalid(nuvec::detail::op_prefix(op)
+                        .append("Cannot calculate ")
                         .append(transform)
                         .append(" with respect to the indices (input " + std::to_string(a) + ")."));
     }

@@ -11,6 +11,7 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/output_shapes.h"
 #include "nuvec/core/transforms/rules.h"
 
 namespace nuvec {
@@ -494,16 +495,10 @@ Function custom_function(Function fun, std::optional<CustomVJPFn> fun_vjp, std::
     if (outs.empty()) {
       return outs;
     }
-    std::vector<Shape> shapes;
-    std::vector<Dtype> dtypes;
-    for (const auto& o : outs) {
-      shapes.push_back(o.shape());
-      dtypes.push_back(o.dtype());
-    }
     auto num_outputs = static_cast<int>(outs.size());
     auto stream = outs.front().stream();
     outs.insert(outs.end(), primals.begin(), primals.end());
-    return array::make_arrays(std::move(shapes), dtypes, Custom{num_outputs, rules}, std::move(outs), stream);
+    return detail::make_nodes(Custom{num_outputs, rules}, std::move(outs), stream);
   };
 }
 

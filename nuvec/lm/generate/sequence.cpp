@@ -9,6 +9,7 @@
 #include "nuvec/core/allocator.h"
 #include "nuvec/core/device.h"
 #include "nuvec/core/eval.h"
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/lm/cache/prompt_cache.h"
 #include "nuvec/lm/sample/logits_processors.h"
@@ -27,7 +28,7 @@ std::vector<int32_t> stop_ids(const Tokenizer& tokenizer, const std::vector<int3
 
 void check_options(const GenerateOptions& options, const char* caller) {
   auto fail = [&](const std::string& what, int given) {
-    throw_invalid(std::string("[") + caller + "] " + what + "; got " + std::to_string(given) + ".");
+    throw_invalid(nuvec::detail::op_prefix(caller) + what + "; got " + std::to_string(given) + ".");
   };
   if (options.max_tokens < 0) {
     fail("max_tokens must not be negative", options.max_tokens);
@@ -39,36 +40,36 @@ void check_options(const GenerateOptions& options, const char* caller) {
     fail("max_kv_size must be positive", *options.max_kv_size);
   }
   if (options.draft_model != nullptr && options.constraint != nullptr) {
-    throw_unsupported(std::string("[") + caller + "] a token constraint cannot be used with a draft model.");
+    throw_unsupported(nuvec::detail::op_prefix(caller) + "a token constraint cannot be used with a draft model.");
   }
   if (options.draft_model != nullptr && options.num_draft <= 0) {
     fail("num_draft must be positive", options.num_draft);
   }
   for (const std::string& stop : options.stop_strings) {
     if (stop.empty()) {
-      throw_invalid(std::string("[") + caller + "] stop strings must not be empty.");
+      throw_invalid(nuvec::detail::op_prefix(caller) + "stop strings must not be empty.");
     }
   }
 }
 
 void check_prompt(const LanguageModel& model, const std::vector<int32_t>& prompt, const char* caller) {
   if (prompt.empty()) {
-    throw_invalid(std::string("[") + caller + "] the prompt is empty; give at least one token.");
+    throw_invalid(nuvec::detail::op_prefix(caller) + "the prompt is empty; give at least one token.");
   }
   const int vocab = model.vocab_size();
   for (size_t i = 0; i < prompt.size(); ++i) {
     if (prompt[i] < 0 || prompt[i] >= vocab) {
       std::ostringstream msg;
-      msg << "[" << caller << "] prompt token " << i << " is id " << prompt[i] << ", outside the model's vocabulary of "
-          << vocab << ".";
+      msg << nuvec::detail::op_prefix(caller) << "prompt token " << i << " is id " << prompt[i]
+          << ", outside the model's vocabulary of " << vocab << ".";
       throw_invalid(msg.str());
     }
   }
   const int context = model.max_context();
   if (context > 0 && static_cast<int>(prompt.size()) > context) {
     std::ostringstream msg;
-    msg << "[" << caller << "] the prompt has " << prompt.size() << " tokens, more than the model's context of "
-        << context << " tokens.";
+    msg << nuvec::detail::op_prefix(caller) << "the prompt has " << prompt.size()
+        << " tokens, more than the model's context of " << context << " tokens.";
     throw_invalid(msg.str());
   }
 }
@@ -108,7 +109,7 @@ int reusable_prefix(const PromptCache& cached, const std::vector<int32_t>& promp
   const int draft_held = cached.draft_cache.empty() ? 0 : cached.draft_cache.front()->offset();
   if (held != listed || draft_held > listed) {
     std::ostringstream msg;
-    msg << "[" << caller << "] the prompt cache holds " << held << " positions";
+    msg << nuvec::detail::op_prefix(caller) << "the prompt cache holds " << held << " positions";
     if (draft_held > listed) {
       msg << " and its draft cache " << draft_held;
     }

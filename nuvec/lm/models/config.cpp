@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nuvec/core/error.h"
+#include "nuvec/core/op_prefix.h"
 
 namespace nuvec::lm {
 
@@ -119,7 +120,7 @@ std::vector<int32_t> token_ids(const nlohmann::json& value, const char* file) {
   std::vector<int32_t> ids;
   auto add = [&](const nlohmann::json& id) {
     if (!id.is_number_integer()) {
-      throw_invalid(std::string("[") + file + "] eos_token_id must be an integer or a list of integers; got " +
+      throw_invalid(nuvec::detail::op_prefix(file) + "eos_token_id must be an integer or a list of integers; got " +
                     value.dump() + ".");
     }
     ids.push_back(id.get<int32_t>());

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "nuvec/core/error.h"
+#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/shape.h"
 
@@ -164,28 +165,29 @@ Candidates largest_candidates(const array& x, int count) {
 void check_batch(const array& logits, std::span<const SamplingRow> rows, const char* op) {
   if (logits.ndim() != 2 || logits.shape(0) != static_cast<int32_t>(rows.size())) {
     std::ostringstream message;
-    message << "[" << op << "] Expected logits of shape (B, V) with one row per sampler, B = " << rows.size()
-            << "; got shape " << shape_string(logits.shape()) << ".";
+    message << nuvec::detail::op_prefix(op)
+            << "Expected logits of shape (B, V) with one row per sampler, B = " << rows.size() << "; got shape "
+            << shape_string(logits.shape()) << ".";
     throw_invalid(message.str());
   }
   if (!is_floating(logits.dtype())) {
-    throw_invalid(std::string("[") + op + "] Logits must be a floating point type; got " +
+    throw_invalid(nuvec::detail::op_prefix(op) + "Logits must be a floating point type; got " +
                   std::string(dtype_name(logits.dtype())) + ".");
   }
   for (std::size_t b = 0; b < rows.size(); ++b) {
     if (rows[b].sampler == nullptr) {
-      throw_invalid(std::string("[") + op + "] Row " + std::to_string(b) + " has no sampler.");
+      throw_invalid(nuvec::detail::op_prefix(op) + "Row " + std::to_string(b) + " has no sampler.");
     }
     if (rows[b].sampler->vocab_size() != logits.shape(1)) {
       std::ostringstream message;
-      message << "[" << op << "] Row " << b << "'s sampler was made for a vocabulary of "
+      message << nuvec::detail::op_prefix(op) << "Row " << b << "'s sampler was made for a vocabulary of "
               << rows[b].sampler->vocab_size() << " but the logits have " << logits.shape(1) << ".";
       throw_invalid(message.str());
     }
     if (rows[b].allowed != nullptr && rows[b].allowed->size() != static_cast<size_t>(logits.shape(1))) {
       std::ostringstream message;
-      message << "[" << op << "] Row " << b << "'s mask of allowed tokens has " << rows[b].allowed->size()
-              << " entries but the logits have " << logits.shape(1) << ".";
+      message << nuvec::detail::op_prefix(op) << "Row " << b << "'s mask of allowed tokens has "
+              << rows[b].allowed->size() << " entries but the logits have " << logits.shape(1) << ".";
       throw_invalid(message.str());
     }
   }

@@ -1,0 +1,59 @@
+#pragma once
+
+// The list the output rules (output_shapes.cpp, output_dtypes.cpp) return. Every op call asks them for its node's
+// outputs, and nearly every primitive has one output, so the first is held inline: a rule then allocates nothing
+// beyond the values themselves.
+
+#include <concepts>
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "nuvec/core/array.h"
+
+namespace nuvec::detail {
+
+template <class T>
+class OutputList {
+ public:
+  OutputList() = default;
+  template <class... U>
+    requires(sizeof...(U) > 0 && (std::convertible_to<U, T> && ...))
+  OutputList(U&&... values) {  // NOLINT(google-explicit-constructor): rules return {a, b}
+    (push_back(std::forward<U>(values)), ...);
+  }
+
+  void push_back(T value) {
+    if (first_) {
+      rest_.push_back(std::move(value));
+    } else {
+      first_.emplace(std::move(value));
+    }
+  }
+  [[nodiscard]] size_t size() const { return first_ ? 1 + rest_.size() : 0; }
+  T& front() { return *first_; }
+  [[nodiscard]] std::vector<T> to_vector() && {
+    std::vector<T> all;
+    if (first_) {
+      all.push_back(std::move(*first_));
+      all.insert(all.end(), std::make_move_iterator(rest_.begin()), std::make_move_iterator(rest_.end()));
+    }
+    return all;
+  }
+
+ private:
+  std::optional<T> first_;
+  std::vector<T> rest_;
+};
+
+/// Throws error(unsupported): `rule` ("output_shapes") cannot give the output `what` ("shape") of `primitive`, since
+/// its parameters do not hold it, for the reason `why`.
+[[noreturn]] void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive,
+                                    std::string_view why);
+
+/// The rules themselves (output_shapes.h has their public forms).
+OutputList<Shape> shape_rule(const Primitive& p, const std::vector<array>& inputs);
+OutputList<Dtype> dtype_rule(const Primitive& p, const std::vector<array>& inputs);
+
+}  // namespace nuvec::detail
