@@ -1,16 +1,20 @@
-// One output-shape rule per primitive. A rule reads its inputs' shapes and the primitive's parameters; a primitive
-// whose output shape is one of its parameters has a rule of the parameters alone (shapes_of(p), no inputs), which is
-// how shape_is_parameter tells them apart.
+// One output-shape rule per primitive, and the visits of both rules (the dtype rules are output_dtype_rules.h). A
+// shape rule reads its inputs' shapes and the primitive's parameters; a primitive whose output shape is one of its
+// parameters has a rule of the parameters alone (shapes_of(p), no inputs), which is how shape_is_parameter tells
+// them apart.
 
 #include "nuvec/core/output_shapes.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "nuvec/core/communicator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/fused.h"
 #include "nuvec/core/op_prefix.h"
+#include "nuvec/core/output_dtype_rules.h"
 #include "nuvec/core/output_list.h"
 
 namespace nuvec::detail {
@@ -377,6 +381,15 @@ concept ShapeIsParameter = requires(const P& p) {
   shapes_of(p);
 };
 
+template <class P>
+Shapes shape_rule_of(const P& p, const Inputs& inputs) {
+  if constexpr (ShapeIsParameter<P>) {
+    return shapes_of(p);
+  } else {
+    return shapes_of(p, inputs);
+  }
+}
+
 }  // namespace
 
 void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive, std::string_view why) {
@@ -390,32 +403,36 @@ void not_in_parameters(std::string_view rule, std::string_view what, std::string
 }
 
 Shapes shape_rule(const Primitive& p, const Inputs& inputs) {
-  return std::visit(
-      [&]<class P>(const P& prim) {
-        if constexpr (ShapeIsParameter<P>) {
-          return shapes_of(prim);
-        } else {
-          return shapes_of(prim, inputs);
-        }
-      },
-      p);
+  return std::visit([&](const auto& prim) { return shape_rule_of(prim, inputs); }, p);
+}
+
+OutputList<Dtype> dtype_rule(const Primitive& p, const Inputs& inputs) {
+  return std::visit([&](const auto& prim) { return dtype_rules::dtypes_of(prim, inputs); }, p);
 }
 
 std::vector<Shape> output_shapes(const Primitive& p, const std::vector<array>& inputs) {
   return shape_rule(p, inputs).to_vector();
 }
 
+std::vector<Dtype> output_dtypes(const Primitive& p, const std::vector<array>& inputs) {
+  return dtype_rule(p, inputs).to_vector();
+}
+
 bool shape_is_parameter(const Primitive& p) {
   return std::visit([]<class P>(const P&) { return ShapeIsParameter<P>; }, p);
 }
 
-array make_node(Primitive p, std::vector<array> inputs, Stream stream) {
-  Shapes shapes = shape_rule(p, inputs);
-  const Dtype dtype = dtype_rule(p, inputs).front();
-  return {std::move(shapes.front()), dtype, std::move(p), std::move(inputs), stream};
+// Every op call builds its node here: one visit gives both rules, and the primitive moves once, into the node.
+array make_node(Primitive&& p, std::vector<array> inputs, Stream stream) {
+  auto [shape, dtype] = std::visit(
+      [&](const auto& prim) {
+        return std::pair{std::move(shape_rule_of(prim, inputs).front()), dtype_rules::dtypes_of(prim, inputs).front()};
+      },
+      p);
+  return {std::move(shape), dtype, std::move(p), std::move(inputs), stream};
 }
 
-std::vector<array> make_nodes(Primitive p, std::vector<array> inputs, Stream stream) {
+std::vector<array> make_nodes(Primitive&& p, std::vector<array> inputs, Stream stream) {
   auto shapes = shape_rule(p, inputs).to_vector();
   const auto dtypes = dtype_rule(p, inputs).to_vector();
   return array::make_arrays(std::move(shapes), dtypes, std::move(p), std::move(inputs), stream);

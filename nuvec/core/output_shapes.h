@@ -1,7 +1,7 @@
 #pragma once
 
 // The outputs of a primitive from its inputs: one shape rule (output_shapes.cpp) and one dtype rule
-// (output_dtypes.cpp) per primitive, each an exhaustive visit. The ops build their nodes through them (make_node),
+// (output_dtype_rules.h) per primitive, each an exhaustive visit. The ops build their nodes through them (make_node),
 // compile's shapeless replay follows new input shapes through them, and tests/core/output_shapes_test.cpp checks them
 // on every primitive.
 
@@ -26,8 +26,8 @@ bool shape_is_parameter(const Primitive& p);
 std::vector<Dtype> output_dtypes(const Primitive& p, const std::vector<array>& inputs);
 
 /// The output of a single-output primitive, its shape and dtype given by the rules; the op has validated the inputs.
-array make_node(Primitive p, std::vector<array> inputs, Stream stream);
+array make_node(Primitive&& p, std::vector<array> inputs, Stream stream);
 /// All outputs of a primitive, their shapes and dtypes given by the rules.
-std::vector<array> make_nodes(Primitive p, std::vector<array> inputs, Stream stream);
+std::vector<array> make_nodes(Primitive&& p, std::vector<array> inputs, Stream stream);
 
 }  // namespace nuvec::detail
