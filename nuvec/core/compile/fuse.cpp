@@ -8,8 +8,10 @@
 // cycle through an outside node is left unfused.
 
 #include <algorithm>
+#include <concepts>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "nuvec/core/compile/codegen.h"
 #include "nuvec/core/compile/graph.h"
@@ -20,30 +22,65 @@ namespace nuvec::detail {
 
 namespace {
 
+// How a primitive fuses is a trait of its type, as Elementwise (expressions.h) is: besides the element-wise
+// primitives, reductions join the chain they reduce (over its rows), and the row primitives are rewritten as their
+// compositions so that they join it too. Every other primitive stays a node of its own.
+
+/// Reductions over the last axis join a row kernel.
+template <class P>
+concept RowReduction = std::same_as<P, Reduce>;
+/// Normalizations over the last axis, with an epsilon.
+template <class P>
+concept Norm = std::same_as<P, LayerNorm> || std::same_as<P, RMSNorm>;
+/// Row primitives that expand_row_primitives rewrites as their compositions.
+template <class P>
+concept RowComposite = Norm<P> || std::same_as<P, Softmax> || std::same_as<P, LogSumExp>;
+
+bool is_row_reduction(const Primitive& p) {
+  return std::visit([]<class P>(const P&) { return RowReduction<P>; }, p);
+}
+
+/// A norm's epsilon; nullopt for every other primitive.
+std::optional<float> norm_eps(const Primitive& p) {
+  return std::visit(
+      []<class P>(const P& prim) -> std::optional<float> {
+        if constexpr (Norm<P>) {
+          return prim.eps;
+        } else {
+          return std::nullopt;
+        }
+      },
+      p);
+}
+
 bool fusable(const Graph& g, const GraphNode& n) {
   if (n.outs.size() != 1) {
     return false;
   }
-  const Primitive& p = n.primitive;
   const auto& out = g.values[static_cast<size_t>(n.outs[0])];
-  if (const auto* r = std::get_if<Reduce>(&p)) {
-    const auto& in = g.values[static_cast<size_t>(n.args[0])];
-    const int last = static_cast<int>(in.shape.size()) - 1;
-    return r->type != ReduceType::all && r->type != ReduceType::any && last >= 0 && in.shape.back() > 1 &&
-           r->axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
-           out.dtype == in.dtype;
-  }
-  std::vector<Dtype> arg_dtypes;
-  for (int a : n.args) {
-    arg_dtypes.push_back(g.values[static_cast<size_t>(a)].dtype);
-  }
-  return can_generate(p, arg_dtypes, out.dtype);
+  return std::visit(
+      [&]<class P>(const P& p) {
+        if constexpr (RowReduction<P>) {
+          const auto& in = g.values[static_cast<size_t>(n.args[0])];
+          const int last = static_cast<int>(in.shape.size()) - 1;
+          return p.type != ReduceType::all && p.type != ReduceType::any && last >= 0 && in.shape.back() > 1 &&
+                 p.axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
+                 out.dtype == in.dtype;
+        } else {
+          std::vector<Dtype> arg_dtypes;
+          for (int a : n.args) {
+            arg_dtypes.push_back(g.values[static_cast<size_t>(a)].dtype);
+          }
+          return can_generate(n.primitive, arg_dtypes, out.dtype);
+        }
+      },
+      n.primitive);
 }
 
 /// The shape a fusable node iterates over: a reduction's input shape, a broadcast of rows' output shape, otherwise
 /// its output shape.
 const Shape& base_shape(const Graph& g, const GraphNode& n) {
-  if (std::holds_alternative<Reduce>(n.primitive)) {
+  if (is_row_reduction(n.primitive)) {
     return g.values[static_cast<size_t>(n.args[0])].shape;
   }
   return g.values[static_cast<size_t>(n.outs[0])].shape;
@@ -53,7 +90,7 @@ const Shape& base_shape(const Graph& g, const GraphNode& n) {
 bool joins(const Graph& g, const GraphNode& n, int a) {
   const auto& arg = g.values[static_cast<size_t>(a)].shape;
   const auto& out = g.values[static_cast<size_t>(n.outs[0])].shape;
-  if (arg == out || std::holds_alternative<Reduce>(n.primitive)) {
+  if (arg == out || is_row_reduction(n.primitive)) {
     return true;
   }
   return std::holds_alternative<Broadcast>(n.primitive) && !out.empty() && out.back() > 1 && arg == row_shape(out);
@@ -225,9 +262,9 @@ Dtype arithmetic_dtype(Dtype d) { return is_half(d) ? float32 : d; }
 /// Whether a row primitive is rewritten: float32 or float64 throughout (the norms also float16 or bfloat16), rows
 /// longer than one element; the norms not in shapeless graphs (their row length would be the traced one).
 bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
-  const Primitive& p = n.primitive;
-  const bool norm = std::holds_alternative<LayerNorm>(p) || std::holds_alternative<RMSNorm>(p);
-  if ((!norm || shapeless) && !std::holds_alternative<Softmax>(p) && !std::holds_alternative<LogSumExp>(p)) {
+  const bool norm = norm_eps(n.primitive).has_value();
+  const bool composite = std::visit([]<class P>(const P&) { return RowComposite<P>; }, n.primitive);
+  if (!composite || (norm && shapeless)) {
     return false;
   }
   const auto& x = g.values[static_cast<size_t>(n.args[0])];
@@ -251,10 +288,7 @@ void expand_row_primitives(Graph& g, bool shapeless) {
     if (!expandable(g, n, shapeless)) {
       continue;
     }
-    const float* eps = std::holds_alternative<LayerNorm>(n.primitive) ? &std::get<LayerNorm>(n.primitive).eps
-                       : std::holds_alternative<RMSNorm>(n.primitive) ? &std::get<RMSNorm>(n.primitive).eps
-                                                                       : nullptr;
-    if (eps != nullptr) {
+    if (const auto eps = norm_eps(n.primitive)) {
       const auto& x = g.values[static_cast<size_t>(n.args[0])];
       needed.push_back(scalar(static_cast<double>(x.shape.back()), arithmetic_dtype(x.dtype)));
       needed.push_back(scalar(static_cast<double>(*eps), arithmetic_dtype(x.dtype)));
@@ -414,7 +448,7 @@ void fuse_graph(Graph& g, bool shapeless) {
     }
     Shape s;
     for (size_t i : list) {
-      if (std::holds_alternative<Reduce>(g.nodes[i].primitive)) {
+      if (is_row_reduction(g.nodes[i].primitive)) {
         s = base_shape(g, g.nodes[i]);
       }
     }
@@ -433,8 +467,7 @@ void fuse_graph(Graph& g, bool shapeless) {
       const auto& o = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
       const bool row = o != s && o == row_shape(s);
       rows = rows || row;
-      valid = valid && (std::holds_alternative<Reduce>(g.nodes[i].primitive) ? base_shape(g, g.nodes[i]) == s && row
-                                                                             : o == s || row);
+      valid = valid && (is_row_reduction(g.nodes[i].primitive) ? base_shape(g, g.nodes[i]) == s && row : o == s || row);
     }
     if (!valid) {
       continue;
