@@ -4,7 +4,6 @@
 // computes in before building it, so most rules read their first input; the rest read a parameter or name a fixed
 // dtype. Included only by output_shapes.cpp, whose one visit asks a primitive for its shapes and dtypes together.
 
-#include <string_view>
 #include <vector>
 
 #include "nuvec/core/communicator.h"
@@ -15,10 +14,6 @@ namespace nuvec::detail::dtype_rules {
 
 using Dtypes = OutputList<Dtype>;
 using Inputs = std::vector<array>;
-
-[[noreturn]] inline void set_by_the_op(std::string_view primitive, std::string_view why) {
-  not_in_parameters("output_dtypes", "dtype", primitive, why);
-}
 
 inline Dtypes first(const Inputs& in) { return {in[0].dtype()}; }
 /// Complex values give their real parts' dtype.
@@ -52,7 +47,7 @@ inline Dtypes dtypes_of(const LessEqual&, const Inputs&) { return {bool_}; }
 /// The values' dtype (the first input is the condition).
 inline Dtypes dtypes_of(const Select&, const Inputs& in) { return {in[1].dtype()}; }
 inline Dtypes dtypes_of(const AsType& p, const Inputs&) { return {p.dtype}; }
-inline Dtypes dtypes_of(const Arange& p, const Inputs&) { set_by_the_op(p.name, "arange's dtype argument"); }
+inline Dtypes dtypes_of(const Arange& p, const Inputs&) { return {p.dtype}; }
 /// Unsigned integers of `width` bytes.
 inline Dtypes dtypes_of(const RandomBits& p, const Inputs&) {
   switch (p.width) {
@@ -88,9 +83,7 @@ inline Dtypes dtypes_of(const Pad&, const Inputs& in) { return first(in); }
 
 // ---- reductions, sorting and scans: indices are uint32 (searchsorted's int64)
 
-inline Dtypes dtypes_of(const Reduce& p, const Inputs&) {
-  set_by_the_op(p.name, "sums widen small integers, mean accumulates half floats in float32");
-}
+inline Dtypes dtypes_of(const Reduce& p, const Inputs&) { return {p.dtype}; }
 inline Dtypes dtypes_of(const ArgReduce&, const Inputs&) { return {uint32}; }
 inline Dtypes dtypes_of(const Softmax&, const Inputs& in) { return first(in); }
 inline Dtypes dtypes_of(const LogSumExp&, const Inputs& in) { return first(in); }
@@ -108,17 +101,11 @@ inline Dtypes dtypes_of(const Matmul&, const Inputs& in) { return {promote_types
 inline Dtypes dtypes_of(const AddMM&, const Inputs& in) { return first(in); }
 /// Packed codes, then scales and biases in the weight's dtype.
 inline Dtypes dtypes_of(const Quantize&, const Inputs& in) { return {uint32, in[0].dtype(), in[0].dtype()}; }
-inline Dtypes dtypes_of(const Dequantize& p, const Inputs&) { set_by_the_op(p.name, "dequantize's dtype argument"); }
+inline Dtypes dtypes_of(const Dequantize& p, const Inputs&) { return {p.dtype}; }
 /// x's dtype.
 inline Dtypes dtypes_of(const QuantizedMatmul&, const Inputs& in) { return first(in); }
 inline Dtypes dtypes_of(const GatherQMM&, const Inputs& in) { return first(in); }
-/// Codes are uint8; decoding gives the op's dtype argument.
-inline Dtypes dtypes_of(const Fp8Cast& p, const Inputs&) {
-  if (!p.encode) {
-    set_by_the_op(p.name, "from_fp8's dtype argument");
-  }
-  return {uint8};
-}
+inline Dtypes dtypes_of(const Fp8Cast& p, const Inputs&) { return {p.dtype}; }
 /// Spectra are complex64; the inverse real transform gives float32.
 inline Dtypes dtypes_of(const FFT& p, const Inputs&) { return {p.real && p.inverse ? float32 : complex64}; }
 inline Dtypes dtypes_of(const Convolution&, const Inputs& in) { return first(in); }
@@ -195,10 +182,7 @@ inline Dtypes dtypes_of(const Hadamard&, const Inputs& in) { return first(in); }
 // ---- distributed
 
 inline Dtypes dtypes_of(const Collective& p, const Inputs& in) {
-  if (p.kind == CollectiveKind::recv) {
-    set_by_the_op(p.name, "recv receives the dtype the sender sends");
-  }
-  return first(in);
+  return {p.kind == CollectiveKind::recv ? p.recv_dtype : in[0].dtype()};
 }
 
 }  // namespace nuvec::detail::dtype_rules

@@ -6,7 +6,6 @@
 
 #include <concepts>
 #include <optional>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -46,11 +45,6 @@ class OutputList {
   std::optional<T> first_;
   std::vector<T> rest_;
 };
-
-/// Throws error(unsupported): `rule` ("output_shapes") cannot give the output `what` ("shape") of `primitive`, since
-/// its parameters do not hold it, for the reason `why`.
-[[noreturn]] void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive,
-                                    std::string_view why);
 
 /// The rules themselves (output_shapes.h has their public forms; output_shapes.cpp visits both).
 OutputList<Shape> shape_rule(const Primitive& p, const std::vector<array>& inputs);

@@ -8,12 +8,9 @@
 #include <algorithm>
 #include <utility>
 #include <vector>
-#include <string>
 
 #include "nuvec/core/communicator.h"
-#include "nuvec/core/error.h"
 #include "nuvec/core/fused.h"
-#include "nuvec/core/op_prefix.h"
 #include "nuvec/core/output_dtype_rules.h"
 #include "nuvec/core/output_list.h"
 
@@ -23,10 +20,6 @@ namespace {
 
 using Shapes = OutputList<Shape>;
 using Inputs = std::vector<array>;
-
-[[noreturn]] void not_in_parameters(std::string_view primitive, std::string_view why) {
-  detail::not_in_parameters("output_shapes", "shape", primitive, why);
-}
 
 /// The inputs' broadcast shape. Every op call goes through here, so an input that cannot change the shape (the same
 /// shape, or one element of no more axes: the scalar operands of elementwise.cpp) is passed over without a new Shape.
@@ -74,8 +67,7 @@ Shapes shapes_of(const P&, const Inputs& in) {
 }
 Shapes shapes_of(const Select&, const Inputs& in) { return {broadcast_all(in)}; }
 Shapes shapes_of(const AsType&, const Inputs& in) { return {same_as_first(in)}; }
-/// Its length is the op's: ceil((stop - start) / step), or linspace's own count of values.
-Shapes shapes_of(const Arange& p) { not_in_parameters(p.name, "the length is the op's, linspace's count included"); }
+Shapes shapes_of(const Arange& p) { return {Shape{p.length}}; }
 Shapes shapes_of(const RandomBits& p) { return {p.shape}; }
 Shapes shapes_of(const Broadcast& p) { return {p.shape}; }
 Shapes shapes_of(const Reshape& p) { return {p.shape}; }
@@ -86,7 +78,7 @@ Shapes shapes_of(const Transpose& p, const Inputs& in) {
   }
   return {s};
 }
-Shapes shapes_of(const Slice& p) { not_in_parameters(p.name, "it keeps start and strides, not the stop"); }
+Shapes shapes_of(const Slice& p) { return {p.shape}; }
 Shapes shapes_of(const AsStrided& p) { return {p.shape}; }
 Shapes shapes_of(const Diagonal& p, const Inputs& in) {
   const Shape& x = in[0].shape();
@@ -204,15 +196,12 @@ Shapes shapes_of(const GatherQMM& p, const Inputs& in) {
   return {with_tail(broadcast_shapes(in[4].shape(), in[5].shape()), 0, {x[x.size() - 2], n})};
 }
 Shapes shapes_of(const Fp8Cast&, const Inputs& in) { return {same_as_first(in)}; }
-/// A real forward transform keeps n / 2 + 1 frequencies; the inverse's length n is the op's argument (n / 2 + 1
-/// frequencies come from an even or an odd n).
+/// A real forward transform keeps n / 2 + 1 frequencies; the inverse gives back its real_length.
 Shapes shapes_of(const FFT& p, const Inputs& in) {
-  if (p.real && p.inverse) {
-    not_in_parameters("FFT (inverse real)", "n / 2 + 1 frequencies come from an even or an odd length n");
-  }
   Shape s = in[0].shape();
   if (p.real) {
-    s[static_cast<size_t>(p.axes.back())] = s[static_cast<size_t>(p.axes.back())] / 2 + 1;
+    int& last = s[static_cast<size_t>(p.axes.back())];
+    last = p.inverse ? p.real_length : last / 2 + 1;
   }
   return {s};
 }
@@ -372,7 +361,7 @@ Shapes shapes_of(const Collective& p, const Inputs& in) {
     case CollectiveKind::recv:
       break;
   }
-  not_in_parameters(p.name, "recv receives the shape the sender sends");
+  return {p.recv_shape};
 }
 
 /// A primitive whose shape is a parameter has a rule of the parameters alone.
@@ -391,16 +380,6 @@ Shapes shape_rule_of(const P& p, const Inputs& inputs) {
 }
 
 }  // namespace
-
-void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive, std::string_view why) {
-  throw_unsupported(op_prefix(rule)
-                        .append(primitive)
-                        .append(": its output ")
-                        .append(what)
-                        .append(" is not among its parameters (")
-                        .append(why)
-                        .append("), so the op gives it."));
-}
 
 Shapes shape_rule(const Primitive& p, const Inputs& inputs) {
   return std::visit([&](const auto& prim) { return shape_rule_of(prim, inputs); }, p);

@@ -331,13 +331,13 @@ void expand_row_primitives(Graph& g, bool shapeless) {
     const int x = arithmetic(x_in);
     const int out = half ? -1 : n.outs[0];
     if (std::holds_alternative<Softmax>(n.primitive)) {
-      const int m = op(Reduce{ReduceType::max, last}, {x}, rows);
+      const int m = op(Reduce{ReduceType::max, last, dtype}, {x}, rows);
       const int e = op(Exp{}, {op(Subtract{}, {x, to_shape(m)}, shape)}, shape);
-      op(Divide{}, {e, to_shape(op(Reduce{ReduceType::sum, last}, {e}, rows))}, shape, out);
+      op(Divide{}, {e, to_shape(op(Reduce{ReduceType::sum, last, dtype}, {e}, rows))}, shape, out);
     } else if (std::holds_alternative<LogSumExp>(n.primitive)) {
-      const int m = op(Reduce{ReduceType::max, last}, {x}, rows);
+      const int m = op(Reduce{ReduceType::max, last, dtype}, {x}, rows);
       const int e = op(Exp{}, {op(Subtract{}, {x, to_shape(m)}, shape)}, shape);
-      const int lse = op(Add{}, {m, op(Log{}, {op(Reduce{ReduceType::sum, last}, {e}, rows)}, rows)}, rows);
+      const int lse = op(Add{}, {m, op(Log{}, {op(Reduce{ReduceType::sum, last, dtype}, {e}, rows)}, rows)}, rows);
       op(Select{}, {add(IsInf{}, {m}, rows, bool_), m, lse}, rows, out);
     } else {
       const bool centered = std::holds_alternative<LayerNorm>(n.primitive);
@@ -348,10 +348,10 @@ void expand_row_primitives(Graph& g, bool shapeless) {
       const int eps = constants[next_constant++];
       int xc = x;
       if (centered) {
-        const int sum = op(Reduce{ReduceType::sum, last}, {x}, rows);
+        const int sum = op(Reduce{ReduceType::sum, last, dtype}, {x}, rows);
         xc = op(Subtract{}, {x, to_shape(op(Divide{}, {sum, to_rows(length, sum)}, rows))}, shape);
       }
-      const int squares = op(Reduce{ReduceType::sum, last}, {op(Multiply{}, {xc, xc}, shape)}, rows);
+      const int squares = op(Reduce{ReduceType::sum, last, dtype}, {op(Multiply{}, {xc, xc}, shape)}, rows);
       const int var = op(Divide{}, {squares, to_rows(length, squares)}, rows);
       const int inv = op(Rsqrt{}, {op(Add{}, {var, to_rows(eps, var)}, rows)}, rows);
       const bool last_step = !has_weight && !has_bias;

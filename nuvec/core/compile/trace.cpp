@@ -166,14 +166,7 @@ std::vector<Shape> infer_shapes(const Graph& g, const GraphNode& n, const std::v
   if (shape_is_parameter(p)) {
     throw_shapeless(p);
   }
-  try {
-    shapes = output_shapes(p, args);
-  } catch (const error& e) {
-    if (e.kind() != ErrorKind::unsupported) {
-      throw;
-    }
-    throw_shapeless(p);
-  }
+  shapes = output_shapes(p, args);
   shapes.resize(n.outs.size());  // Depends: its outputs are its first inputs
   return shapes;
 }

@@ -76,9 +76,7 @@ array reduce(const array& a, ReduceType type, Dtype out_dtype, const std::vector
   if ((type == ReduceType::max || type == ReduceType::min) && p.reduced_size == 0 && shape_size(p.kept_shape) > 0) {
     throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
-  // The output dtype is the op's choice (sums widen small integers), not a rule's (output_dtypes.cpp).
-  array out(p.kept_shape, out_dtype, Reduce{type, p.axes}, {a}, to_stream(s));
-  return finish(out, p, keepdims, s);
+  return finish(make_node(Reduce{type, p.axes, out_dtype}, {a}, to_stream(s)), p, keepdims, s);
 }
 
 /// sum(x) / n in at least float; half floats are summed into float32 and rounded once at the end.
@@ -89,7 +87,7 @@ array mean_impl(const array& a, const std::vector<int>& axes, bool keepdims, Str
     return finish(astype(a, out_dtype, s), p, keepdims, s);
   }
   const Dtype acc = (out_dtype == float16 || out_dtype == bfloat16) ? float32 : out_dtype;
-  array total(p.kept_shape, acc, Reduce{ReduceType::sum, p.axes}, {a}, to_stream(s));
+  const array total = make_node(Reduce{ReduceType::sum, p.axes, acc}, {a}, to_stream(s));
   auto m = divide(total, array(static_cast<double>(p.reduced_size), acc), s);
   return finish(astype(m, out_dtype, s), p, keepdims, s);
 }
