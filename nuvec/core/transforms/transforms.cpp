@@ -11,6 +11,7 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/tracing.h"
 #include "nuvec/core/transforms/rules.h"
 
 namespace nuvec {
@@ -34,8 +35,24 @@ std::vector<array> make_tracers(const std::vector<array>& primals) {
   tracers.reserve(primals.size());
   for (const auto& p : primals) {
     tracers.push_back(depends({p}, {}).front());
+    tracers.back().set_tracer(true);
   }
   return tracers;
+}
+
+/// fun on the tracers, with is_tracer() true for them and what is computed from them.
+std::vector<array> run_traced(const Function& fun, const std::vector<array>& tracers) {
+  detail::TracingScope tracing;
+  return fun(tracers);
+}
+
+/// Once the outermost transform is done, its results are ordinary arrays again (MLX clears their flag).
+void release_tracers(std::vector<array>& arrays) {
+  if (!detail::in_tracing()) {
+    for (auto& a : arrays) {
+      a.set_tracer(false);
+    }
+  }
 }
 
 enum class Walk { derivative, vmap };
@@ -151,7 +168,7 @@ void check_rule_shape(const array& result, const array& expected, const Primitiv
 std::pair<std::vector<array>, std::vector<array>> vjp_prefix(const Function& fun, const std::vector<array>& primals,
                                                              const std::vector<array>& cotangents) {
   auto tracers = make_tracers(primals);
-  auto outputs = fun(tracers);
+  auto outputs = run_traced(fun, tracers);
   if (cotangents.size() > outputs.size()) {
     throw_invalid("[vjp] got " + std::to_string(cotangents.size()) + " cotangents for a function with " +
                   std::to_string(outputs.size()) + " outputs.");
@@ -215,6 +232,8 @@ std::pair<std::vector<array>, std::vector<array>> vjp_prefix(const Function& fun
     auto found = cts.find(tracers[i].id());
     grads.push_back(found == cts.end() ? zeros_like(primals[i]) : found->second);
   }
+  release_tracers(outputs);
+  release_tracers(grads);
   return {std::move(outputs), std::move(grads)};
 }
 
@@ -273,7 +292,7 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
     }
   }
   auto tracers = make_tracers(primals);
-  auto outputs = fun(tracers);
+  auto outputs = run_traced(fun, tracers);
   auto tape = record(outputs, tracers, Walk::derivative);
 
   std::unordered_map<uintptr_t, array> tans;
@@ -312,6 +331,8 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
     auto found = tans.find(o.id());
     out_tangents.push_back(found == tans.end() ? zeros_like(o) : found->second);
   }
+  release_tracers(outputs);
+  release_tracers(out_tangents);
   return {std::move(outputs), std::move(out_tangents)};
 }
 
@@ -418,14 +439,13 @@ Function vmap(const Function& fun, const std::vector<int>& in_axes, const std::v
         continue;
       }
       auto tracer = depends({take(inputs[i], 0, axes[i])}, {}).front();
-      tracer.set_tracer(true);
       traced.push_back(tracer);
       sources.push_back(tracer);
       mapped.insert_or_assign(tracer.id(), std::make_pair(inputs[i], axes[i]));
     }
     std::vector<array> outputs;
     {
-      detail::TracingScope tracing;
+      detail::PlaceholderScope placeholders(sources);
       outputs = fun(traced);
     }
     auto tape = record(outputs, sources, Walk::vmap);
