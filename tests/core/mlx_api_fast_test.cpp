@@ -49,8 +49,11 @@ TEST(MlxApiFast, ScaledDotProductAttention) {
                     fast::detail::scaled_dot_product_attention_composed(q, k, v, scale, "causal")));
   auto mask = ones({3, 5}, bool_);
   auto sinks = zeros({2});
-  EXPECT_TRUE(close(fast::scaled_dot_product_attention(q, k, v, scale, "array", mask, sinks, s),
+  EXPECT_TRUE(close(fast::scaled_dot_product_attention(q, k, v, scale, "array", mask, sinks, false, s),
                     fast::detail::scaled_dot_product_attention_composed(q, k, v, scale, "array", mask, sinks)));
+  // force_fused asks for the fused kernel, which nuvec always has.
+  EXPECT_TRUE(close(fast::scaled_dot_product_attention(q, k, v, scale, "", {}, {}, true),
+                    fast::detail::scaled_dot_product_attention_composed(q, k, v, scale)));
 }
 
 }  // namespace

@@ -362,7 +362,7 @@ TEST(MlxApiOps, IndexingAndProducts) {
   auto q = quantize(weights);
   EXPECT_EQ(q.size(), 3U);
   EXPECT_EQ(dequantize(q[0], q[1], q[2]).shape(), weights.shape());
-  EXPECT_EQ(dequantize(q[0], q[1], q[2], 64, 4, "affine", std::nullopt, s).shape(), weights.shape());
+  EXPECT_EQ(dequantize(q[0], q[1], q[2], 64, 4, "affine", std::nullopt, float32, s).shape(), weights.shape());
   EXPECT_EQ(quantized_matmul(ones({2, 64}), q[0], q[1], q[2]).shape(), (Shape{2, 8}));
   EXPECT_EQ(quantized_matmul(ones({2, 64}), q[0], q[1], q[2], true, 64, 4, "affine", s).shape(), (Shape{2, 8}));
   EXPECT_EQ(gather_qmm(ones({2, 64}), q[0], q[1], q[2]).shape(), (Shape{2, 8}));
@@ -398,11 +398,20 @@ TEST(MlxApiOps, FullArgumentForms) {
       (Shape{1, 3, 3, 3, 1}));
   EXPECT_EQ(conv_general(ones({1, 8, 4}), ones({2, 3, 4}), {1}, {1}, {1}, {1}, 1, false, s).shape(), (Shape{1, 8, 2}));
   auto weights = ones({8, 64});
-  auto q = quantize(weights, 32, 8, "affine", s);
+  auto q = quantize(weights, 32, 8, "affine", std::nullopt, s);
   EXPECT_EQ(q[1].shape(), (Shape{8, 2}));
+  EXPECT_EQ(dequantize(q[0], q[1], q[2], 32, 8, "affine", std::nullopt, bfloat16, s).dtype(), bfloat16);
   EXPECT_EQ(
       gather_qmm(ones({2, 64}), q[0], q[1], q[2], array({0}), std::nullopt, true, 32, 8, "affine", false, s).shape(),
       (Shape{1, 2, 8}));
+  auto x = ones({2, 64});
+  EXPECT_EQ(qqmm(x, weights, std::nullopt, 64, 4, "affine", std::nullopt, std::nullopt, s).shape(), (Shape{2, 8}));
+  EXPECT_EQ(qqmm(x, weights, {}, 32, 8, "affine").shape(), (Shape{2, 8}));
+  EXPECT_EQ(gather_qqmm(ones({2, 2, 64}), ones({3, 8, 64}), std::nullopt, array({0, 1}), array({2, 0}), 64, 4, "affine",
+                        std::nullopt, std::nullopt, true, s)
+                .shape(),
+            (Shape{2, 2, 8}));
+  EXPECT_EQ(gather_qqmm(ones({2, 64}), weights, {}, {}, {}, 64, 4, "affine").shape(), (Shape{2, 8}));
 }
 
 }  // namespace

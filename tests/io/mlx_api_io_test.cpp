@@ -1,6 +1,5 @@
-// MLX's io.h (and the Reader/Writer of mlx/io/load.h; MLX's ParallelFileReader is io::FileReader here), called as MLX
-// code calls it: a declaration that changes or goes missing fails to compile here. Each format is written and read
-// back.
+// MLX's io.h (and the Reader/Writer of mlx/io/load.h), called as MLX code calls it: a declaration that changes or
+// goes missing fails to compile here. Each format is written and read back.
 
 #include <gtest/gtest.h>
 
@@ -20,7 +19,7 @@ TEST(MlxApiIo, NpyThroughFilesAndStreams) {
   EXPECT_TRUE(array_equal(load(dir.path("a.npy"), s), a).item<bool>());
   EXPECT_TRUE(array_equal(load(dir.path("a.npy")), a).item<bool>());
   save(std::make_shared<io::FileWriter>(dir.path("b.npy")), a);
-  std::shared_ptr<io::Reader> reader = std::make_shared<io::FileReader>(dir.path("b.npy"));
+  std::shared_ptr<io::Reader> reader = std::make_shared<io::ParallelFileReader>(dir.path("b.npy"));
   EXPECT_TRUE(array_equal(load(reader, s), a).item<bool>());
 }
 
@@ -36,10 +35,10 @@ TEST(MlxApiIo, Safetensors) {
   EXPECT_TRUE(array_equal(loaded.first.at("b"), array({1, 2, 3})).item<bool>());
   EXPECT_EQ(loaded.second.at("format"), "mlx");
   EXPECT_EQ(load_safetensors(dir.path("b.safetensors")).first.size(), 2U);
-  auto [streamed, metadata] = load_safetensors(std::make_shared<io::FileReader>(dir.path("c.safetensors")), s);
+  auto [streamed, metadata] = load_safetensors(std::make_shared<io::ParallelFileReader>(dir.path("c.safetensors")), s);
   EXPECT_TRUE(array_equal(streamed.at("w"), ones({2, 2})).item<bool>());
   EXPECT_EQ(metadata.at("k"), "v");
-  EXPECT_EQ(load_safetensors(std::make_shared<io::FileReader>(dir.path("d.safetensors"))).first.size(), 2U);
+  EXPECT_EQ(load_safetensors(std::make_shared<io::ParallelFileReader>(dir.path("d.safetensors"))).first.size(), 2U);
 }
 
 TEST(MlxApiIo, Gguf) {
