@@ -5,6 +5,7 @@
 
 #include "nuvec/core/transforms.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -347,19 +348,23 @@ ValueAndGradFn value_and_grad(const Function& fun, const std::vector<int>& argnu
   if (argnums.empty()) {
     throw_invalid("[value_and_grad] argnums must name at least one input.");
   }
-  std::unordered_set<int> seen;
-  for (int a : argnums) {
-    if (!seen.insert(a).second) {
-      throw_invalid("[value_and_grad] argnums holds " + std::to_string(a) + " twice.");
+  return [fun, given = argnums](const std::vector<array>& inputs) {
+    // As MLX: negative numbers count from the end, and the gradients come in increasing input order.
+    const int n = static_cast<int>(inputs.size());
+    std::vector<int> argnums;
+    for (int a : given) {
+      if (a < -n || a >= n) {
+        throw_invalid("[value_and_grad] argnum " + std::to_string(a) + " is out of range for " + std::to_string(n) +
+                      " inputs.");
+      }
+      argnums.push_back(a < 0 ? a + n : a);
     }
-  }
-  return [fun, argnums](const std::vector<array>& inputs) {
+    std::sort(argnums.begin(), argnums.end());
+    if (auto twice = std::adjacent_find(argnums.begin(), argnums.end()); twice != argnums.end()) {
+      throw_invalid("[value_and_grad] argnums name input " + std::to_string(*twice) + " twice.");
+    }
     std::vector<array> gprimals;
     for (int a : argnums) {
-      if (a < 0 || static_cast<size_t>(a) >= inputs.size()) {
-        throw_invalid("[value_and_grad] argnum " + std::to_string(a) + " is out of range for " +
-                      std::to_string(inputs.size()) + " inputs.");
-      }
       gprimals.push_back(inputs[static_cast<size_t>(a)]);
     }
     auto inner = [&](const std::vector<array>& traced) {
