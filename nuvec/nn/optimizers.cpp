@@ -170,15 +170,15 @@ SGD::SGD(LearningRate learning_rate, double momentum, double weight_decay, doubl
 
 void SGD::init_single(const array& parameter, State& state) {
   if (momentum_ != 0.0) {
-    state.insert_or_assign("momentum_buffer", zeros_like(parameter));
+    state.insert_or_assign("v", zeros_like(parameter));
   }
 }
 
 array SGD::apply_single(const array& gradient, const array& parameter, State& state, const array& lr, const array&) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   if (momentum_ != 0.0) {
-    array buf = like(g, momentum_) * state.at("momentum_buffer") + like(g, 1.0 - dampening_) * g;
-    state.insert_or_assign("momentum_buffer", buf);
+    array buf = like(g, momentum_) * state.at("v") + like(g, 1.0 - dampening_) * g;
+    state.insert_or_assign("v", buf);
     g = nesterov_ ? g + like(g, momentum_) * buf : buf;
   }
   return parameter - in_dtype_of(parameter, lr) * g;
@@ -253,14 +253,14 @@ Adagrad::Adagrad(LearningRate learning_rate, double eps, double weight_decay)
     : Optimizer(std::move(learning_rate)), eps_(eps), weight_decay_(weight_decay) {}
 
 void Adagrad::init_single(const array& parameter, State& state) {
-  state.insert_or_assign("sum", zeros_like(parameter));
+  state.insert_or_assign("v", zeros_like(parameter));
 }
 
 array Adagrad::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
                             const array&) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
-  auto s = state.at("sum") + square(g);
-  state.insert_or_assign("sum", s);
+  auto s = state.at("v") + square(g);
+  state.insert_or_assign("v", s);
   return parameter - in_dtype_of(parameter, lr) * g / (sqrt(s) + like(s, eps_));
 }
 
