@@ -22,6 +22,9 @@ namespace nuvec::serve::test {
 /// "assistant" to prompt the answer. Its lm_head is scaled so greedy choices are far from ties. Written once per
 /// process.
 const std::string& chat_model_dir();
+/// The chat model's weights under a vocabulary with byte tokens: "<unk>", "<s>", "</s>", '"', then <0xE2>, <0x82>
+/// and <0xAC> (the UTF-8 bytes of "€", which no token holds whole), then words w7 ... w95. No chat template.
+const std::string& byte_model_dir();
 
 /// A registry, metrics and API serving the chat model as "tiny" (loaded once per process, its own scheduler per
 /// server).
