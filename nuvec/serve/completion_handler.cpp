@@ -19,6 +19,9 @@ namespace nuvec::serve {
 
 namespace {
 
+/// How often a whole response's wait looks whether its client is still there.
+constexpr std::chrono::milliseconds client_poll{100};
+
 std::shared_ptr<ServedModel> find_model(ModelRegistry& registry, const std::optional<std::string>& name) {
   const std::string wanted = name.value_or("");
   if (auto model = registry.find(wanted)) {
@@ -216,11 +219,16 @@ uint64_t base_seed(const CompletionRequest& request) {
 }  // namespace
 
 HttpResponse collect_response(RequestChannel& channel, const ResponseContext& context, int choices,
-                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record) {
+                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record,
+                              const std::function<bool()>& client_gone) {
   std::vector<ChoiceOutput> outputs(static_cast<size_t>(choices));
   std::string error;
   while (!channel.finished()) {
-    for (const SequenceEvent& event : channel.take(std::chrono::milliseconds(1000))) {
+    if (client_gone && client_gone()) {
+      channel.cancel();
+      throw client_closed();
+    }
+    for (const SequenceEvent& event : channel.take(client_poll)) {
       if (event.error) {
         error = *event.error;
         continue;
@@ -247,7 +255,8 @@ HttpResponse collect_response(RequestChannel& channel, const ResponseContext& co
 
 HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& request,
                               const std::shared_ptr<RequestRecord>& record,
-                              const std::function<void(const RequestRecord&)>& on_end) {
+                              const std::function<void(const RequestRecord&)>& on_end,
+                              const std::function<bool()>& client_gone) {
   const std::shared_ptr<ServedModel> model = find_model(registry, request.model);
   record->model = model->name;
   record->stream = request.stream;
@@ -304,7 +313,7 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
       .parallel_tool_calls = request.tools.parallel};
   record->id = context.id;
   if (!request.stream) {
-    return collect_response(*channel, context, choices, prefixes, prompt_tokens, *record);
+    return collect_response(*channel, context, choices, prefixes, prompt_tokens, *record, client_gone);
   }
   HttpResponse response;
   response.content_type = "text/event-stream";

@@ -125,10 +125,10 @@ TestServer::TestServer(SchedulerOptions scheduler, ApiOptions api_options, Model
 }
 
 HttpRequest post(const std::string& path, const nlohmann::json& body) {
-  return HttpRequest{"POST", path, {{"content-type", "application/json"}}, body.dump()};
+  return HttpRequest{"POST", path, {{"content-type", "application/json"}}, body.dump(), {}};
 }
 
-HttpRequest get(const std::string& path) { return HttpRequest{"GET", path, {}, ""}; }
+HttpRequest get(const std::string& path) { return HttpRequest{"GET", path, {}, "", {}}; }
 
 nlohmann::json body_json(HttpResponse& response) { return nlohmann::json::parse(read_body(response)); }
 
