@@ -101,6 +101,37 @@ void write_byte_tokenizer(const std::string& dir) {
       << nlohmann::json{{"bos_token", "<s>"}, {"eos_token", "</s>"}}.dump();
 }
 
+std::string write_json_model() {
+  const std::string dir = lm::test::fresh_dir("serve_json_model");
+  nlohmann::json config = lm::test::tiny_config("llama");
+  config["max_position_embeddings"] = 4096;
+  // The tiny config's ids 1 and 2 would be characters here.
+  const int end_id = 95;
+  config["bos_token_id"] = end_id;
+  config["eos_token_id"] = end_id;
+  lm::test::write_hf_folder(dir, config, float32, 5);
+  nlohmann::json vocab = nlohmann::json::object();
+  for (char c = ' '; c <= '~'; ++c) {
+    vocab[std::string(1, c)] = c - ' ';
+  }
+  vocab["<|end|>"] = end_id;
+  const nlohmann::json end = {{"id", end_id},    {"content", "<|end|>"}, {"special", true},    {"single_word", false},
+                              {"lstrip", false}, {"rstrip", false},      {"normalized", false}};
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", {end}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", nullptr},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "Fuse"}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  std::ofstream(fs::path(dir) / "tokenizer.json") << tokenizer.dump();
+  const nlohmann::json tokenizer_config = {{"eos_token", "<|end|>"},
+                                           {"chat_template", "{% for m in messages %}{{ m['content'] }} {% endfor %}"}};
+  std::ofstream(fs::path(dir) / "tokenizer_config.json") << tokenizer_config.dump();
+  return dir;
+}
+
 const lm::LoadedModel& loaded_model() {
   static const lm::LoadedModel model = lm::load_model(chat_model_dir());
   return model;
@@ -110,6 +141,11 @@ const lm::LoadedModel& loaded_model() {
 
 const std::string& chat_model_dir() {
   static const std::string dir = write_model("serve_chat_model", write_tokenizer);
+  return dir;
+}
+
+const std::string& json_model_dir() {
+  static const std::string dir = write_json_model();
   return dir;
 }
 
