@@ -59,14 +59,19 @@ std::vector<std::string> read_keys(const std::string& file) {
 
 int run_serve(int argc, char** argv, std::FILE* err) {
   serve::ServeOptions o;
-  // --model may repeat, which cli::Options does not allow: take its pairs out first.
+  // --model and --route may repeat, which cli::Options does not allow: take its pairs out first.
   std::vector<char*> rest = {argv[0], argv[1]};
   for (int i = 2; i < argc; ++i) {
-    if (std::string(argv[i]) == "--model") {
+    const std::string flag = argv[i];
+    if (flag == "--model" || flag == "--route") {
       if (i + 1 >= argc) {
-        throw std::invalid_argument("--model expects a value, got nothing");
+        throw std::invalid_argument(flag + " expects a value, got nothing");
       }
-      o.models.push_back(model_spec(argv[++i]));
+      if (flag == "--model") {
+        o.models.push_back(model_spec(argv[++i]));
+      } else {
+        o.routes.push_back(serve::parse_route(argv[++i]));
+      }
     } else {
       rest.push_back(argv[i]);
     }
@@ -86,6 +91,7 @@ int run_serve(int argc, char** argv, std::FILE* err) {
       .add("--prefix-cache", o.prefix_cache)
       .add("--log-file", log_file)
       .add("--drain-seconds", o.drain_seconds)
+      .add("--route-seed", o.route_seed)
       .parse(static_cast<int>(rest.size()), rest.data());
   if (o.models.empty()) {
     throw std::invalid_argument("--model PATH is required");

@@ -22,6 +22,9 @@ ModelRegistry::~ModelRegistry() { shutdown("The server is shutting down."); }
 
 void ModelRegistry::announce(const std::string& name) {
   std::lock_guard lock(mutex_);
+  if (routes_.contains(name)) {
+    throw_invalid("[serve] '" + name + "' is a route's name; give the model a name of its own.");
+  }
   if (std::find(announced_.begin(), announced_.end(), name) != announced_.end()) {
     throw_invalid("[serve] two models are named '" + name + "'; give each --model NAME=PATH a name of its own.");
   }
@@ -61,8 +64,24 @@ void ModelRegistry::load(const std::string& name, const std::string& path, const
   add(name, std::move(loaded), options);
 }
 
-std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& name) const {
+void ModelRegistry::add_route(const RouteSpec& route, uint64_t seed) {
   std::lock_guard lock(mutex_);
+  if (routes_.contains(route.name) || std::find(announced_.begin(), announced_.end(), route.name) != announced_.end()) {
+    throw_invalid("[serve] --route " + route.name + ": the name is already a model's or a route's.");
+  }
+  for (const RouteTarget& target : route.targets) {
+    if (std::find(announced_.begin(), announced_.end(), target.model) == announced_.end()) {
+      throw_invalid("[serve] --route " + route.name + ": '" + target.model +
+                    "' is not a served model (give it with --model NAME=PATH).");
+    }
+  }
+  routes_.emplace(route.name, ModelRoute(route.targets, seed));
+}
+
+std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& requested) const {
+  std::lock_guard lock(mutex_);
+  const auto route = routes_.find(requested);
+  const std::string& name = route == routes_.end() ? requested : route->second.pick();
   if (name.empty()) {
     if (announced_.empty() || models_.empty() || models_.front()->name != announced_.front()) {
       return nullptr;
@@ -79,6 +98,12 @@ std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& name) const 
 
 bool ModelRegistry::is_loading(const std::string& name) const {
   std::lock_guard lock(mutex_);
+  if (const auto route = routes_.find(name); route != routes_.end()) {
+    const auto& targets = route->second.targets();
+    return std::any_of(targets.begin(), targets.end(), [this](const RouteTarget& target) {
+      return std::none_of(models_.begin(), models_.end(), [&](const auto& m) { return m->name == target.model; });
+    });
+  }
   const bool announced =
       name.empty() ? !announced_.empty() : std::find(announced_.begin(), announced_.end(), name) != announced_.end();
   const std::string& wanted = name.empty() && !announced_.empty() ? announced_.front() : name;

@@ -4,6 +4,7 @@
 // server answers /health with 503 meanwhile), so a client can watch a large model load.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,6 +14,7 @@
 #include "nuvec/lm/constrain/token_texts.h"
 #include "nuvec/lm/models/load.h"
 #include "nuvec/serve/metrics.h"
+#include "nuvec/serve/model_route.h"
 #include "nuvec/serve/scheduler.h"
 
 namespace nuvec::serve {
@@ -63,10 +65,14 @@ class ModelRegistry {
   void add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options);
   /// Loads the model at `path` (lm::load_model) and adds it.
   void load(const std::string& name, const std::string& path, const ModelOptions& options);
+  /// Answers requests for `route.name` with its targets, drawn by weight with an engine seeded by `seed`. Throws
+  /// for a name that is already a model's or a route's and for a target that is not announced.
+  void add_route(const RouteSpec& route, uint64_t seed);
 
-  /// The model named `name`, or the first one when `name` is empty; null when there is none (yet).
+  /// The model named `name` (for a route, the target drawn for this request), or the first one when `name` is
+  /// empty; null when there is none (yet).
   [[nodiscard]] std::shared_ptr<ServedModel> find(const std::string& name) const;
-  /// Whether `name` was announced but is not loaded yet.
+  /// Whether `name` (or a target of the route `name`) was announced but is not loaded yet.
   [[nodiscard]] bool is_loading(const std::string& name) const;
   /// Whether some announced model is still loading.
   [[nodiscard]] bool loading() const;
@@ -89,6 +95,8 @@ class ModelRegistry {
   mutable std::mutex mutex_;
   std::vector<std::string> announced_;
   std::vector<std::shared_ptr<ServedModel>> models_;
+  /// Drawing a target changes the route's engine, which find() does under `mutex_`.
+  mutable std::map<std::string, ModelRoute> routes_;
 };
 
 }  // namespace nuvec::serve

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <csignal>
 #include <memory>
+#include <random>
 #include <thread>
 
 #include "nuvec/core/error.h"
@@ -78,12 +79,16 @@ int serve(const ServeOptions& options, std::FILE* err) {
   for (const auto& [name, path] : options.models) {
     registry.announce(name);
   }
+  uint64_t route_seed = options.route_seed ? *options.route_seed : std::random_device{}();
+  for (const RouteSpec& route : options.routes) {
+    registry.add_route(route, route_seed++);
+  }
   const int port = server.start();
   std::fprintf(err, "nuvec serve: listening on http://%s:%d\n", options.host.c_str(), port);
   std::fflush(err);
 
-  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache}, options.ctx_size,
-                                   options.max_tokens};
+  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache},
+                                   options.ctx_size, options.max_tokens};
   for (const auto& [name, path] : options.models) {
     if (stop_signal != 0) {
       break;

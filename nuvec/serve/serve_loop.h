@@ -5,16 +5,24 @@
 // error event, close, return 0.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "nuvec/serve/model_route.h"
 
 namespace nuvec::serve {
 
 struct ServeOptions {
   /// (name, path) of each model; the first is the default.
   std::vector<std::pair<std::string, std::string>> models;
+  /// Names whose requests the models split by weight (A/B tests).
+  std::vector<RouteSpec> routes;
+  /// Seeds the routes' draws, to repeat them; unset: a random seed.
+  std::optional<uint64_t> route_seed;
   std::string host = "127.0.0.1";
   int port = 8080;
   /// Sequences decoding at once, per model.
