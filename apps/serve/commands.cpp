@@ -79,6 +79,7 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   std::optional<std::string> api_key;
   std::optional<std::string> api_key_file;
   std::optional<std::string> log_file;
+  std::optional<std::string> draft_model;
   cli::Options()
       .add("--host", o.host)
       .add("--port", o.port)
@@ -92,6 +93,8 @@ int run_serve(int argc, char** argv, std::FILE* err) {
       .add("--log-file", log_file)
       .add("--drain-seconds", o.drain_seconds)
       .add("--route-seed", o.route_seed)
+      .add("--draft-model", draft_model)
+      .add("--num-draft", o.num_draft)
       .parse(static_cast<int>(rest.size()), rest.data());
   if (o.models.empty()) {
     throw std::invalid_argument("--model PATH is required");
@@ -111,6 +114,10 @@ int run_serve(int argc, char** argv, std::FILE* err) {
         "65535]");
   }
   o.log_file = log_file.value_or("");
+  o.draft_model = draft_model.value_or("");
+  if (o.num_draft < 1) {
+    throw std::invalid_argument("--num-draft must be >= 1");
+  }
   return serve::serve(o, err);
 }
 

@@ -31,8 +31,15 @@ void ModelRegistry::announce(const std::string& name) {
   announced_.push_back(name);
 }
 
-void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options) {
+void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options,
+                        std::optional<lm::LoadedModel> draft) {
+  if (draft && draft->model->vocab_size() != loaded.model->vocab_size()) {
+    throw_invalid("[serve] the draft model's vocabulary (" + std::to_string(draft->model->vocab_size()) +
+                  " tokens) is not the vocabulary of model '" + name + "' (" +
+                  std::to_string(loaded.model->vocab_size()) + " tokens).");
+  }
   auto served = std::make_shared<ServedModel>(name, std::move(loaded));
+  served->draft = std::move(draft);
   const int own = served->loaded.model->max_context();
   // The batch generator refuses prompts past the model's own context, so --ctx-size can only narrow it.
   served->context = options.context > 0 && own > 0 ? std::min(options.context, own) : std::max(options.context, own);
@@ -42,8 +49,8 @@ void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const M
   }
   served->created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  served->scheduler =
-      std::make_unique<Scheduler>(served->loaded, name, options.scheduler, metrics_.model(name), compute_);
+  served->scheduler = std::make_unique<Scheduler>(served->loaded, name, options.scheduler, metrics_.model(name),
+                                                  compute_, served->draft ? &*served->draft : nullptr);
   std::lock_guard lock(mutex_);
   if (std::find(announced_.begin(), announced_.end(), name) == announced_.end()) {
     announced_.push_back(name);
@@ -56,12 +63,18 @@ void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const M
   });
 }
 
-void ModelRegistry::load(const std::string& name, const std::string& path, const ModelOptions& options) {
-  auto loaded = [&] {
+void ModelRegistry::load(const std::string& name, const std::string& path, const ModelOptions& options,
+                         const std::string& draft_path) {
+  std::optional<lm::LoadedModel> loaded;
+  std::optional<lm::LoadedModel> draft;
+  {
     std::lock_guard compute(compute_);
-    return lm::load_model(path);
-  }();
-  add(name, std::move(loaded), options);
+    loaded = lm::load_model(path);
+    if (!draft_path.empty()) {
+      draft = lm::load_model(draft_path);
+    }
+  }
+  add(name, std::move(*loaded), options, std::move(draft));
 }
 
 void ModelRegistry::add_route(const RouteSpec& route, uint64_t seed) {

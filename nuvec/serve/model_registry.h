@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,6 +40,8 @@ struct ServedModel {
   /// The most tokens one completion may generate (0: no limit besides the context).
   int max_tokens = 0;
   int64_t created = 0;
+  /// The model's draft for speculative decoding (same vocabulary), if it has one.
+  std::optional<lm::LoadedModel> draft;
   std::unique_ptr<Scheduler> scheduler;
 
   /// The bytes of each token, for constrained decoding (response_format): worked out once, at the first request
@@ -61,10 +64,13 @@ class ModelRegistry {
 
   /// Says that `name` will be served: until it is added, the server is loading.
   void announce(const std::string& name);
-  /// Serves `loaded` under `name` from now on and starts its scheduler.
-  void add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options);
-  /// Loads the model at `path` (lm::load_model) and adds it.
-  void load(const std::string& name, const std::string& path, const ModelOptions& options);
+  /// Serves `loaded` under `name` from now on and starts its scheduler; with a `draft` (which must share the
+  /// vocabulary), requests decoding alone use speculative decoding.
+  void add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options,
+           std::optional<lm::LoadedModel> draft = std::nullopt);
+  /// Loads the model at `path` (lm::load_model), and its draft at `draft_path` unless empty, and adds them.
+  void load(const std::string& name, const std::string& path, const ModelOptions& options,
+            const std::string& draft_path = "");
   /// Answers requests for `route.name` with its targets, drawn by weight with an engine seeded by `seed`. Throws
   /// for a name that is already a model's or a route's and for a target that is not announced.
   void add_route(const RouteSpec& route, uint64_t seed);

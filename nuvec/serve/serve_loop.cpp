@@ -87,14 +87,18 @@ int serve(const ServeOptions& options, std::FILE* err) {
   std::fprintf(err, "nuvec serve: listening on http://%s:%d\n", options.host.c_str(), port);
   std::fflush(err);
 
-  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache},
-                                   options.ctx_size, options.max_tokens};
+  const ModelOptions model_options{
+      SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache, options.num_draft}, options.ctx_size,
+      options.max_tokens};
   for (const auto& [name, path] : options.models) {
     if (stop_signal != 0) {
       break;
     }
-    registry.load(name, path, model_options);
-    std::fprintf(err, "nuvec serve: model '%s' ready (%s)\n", name.c_str(), path.c_str());
+    const bool first = name == options.models.front().first;
+    const std::string draft = first ? options.draft_model : "";
+    registry.load(name, path, model_options, draft);
+    std::fprintf(err, "nuvec serve: model '%s' ready (%s%s%s)\n", name.c_str(), path.c_str(),
+                 draft.empty() ? "" : ", draft ", draft.c_str());
     std::fflush(err);
   }
   while (stop_signal == 0) {

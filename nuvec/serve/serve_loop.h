@@ -19,6 +19,10 @@ namespace nuvec::serve {
 struct ServeOptions {
   /// (name, path) of each model; the first is the default.
   std::vector<std::pair<std::string, std::string>> models;
+  /// A draft model for the first model (speculative decoding of requests that decode alone); empty: none.
+  std::string draft_model;
+  /// Tokens the draft proposes at a time.
+  int num_draft = 4;
   /// Names whose requests the models split by weight (A/B tests).
   std::vector<RouteSpec> routes;
   /// Seeds the routes' draws, to repeat them; unset: a random seed.

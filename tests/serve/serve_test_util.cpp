@@ -66,11 +66,12 @@ void write_tokenizer(const std::string& dir) {
       << nlohmann::json{{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"chat_template", chat_template}}.dump();
 }
 
-std::string write_model(const std::string& name, void (*write_tokenizer_files)(const std::string&)) {
+std::string write_model(const std::string& name, void (*write_tokenizer_files)(const std::string&),
+                        uint64_t seed = 11) {
   const std::string dir = lm::test::fresh_dir(name);
   const nlohmann::json config = lm::test::tiny_config("llama");
   std::unordered_map<std::string, array> weights;
-  for (auto& [name, value] : lm::test::random_weights(config, float32, 11)) {
+  for (auto& [name, value] : lm::test::random_weights(config, float32, seed)) {
     // Spread the logits: greedy choices then stay clear of ties that batching's float rounding could flip.
     weights.emplace(name, name == "lm_head.weight" ? value * 16.0F : value);
   }
@@ -146,6 +147,11 @@ const std::string& chat_model_dir() {
 
 const std::string& json_model_dir() {
   static const std::string dir = write_json_model();
+  return dir;
+}
+
+const std::string& draft_model_dir() {
+  static const std::string dir = write_model("serve_draft_model", write_tokenizer, 12);
   return dir;
 }
 

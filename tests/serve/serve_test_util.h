@@ -22,6 +22,8 @@ namespace nuvec::serve::test {
 /// "assistant" to prompt the answer. Its lm_head is scaled so greedy choices are far from ties. Written once per
 /// process.
 const std::string& chat_model_dir();
+/// Another random model (other weights) over the chat model's vocabulary: a draft for speculative decoding.
+const std::string& draft_model_dir();
 /// A 2-layer Llama over the 95 printable ASCII characters, one token each (id: the character minus ' '), and
 /// "<|end|>" (95, EOS), with a chat template that joins the messages' contents: a vocabulary that can write any
 /// JSON. Written once per process.
