@@ -83,6 +83,7 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   cli::Options()
       .add("--host", o.host)
       .add("--port", o.port)
+      .add("--grpc-port", o.grpc_port)
       .add("--parallel", o.parallel)
       .add("--ctx-size", o.ctx_size)
       .add("--max-tokens", o.max_tokens)
@@ -108,10 +109,11 @@ int run_serve(int argc, char** argv, std::FILE* err) {
     o.api_keys = read_keys(*api_key_file);
   }
   if (o.parallel < 1 || o.max_queue < 0 || o.ctx_size < 0 || o.max_tokens < 0 || o.prefix_cache < 0 || o.port < 0 ||
-      o.port > 65535) {
+      o.port > 65535 || (o.grpc_port && (*o.grpc_port < 0 || *o.grpc_port > 65535))) {
     throw std::invalid_argument(
-        "--parallel must be >= 1, --max-queue, --ctx-size, --max-tokens and --prefix-cache >= 0, --port in [0, "
-        "65535]");
+        "--parallel must be >= 1, --max-queue, --ctx-size, --max-tokens and --prefix-cache >= 0, --port and "
+        "--grpc-port in "
+        "[0, 65535]");
   }
   o.log_file = log_file.value_or("");
   o.draft_model = draft_model.value_or("");

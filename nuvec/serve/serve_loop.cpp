@@ -4,11 +4,13 @@
 #include <chrono>
 #include <csignal>
 #include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "nuvec/core/error.h"
 #include "nuvec/serve/api.h"
+#include "nuvec/serve/grpc_server.h"
 #include "nuvec/serve/http_server.h"
 #include "nuvec/serve/metrics.h"
 #include "nuvec/serve/model_registry.h"
@@ -85,6 +87,11 @@ int serve(const ServeOptions& options, std::FILE* err) {
   }
   const int port = server.start();
   std::fprintf(err, "nuvec serve: listening on http://%s:%d\n", options.host.c_str(), port);
+  std::optional<GrpcServer> grpc;
+  if (options.grpc_port) {
+    grpc.emplace(api, options.host, *options.grpc_port);
+    std::fprintf(err, "nuvec serve: gRPC on %s:%d\n", options.host.c_str(), grpc->start());
+  }
   std::fflush(err);
 
   const ModelOptions model_options{
@@ -114,6 +121,9 @@ int serve(const ServeOptions& options, std::FILE* err) {
     std::this_thread::sleep_for(poll_interval);
   }
   registry.shutdown("The server is shutting down.");
+  if (grpc) {
+    grpc->stop();
+  }
   server.stop();
   return 0;
 }

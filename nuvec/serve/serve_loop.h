@@ -29,6 +29,8 @@ struct ServeOptions {
   std::optional<uint64_t> route_seed;
   std::string host = "127.0.0.1";
   int port = 8080;
+  /// The gRPC service's port (0: a free one); unset: no gRPC.
+  std::optional<int> grpc_port;
   /// Sequences decoding at once, per model.
   int parallel = 4;
   /// Tokens of prompt and completion together (0: each model's own context, which it never exceeds).
