@@ -134,6 +134,15 @@ std::vector<std::shared_ptr<ServedModel>> ModelRegistry::models() const {
   return models_;
 }
 
+std::map<std::string, std::vector<RouteTarget>> ModelRegistry::routes() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, std::vector<RouteTarget>> out;
+  for (const auto& [name, route] : routes_) {
+    out.emplace(name, route.targets());
+  }
+  return out;
+}
+
 // NOLINTNEXTLINE(readability-make-member-function-const): the registry's schedulers stop taking requests.
 void ModelRegistry::stop_accepting() {
   for (const auto& model : models()) {

@@ -84,6 +84,8 @@ class ModelRegistry {
   [[nodiscard]] bool loading() const;
   /// The models ready now, in the order they were announced.
   [[nodiscard]] std::vector<std::shared_ptr<ServedModel>> models() const;
+  /// The routes, by name, with their targets.
+  [[nodiscard]] std::map<std::string, std::vector<RouteTarget>> routes() const;
 
   /// Refuses new requests to every model.
   void stop_accepting();

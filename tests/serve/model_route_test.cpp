@@ -1,6 +1,7 @@
 // Routes (--route NAME=A:90,B:10): the spec's parsing and its errors; requests for the route's name served by A or
 // B in about the weights' proportions, the same draws again from the same seed, each response's `model` and the
-// metrics' label naming the model that served it; names that clash or targets not served refused.
+// metrics' label naming the model that served it, /v1/models listing the route; names that clash or targets not
+// served refused.
 
 #include "nuvec/serve/model_route.h"
 
@@ -102,6 +103,15 @@ TEST(ModelRoute, SplitsRequestsByWeightAndSaysWhichModelServed) {
   EXPECT_EQ(successes(server, "tiny-b"), counts["tiny-b"]);
   // The same seed draws the same models in the same order.
   EXPECT_EQ(RoutedServer(7).served(200), models);
+  // /v1/models lists the route with its targets, after the models.
+  HttpResponse list = server.api.handle(test::get("/v1/models"));
+  const json cards = test::body_json(list);
+  ASSERT_EQ(cards["data"].size(), 3U) << cards;
+  EXPECT_EQ(cards["data"][2]["id"], "ab");
+  EXPECT_EQ(cards["data"][2]["routes_to"], json::parse(R"([{"model": "tiny", "weight": 90},
+                                                            {"model": "tiny-b", "weight": 10}])"));
+  HttpResponse card = server.api.handle(test::get("/v1/models/ab"));
+  EXPECT_EQ(test::body_json(card)["routes_to"], cards["data"][2]["routes_to"]);
   // A request that names a model goes to it.
   HttpResponse direct = server.api.handle(test::post("/v1/completions", {{"model", "tiny-b"}, {"prompt", "w10"}}));
   EXPECT_EQ(test::body_json(direct)["model"], "tiny-b");
