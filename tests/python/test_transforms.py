@@ -89,6 +89,71 @@ def test_vmap_matches_a_loop():
     assert pair[0].shape == (4, 3) and pair[1].shape == (4,)
 
 
+def test_vmap_in_axes_nested_like_the_arguments():
+    # in_axes is a prefix tree of the arguments as in MLX's vmap: tuples, lists and dicts descend, None leaves an
+    # array unmapped, an int covers a whole subtree. The reference is a Python loop.
+    own = np.random.default_rng(10)
+    x = own.normal(size=(4, 3)).astype(np.float32)
+    y = own.normal(size=(3, 4)).astype(np.float32)
+    w = own.normal(size=(3,)).astype(np.float32)
+    b = own.normal(size=(4, 2)).astype(np.float32)
+
+    def f(pair, params):
+        return pair[0] * params["w"] + pair[1] + params["b"][0]
+
+    mapped = mx.vmap(f, in_axes=((0, 1), {"w": None, "b": 0}))(
+        (mx.array(x), mx.array(y)), {"w": mx.array(w), "b": mx.array(b)})
+    loop = np.stack([x[i] * w + y[:, i] + b[i, 0] for i in range(4)])
+    np.testing.assert_allclose(np.array(mapped), loop, rtol=1e-6)
+    # Lists match lists, and an int covers a subtree.
+    mapped = mx.vmap(lambda xs, v: xs[0] + xs[1] * v, in_axes=[0, None])([mx.array(x), mx.array(x)], mx.array(w))
+    np.testing.assert_allclose(np.array(mapped), x + x * w, rtol=1e-6)
+
+
+def test_vmap_one_argument_takes_its_own_structure():
+    # MLX matches in_axes against the only argument itself; a one-entry tuple still means that argument.
+    own = np.random.default_rng(11)
+    x = own.normal(size=(2, 3)).astype(np.float32)
+    s = own.normal(size=(2,)).astype(np.float32)
+    for in_axes in [(1, None), ((1, None),), [(1, None)]]:
+        mapped = mx.vmap(lambda t: t[0] * t[1], in_axes=in_axes)((mx.array(x), mx.array(s)))
+        np.testing.assert_allclose(np.array(mapped), np.stack([x[:, i] * s for i in range(3)]), rtol=1e-6)
+    for in_axes in [{"a": 1}, ({"a": 1},)]:
+        mapped = mx.vmap(lambda d: d["a"] * 2, in_axes=in_axes)({"a": mx.array(x)})
+        np.testing.assert_allclose(np.array(mapped), x.T * 2, rtol=1e-6)
+    np.testing.assert_allclose(np.array(mx.vmap(lambda v: v.sum(), in_axes=(1,))(mx.array(x))), x.sum(0), rtol=1e-6)
+
+
+def test_vmap_negative_axes_count_from_the_end():
+    x = np.random.default_rng(12).normal(size=(2, 3, 4)).astype(np.float32)
+    mapped = mx.vmap(lambda v: v.sum(0), in_axes=-1)(mx.array(x))
+    np.testing.assert_allclose(np.array(mapped), x.sum(0).T, rtol=1e-5)  # the mapped axis (size 4) first
+    moved = mx.vmap(lambda v: v * 2, in_axes=0, out_axes=-1)(mx.array(x))
+    np.testing.assert_allclose(np.array(moved), np.moveaxis(x * 2, 0, -1), rtol=1e-6)
+
+
+def test_vmap_out_axes_nested_like_the_outputs():
+    x = np.random.default_rng(13).normal(size=(4, 3)).astype(np.float32)
+    out = mx.vmap(lambda v: {"same": v, "moved": (v * 2, v.sum())}, out_axes={"same": 0, "moved": (1, 0)})(mx.array(x))
+    np.testing.assert_allclose(np.array(out["same"]), x)
+    np.testing.assert_allclose(np.array(out["moved"][0]), (x * 2).T)
+    np.testing.assert_allclose(np.array(out["moved"][1]), x.sum(1), rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "in_axes,match",
+    [((0, 0, 0), r"in_axes does not match the structure it maps: a tuple of 3 for a tuple of 2"),
+     (({"w": 0}, 0), r"in_axes does not match the structure it maps: a dict for a tuple of 2"),
+     (((0, 0), {"v": 0}), r"in_axes has no entry for the key 'w' of the dict it maps"),
+     (((0, "x"), 0), r"Each axis in in_axes must be an int or None; got a str for an array"),
+     (((0, 2), 0), r"Invalid vectorization axis 2 in in_axes for array with shape \(3\)")],
+)
+def test_vmap_axes_that_do_not_fit_raise(in_axes, match):
+    pair = (mx.zeros((3,)), mx.zeros((3,)))
+    with pytest.raises(ValueError, match=match):
+        mx.vmap(lambda p, d: p[0] + p[1] + d["w"], in_axes=in_axes)(pair, {"w": mx.zeros((3,))})
+
+
 def test_compile_matches_the_function():
     def f(x, y, n):
         return mx.exp(x) * y + n
