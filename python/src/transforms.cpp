@@ -320,26 +320,42 @@ py::cpp_function make_vmap(const py::function& fun, const py::object& in_axes, c
   });
 }
 
-/// A structure key for compile's cache: the containers and every non-array leaf, with arrays as placeholders.
-void structure_key(const py::handle& tree, std::string& key) {
+/// A structure key for compile's cache: the containers, arrays as placeholders and constants (None, bools, ints,
+/// floats, strings) by value, so a new constant retraces as in MLX. Any other leaf of the arguments raises as MLX's
+/// compile does (it would be baked into the trace unseen); in the state (inputs=) such leaves are no inputs of the
+/// compiled function and are skipped, as MLX skips them.
+void structure_key(const py::handle& tree, bool arguments, std::string& key) {
   if (py::isinstance<array>(tree)) {
     key += "A,";
   } else if (py::isinstance<py::list>(tree) || py::isinstance<py::tuple>(tree)) {
     key += py::isinstance<py::list>(tree) ? "[" : "(";
     for (auto item : tree) {
-      structure_key(item, key);
+      structure_key(item, arguments, key);
     }
     key += "],";
   } else if (py::isinstance<py::dict>(tree)) {
     key += "{";
     for (auto item : tree.cast<py::dict>()) {
       key.append(py::repr(item.first).cast<std::string>()).append(":");
-      structure_key(item.second, key);
+      structure_key(item.second, arguments, key);
     }
     key += "},";
-  } else {
+  } else if (tree.is_none() || py::isinstance<py::int_>(tree) || py::isinstance<py::float_>(tree) ||
+             py::isinstance<py::str>(tree)) {
     key.append(py::repr(tree).cast<std::string>()).append(",");
+  } else if (arguments) {
+    throw py::value_error(std::string("[compile] Function arguments must be trees of arrays or constants (floats, "
+                                      "ints, strings, or None), but received type ")
+                              .append(py::str(tree.get_type().attr("__name__")).cast<std::string>())
+                              .append("."));
   }
+}
+
+/// `tree` with a placeholder for each array: what compile's cache keeps of a call, so it holds none of its arrays.
+py::object skeleton(const py::handle& tree) {
+  std::vector<array> placeholders(tree_leaves(tree).size(), array(false));
+  size_t next = 0;
+  return tree_replace(tree, placeholders, next);
 }
 
 /// Writes `leaves` (from `next` on) over the arrays of `tree` in place: the containers stay, their arrays change.
@@ -382,11 +398,12 @@ class Compiled {
     auto inputs = py::make_tuple(args, kwargs);
     auto state = tree_leaves(state_in_);
     std::string key;
-    structure_key(py::make_tuple(inputs, state_in_), key);
+    structure_key(inputs, true, key);
+    structure_key(state_in_, false, key);
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       auto entry = std::make_shared<Entry>();
-      entry->inputs = inputs;
+      entry->inputs = skeleton(inputs);
       std::weak_ptr<Entry> weak = entry;
       auto fun = held(fun_);
       auto state_in = held(state_in_);
@@ -397,8 +414,9 @@ class Compiled {
             size_t next = 0;
             auto rebuilt = tree_replace(e->inputs, xs, next);
             tree_assign(*state_in, xs, next);
-            e->output = (*fun)(*rebuilt[py::int_(0)], **rebuilt[py::int_(1)]);
-            auto outs = tree_leaves(e->output);
+            auto result = (*fun)(*rebuilt[py::int_(0)], **rebuilt[py::int_(1)]);
+            auto outs = tree_leaves(result);
+            e->output = skeleton(result);
             e->output_count = outs.size();
             auto new_state = tree_leaves(*state_out);
             outs.insert(outs.end(), new_state.begin(), new_state.end());
@@ -425,8 +443,8 @@ class Compiled {
 
  private:
   struct Entry {
-    py::object inputs;  // the structure the function was traced with (it keeps that call's arrays alive)
-    py::object output;  // the structure of its result
+    py::object inputs;  // the structure the function was traced with, without its arrays
+    py::object output;  // the structure of its result, without its arrays
     size_t output_count = 0;
     Function compiled;
   };
@@ -597,7 +615,9 @@ void init_transforms(py::module_& m) {
         return std::make_shared<Compiled>(fun, inputs, outputs, shapeless);
       },
       py::arg("fun"), py::arg("inputs") = py::none(), py::arg("outputs") = py::none(), py::arg("shapeless") = false,
-      "fun traced once per input signature and replayed as a fused graph.");
+      "fun traced once per argument structure, constant (None, bool, int, float, str), shape and dtype (any shape "
+      "with shapeless) and replayed as a fused graph; inputs= and outputs= name state (trees of arrays) read before "
+      "and written after each call.");
   m.def("disable_compile", &disable_compile);
   m.def("enable_compile", &enable_compile);
 

@@ -1,6 +1,9 @@
 """Transforms over pytrees: gradients against central finite differences (float64), vjp/jvp against each other,
 vmap against a Python loop, compile against the plain function, custom_function and checkpoint."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -183,6 +186,72 @@ def test_custom_function_vjp_and_checkpoint():
     np.testing.assert_allclose(np.array(mx.grad(g)(x)), np.exp([0.5, 1.0]) * (1 + np.array([0.5, 1.0])),
                                rtol=1e-5)
     assert mx.grad(lambda a: mx.sum(mx.stop_gradient(a) * a))(x).tolist() == [0.5, 1.0]
+
+
+def test_compile_keeps_no_call_arrays_alive():
+    # The trace cache keeps the structure of a call, not its arrays: a call's inputs and outputs are freed with the
+    # caller's references (the allocator's counters and weak references both show it).
+    compiled = mx.compile(lambda x, y: {"out": mx.exp(x) * y + 1})
+    base = mx.get_active_memory()
+    for _ in range(2):  # the first call traces, the second replays
+        x, y = mx.ones((1 << 20,)), mx.ones((1 << 20,))
+        out = compiled(x, y)["out"]
+        mx.eval(out)
+        refs = [weakref.ref(a) for a in (x, y, out)]
+        del x, y, out
+        gc.collect()
+        assert all(r() is None for r in refs)
+        assert mx.get_active_memory() - base < (1 << 20)  # the three 4 MiB arrays are gone
+
+
+def test_compile_retraces_on_what_mlx_keys():
+    traces = []
+
+    def f(x, n, flag, name):
+        traces.append(name)
+        return x * n if flag else x - n
+
+    compiled = mx.compile(f)
+    x = mx.ones((2,))
+    calls = [(2, True, "a"), (2, True, "a"), (2.0, True, "a"), (2, False, "a"), (2, True, None), (2, True, "a")]
+    expected = [f(x, *c) for c in calls]
+    traces.clear()
+    for c, want in zip(calls, expected):
+        assert compiled(x, *c).tolist() == want.tolist()
+    assert len(traces) == 4  # each new constant (2.0 is not 2, False, None) traces once; repeats replay
+    compiled(mx.ones((3,)), 2, True, "a")  # a new shape
+    compiled(mx.ones((2,), mx.int32), 2, True, "a")  # a new dtype
+    assert len(traces) == 6
+    with pytest.raises(ValueError, match=r"\[compile\] Function arguments must be trees of arrays or constants "
+                                         r"\(floats, ints, strings, or None\), but received type Dtype"):
+        compiled(x, mx.float32, True, "a")
+
+
+def test_compile_state_changes_retrace_or_replay_as_in_mlx():
+    traces = []
+    state = {"w": mx.ones((3,))}
+
+    def f(x):
+        traces.append(1)
+        return sum(x * w for w in state.values())
+
+    compiled = mx.compile(f, inputs=state, outputs=state)
+    x = mx.ones((3,))
+    assert compiled(x).tolist() == [1.0] * 3 and len(traces) == 1
+    state["w"] = mx.full((3,), 2.0)  # a new value of the same shape: an input, replayed
+    assert compiled(x).tolist() == [2.0] * 3 and len(traces) == 1
+    state["w"] = mx.full((1,), 3.0)  # a new shape retraces
+    assert compiled(x).tolist() == [3.0] * 3 and len(traces) == 2
+    state["b"] = mx.full((3,), 0.5)  # a new state array retraces
+    assert compiled(x).tolist() == [3.5] * 3 and len(traces) == 3
+
+
+def test_compile_shapeless_replays_across_shapes():
+    traces = []
+    compiled = mx.compile(lambda x: (traces.append(1), x * 2 + 1)[1], shapeless=True)
+    assert compiled(mx.ones((3,))).tolist() == [3.0] * 3
+    assert compiled(mx.ones((5,))).tolist() == [3.0] * 5
+    assert len(traces) == 1
 
 
 def test_compile_with_implicit_state():
