@@ -280,6 +280,33 @@ void flat_axes(py::handle tree, py::handle axes, const char* what, int extra_ran
   }
 }
 
+/// `tree` with each array replaced by its axis from `axes` (None when not mapped) and any other leaf by None: the
+/// axes a custom vmap rule receives, shaped as its inputs.
+py::object axes_like(py::handle tree, const std::vector<int>& axes, size_t& next) {
+  if (py::isinstance<array>(tree)) {
+    int axis = axes.at(next++);
+    return axis < 0 ? py::object(py::none()) : py::object(py::int_(axis));
+  }
+  if (is_sequence(tree)) {
+    py::list items;
+    for (auto item : tree) {
+      items.append(axes_like(item, axes, next));
+    }
+    if (py::isinstance<py::list>(tree)) {
+      return items;
+    }
+    return PyTuple_CheckExact(tree.ptr()) != 0 ? py::object(py::tuple(items)) : tree.get_type()(*items);
+  }
+  if (py::isinstance<py::dict>(tree)) {
+    py::dict out;
+    for (auto item : tree.cast<py::dict>()) {
+      out[item.first] = axes_like(item.second, axes, next);
+    }
+    return out;
+  }
+  return py::none();
+}
+
 /// vmap of a Python function of pytrees.
 py::cpp_function make_vmap(const py::function& fun, const py::object& in_axes, const py::object& out_axes) {
   return py::cpp_function([fun, in_axes, out_axes](const py::args& args) -> py::object {
@@ -526,11 +553,15 @@ class CustomFunction {
         py::gil_scoped_acquire gil;
         size_t next = 0;
         auto in = tree_replace(state->args, inputs, next);
-        py::list axis_list;
-        for (int a : axes) {
-          axis_list.append(a < 0 ? py::object(py::none()) : py::object(py::int_(a)));
+        next = 0;
+        auto in_axes = axes_like(state->args, axes, next);
+        // As MLX's: the only argument and its axes alone, else the arguments' tuple and a tuple of their axes.
+        auto returned = state->args.size() == 1 ? (*rule)(in[py::int_(0)], in_axes[py::int_(0)]) : (*rule)(in, in_axes);
+        if (!py::isinstance<py::tuple>(returned) || py::len(returned) != 2) {
+          throw py::value_error("[custom vmap] The vmap function should return a tuple of 2 items: the outputs and "
+                                "their vectorization axes.");
         }
-        auto result = (*rule)(in, py::tuple(axis_list)).cast<py::tuple>();
+        auto result = returned.cast<py::tuple>();
         auto outs = tree_leaves(result[0]);
         std::vector<int> out_axes;
         flat_axes(result[0], result[1], "the custom vmap's output axes", 0, out_axes);

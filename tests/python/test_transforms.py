@@ -188,6 +188,50 @@ def test_custom_function_vjp_and_checkpoint():
     assert mx.grad(lambda a: mx.sum(mx.stop_gradient(a) * a))(x).tolist() == [0.5, 1.0]
 
 
+def test_custom_vmap_rule_gets_axes_shaped_as_its_inputs():
+    # MLX's convention: one argument comes alone with its axis; several come as a tuple with a tuple of axes (None for
+    # an unmapped array), nested as the arguments are.
+    seen = []
+
+    @mx.custom_function
+    def scale(x):
+        return x * 2
+
+    @scale.vmap
+    def scale_vmap(x, axis):
+        seen.append(axis)
+        return x * 3, axis  # a rule that differs from the function, to show it ran
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_allclose(np.array(mx.vmap(scale, in_axes=1)(mx.array(x))), x.T * 3)
+    assert seen == [1]
+
+    @mx.custom_function
+    def combine(pair, w):
+        return pair[0] + pair[1] * w
+
+    @combine.vmap
+    def combine_vmap(args, axes):
+        seen.append(axes)
+        (a, b), w = args
+        return mx.moveaxis(a, axes[0][0], 0) + b * w + 1, 0  # + 1: the rule's mark
+
+    b, w = x[:, 0], np.float32(2.0)
+    out = mx.vmap(combine, in_axes=((1, None), None))((mx.array(x), mx.array(b)), mx.array(w))
+    np.testing.assert_allclose(np.array(out), x.T + b * w + 1)
+    assert seen[1] == ((1, None), None)
+
+
+def test_custom_vmap_rule_must_return_outputs_and_axes():
+    @mx.custom_function
+    def f(x):
+        return x
+
+    f.vmap(lambda x, axis: x)
+    with pytest.raises(ValueError, match=r"\[custom vmap\] The vmap function should return a tuple of 2 items"):
+        mx.vmap(f)(mx.ones((2, 3)))
+
+
 def test_compile_keeps_no_call_arrays_alive():
     # The trace cache keeps the structure of a call, not its arrays: a call's inputs and outputs are freed with the
     # caller's references (the allocator's counters and weak references both show it).
