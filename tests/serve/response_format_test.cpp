@@ -26,14 +26,7 @@ using nlohmann::json;
 
 int id_of(char c) { return c - ' '; }
 
-struct JsonServer {
-  JsonServer() { registry.add("json", lm::load_model(test::json_model_dir()), ModelOptions{}); }
-
-  Metrics metrics;
-  ModelRegistry registry{metrics};
-  RequestLog log{nullptr};
-  Api api{registry, metrics, ApiOptions{}, &log};
-};
+using test::JsonServer;
 
 /// Sampling at temperature 1, with a bias towards the characters that close strings, arrays and objects.
 json sampled(json body, int seed) {

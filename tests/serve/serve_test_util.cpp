@@ -150,6 +150,8 @@ const std::string& json_model_dir() {
   return dir;
 }
 
+JsonServer::JsonServer() { registry.add("json", lm::load_model(json_model_dir()), ModelOptions{}); }
+
 const std::string& draft_model_dir() {
   static const std::string dir = write_model("serve_draft_model", write_tokenizer, 12);
   return dir;

@@ -43,6 +43,16 @@ struct TestServer {
   Api api;
 };
 
+/// A registry, metrics and API serving the JSON model (json_model_dir) as "json".
+struct JsonServer {
+  JsonServer();
+
+  Metrics metrics;
+  ModelRegistry registry{metrics};
+  RequestLog log{nullptr};
+  Api api{registry, metrics, ApiOptions{}, &log};
+};
+
 HttpRequest post(const std::string& path, const nlohmann::json& body);
 HttpRequest get(const std::string& path);
 /// The response's (whole) body as JSON.

@@ -45,6 +45,17 @@ int free_port() {
 }
 
 /// The sum of a metric's samples (every label) in Prometheus text.
+/// The status of GET /health once it answers 200, or after 60 s of asking.
+std::string health_after_waiting(const std::string& base) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  std::string status;
+  while ((status = run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health")) != "200" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  return status;
+}
+
 int metric(const std::string& text, const std::string& name) {
   int sum = 0;
   size_t at = 0;
@@ -81,12 +92,7 @@ TEST(ServeBinary, SigtermDuringStreamsFinishesThemAndExitsZero) {
           "1", "--log-file", log_file.c_str(), "--api-key-file", key_file.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health") != "200" &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_EQ(run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health"), "200");
+  ASSERT_EQ(health_after_waiting(base), "200");
 
   const std::string body = json{{"prompt", "w10"},  {"max_tokens", 200}, {"n", 3},
                                 {"temperature", 0}, {"stream", true},    {"logit_bias", {{"2", -100}}}}
@@ -172,12 +178,7 @@ TEST(ServeBinary, RouteDraftModelAndGrpcPortFlags) {
           "--grpc-port", grpc_text.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health") != "200" &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_EQ(run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health"), "200");
+  ASSERT_EQ(health_after_waiting(base), "200");
   std::set<std::string> served;
   for (int i = 0; i < 12; ++i) {
     const std::string out = run_command("curl -s -H 'Content-Type: application/json' -d '" +

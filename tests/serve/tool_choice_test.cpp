@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "nuvec/lm/load_model.h"
 #include "nuvec/serve/completion_handler.h"
 #include "nuvec/serve/http_server.h"
 #include "tests/serve/serve_test_util.h"
@@ -29,14 +28,7 @@ const json tools = json::parse(R"([
   {"type": "function", "function": {"name": "search", "parameters": {"type": "object",
     "properties": {"query": {"type": "string"}}, "required": ["query"], "additionalProperties": false}}}])");
 
-struct JsonServer {
-  JsonServer() { registry.add("json", lm::load_model(test::json_model_dir()), ModelOptions{}); }
-
-  Metrics metrics;
-  ModelRegistry registry{metrics};
-  RequestLog log{nullptr};
-  Api api{registry, metrics, ApiOptions{}, &log};
-};
+using test::JsonServer;
 
 int id_of(char c) { return c - ' '; }
 
