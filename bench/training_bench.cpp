@@ -126,7 +126,7 @@ void training_steps(int reps) {
   {
     nv::random::seed(3);
     nv::train::SmallCnn model;
-    nv::optimizers::Adam adam(1e-3);
+    nv::optimizers::Adam adam(1e-3, {0.9, 0.999}, 1e-8, /*bias_correction=*/true);
     auto images = nv::random::uniform({64, 28, 28, 1});
     auto labels = nv::random::randint(0, 10, {64});
     nv::eval(images, labels);
@@ -141,7 +141,7 @@ void training_steps(int reps) {
   {
     nv::random::seed(4);
     auto model = nv::lm::create_model(nv::gpt::llama_config(nv::gpt::GptConfig{}));
-    nv::optimizers::AdamW adamw(3e-3);
+    nv::optimizers::AdamW adamw(3e-3, {0.9, 0.999}, 1e-8, 0.01, /*bias_correction=*/true);
     auto tokens = nv::random::randint(0, model->vocab_size(), {32, 129});
     auto inputs = nv::slice(tokens, {0, 0}, {32, 128});
     auto targets = nv::slice(tokens, {0, 1}, {32, 129});

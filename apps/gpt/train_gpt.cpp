@@ -61,10 +61,13 @@ GptResult train_gpt(const GptOptions& options, std::FILE* log) {
   const auto config = llama_config(options.model);
   auto model = lm::create_model(config);
   int warmup = std::max(1, options.steps / 20);
-  optimizers::AdamW optimizer(optimizers::join_schedules(
-      {optimizers::linear_schedule(0.0, options.learning_rate, warmup),
-       optimizers::cosine_decay(options.learning_rate, options.steps - warmup, options.learning_rate * 0.1)},
-      {warmup}));
+  // Bias-corrected (PyTorch's AdamW), as this trainer has always run.
+  optimizers::AdamW optimizer(
+      optimizers::join_schedules(
+          {optimizers::linear_schedule(0.0, options.learning_rate, warmup),
+           optimizers::cosine_decay(options.learning_rate, options.steps - warmup, options.learning_rate * 0.1)},
+          {warmup}),
+      {0.9, 0.999}, 1e-8, 0.01, /*bias_correction=*/true);
   auto loss_fn = [&](const std::vector<array>& batch) {
     auto logits = model->forward(batch[0]);
     return nn::losses::cross_entropy(logits, batch[1], std::nullopt, -1, 0.0F, nn::losses::Reduction::mean);

@@ -59,14 +59,19 @@ std::vector<std::string> read_keys(const std::string& file) {
 
 int run_serve(int argc, char** argv, std::FILE* err) {
   serve::ServeOptions o;
-  // --model may repeat, which cli::Options does not allow: take its pairs out first.
+  // --model and --route may repeat, which cli::Options does not allow: take its pairs out first.
   std::vector<char*> rest = {argv[0], argv[1]};
   for (int i = 2; i < argc; ++i) {
-    if (std::string(argv[i]) == "--model") {
+    const std::string flag = argv[i];
+    if (flag == "--model" || flag == "--route") {
       if (i + 1 >= argc) {
-        throw std::invalid_argument("--model expects a value, got nothing");
+        throw std::invalid_argument(flag + " expects a value, got nothing");
       }
-      o.models.push_back(model_spec(argv[++i]));
+      if (flag == "--model") {
+        o.models.push_back(model_spec(argv[++i]));
+      } else {
+        o.routes.push_back(serve::parse_route(argv[++i]));
+      }
     } else {
       rest.push_back(argv[i]);
     }
@@ -74,9 +79,11 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   std::optional<std::string> api_key;
   std::optional<std::string> api_key_file;
   std::optional<std::string> log_file;
+  std::optional<std::string> draft_model;
   cli::Options()
       .add("--host", o.host)
       .add("--port", o.port)
+      .add("--grpc-port", o.grpc_port)
       .add("--parallel", o.parallel)
       .add("--ctx-size", o.ctx_size)
       .add("--max-tokens", o.max_tokens)
@@ -86,6 +93,9 @@ int run_serve(int argc, char** argv, std::FILE* err) {
       .add("--prefix-cache", o.prefix_cache)
       .add("--log-file", log_file)
       .add("--drain-seconds", o.drain_seconds)
+      .add("--route-seed", o.route_seed)
+      .add("--draft-model", draft_model)
+      .add("--num-draft", o.num_draft)
       .parse(static_cast<int>(rest.size()), rest.data());
   if (o.models.empty()) {
     throw std::invalid_argument("--model PATH is required");
@@ -99,12 +109,17 @@ int run_serve(int argc, char** argv, std::FILE* err) {
     o.api_keys = read_keys(*api_key_file);
   }
   if (o.parallel < 1 || o.max_queue < 0 || o.ctx_size < 0 || o.max_tokens < 0 || o.prefix_cache < 0 || o.port < 0 ||
-      o.port > 65535) {
+      o.port > 65535 || (o.grpc_port && (*o.grpc_port < 0 || *o.grpc_port > 65535))) {
     throw std::invalid_argument(
-        "--parallel must be >= 1, --max-queue, --ctx-size, --max-tokens and --prefix-cache >= 0, --port in [0, "
-        "65535]");
+        "--parallel must be >= 1, --max-queue, --ctx-size, --max-tokens and --prefix-cache >= 0, --port and "
+        "--grpc-port in "
+        "[0, 65535]");
   }
   o.log_file = log_file.value_or("");
+  o.draft_model = draft_model.value_or("");
+  if (o.num_draft < 1) {
+    throw std::invalid_argument("--num-draft must be >= 1");
+  }
   return serve::serve(o, err);
 }
 

@@ -150,7 +150,9 @@ TrainResult train(const TrainOptions& options, std::FILE* log) {
   const nn::Params saved_state = with_prefix(checkpoint, "optimizer.");
   const array* saved_step = nn::find_param(saved_state, "step");
   const double peak = peak_learning_rate(options, metadata, saved_step ? array(*saved_step).item<int64_t>() : 0, log);
-  optimizers::Adam optimizer(optimizers::cosine_decay(peak, total_steps, peak * 0.05));
+  // Bias-corrected (PyTorch's Adam), as this trainer has always run.
+  optimizers::Adam optimizer(optimizers::cosine_decay(peak, total_steps, peak * 0.05), {0.9, 0.999}, 1e-8,
+                             /*bias_correction=*/true);
   TrainResult result;
   int start_epoch = 0;
   if (metadata) {

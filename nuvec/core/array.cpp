@@ -135,13 +135,6 @@ TracingScope::TracingScope() { ++tracing_depth; }
 TracingScope::~TracingScope() { --tracing_depth; }
 bool in_tracing() { return tracing_depth > 0; }
 
-void check_no_tracers(const std::vector<array>& outputs, const char* op) {
-  if (std::any_of(outputs.begin(), outputs.end(), [](const array& a) { return a.is_tracer(); })) {
-    throw_invalid(op_prefix(op).append(
-        "Attempting to eval an array during function transformations like compile or vmap is not allowed."));
-  }
-}
-
 }  // namespace detail
 
 array::Data::Data(allocator::Buffer buffer, Deleter d) : buffer(buffer), d(std::move(d)) {}

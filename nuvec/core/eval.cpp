@@ -238,8 +238,11 @@ void eval_locked(const std::vector<array>& outputs) {
     auto& entry = graph.entries[i];
     run_node(*entry.node);
     // Dropping the primitive and inputs frees intermediates as soon as their
-    // last consumer has run; the tape's own handle goes too.
-    entry.node->detach();
+    // last consumer has run; the tape's own handle goes too. A tracer keeps
+    // its graph, which the transform running around it still walks (MLX).
+    if (!entry.node->is_tracer()) {
+      entry.node->detach();
+    }
     entry.node.reset();
   });
 }

@@ -41,10 +41,12 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
 /// "causal" lets query i see keys up to i + L_kv - L_q. A query that sees no key averages all values. sinks (N_q)
 /// add one logit per head to each softmax. The result has the inputs' promoted (floating) dtype; the softmax runs in
 /// float32 at least. Throws for inputs not 4-d, sizes that disagree, another mask_mode, a mask_arr with "causal",
-/// or a mask or sinks that does not fit.
+/// or a mask or sinks that does not fit. `force_fused` asks for the fused kernel, which nuvec always has (MLX throws
+/// where its backend has none).
 array scaled_dot_product_attention(const array& queries, const array& keys, const array& values, const float scale,
                                    const std::string& mask_mode = "", std::optional<array> mask_arr = {},
-                                   const std::optional<array>& sinks = {}, StreamOrDevice s = {});
+                                   const std::optional<array>& sinks = {}, bool force_fused = false,
+                                   StreamOrDevice s = {});
 
 namespace detail {
 

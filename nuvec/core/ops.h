@@ -588,14 +588,15 @@ std::pair<std::vector<std::vector<int>>, std::string> einsum_path(const std::str
 // ---------------------------------------------------------------- quantization
 
 /// Affine quantization of the last axis in groups (CONFORMANCE.md): {w_q (uint32), scales, biases}.
-/// Defaults: group_size 64, bits 4; only mode "affine" is supported.
+/// Defaults: group_size 64, bits 4; only mode "affine" is supported, so a `global_scale` (nvfp4's) is refused.
 std::vector<array> quantize(const array& w, std::optional<int> group_size = std::nullopt,
                             std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
-                            StreamOrDevice s = {});
+                            const std::optional<array>& global_scale = std::nullopt, StreamOrDevice s = {});
 /// scale * q + bias, in `dtype` (default: the scales' dtype).
 array dequantize(const array& w, const array& scales, const std::optional<array>& biases = std::nullopt,
                  std::optional<int> group_size = std::nullopt, std::optional<int> bits = std::nullopt,
-                 const std::string& mode = "affine", std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
+                 const std::string& mode = "affine", const std::optional<array>& global_scale = std::nullopt,
+                 std::optional<Dtype> dtype = std::nullopt, StreamOrDevice s = {});
 /// x @ dequantize(w).T (transpose) or x @ dequantize(w), without materializing the dequantized weight.
 array quantized_matmul(array x, array w, array scales, std::optional<array> biases = std::nullopt,
                        bool transpose = true, std::optional<int> group_size = std::nullopt,
@@ -607,6 +608,22 @@ array gather_qmm(const array& x, const array& w, const array& scales, const std:
                  bool transpose = true, std::optional<int> group_size = std::nullopt,
                  std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                  bool sorted_indices = false, StreamOrDevice s = {});
+/// x @ w.T with both operands quantized in `mode` along K: x (..., K) is quantized on the fly, w (N, K) too when it
+/// is floating (a uint32 w is taken as already quantized, with `scales_w`). The result has x's dtype. Gradients (w
+/// floating only) are qqmm's of the cotangent, as MLX defines them. Modes as quantize: "affine" (MLX's default
+/// "nvfp4" is refused), whose quantized w needs biases qqmm does not take, so w must be floating there.
+array qqmm(const array& x, const array& w, const std::optional<array>& w_scales = std::nullopt,
+           std::optional<int> group_size = std::nullopt, std::optional<int> bits = std::nullopt,
+           const std::string& mode = "nvfp4", const std::optional<array>& global_scale_x = std::nullopt,
+           const std::optional<array>& global_scale_w = std::nullopt, StreamOrDevice s = {});
+/// qqmm with x and w picked from their batches by index, as gather_mm: (lhs_indices shape..., M, N).
+array gather_qqmm(const array& x, const array& w, const std::optional<array>& scales_w = std::nullopt,
+                  const std::optional<array>& lhs_indices = std::nullopt,
+                  const std::optional<array>& rhs_indices = std::nullopt, std::optional<int> group_size = std::nullopt,
+                  std::optional<int> bits = std::nullopt, const std::string& mode = "nvfp4",
+                  const std::optional<array>& global_scale_x = std::nullopt,
+                  const std::optional<array>& global_scale_w = std::nullopt, bool sorted_indices = false,
+                  StreamOrDevice s = {});
 /// x @ dequantize(w, mode).T for w in one of GGML's block formats ("q4_0", "q8_0", "q4_k", "q6_k";
 /// quantization_mode.h): w (N, K / values per block * bytes per block) uint8, rows of blocks as GGUF files hold them,
 /// computed from the blocks themselves. nuvec's addition to MLX's API.

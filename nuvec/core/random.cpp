@@ -24,43 +24,6 @@ using nuvec::detail::op_prefix;
 
 namespace {
 
-/// The global key sequence. The key lives on the host: each draw is split there with the same Threefry hash as
-/// the RandomBits kernel, so `next()` equals MLX's `split(key)` (keep the first half, hand out the second) without
-/// growing a lazy chain of splits that every later sample would have to walk.
-class KeySequence {
- public:
-  explicit KeySequence(uint64_t seed) { reseed(seed); }
-
-  void reseed(uint64_t seed) {
-    std::lock_guard lock(mutex_);
-    k0_ = static_cast<uint32_t>(seed >> 32);
-    k1_ = static_cast<uint32_t>(seed);
-  }
-
-  array next() {
-    std::lock_guard lock(mutex_);
-    // split(key) is bits({2, 2}, 4, key): words 0..3 from the counter pairs (0, 2) and (1, 3).
-    uint32_t a0 = 0;
-    uint32_t a1 = 2;
-    uint32_t b0 = 1;
-    uint32_t b1 = 3;
-    detail::threefry2x32(k0_, k1_, a0, a1);
-    detail::threefry2x32(k0_, k1_, b0, b1);
-    k0_ = a0;
-    k1_ = b0;
-    return array({a1, b1});
-  }
-
- private:
-  std::mutex mutex_;
-  uint32_t k0_ = 0;
-  uint32_t k1_ = 0;
-};
-
-KeySequence& global_keys() {
-  static KeySequence keys(static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
-  return keys;
-}
 
 void check_key(const array& key, const char* op) {
   if (key.dtype() != uint32) {
@@ -71,7 +34,7 @@ void check_key(const array& key, const char* op) {
   }
 }
 
-array resolve_key(const std::optional<array>& key) { return key ? *key : global_keys().next(); }
+array resolve_key(const std::optional<array>& key) { return key ? *key : KeySequence::default_().next(); }
 
 void check_shape(const Shape& shape, const char* op) {
   for (auto dim : shape) {
@@ -150,7 +113,36 @@ array permutation_order(int n, const std::optional<array>& key, StreamOrDevice s
 
 array key(uint64_t seed) { return array({static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(seed)}); }
 
-void seed(uint64_t seed) { global_keys().reseed(seed); }
+// The key lives on the host: each draw is split there with the same Threefry hash as the RandomBits kernel, so
+// `next()` equals MLX's `split(key)` without growing a lazy chain of splits that every later sample would walk.
+KeySequence::KeySequence(uint64_t seed) { this->seed(seed); }
+
+void KeySequence::seed(uint64_t seed) {
+  std::lock_guard lock(mutex_);
+  k0_ = static_cast<uint32_t>(seed >> 32);
+  k1_ = static_cast<uint32_t>(seed);
+}
+
+array KeySequence::next() {
+  std::lock_guard lock(mutex_);
+  // split(key) is bits({2, 2}, 4, key): words 0..3 from the counter pairs (0, 2) and (1, 3).
+  uint32_t a0 = 0;
+  uint32_t a1 = 2;
+  uint32_t b0 = 1;
+  uint32_t b1 = 3;
+  detail::threefry2x32(k0_, k1_, a0, a1);
+  detail::threefry2x32(k0_, k1_, b0, b1);
+  k0_ = a0;
+  k1_ = b0;
+  return array({a1, b1});
+}
+
+KeySequence& KeySequence::default_() {
+  static KeySequence keys(static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  return keys;
+}
+
+void seed(uint64_t seed) { KeySequence::default_().seed(seed); }
 
 array bits(const Shape& shape, int width, const std::optional<array>& key, StreamOrDevice s) {
   auto k = resolve_key(key);

@@ -7,6 +7,7 @@
 // that do not broadcast) throw nuvec::error when the function is called.
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -18,6 +19,22 @@ namespace nuvec::random {
 /// A bound of uniform/randint: a C++ number or an array.
 template <class T>
 concept Bound = std::is_arithmetic_v<T> || std::is_same_v<std::remove_cvref_t<T>, array>;
+
+/// The sequence of keys handed to draws given none, as MLX's: each `next()` splits the current key, keeps one half
+/// and returns the other. `default_()` is the one `seed` reseeds, seeded from the clock at first use; nuvec shares
+/// it between threads (thread-safe) where MLX keeps one per thread.
+class KeySequence {
+ public:
+  explicit KeySequence(uint64_t seed);
+  void seed(uint64_t seed);
+  array next();
+  static KeySequence& default_();
+
+ private:
+  std::mutex mutex_;
+  uint32_t k0_ = 0;
+  uint32_t k1_ = 0;
+};
 
 /// A PRNG key from a seed: uint32 [seed >> 32, seed & 0xffffffff].
 array key(uint64_t seed);

@@ -40,8 +40,9 @@ using ValueAndGradFn = std::function<std::pair<std::vector<array>, std::vector<a
 using SimpleValueAndGradFn = std::function<std::pair<array, std::vector<array>>(const std::vector<array>&)>;
 
 /// fun's outputs and the gradient of its first output (a 0-d array) with respect to the inputs in argnums (default
-/// the first); the other outputs are auxiliary values, returned but not differentiated. An empty argnums or one
-/// holding an index twice throws here; an index out of range or a first output that is not 0-d throws on the call.
+/// the first; negative counts from the end), in increasing input order as MLX; the other outputs are auxiliary
+/// values, returned but not differentiated. An empty argnums throws here; an index out of range or given twice, or
+/// a first output that is not 0-d, throws on the call.
 ValueAndGradFn value_and_grad(const Function& fun, const std::vector<int>& argnums);
 ValueAndGradFn value_and_grad(const Function& fun, int argnum = 0);
 std::function<std::pair<array, array>(const array&)> value_and_grad(const std::function<array(const array&)>& fun);
@@ -50,7 +51,7 @@ SimpleValueAndGradFn value_and_grad(const std::function<array(const std::vector<
 SimpleValueAndGradFn value_and_grad(const std::function<array(const std::vector<array>&)>& fun, int argnum = 0);
 
 /// The gradient of a function with a 0-d output with respect to its inputs in argnums (default the first), in
-/// argnums' order; throws as value_and_grad.
+/// increasing input order; throws as value_and_grad.
 std::function<std::vector<array>(const std::vector<array>&)> grad(
     const std::function<array(const std::vector<array>&)>& fun, const std::vector<int>& argnums);
 std::function<std::vector<array>(const std::vector<array>&)> grad(

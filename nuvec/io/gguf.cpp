@@ -466,40 +466,59 @@ void save_gguf(Writer& out, const std::vector<GGUFTensor>& tensors,
 
 GGUFLoad load_gguf(const std::string& file, StreamOrDevice) { return io::load_gguf(file, io::GGUFQuantized::packed); }
 
-void save_gguf(std::string file, std::unordered_map<std::string, array> array_map,
-               std::unordered_map<std::string, GGUFMetaData> meta_data) {
-  if (file.size() < 5 || file.substr(file.size() - 5) != ".gguf") {
-    file += ".gguf";
-  }
+namespace {
+
+/// MLX's save_gguf over io::save_gguf: the tensors sorted by name, of MLX's dtypes only, and general.alignment taken
+/// from the metadata (removed from `meta_data`); checked before anything is written.
+std::pair<std::vector<io::GGUFTensor>, uint32_t> mlx_gguf_tensors(
+    const std::unordered_map<std::string, array>& array_map, std::unordered_map<std::string, GGUFMetaData>& meta_data,
+    const std::string& label) {
   // MLX's callers give the alignment as metadata; the writer takes it as an argument.
   uint32_t alignment = kDefaultAlignment;
   if (auto it = meta_data.find("general.alignment"); it != meta_data.end()) {
     const auto* a = std::get_if<array>(&it->second);
     if (a == nullptr || a->ndim() != 0 || !is_integer(a->dtype())) {
-      io::detail::fail(kSave, "file " + file, "general.alignment must be an integer scalar");
+      io::detail::fail(kSave, label, "general.alignment must be an integer scalar");
     }
     alignment = static_cast<uint32_t>(array(*a).item<uint64_t>());
     meta_data.erase(it);
   }
   std::vector<io::GGUFTensor> tensors;
-  for (auto& [name, a] : array_map) {
+  for (const auto& [name, a] : array_map) {
     const auto* info = io::detail::ggml_type_for(a.dtype());
     if (info == nullptr) {
-      io::detail::fail(kSave, "file " + file,
+      io::detail::fail(kSave, label,
                        "tensor \"" + name + "\": GGUF has no " + std::string(dtype_name(a.dtype())) + " type");
     }
     // MLX's save_gguf writes only these; the other GGUF types are written through io::save_gguf.
     const Dtype d = a.dtype();
     if (d != float32 && d != float16 && d != int8 && d != int16 && d != int32) {
-      io::detail::fail(kSave, "file " + file,
+      io::detail::fail(kSave, label,
                        "tensor \"" + name + "\": dtype " + std::string(dtype_name(d)) +
                            " is not supported (float32, float16, int8, int16 and int32 are, as in MLX)");
     }
     tensors.push_back({name, info->type, a.shape(), a});
   }
   std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return {std::move(tensors), alignment};
+}
+
+}  // namespace
+
+void save_gguf(std::string file, std::unordered_map<std::string, array> array_map,
+               std::unordered_map<std::string, GGUFMetaData> meta_data) {
+  if (file.size() < 5 || file.substr(file.size() - 5) != ".gguf") {
+    file += ".gguf";
+  }
+  auto [tensors, alignment] = mlx_gguf_tensors(array_map, meta_data, "file " + file);
   io::FileWriter writer(file);
   io::save_gguf(writer, tensors, meta_data, alignment);
+}
+
+void save_gguf(std::shared_ptr<io::Writer> out_stream, std::unordered_map<std::string, array> array_map,
+               std::unordered_map<std::string, GGUFMetaData> meta_data) {
+  auto [tensors, alignment] = mlx_gguf_tensors(array_map, meta_data, out_stream->label());
+  io::save_gguf(*out_stream, tensors, meta_data, alignment);
 }
 
 }  // namespace nuvec

@@ -41,6 +41,9 @@ GGUFLoad load_gguf(const std::string& file, StreamOrDevice s = {});
 /// GGUF version 3.
 void save_gguf(std::string file, std::unordered_map<std::string, array> array_map,
                std::unordered_map<std::string, GGUFMetaData> meta_data = {});
+/// The same through a writer (a file-like object's bytes in memory, say).
+void save_gguf(std::shared_ptr<io::Writer> out_stream, std::unordered_map<std::string, array> array_map,
+               std::unordered_map<std::string, GGUFMetaData> meta_data = {});
 
 namespace io {
 

@@ -66,6 +66,9 @@ class FileReader : public Reader {
   bool good_ = true;
 };
 
+/// MLX's name for its file reader, which reads large requests in parallel; nuvec's positioned reads serve both.
+using ParallelFileReader = FileReader;
+
 /// Writes a file (created or truncated) through a descriptor.
 class FileWriter : public Writer {
  public:

@@ -63,7 +63,7 @@ array Linear::forward(const array& x) {
 
 Bilinear::Bilinear(int input1_dims, int input2_dims, int output_dims, bool bias)
     : weight(random::uniform(-1.0 / std::sqrt(input1_dims), 1.0 / std::sqrt(input1_dims),
-                             {output_dims, input1_dims, input2_dims})) {
+                             {output_dims, input2_dims, input1_dims})) {
   if (bias) {
     double scale = 1.0 / std::sqrt(input1_dims);
     this->bias = random::uniform(-scale, scale, {output_dims});
@@ -74,8 +74,8 @@ Bilinear::Bilinear(int input1_dims, int input2_dims, int output_dims, bool bias)
 
 array Bilinear::forward(const array& x1, const array& x2) {
   int out = weight.shape(0);
-  int in1 = weight.shape(1);
-  int in2 = weight.shape(2);
+  int in2 = weight.shape(1);
+  int in1 = weight.shape(2);
   check_input(x1, 1, in1, "first input");
   check_input(x2, 1, in2, "second input");
   Shape batch(x1.shape().begin(), x1.shape().end() - 1);
@@ -83,9 +83,9 @@ array Bilinear::forward(const array& x1, const array& x2) {
     fail("expected inputs with the same leading axes; given shapes " + shape_string(x1.shape()) + " and " +
          shape_string(x2.shape()) + ".");
   }
-  // (N, in1) @ (in1, out * in2) -> (N, out, in2), then contract in2 with x2.
-  auto w = reshape(transpose(weight, {1, 0, 2}), {in1, out * in2});
-  auto t = reshape(matmul(reshape(x1, {-1, in1}), w), {-1, out, in2});
+  // (N, in1) @ (out * in2, in1).T -> (N, out, in2), then contract in2 with x2.
+  auto w = reshape(weight, {out * in2, in1});
+  auto t = reshape(matmul(reshape(x1, {-1, in1}), transpose(w)), {-1, out, in2});
   auto y = squeeze(matmul(t, expand_dims(reshape(x2, {-1, in2}), -1)), -1);
   if (bias) {
     y = y + *bias;

@@ -1,7 +1,7 @@
 #pragma once
 
-// Dense layers: Identity, Linear (weight (out, in) as PyTorch and MLX), Bilinear (weight (out, in1, in2) as
-// PyTorch) and Embedding (weight (num_embeddings, dims)).
+// Dense layers: Identity, Linear (weight (out, in) as PyTorch and MLX), Bilinear (weight (out, in2, in1) as MLX:
+// y_o = x2 . W_o x1 + b_o; PyTorch's is (out, in1, in2)) and Embedding (weight (num_embeddings, dims)).
 
 #include <optional>
 #include <string>
@@ -37,8 +37,8 @@ class Linear : public UnaryModule {
   int output_dims_;
 };
 
-/// y[..., o] = x1 @ weight[o] @ x2 + bias[o], weight (output_dims, input1_dims, input2_dims) (PyTorch's layout; MLX
-/// stores (output_dims, input2_dims, input1_dims)) and bias drawn from U(-1/sqrt(input1_dims), 1/sqrt(input1_dims)).
+/// y[..., o] = x2 @ weight[o] @ x1 + bias[o], weight (output_dims, input2_dims, input1_dims) (MLX's layout; PyTorch's
+/// weight is its transpose in the last two axes) and bias drawn from U(-1/sqrt(input1_dims), 1/sqrt(input1_dims)).
 class Bilinear : public Module {
  public:
   Bilinear(int input1_dims, int input2_dims, int output_dims, bool bias = true);

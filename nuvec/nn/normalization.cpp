@@ -47,8 +47,8 @@ array RMSNorm::forward(const array& x) {
   return fast::rms_norm(x, weight, eps_);
 }
 
-GroupNorm::GroupNorm(int num_groups, int dims, float eps, bool affine)
-    : num_groups_(num_groups), dims_(dims), eps_(eps) {
+GroupNorm::GroupNorm(int num_groups, int dims, float eps, bool affine, bool pytorch_compatible)
+    : num_groups_(num_groups), dims_(dims), eps_(eps), pytorch_compatible_(pytorch_compatible) {
   if (num_groups < 1 || dims % num_groups != 0) {
     throw_invalid("[GroupNorm] num_groups (" + std::to_string(num_groups) + ") must divide dims (" +
                   std::to_string(dims) + ").");
@@ -63,9 +63,12 @@ GroupNorm::GroupNorm(int num_groups, int dims, float eps, bool affine)
 
 array GroupNorm::forward(const array& x) {
   check_input(x, 2, dims_);
-  // (N, spatial..., C) -> (N, S, G, C / G); statistics over S and the channels of each group.
-  auto grouped = reshape(x, {x.shape(0), -1, num_groups_, dims_ / num_groups_});
-  auto y = reshape(normalize(grouped, {1, 3}, eps_), x.shape());
+  // Statistics over S and the channels of each group: (N, S, G, C / G) for consecutive channels, else
+  // (N, S * C / G, G), where channel c lands in group c % G.
+  auto grouped = pytorch_compatible_ ? reshape(x, {x.shape(0), -1, num_groups_, dims_ / num_groups_})
+                                     : reshape(x, {x.shape(0), -1, num_groups_});
+  auto axes = pytorch_compatible_ ? std::vector<int>{1, 3} : std::vector<int>{1};
+  auto y = reshape(normalize(grouped, axes, eps_), x.shape());
   if (weight) {
     y = y * *weight + *bias;
   }

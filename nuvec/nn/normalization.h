@@ -43,12 +43,12 @@ class RMSNorm : public UnaryModule {
   float eps_;
 };
 
-/// Normalizes groups of consecutive channels over (spatial..., channels of the group), as PyTorch's GroupNorm
-/// (MLX's pytorch_compatible=true; its default groups differently); weight and bias per channel when affine.
-/// num_groups must divide dims, else the constructor throws.
+/// Normalizes groups of channels over (spatial..., channels of the group); weight and bias per channel when affine.
+/// As MLX, channel c belongs to group c % num_groups by default, and pytorch_compatible groups consecutive channels
+/// as PyTorch's GroupNorm. num_groups must divide dims, else the constructor throws.
 class GroupNorm : public UnaryModule {
  public:
-  GroupNorm(int num_groups, int dims, float eps = 1e-5F, bool affine = true);
+  GroupNorm(int num_groups, int dims, float eps = 1e-5F, bool affine = true, bool pytorch_compatible = false);
   [[nodiscard]] std::string type_name() const override { return "GroupNorm"; }
   /// (N, spatial..., dims) -> the same shape; at least 2 axes.
   array forward(const array& x) override;
@@ -60,6 +60,7 @@ class GroupNorm : public UnaryModule {
   int num_groups_;
   int dims_;
   float eps_;
+  bool pytorch_compatible_;
 };
 
 /// Normalizes each channel over the batch and spatial axes. Training uses the batch statistics and updates the

@@ -170,20 +170,15 @@ SGD::SGD(LearningRate learning_rate, double momentum, double weight_decay, doubl
 
 void SGD::init_single(const array& parameter, State& state) {
   if (momentum_ != 0.0) {
-    state.insert_or_assign("momentum_buffer", zeros_like(parameter));
+    state.insert_or_assign("v", zeros_like(parameter));
   }
 }
 
-array SGD::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
-                        const array& step) {
+array SGD::apply_single(const array& gradient, const array& parameter, State& state, const array& lr, const array&) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   if (momentum_ != 0.0) {
-    array buf = like(g, momentum_) * state.at("momentum_buffer") + like(g, 1.0 - dampening_) * g;
-    if (dampening_ != 0.0) {
-      // PyTorch's buffer starts at the first gradient itself, undamped (from zeros without dampening it is the same).
-      buf = where(equal(step, array(uint64_t{1}, uint64)), g, buf);
-    }
-    state.insert_or_assign("momentum_buffer", buf);
+    array buf = like(g, momentum_) * state.at("v") + like(g, 1.0 - dampening_) * g;
+    state.insert_or_assign("v", buf);
     g = nesterov_ ? g + like(g, momentum_) * buf : buf;
   }
   return parameter - in_dtype_of(parameter, lr) * g;
@@ -191,8 +186,13 @@ array SGD::apply_single(const array& gradient, const array& parameter, State& st
 
 // ---------------------------------------------------------------- Adam family
 
-Adam::Adam(LearningRate learning_rate, std::pair<double, double> betas, double eps, double weight_decay)
-    : Optimizer(std::move(learning_rate)), betas_(betas), eps_(eps), weight_decay_(weight_decay) {}
+Adam::Adam(LearningRate learning_rate, std::pair<double, double> betas, double eps, bool bias_correction,
+           double weight_decay)
+    : Optimizer(std::move(learning_rate)),
+      betas_(betas),
+      eps_(eps),
+      bias_correction_(bias_correction),
+      weight_decay_(weight_decay) {}
 
 void Adam::init_single(const array& parameter, State& state) {
   state.insert_or_assign("m", zeros_like(parameter));
@@ -206,6 +206,9 @@ array Adam::adam_step(const array& gradient, const array& parameter, State& stat
   auto v = like(gradient, b2) * state.at("v") + like(gradient, 1.0 - b2) * square(gradient);
   state.insert_or_assign("m", m);
   state.insert_or_assign("v", v);
+  if (!bias_correction_) {
+    return parameter - in_dtype_of(parameter, lr) * m / (sqrt(v) + like(v, eps_));
+  }
   auto denom = sqrt(v) * in_dtype_of(v, rsqrt(bias_correction(b2, step))) + like(v, eps_);
   return parameter - in_dtype_of(parameter, lr / bias_correction(b1, step)) * m / denom;
 }
@@ -216,8 +219,9 @@ array Adam::apply_single(const array& gradient, const array& parameter, State& s
   return adam_step(g, parameter, state, lr, step);
 }
 
-AdamW::AdamW(LearningRate learning_rate, std::pair<double, double> betas, double eps, double weight_decay)
-    : Adam(std::move(learning_rate), betas, eps, weight_decay) {}
+AdamW::AdamW(LearningRate learning_rate, std::pair<double, double> betas, double eps, double weight_decay,
+             bool bias_correction)
+    : Adam(std::move(learning_rate), betas, eps, bias_correction, weight_decay) {}
 
 array AdamW::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
                           const array& step) {
@@ -230,18 +234,17 @@ Adamax::Adamax(LearningRate learning_rate, std::pair<double, double> betas, doub
 
 void Adamax::init_single(const array& parameter, State& state) {
   state.insert_or_assign("m", zeros_like(parameter));
-  state.insert_or_assign("u", zeros_like(parameter));
+  state.insert_or_assign("v", zeros_like(parameter));
 }
 
-array Adamax::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
-                           const array& step) {
+array Adamax::apply_single(const array& gradient, const array& parameter, State& state, const array& lr, const array&) {
   auto [b1, b2] = betas_;
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
   auto m = like(g, b1) * state.at("m") + like(g, 1.0 - b1) * g;
-  auto u = maximum(like(g, b2) * state.at("u"), abs(g) + like(g, eps_));
+  auto v = maximum(like(g, b2) * state.at("v"), abs(g));
   state.insert_or_assign("m", m);
-  state.insert_or_assign("u", u);
-  return parameter - in_dtype_of(parameter, lr / bias_correction(b1, step)) * m / u;
+  state.insert_or_assign("v", v);
+  return parameter - in_dtype_of(parameter, lr) * m / (v + like(v, eps_));
 }
 
 // ---------------------------------------------------------------- adaptive rates
@@ -250,14 +253,14 @@ Adagrad::Adagrad(LearningRate learning_rate, double eps, double weight_decay)
     : Optimizer(std::move(learning_rate)), eps_(eps), weight_decay_(weight_decay) {}
 
 void Adagrad::init_single(const array& parameter, State& state) {
-  state.insert_or_assign("sum", zeros_like(parameter));
+  state.insert_or_assign("v", zeros_like(parameter));
 }
 
 array Adagrad::apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
                             const array&) {
   array g = weight_decay_ != 0.0 ? gradient + like(parameter, weight_decay_) * parameter : gradient;
-  auto s = state.at("sum") + square(g);
-  state.insert_or_assign("sum", s);
+  auto s = state.at("v") + square(g);
+  state.insert_or_assign("v", s);
   return parameter - in_dtype_of(parameter, lr) * g / (sqrt(s) + like(s, eps_));
 }
 

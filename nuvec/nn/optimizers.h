@@ -1,11 +1,11 @@
 #pragma once
 
-// Optimizers (mlx.optimizers' names; update rules as PyTorch's where PyTorch has the optimizer, so trajectories
-// match it step for step). An optimizer maps gradients to new parameters by name, keeps per-parameter state
-// created on first use (or by init), and exposes that state as a flat parameter list for saving and restoring.
-// As in MLX, the step count and the learning rate are arrays of that state, and schedules and bias corrections are
-// array ops on the step: a compiled training step takes the state as inputs and gives it back as outputs, and each
-// call computes its own rate.
+// Optimizers (mlx.optimizers' names, arguments, defaults and update rules, so MLX training code behaves the same;
+// flags such as Adam's bias_correction give PyTorch's trajectories step for step). An optimizer maps gradients to new
+// parameters by name, keeps per-parameter state created on first use (or by init), and exposes that state as a flat
+// parameter list for saving and restoring. As in MLX, the step count and the learning rate are arrays of that state,
+// and schedules and bias corrections are array ops on the step: a compiled training step takes the state as inputs and
+// gives it back as outputs, and each call computes its own rate.
 
 #include <cstdint>
 #include <functional>
@@ -76,9 +76,9 @@ class Optimizer {
   std::map<std::string, State> state_;
 };
 
-/// p -= lr * (momentum buffer or gradient), PyTorch's SGD: weight decay adds wd * p to the gradient, the buffer
-/// starts at the first gradient (MLX starts it at zero, which differs once dampening is set), dampening scales later
-/// gradients, Nesterov looks ahead. nesterov without momentum > 0 and zero dampening throws.
+/// p -= lr * (momentum buffer or gradient), MLX's SGD: weight decay adds wd * p to the gradient, the buffer starts at
+/// zero and takes (1 - dampening) * g each step (PyTorch's starts at the first gradient undamped, the same without
+/// dampening), Nesterov looks ahead. nesterov without momentum > 0 and zero dampening throws.
 class SGD : public Optimizer {
  public:
   explicit SGD(LearningRate learning_rate, double momentum = 0.0, double weight_decay = 0.0, double dampening = 0.0,
@@ -96,12 +96,12 @@ class SGD : public Optimizer {
   bool nesterov_;
 };
 
-/// Adam with bias correction always on (PyTorch's; MLX's bias_correction defaults to false); weight decay adds
-/// wd * p to the gradient.
+/// MLX's Adam: p -= lr * m / (sqrt(v) + eps), or with bias_correction (PyTorch's Adam) lr / (1 - b1^t) * m /
+/// (sqrt(v) / sqrt(1 - b2^t) + eps). weight_decay (nuvec's addition, PyTorch's form) adds wd * p to the gradient.
 class Adam : public Optimizer {
  public:
   explicit Adam(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
-                double weight_decay = 0.0);
+                bool bias_correction = false, double weight_decay = 0.0);
 
  protected:
   void init_single(const array& parameter, State& state) override;
@@ -113,22 +113,23 @@ class Adam : public Optimizer {
 
   std::pair<double, double> betas_;
   double eps_;
+  bool bias_correction_;
   double weight_decay_;
 };
 
-/// Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step.
+/// Adam with decoupled weight decay: p *= 1 - lr * wd before the Adam step (MLX's argument order).
 class AdamW : public Adam {
  public:
   explicit AdamW(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
-                 double weight_decay = 0.01);
+                 double weight_decay = 0.01, bool bias_correction = false);
 
  protected:
   array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
                      const array& step) override;
 };
 
-/// Adam with the infinity norm, PyTorch's: u = max(b2 u, |g| + eps), p -= lr / (1 - b1^t) * m / u (MLX's has no
-/// bias correction and adds eps to u afterwards); weight decay adds wd * p to the gradient.
+/// MLX's Adamax, Adam with the infinity norm: v = max(b2 v, |g|), p -= lr * m / (v + eps), without bias correction
+/// (PyTorch's corrects m and adds eps inside the max); weight decay (nuvec's addition) adds wd * p to the gradient.
 class Adamax : public Optimizer {
  public:
   explicit Adamax(LearningRate learning_rate, std::pair<double, double> betas = {0.9, 0.999}, double eps = 1e-8,
@@ -145,11 +146,11 @@ class Adamax : public Optimizer {
   double weight_decay_;
 };
 
-/// s += g^2, p -= lr * g / (sqrt(s) + eps); eps defaults to PyTorch's 1e-10 (MLX's is 1e-8) and weight decay adds
-/// wd * p to the gradient.
+/// s += g^2, p -= lr * g / (sqrt(s) + eps), eps 1e-8 as MLX (PyTorch's is 1e-10); weight decay (nuvec's addition)
+/// adds wd * p to the gradient.
 class Adagrad : public Optimizer {
  public:
-  explicit Adagrad(LearningRate learning_rate, double eps = 1e-10, double weight_decay = 0.0);
+  explicit Adagrad(LearningRate learning_rate, double eps = 1e-8, double weight_decay = 0.0);
 
  protected:
   void init_single(const array& parameter, State& state) override;

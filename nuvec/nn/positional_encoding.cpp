@@ -1,6 +1,7 @@
 #include "nuvec/nn/positional_encoding.h"
 
 #include <cmath>
+#include <vector>
 
 #include "nuvec/core/fast.h"
 #include "nuvec/core/ops.h"
@@ -23,14 +24,37 @@ array RoPE::forward(const array& x, int offset) {
   return fast::rope(x, dims_, traditional_, base_, scale_, offset);
 }
 
+namespace {
+
+/// 2^(-8 h / n) for h = 1..n when n is a power of two; else the slopes of the power of two below n, then every
+/// other slope of twice that power.
+std::vector<float> alibi_slopes(int n) {
+  const int power = 1 << static_cast<int>(std::floor(std::log2(n)));
+  std::vector<float> slopes;
+  for (int h = 1; h <= power; ++h) {
+    slopes.push_back(static_cast<float>(std::exp2(-8.0 * h / power)));
+  }
+  for (int h = 1; static_cast<int>(slopes.size()) < n; h += 2) {
+    slopes.push_back(static_cast<float>(std::exp2(-8.0 * h / (2 * power))));
+  }
+  return slopes;
+}
+
+}  // namespace
+
+array ALiBi::create_alibi_slope(int num_heads, Dtype dtype) {
+  if (num_heads < 1) {
+    throw_invalid("[ALiBi] num_heads must be positive; given " + std::to_string(num_heads) + ".");
+  }
+  auto slopes = alibi_slopes(num_heads);
+  return astype(array(slopes.begin(), {num_heads, 1, 1}, float32), dtype);
+}
+
 array ALiBi::create_alibi_matrix(int q_sequence_length, int k_sequence_length, int num_heads, int offset, Dtype dtype) {
-  auto q = arange(offset, offset + q_sequence_length, float32);
-  auto k = arange(0, k_sequence_length, float32);
-  auto distance = -abs(expand_dims(q, 1) - expand_dims(k, 0));
-  auto exponents = arange(1, num_heads + 1, float32) * array(-8.0F / static_cast<float>(num_heads));
-  auto slopes = power(array(2.0F), exponents);
-  auto bias = reshape(slopes, {num_heads, 1, 1}) * expand_dims(distance, 0);
-  return astype(expand_dims(bias, 0), dtype);
+  auto q = arange(offset, q_sequence_length);
+  auto k = arange(0, k_sequence_length);
+  auto distance = expand_dims(negative(abs(expand_dims(q, 1) - expand_dims(k, 0))), {0, 1});
+  return astype(distance * create_alibi_slope(num_heads, dtype), dtype);
 }
 
 array ALiBi::forward(const array& attention_scores, int offset, const std::optional<array>& mask) {
@@ -38,8 +62,8 @@ array ALiBi::forward(const array& attention_scores, int offset, const std::optio
     fail("expected attention scores of shape (B, H, L_q, L_k); given shape " + shape_string(attention_scores.shape()) +
          ".");
   }
-  auto bias = create_alibi_matrix(attention_scores.shape(2), attention_scores.shape(3), attention_scores.shape(1),
-                                  offset, attention_scores.dtype());
+  auto bias = create_alibi_matrix(attention_scores.shape(2) + offset, attention_scores.shape(3),
+                                  attention_scores.shape(1), offset, attention_scores.dtype());
   auto out = attention_scores + bias;
   return mask ? out + *mask : out;
 }

@@ -30,15 +30,18 @@ class RoPE : public UnaryModule {
   float scale_;
 };
 
-/// Attention with linear biases: adds -slope_h * |i + offset - j| to the scores (B, H, L_q, L_k) of head h, with
-/// slopes 2^(-8 h / H) for h = 1..H (MLX's slopes for a head count that is not a power of two differ).
+/// Attention with linear biases, as MLX: adds -slope_h * |i + offset - j| to the scores (B, H, L_q, L_k) of head h.
+/// For H a power of two the slopes are 2^(-8 h / H), h = 1..H; otherwise those of the power of two P below H,
+/// then every other slope of 2P (Press et al.).
 class ALiBi : public Module {
  public:
   [[nodiscard]] std::string type_name() const override { return "ALiBi"; }
-  /// The (1, H, L_q, L_k) bias matrix for query positions offset + [0, L_q) (MLX's first argument is the end
-  /// position, offset + L_q, instead).
+  /// The (1, H, L_q, L_k) bias matrix for query positions [offset, q_sequence_length), as MLX: the first argument
+  /// is the end position.
   static array create_alibi_matrix(int q_sequence_length, int k_sequence_length, int num_heads, int offset = 0,
                                    Dtype dtype = float32);
+  /// The (H, 1, 1) slopes in `dtype`.
+  static array create_alibi_slope(int num_heads, Dtype dtype = float32);
   /// scores + the bias in the scores' dtype (+ mask when given); scores that are not 4-d throw.
   array forward(const array& attention_scores, int offset = 0, const std::optional<array>& mask = std::nullopt);
   /// forward(attention_scores, offset, mask).

@@ -116,7 +116,8 @@ HttpResponse Api::route(const HttpRequest& request, const std::shared_ptr<Reques
     const nlohmann::ordered_json body = parse_body(request.body);
     const CompletionRequest parsed =
         path == "/v1/chat/completions" ? parse_chat_request(body) : parse_completion_request(nlohmann::json(body));
-    return serve_completion(registry_, parsed, record, [this](const RequestRecord& ended) { log(ended); });
+    return serve_completion(
+        registry_, parsed, record, [this](const RequestRecord& ended) { log(ended); }, request.client_gone);
   }
   if (path == "/v1/embeddings") {
     if (!post) {

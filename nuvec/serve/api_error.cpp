@@ -52,6 +52,11 @@ ApiError queue_full(const std::string& model) {
           "queue_full"};
 }
 
+ApiError client_closed() {
+  return {499, "The client closed the connection before the response was ready.", "invalid_request_error", std::nullopt,
+          "client_closed_request"};
+}
+
 ApiError unavailable(const std::string& message) { return {503, message, "server_error"}; }
 
 ApiError internal_error(const std::string& message) { return {500, message, "server_error"}; }

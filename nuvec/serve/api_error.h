@@ -43,6 +43,8 @@ ApiError unauthorized();
 ApiError body_too_large(size_t size, size_t limit);
 /// 429: the model's queue is full.
 ApiError queue_full(const std::string& model);
+/// 499 (nginx's "client closed request"): the client went away before its answer was ready; logged, never sent.
+ApiError client_closed();
 /// 503: the server is loading its models or shutting down.
 ApiError unavailable(const std::string& message);
 /// 500: the server's own failure (never a client's mistake).

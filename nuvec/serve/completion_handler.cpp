@@ -19,6 +19,9 @@ namespace nuvec::serve {
 
 namespace {
 
+/// How often a whole response's wait looks whether its client is still there.
+constexpr std::chrono::milliseconds client_poll{100};
+
 std::shared_ptr<ServedModel> find_model(ModelRegistry& registry, const std::optional<std::string>& name) {
   const std::string wanted = name.value_or("");
   if (auto model = registry.find(wanted)) {
@@ -55,6 +58,34 @@ nlohmann::ordered_json prompt_tools(const ToolFields& fields) {
   return nullptr;
 }
 
+/// tool_choice "required" or a named function: the answer is held to one call by constrained decoding (vLLM's
+/// way), written as the JSON object {"name": ..., "arguments": {...}} of one of the offered tools; null for "auto"
+/// and "none", which leave the choice to the model.
+std::shared_ptr<const lm::JsonSchema> forced_call_schema(const ToolFields& fields) {
+  if (fields.choice != ToolChoice::required && fields.choice != ToolChoice::named) {
+    return nullptr;
+  }
+  nlohmann::json calls = nlohmann::json::array();
+  for (const auto& tool : prompt_tools(fields)) {
+    const auto& function = tool["function"];
+    const nlohmann::json arguments =
+        function.contains("parameters") ? nlohmann::json(function["parameters"]) : nlohmann::json{{"type", "object"}};
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", function["name"]}}}, {"arguments", arguments}}},
+                     {"required", {"name", "arguments"}},
+                     {"additionalProperties", false}});
+  }
+  try {
+    return std::make_shared<const lm::JsonSchema>(
+        lm::JsonSchema::compile(calls.size() == 1 ? calls[0] : nlohmann::json{{"anyOf", calls}}, false));
+  } catch (const nuvec::error& e) {
+    throw invalid_request(
+        std::string("tool_choice asks for a call, which is decoded under the tools' parameter schemas: ")
+            .append(e.what()),
+        "tools");
+  }
+}
+
 }  // namespace
 
 lm::ChatTemplateOptions chat_template_options(const CompletionRequest& request) {
@@ -72,6 +103,10 @@ namespace {
 std::optional<ToolCallFormat> answer_tool_format(const ServedModel& model, const CompletionRequest& request) {
   if (request.endpoint != Endpoint::chat || prompt_tools(request.tools).is_null()) {
     return std::nullopt;
+  }
+  if (request.tools.choice == ToolChoice::required || request.tools.choice == ToolChoice::named) {
+    // The constrained answer is one bare JSON call, as the Llama family writes it.
+    return ToolCallFormat::llama_json;
   }
   const lm::Tokenizer& tokenizer = model.loaded.tokenizer;
   for (const auto& [name, source] : tokenizer.chat_templates()) {
@@ -191,16 +226,14 @@ lm::SamplingParams sampling_params(const ServedModel& model, const CompletionReq
   return p;
 }
 
-/// A 400 unless the model's vocabulary can begin the document that response_format asks for (a vocabulary of
-/// whole words may have no token that starts a JSON object).
-void check_format_can_start(lm::TokenConstraint& constraint, int vocab) {
+/// A 400 unless the model's vocabulary can begin the document that `param` asks for (a vocabulary of whole words
+/// may have no token that starts a JSON object).
+void check_format_can_start(lm::TokenConstraint& constraint, int vocab, const std::string& param) {
   std::vector<uint8_t> mask(static_cast<size_t>(vocab));
   constraint.allowed(mask);
   if (std::find(mask.begin(), mask.end(), uint8_t{1}) == mask.end()) {
     throw invalid_request(
-        "This model's vocabulary has no token that can begin the JSON document 'response_format' "
-        "asks for.",
-        "response_format");
+        "This model's vocabulary has no token that can begin the JSON document '" + param + "' asks for.", param);
   }
 }
 
@@ -216,11 +249,16 @@ uint64_t base_seed(const CompletionRequest& request) {
 }  // namespace
 
 HttpResponse collect_response(RequestChannel& channel, const ResponseContext& context, int choices,
-                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record) {
+                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record,
+                              const std::function<bool()>& client_gone) {
   std::vector<ChoiceOutput> outputs(static_cast<size_t>(choices));
   std::string error;
   while (!channel.finished()) {
-    for (const SequenceEvent& event : channel.take(std::chrono::milliseconds(1000))) {
+    if (client_gone && client_gone()) {
+      channel.cancel();
+      throw client_closed();
+    }
+    for (const SequenceEvent& event : channel.take(client_poll)) {
       if (event.error) {
         error = *event.error;
         continue;
@@ -247,7 +285,8 @@ HttpResponse collect_response(RequestChannel& channel, const ResponseContext& co
 
 HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& request,
                               const std::shared_ptr<RequestRecord>& record,
-                              const std::function<void(const RequestRecord&)>& on_end) {
+                              const std::function<void(const RequestRecord&)>& on_end,
+                              const std::function<bool()>& client_gone) {
   const std::shared_ptr<ServedModel> model = find_model(registry, request.model);
   record->model = model->name;
   record->stream = request.stream;
@@ -255,8 +294,15 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
   const lm::SamplingParams sampling = sampling_params(*model, request);
   const uint64_t seed = base_seed(request);
   const std::optional<ToolCallFormat> tool_format = answer_tool_format(*model, request);
+  const std::shared_ptr<const lm::JsonSchema> call_schema =
+      request.endpoint == Endpoint::chat ? forced_call_schema(request.tools) : nullptr;
+  if (call_schema && request.response_schema) {
+    throw invalid_request("'response_format' cannot be combined with a tool_choice that forces a call.",
+                          "response_format");
+  }
+  const std::shared_ptr<const lm::JsonSchema> schema = call_schema ? call_schema : request.response_schema;
   const std::shared_ptr<const lm::TokenTexts> token_texts =
-      request.response_schema ? model->token_texts() : std::shared_ptr<const lm::TokenTexts>();
+      schema ? model->token_texts() : std::shared_ptr<const lm::TokenTexts>();
 
   GenerationJob job;
   std::vector<std::string> prefixes;
@@ -271,9 +317,9 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
     options.skip_special_tokens = !tool_format || !needs_special_tokens(*tool_format);
     for (int i = 0; i < request.n; ++i) {
       options.sampling.seed = seed + job.prompts.size();
-      if (request.response_schema) {
+      if (schema) {
         // Each choice follows the schema from its own parse state.
-        options.constraint = std::make_shared<lm::JsonConstraint>(request.response_schema, token_texts);
+        options.constraint = std::make_shared<lm::JsonConstraint>(schema, token_texts);
       }
       job.prompts.push_back(ids);
       job.options.push_back(options);
@@ -282,8 +328,9 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
       }
     }
   }
-  if (request.response_schema) {
-    check_format_can_start(*job.options.front().constraint, model->loaded.model->vocab_size());
+  if (schema) {
+    check_format_can_start(*job.options.front().constraint, model->loaded.model->vocab_size(),
+                           call_schema ? "tool_choice" : "response_format");
   }
   record->prompt_tokens = prompt_tokens;
   const int choices = static_cast<int>(job.prompts.size());
@@ -304,7 +351,7 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
       .parallel_tool_calls = request.tools.parallel};
   record->id = context.id;
   if (!request.stream) {
-    return collect_response(*channel, context, choices, prefixes, prompt_tokens, *record);
+    return collect_response(*channel, context, choices, prefixes, prompt_tokens, *record, client_gone);
   }
   HttpResponse response;
   response.content_type = "text/event-stream";

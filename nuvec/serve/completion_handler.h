@@ -23,15 +23,18 @@ namespace nuvec::serve {
 /// for a stream, `on_end` gets it once the stream ends (for a whole response the caller logs it).
 HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& request,
                               const std::shared_ptr<RequestRecord>& record,
-                              const std::function<void(const RequestRecord&)>& on_end);
+                              const std::function<void(const RequestRecord&)>& on_end,
+                              const std::function<bool()>& client_gone = {});
 
 /// The chat template's variables for a chat request: its extra variables, the generation prompt, and the tools it
 /// shows (none for tool_choice "none", only the named one for a named choice).
 lm::ChatTemplateOptions chat_template_options(const CompletionRequest& request);
 
 /// Waits for every sequence of `channel` and builds the whole response, filling in `record`'s completion fields.
-/// `prefixes` (echo) go before each choice's text when not empty.
+/// `prefixes` (echo) go before each choice's text when not empty. When `client_gone` says the client left, the
+/// request is cancelled (its sequences leave the batch) and a 499 ApiError thrown.
 HttpResponse collect_response(RequestChannel& channel, const ResponseContext& context, int choices,
-                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record);
+                              const std::vector<std::string>& prefixes, int prompt_tokens, RequestRecord& record,
+                              const std::function<bool()>& client_gone = {});
 
 }  // namespace nuvec::serve

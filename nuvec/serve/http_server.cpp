@@ -1,10 +1,18 @@
 #include "nuvec/serve/http_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cerrno>
+#include <charconv>
 #include <chrono>
+#include <filesystem>
+#include <optional>
 #include <utility>
 
 #include "nuvec/core/error.h"
@@ -18,8 +26,67 @@ namespace {
 /// How long a streaming connection waits for the next piece before httplib checks that the client is still there.
 constexpr std::chrono::milliseconds stream_poll{100};
 
+/// One end of a connection: its address as text and its port, as httplib reports a request's ends.
+using SocketEnd = std::pair<std::string, int>;
+
+SocketEnd address_of(const sockaddr_storage& address) {
+  std::array<char, INET6_ADDRSTRLEN> text{};
+  if (address.ss_family == AF_INET) {
+    const auto& v4 = reinterpret_cast<const sockaddr_in&>(address);
+    inet_ntop(AF_INET, &v4.sin_addr, text.data(), text.size());
+    return {text.data(), ntohs(v4.sin_port)};
+  }
+  if (address.ss_family != AF_INET6) {
+    return {"", -1};
+  }
+  const auto& v6 = reinterpret_cast<const sockaddr_in6&>(address);
+  inet_ntop(AF_INET6, &v6.sin6_addr, text.data(), text.size());
+  return {text.data(), ntohs(v6.sin6_port)};
+}
+
+/// The descriptor of the connection from `remote` to `local`, found among the process's by its two ends (httplib
+/// does not hand it to handlers); -1 when none matches.
+int find_connection(const SocketEnd& remote, const SocketEnd& local) {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd", error)) {
+    const std::string name = entry.path().filename().string();
+    int fd = -1;
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) {
+      continue;
+    }
+    sockaddr_storage peer{};
+    sockaddr_storage self{};
+    socklen_t peer_size = sizeof(peer);
+    socklen_t self_size = sizeof(self);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr*>(&self), &self_size) != 0) {
+      continue;
+    }
+    if (address_of(peer) == remote && address_of(self) == local) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+/// Whether the peer of `fd` closed the connection: reading would give end-of-file (or a reset), while bytes a
+/// client sent ahead (a next request) mean it is still there.
+bool peer_closed(int fd) {
+  char byte = 0;
+  const ssize_t n = recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 HttpRequest convert(const httplib::Request& from) {
   HttpRequest to;
+  // The connection stays open while its handler runs, so the descriptor found stays this request's.
+  to.client_gone = [remote = SocketEnd(from.remote_addr, from.remote_port),
+                    local = SocketEnd(from.local_addr, from.local_port), fd = std::optional<int>()]() mutable {
+    if (!fd) {
+      fd = find_connection(remote, local);
+    }
+    return *fd >= 0 && peer_closed(*fd);
+  };
   to.method = from.method;
   to.path = from.path;
   to.body = from.body;

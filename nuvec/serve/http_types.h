@@ -5,6 +5,7 @@
 // piece by piece from its BodyStream.
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -22,6 +23,9 @@ struct HttpRequest {
   /// Header names in lower case.
   std::map<std::string, std::string> headers;
   std::string body;
+  /// Set by the HTTP server: whether the client has closed its connection, for a handler that waits long before
+  /// it answers (a whole completion). Unset without sockets.
+  std::function<bool()> client_gone;
 };
 
 /// A body produced while it is sent: server-sent events, or a JSON body that is ready only when generation ends

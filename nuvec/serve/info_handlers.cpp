@@ -20,6 +20,15 @@ nlohmann::json model_card(const ServedModel& model) {
           {"max_model_len", model.context}};
 }
 
+/// A route's card: what a model's says, with the models it sends requests to and their weights.
+nlohmann::json route_card(const std::string& name, const std::vector<RouteTarget>& targets) {
+  nlohmann::json routes_to = nlohmann::json::array();
+  for (const RouteTarget& target : targets) {
+    routes_to.push_back({{"model", target.model}, {"weight", target.weight}});
+  }
+  return {{"id", name}, {"object", "model"}, {"created", 0}, {"owned_by", "nuvec"}, {"routes_to", routes_to}};
+}
+
 }  // namespace
 
 std::shared_ptr<ServedModel> requested_model(const ModelRegistry& registry, const nlohmann::json& body) {
@@ -38,10 +47,17 @@ HttpResponse list_models(const ModelRegistry& registry) {
   for (const auto& model : registry.models()) {
     data.push_back(model_card(*model));
   }
+  for (const auto& [name, targets] : registry.routes()) {
+    data.push_back(route_card(name, targets));
+  }
   return json_response(200, {{"object", "list"}, {"data", data}});
 }
 
 HttpResponse describe_model(const ModelRegistry& registry, const std::string& name) {
+  const auto routes = registry.routes();
+  if (auto route = routes.find(name); route != routes.end()) {
+    return json_response(200, route_card(name, route->second));
+  }
   auto model = name.empty() ? nullptr : registry.find(name);
   if (!model) {
     throw model_not_found(name);

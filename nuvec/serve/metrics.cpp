@@ -46,6 +46,8 @@ constexpr Family families_in_order[] = {
     {"nuvec_requests_waiting", "gauge", "Requests waiting for a place in the batch."},
     {"nuvec_prompt_tokens_total", "counter", "Prompt tokens processed."},
     {"nuvec_generation_tokens_total", "counter", "Tokens generated."},
+    {"nuvec_spec_decode_accepted_tokens_total", "counter",
+     "Generated tokens a draft model proposed and the model kept (speculative decoding)."},
     {"nuvec_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache."},
     {"nuvec_prefix_cache_hits_total", "counter", "Prompt tokens the prefix cache held (not computed again)."},
     {"nuvec_prefix_cache_positions", "gauge", "Prompt positions the prefix cache holds."},
@@ -103,9 +105,10 @@ void ModelMetrics::set_prefix_cache(uint64_t queries, uint64_t hits, int positio
   prefix_positions_ = positions;
 }
 
-void ModelMetrics::add_generated_token() {
+void ModelMetrics::add_generated_token(bool from_draft) {
   std::lock_guard lock(mutex_);
   ++generated_tokens_;
+  draft_tokens_ += from_draft ? 1 : 0;
 }
 
 void ModelMetrics::observe_queue_time(double seconds) {
@@ -139,6 +142,7 @@ void ModelMetrics::render(std::map<std::string, std::string>& families, const st
   sample("nuvec_requests_waiting", std::to_string(waiting_));
   sample("nuvec_prompt_tokens_total", std::to_string(prompt_tokens_));
   sample("nuvec_generation_tokens_total", std::to_string(generated_tokens_));
+  sample("nuvec_spec_decode_accepted_tokens_total", std::to_string(draft_tokens_));
   sample("nuvec_prefix_cache_queries_total", std::to_string(prefix_queries_));
   sample("nuvec_prefix_cache_hits_total", std::to_string(prefix_hits_));
   sample("nuvec_prefix_cache_positions", std::to_string(prefix_positions_));

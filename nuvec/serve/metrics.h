@@ -37,7 +37,8 @@ class ModelMetrics {
   void add_prompt_tokens(int count);
   /// The prefix cache's prompt tokens looked up and found so far, and the positions it holds.
   void set_prefix_cache(uint64_t queries, uint64_t hits, int positions);
-  void add_generated_token();
+  /// A generated token; `from_draft`: a draft model proposed it and the model kept it (speculative decoding).
+  void add_generated_token(bool from_draft = false);
   void observe_queue_time(double seconds);
   void observe_first_token(double seconds);
   void observe_between_tokens(double seconds);
@@ -53,6 +54,7 @@ class ModelMetrics {
   int waiting_ = 0;
   uint64_t prompt_tokens_ = 0;
   uint64_t generated_tokens_ = 0;
+  uint64_t draft_tokens_ = 0;
   uint64_t prefix_queries_ = 0;
   uint64_t prefix_hits_ = 0;
   int prefix_positions_ = 0;

@@ -22,14 +22,24 @@ ModelRegistry::~ModelRegistry() { shutdown("The server is shutting down."); }
 
 void ModelRegistry::announce(const std::string& name) {
   std::lock_guard lock(mutex_);
+  if (routes_.contains(name)) {
+    throw_invalid("[serve] '" + name + "' is a route's name; give the model a name of its own.");
+  }
   if (std::find(announced_.begin(), announced_.end(), name) != announced_.end()) {
     throw_invalid("[serve] two models are named '" + name + "'; give each --model NAME=PATH a name of its own.");
   }
   announced_.push_back(name);
 }
 
-void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options) {
+void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options,
+                        std::optional<lm::LoadedModel> draft) {
+  if (draft && draft->model->vocab_size() != loaded.model->vocab_size()) {
+    throw_invalid("[serve] the draft model's vocabulary (" + std::to_string(draft->model->vocab_size()) +
+                  " tokens) is not the vocabulary of model '" + name + "' (" +
+                  std::to_string(loaded.model->vocab_size()) + " tokens).");
+  }
   auto served = std::make_shared<ServedModel>(name, std::move(loaded));
+  served->draft = std::move(draft);
   const int own = served->loaded.model->max_context();
   // The batch generator refuses prompts past the model's own context, so --ctx-size can only narrow it.
   served->context = options.context > 0 && own > 0 ? std::min(options.context, own) : std::max(options.context, own);
@@ -39,8 +49,8 @@ void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const M
   }
   served->created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  served->scheduler =
-      std::make_unique<Scheduler>(served->loaded, name, options.scheduler, metrics_.model(name), compute_);
+  served->scheduler = std::make_unique<Scheduler>(served->loaded, name, options.scheduler, metrics_.model(name),
+                                                  compute_, served->draft ? &*served->draft : nullptr);
   std::lock_guard lock(mutex_);
   if (std::find(announced_.begin(), announced_.end(), name) == announced_.end()) {
     announced_.push_back(name);
@@ -53,16 +63,38 @@ void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const M
   });
 }
 
-void ModelRegistry::load(const std::string& name, const std::string& path, const ModelOptions& options) {
-  auto loaded = [&] {
+void ModelRegistry::load(const std::string& name, const std::string& path, const ModelOptions& options,
+                         const std::string& draft_path) {
+  std::optional<lm::LoadedModel> loaded;
+  std::optional<lm::LoadedModel> draft;
+  {
     std::lock_guard compute(compute_);
-    return lm::load_model(path);
-  }();
-  add(name, std::move(loaded), options);
+    loaded = lm::load_model(path);
+    if (!draft_path.empty()) {
+      draft = lm::load_model(draft_path);
+    }
+  }
+  add(name, std::move(*loaded), options, std::move(draft));
 }
 
-std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& name) const {
+void ModelRegistry::add_route(const RouteSpec& route, uint64_t seed) {
   std::lock_guard lock(mutex_);
+  if (routes_.contains(route.name) || std::find(announced_.begin(), announced_.end(), route.name) != announced_.end()) {
+    throw_invalid("[serve] --route " + route.name + ": the name is already a model's or a route's.");
+  }
+  for (const RouteTarget& target : route.targets) {
+    if (std::find(announced_.begin(), announced_.end(), target.model) == announced_.end()) {
+      throw_invalid("[serve] --route " + route.name + ": '" + target.model +
+                    "' is not a served model (give it with --model NAME=PATH).");
+    }
+  }
+  routes_.emplace(route.name, ModelRoute(route.targets, seed));
+}
+
+std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& requested) const {
+  std::lock_guard lock(mutex_);
+  const auto route = routes_.find(requested);
+  const std::string& name = route == routes_.end() ? requested : route->second.pick();
   if (name.empty()) {
     if (announced_.empty() || models_.empty() || models_.front()->name != announced_.front()) {
       return nullptr;
@@ -79,6 +111,12 @@ std::shared_ptr<ServedModel> ModelRegistry::find(const std::string& name) const 
 
 bool ModelRegistry::is_loading(const std::string& name) const {
   std::lock_guard lock(mutex_);
+  if (const auto route = routes_.find(name); route != routes_.end()) {
+    const auto& targets = route->second.targets();
+    return std::any_of(targets.begin(), targets.end(), [this](const RouteTarget& target) {
+      return std::none_of(models_.begin(), models_.end(), [&](const auto& m) { return m->name == target.model; });
+    });
+  }
   const bool announced =
       name.empty() ? !announced_.empty() : std::find(announced_.begin(), announced_.end(), name) != announced_.end();
   const std::string& wanted = name.empty() && !announced_.empty() ? announced_.front() : name;
@@ -94,6 +132,15 @@ bool ModelRegistry::loading() const {
 std::vector<std::shared_ptr<ServedModel>> ModelRegistry::models() const {
   std::lock_guard lock(mutex_);
   return models_;
+}
+
+std::map<std::string, std::vector<RouteTarget>> ModelRegistry::routes() const {
+  std::lock_guard lock(mutex_);
+  std::map<std::string, std::vector<RouteTarget>> out;
+  for (const auto& [name, route] : routes_) {
+    out.emplace(name, route.targets());
+  }
+  return out;
 }
 
 // NOLINTNEXTLINE(readability-make-member-function-const): the registry's schedulers stop taking requests.

@@ -4,8 +4,10 @@
 // server answers /health with 503 meanwhile), so a client can watch a large model load.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "nuvec/lm/constrain/token_texts.h"
 #include "nuvec/lm/models/load.h"
 #include "nuvec/serve/metrics.h"
+#include "nuvec/serve/model_route.h"
 #include "nuvec/serve/scheduler.h"
 
 namespace nuvec::serve {
@@ -37,6 +40,8 @@ struct ServedModel {
   /// The most tokens one completion may generate (0: no limit besides the context).
   int max_tokens = 0;
   int64_t created = 0;
+  /// The model's draft for speculative decoding (same vocabulary), if it has one.
+  std::optional<lm::LoadedModel> draft;
   std::unique_ptr<Scheduler> scheduler;
 
   /// The bytes of each token, for constrained decoding (response_format): worked out once, at the first request
@@ -59,19 +64,28 @@ class ModelRegistry {
 
   /// Says that `name` will be served: until it is added, the server is loading.
   void announce(const std::string& name);
-  /// Serves `loaded` under `name` from now on and starts its scheduler.
-  void add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options);
-  /// Loads the model at `path` (lm::load_model) and adds it.
-  void load(const std::string& name, const std::string& path, const ModelOptions& options);
+  /// Serves `loaded` under `name` from now on and starts its scheduler; with a `draft` (which must share the
+  /// vocabulary), requests decoding alone use speculative decoding.
+  void add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options,
+           std::optional<lm::LoadedModel> draft = std::nullopt);
+  /// Loads the model at `path` (lm::load_model), and its draft at `draft_path` unless empty, and adds them.
+  void load(const std::string& name, const std::string& path, const ModelOptions& options,
+            const std::string& draft_path = "");
+  /// Answers requests for `route.name` with its targets, drawn by weight with an engine seeded by `seed`. Throws
+  /// for a name that is already a model's or a route's and for a target that is not announced.
+  void add_route(const RouteSpec& route, uint64_t seed);
 
-  /// The model named `name`, or the first one when `name` is empty; null when there is none (yet).
+  /// The model named `name` (for a route, the target drawn for this request), or the first one when `name` is
+  /// empty; null when there is none (yet).
   [[nodiscard]] std::shared_ptr<ServedModel> find(const std::string& name) const;
-  /// Whether `name` was announced but is not loaded yet.
+  /// Whether `name` (or a target of the route `name`) was announced but is not loaded yet.
   [[nodiscard]] bool is_loading(const std::string& name) const;
   /// Whether some announced model is still loading.
   [[nodiscard]] bool loading() const;
   /// The models ready now, in the order they were announced.
   [[nodiscard]] std::vector<std::shared_ptr<ServedModel>> models() const;
+  /// The routes, by name, with their targets.
+  [[nodiscard]] std::map<std::string, std::vector<RouteTarget>> routes() const;
 
   /// Refuses new requests to every model.
   void stop_accepting();
@@ -89,6 +103,8 @@ class ModelRegistry {
   mutable std::mutex mutex_;
   std::vector<std::string> announced_;
   std::vector<std::shared_ptr<ServedModel>> models_;
+  /// Drawing a target changes the route's engine, which find() does under `mutex_`.
+  mutable std::map<std::string, ModelRoute> routes_;
 };
 
 }  // namespace nuvec::serve

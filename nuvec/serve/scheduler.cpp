@@ -28,8 +28,9 @@ std::unique_ptr<lm::BatchGenerator> make_generator(const lm::LoadedModel& model,
 }  // namespace
 
 Scheduler::Scheduler(const lm::LoadedModel& model, std::string name, SchedulerOptions options, ModelMetrics& metrics,
-                     std::mutex& compute)
+                     std::mutex& compute, const lm::LoadedModel* draft)
     : model_(model),
+      draft_(draft),
       name_(std::move(name)),
       options_(options),
       metrics_(metrics),
@@ -91,6 +92,9 @@ void Scheduler::loop() {
       }
     }
     drop_cancelled();
+    if (decode_alone()) {
+      continue;
+    }
     admit();
     if (!running_.empty()) {
       step();
@@ -147,6 +151,67 @@ void Scheduler::admit() {
       queue_.pop_front();
     }
   }
+}
+
+bool Scheduler::decode_alone() {
+  Queued alone;
+  {
+    std::lock_guard lock(mutex_);
+    if (draft_ == nullptr || !running_.empty() || generator_->has_work() || queue_.size() != 1 ||
+        queue_.front().job.prompts.size() != 1 || queue_.front().job.options.front().constraint) {
+      return false;
+    }
+    alone = std::move(queue_.front());
+    queue_.pop_front();
+    metrics_.set_queue(1, 0);
+  }
+  metrics_.observe_queue_time(seconds_between(alone.state->arrival, Clock::now()));
+  RequestState& state = *alone.state;
+  lm::GenerateOptions options = lm::with_model_stop_ids(model_, alone.job.options.front());
+  options.draft_model = draft_->model.get();
+  options.num_draft = options_.num_draft;
+  std::optional<Clock::time_point> last_token;
+  bool ended = false;
+  const auto on_token = [&](const lm::GenerationResponse& response) {
+    if (state.channel->cancelled()) {
+      return false;
+    }
+    const Clock::time_point now = Clock::now();
+    metrics_.add_generated_token(response.from_draft);
+    if (!last_token) {
+      metrics_.observe_first_token(seconds_between(state.arrival, now));
+    } else {
+      metrics_.observe_between_tokens(seconds_between(*last_token, now));
+    }
+    last_token = now;
+    if (response.finish_reason) {
+      // As in step(): the metrics settle before the last token goes out.
+      end_sequence(state, *response.finish_reason);
+      publish_gauges();
+      ended = true;
+    }
+    state.channel->push(SequenceEvent{0, response, std::nullopt});
+    return true;
+  };
+  std::string failure;
+  try {
+    std::lock_guard compute(compute_);
+    metrics_.add_prompt_tokens(static_cast<int>(alone.job.prompts.front().size()));
+    lm::stream_generate(*model_.model, model_.tokenizer, alone.job.prompts.front(), options, on_token);
+  } catch (const std::exception& e) {
+    failure = std::string("Generation failed: ").append(e.what());
+  }
+  if (!ended && !state.channel->cancelled()) {
+    fail(state, 0, failure.empty() ? std::string("Generation stopped without a finish reason.") : failure);
+    publish_gauges();
+    return true;
+  }
+  if (!ended) {
+    --state.open;
+    publish_gauges();
+  }
+  --open_sequences_;
+  return true;
 }
 
 void Scheduler::drop_cancelled() {

@@ -32,6 +32,8 @@ struct SchedulerOptions {
   int max_queue = 64;
   /// Prompt positions kept after their prefill for later prompts that start the same way (0: none).
   int prefix_cache = 4096;
+  /// Tokens the draft model proposes at a time, when the scheduler has one.
+  int num_draft = 4;
 };
 
 /// A request's sequences (one per choice, in index order) and where their tokens go.
@@ -44,10 +46,12 @@ struct GenerationJob {
 
 class Scheduler {
  public:
-  /// `model` must outlive the scheduler. `compute` is held around every model computation, so the schedulers of
-  /// several models never compute at once (nuvec's evaluation is not meant to be driven from several threads).
+  /// `model` (and `draft`, when given) must outlive the scheduler. `compute` is held around every model
+  /// computation, so the schedulers of several models never compute at once (nuvec's evaluation is not meant to be
+  /// driven from several threads). With a `draft` model (same vocabulary), a sequence that would decode alone is
+  /// decoded by speculative decoding instead of in the batch (not one under a response_format constraint).
   Scheduler(const lm::LoadedModel& model, std::string name, SchedulerOptions options, ModelMetrics& metrics,
-            std::mutex& compute);
+            std::mutex& compute, const lm::LoadedModel* draft = nullptr);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -88,6 +92,9 @@ class Scheduler {
   void loop();
   /// Moves queued sequences into the generator while the batch has room.
   void admit();
+  /// With a draft model: when the batch is empty and the one queued request has one sequence, decodes it with
+  /// speculative decoding, to its end (requests arriving meanwhile wait); returns whether it did.
+  bool decode_alone();
   /// Drops the sequences of cancelled requests, queued or running.
   void drop_cancelled();
   /// Runs one step and hands out its tokens.
@@ -102,6 +109,7 @@ class Scheduler {
   void publish_gauges();
 
   const lm::LoadedModel& model_;
+  const lm::LoadedModel* draft_;
   std::string name_;
   SchedulerOptions options_;
   ModelMetrics& metrics_;

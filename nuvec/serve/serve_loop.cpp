@@ -4,10 +4,13 @@
 #include <chrono>
 #include <csignal>
 #include <memory>
+#include <optional>
+#include <random>
 #include <thread>
 
 #include "nuvec/core/error.h"
 #include "nuvec/serve/api.h"
+#include "nuvec/serve/grpc_server.h"
 #include "nuvec/serve/http_server.h"
 #include "nuvec/serve/metrics.h"
 #include "nuvec/serve/model_registry.h"
@@ -78,18 +81,31 @@ int serve(const ServeOptions& options, std::FILE* err) {
   for (const auto& [name, path] : options.models) {
     registry.announce(name);
   }
+  uint64_t route_seed = options.route_seed ? *options.route_seed : std::random_device{}();
+  for (const RouteSpec& route : options.routes) {
+    registry.add_route(route, route_seed++);
+  }
   const int port = server.start();
   std::fprintf(err, "nuvec serve: listening on http://%s:%d\n", options.host.c_str(), port);
+  std::optional<GrpcServer> grpc;
+  if (options.grpc_port) {
+    grpc.emplace(api, options.host, *options.grpc_port);
+    std::fprintf(err, "nuvec serve: gRPC on %s:%d\n", options.host.c_str(), grpc->start());
+  }
   std::fflush(err);
 
-  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache}, options.ctx_size,
-                                   options.max_tokens};
+  const ModelOptions model_options{
+      SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache, options.num_draft}, options.ctx_size,
+      options.max_tokens};
   for (const auto& [name, path] : options.models) {
     if (stop_signal != 0) {
       break;
     }
-    registry.load(name, path, model_options);
-    std::fprintf(err, "nuvec serve: model '%s' ready (%s)\n", name.c_str(), path.c_str());
+    const bool first = name == options.models.front().first;
+    const std::string draft = first ? options.draft_model : "";
+    registry.load(name, path, model_options, draft);
+    std::fprintf(err, "nuvec serve: model '%s' ready (%s%s%s)\n", name.c_str(), path.c_str(),
+                 draft.empty() ? "" : ", draft ", draft.c_str());
     std::fflush(err);
   }
   while (stop_signal == 0) {
@@ -105,6 +121,9 @@ int serve(const ServeOptions& options, std::FILE* err) {
     std::this_thread::sleep_for(poll_interval);
   }
   registry.shutdown("The server is shutting down.");
+  if (grpc) {
+    grpc->stop();
+  }
   server.stop();
   return 0;
 }

@@ -5,18 +5,32 @@
 // error event, close, return 0.
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "nuvec/serve/model_route.h"
 
 namespace nuvec::serve {
 
 struct ServeOptions {
   /// (name, path) of each model; the first is the default.
   std::vector<std::pair<std::string, std::string>> models;
+  /// A draft model for the first model (speculative decoding of requests that decode alone); empty: none.
+  std::string draft_model;
+  /// Tokens the draft proposes at a time.
+  int num_draft = 4;
+  /// Names whose requests the models split by weight (A/B tests).
+  std::vector<RouteSpec> routes;
+  /// Seeds the routes' draws, to repeat them; unset: a random seed.
+  std::optional<uint64_t> route_seed;
   std::string host = "127.0.0.1";
   int port = 8080;
+  /// The gRPC service's port (0: a free one); unset: no gRPC.
+  std::optional<int> grpc_port;
   /// Sequences decoding at once, per model.
   int parallel = 4;
   /// Tokens of prompt and completion together (0: each model's own context, which it never exceeds).

@@ -1,7 +1,7 @@
 """Optimizers (mlx.optimizers): SGD, Adam, AdamW, RMSprop, Adagrad over trees of parameters.
 
-Names, arguments and defaults are MLX's: Adam's bias_correction is off unless asked for (nuvec::optimizers::Adam in
-C++ always corrects, as PyTorch); SGD's rule is the same in both.
+Names, arguments, defaults and update rules are MLX's, as nuvec::optimizers' in C++: Adam's bias_correction is off
+unless asked for, and SGD's momentum buffer starts at zero.
 """
 
 from typing import Callable, Union

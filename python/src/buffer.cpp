@@ -57,7 +57,9 @@ int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
     auto a = py::cast<array>(py::handle(obj));
     const char* format = buffer_format(a.dtype());
     if (format == nullptr) {
-      throw py::buffer_error("[array] bfloat16 arrays have no buffer format; convert them with astype first.");
+      throw py::buffer_error(
+          "[array] bfloat16 arrays have no buffer format; convert them first, e.g. a.astype(mx.float32), or view the "
+          "bits with a.view(mx.uint16).");
     }
     eval_released(a);
     bool needs_strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES;
@@ -104,10 +106,13 @@ void init_buffer(py::class_<array>& cls) {
   cls.def(
       "__array__",
       [](const array& a, py::object dtype) {
-        auto np = py::module_::import("numpy");
-        // bfloat16 has no NumPy dtype: NumPy gets a float32 copy.
-        py::object out = a.dtype() == bfloat16 ? np.attr("asarray")(py::cast(astype(a, float32)))
-                                               : np.attr("asarray")(py::cast(a));
+        // NumPy has no bfloat16: MLX raises rather than convert, so a silent float32 copy never stands in for a view.
+        if (a.dtype() == bfloat16) {
+          throw py::type_error(
+              "[array] bfloat16 arrays cannot be converted to NumPy; convert them first, e.g. "
+              "np.array(a.astype(mx.float32)), or view the bits with np.array(a.view(mx.uint16)).");
+        }
+        py::object out = py::module_::import("numpy").attr("asarray")(py::cast(a));
         return dtype.is_none() ? out : out.attr("astype")(dtype, py::arg("copy") = false);
       },
       py::arg("dtype") = py::none(), "A NumPy array sharing the array's memory (evaluates it first).");

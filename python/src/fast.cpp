@@ -44,7 +44,7 @@ void init_fast(py::module_& parent) {
           mask_array = to_array(mask);
         }
         return fast::scaled_dot_product_attention(to_array(q), to_array(k), to_array(v), scale, mode, mask_array,
-                                                  to_optional_array(sinks), s);
+                                                  to_optional_array(sinks), false, s);
       },
       py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(), py::arg("scale"), py::arg("mask") = py::none(),
       py::arg("sinks") = py::none(), py::arg("stream") = py::none());

@@ -1,5 +1,5 @@
-// load, save, savez, savez_compressed, save_safetensors and save_gguf (file names or path-like objects); load and
-// the savers except save_gguf also take binary file-like objects, read or written whole through their read/write.
+// load, save, savez, savez_compressed, save_safetensors and save_gguf: file names, path-like objects or binary
+// file-like objects, read or written whole through their read/write.
 
 #include "nuvec/io/io.h"
 
@@ -243,10 +243,6 @@ void init_io(py::module_& m) {
   m.def(
       "save_gguf",
       [](const py::object& file, const py::dict& arrays, const std::optional<py::dict>& metadata) {
-        auto path = path_of(file);
-        if (!ends_with(path, ".gguf")) {
-          path += ".gguf";
-        }
         std::unordered_map<std::string, GGUFMetaData> meta;
         if (metadata) {
           for (auto item : *metadata) {
@@ -254,8 +250,9 @@ void init_io(py::module_& m) {
           }
         }
         auto map = array_map(arrays);
-        py::gil_scoped_release release;
-        save_gguf(path, map, meta);
+        save_to(file, ".gguf", [&](const std::shared_ptr<io::Writer>& out) {
+          save_gguf(out, std::move(map), std::move(meta));
+        });
       },
       py::arg("file"), py::arg("arrays"), py::arg("metadata") = py::none());
 }

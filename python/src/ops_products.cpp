@@ -191,7 +191,7 @@ void init_ops_products(py::module_& m) {
       "quantize",
       [](py::object w, std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
          StreamOrDevice s) {
-        auto out = quantize(to_array(w), group_size, bits, mode, s);
+        auto out = quantize(to_array(w), group_size, bits, mode, std::nullopt, s);
         py::tuple t(out.size());
         for (size_t i = 0; i < out.size(); ++i) {
           t[i] = py::cast(out[i]);
@@ -204,7 +204,8 @@ void init_ops_products(py::module_& m) {
       "dequantize",
       [](py::object w, py::object scales, py::object biases, std::optional<int> group_size, std::optional<int> bits,
          const std::string& mode, std::optional<Dtype> dtype, StreamOrDevice s) {
-        return dequantize(to_array(w), to_array(scales), to_optional_array(biases), group_size, bits, mode, dtype, s);
+        return dequantize(to_array(w), to_array(scales), to_optional_array(biases), group_size, bits, mode,
+                          std::nullopt, dtype, s);
       },
       py::arg("w"), py::arg("scales"), py::arg("biases") = py::none(), py::arg("group_size") = py::none(),
       py::arg("bits") = py::none(), py::arg("mode") = "affine", py::kw_only(), py::arg("dtype") = py::none(),

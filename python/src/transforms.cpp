@@ -201,28 +201,129 @@ py::list to_pylist(const std::vector<array>& arrays) {
   return out;
 }
 
-/// One axis per array of `tree` from an axis spec: an int (or None: -1) for all of them.
-void spread_axis(const py::handle& tree, const py::handle& axis, std::vector<int>& out) {
-  int value = axis.is_none() ? -1 : axis.cast<int>();
-  out.insert(out.end(), tree_leaves(tree).size(), value);
+bool is_sequence(py::handle v) { return py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v); }
+
+/// A container or value in a vmap axes mismatch message: "a tuple of 2", "a dict", "an array".
+std::string described(py::handle v) {
+  std::string type = py::str(v.get_type().attr("__name__")).cast<std::string>();
+  std::string out = std::string(type.find_first_of("aeiou") == 0 ? "an " : "a ").append(type);
+  return is_sequence(v) ? out.append(" of ").append(std::to_string(py::len(v))) : out;
+}
+
+/// Appends one vmap axis per array of `tree` (-1: not mapped) from `axes`, a prefix of `tree` as MLX's vmap reads
+/// in_axes and out_axes: an int or None covers a whole subtree; a list or tuple of the same length, or a dict with
+/// the tree's keys, descends alongside it; at an array a one-entry list or tuple stands for its entry. Negative axes
+/// count from the end of an array with `extra_rank` more axes (1 for out_axes: the mapped axis is not yet there).
+void flat_axes(py::handle tree, py::handle axes, const char* what, int extra_rank, std::vector<int>& out) {
+  auto mismatch = [&]() {
+    throw py::value_error(std::string("[vmap] ")
+                              .append(what)
+                              .append(" does not match the structure it maps: ")
+                              .append(described(axes))
+                              .append(" for ")
+                              .append(described(tree))
+                              .append("; give a list or tuple of the same length, a dict with the same keys, or an "
+                                      "int or None for the whole subtree."));
+  };
+  bool whole = axes.is_none() || py::isinstance<py::int_>(axes);
+  if (py::isinstance<array>(tree)) {
+    if (is_sequence(axes) && py::len(axes) == 1) {
+      axes = axes[py::int_(0)];
+      whole = axes.is_none() || py::isinstance<py::int_>(axes);
+    }
+    if (!whole) {
+      throw py::value_error(std::string("[vmap] Each axis in ")
+                                .append(what)
+                                .append(" must be an int or None; got ")
+                                .append(described(axes))
+                                .append(" for an array."));
+    }
+    if (axes.is_none()) {
+      out.push_back(-1);
+      return;
+    }
+    auto a = tree.cast<array>();
+    int rank = a.ndim() + extra_rank;
+    int axis = axes.cast<int>();
+    int k = axis < 0 ? axis + rank : axis;
+    if (k < 0 || k >= rank) {
+      throw py::value_error(std::string("[vmap] Invalid vectorization axis ")
+                                .append(std::to_string(axis))
+                                .append(" in ")
+                                .append(what)
+                                .append(" for array with shape ")
+                                .append(shape_string(a.shape()))
+                                .append("."));
+    }
+    out.push_back(k);
+  } else if (is_sequence(tree)) {
+    if (!whole && !(is_sequence(axes) && py::len(axes) == py::len(tree))) {
+      mismatch();
+    }
+    for (size_t i = 0; i < py::len(tree); ++i) {
+      flat_axes(tree[py::int_(i)], whole ? axes : axes[py::int_(i)], what, extra_rank, out);
+    }
+  } else if (py::isinstance<py::dict>(tree)) {
+    if (!whole && !py::isinstance<py::dict>(axes)) {
+      mismatch();
+    }
+    for (auto item : tree.cast<py::dict>()) {
+      if (!whole && !axes.cast<py::dict>().contains(item.first)) {
+        throw py::value_error(std::string("[vmap] ")
+                                  .append(what)
+                                  .append(" has no entry for the key ")
+                                  .append(py::repr(item.first).cast<std::string>())
+                                  .append(" of the dict it maps."));
+      }
+      flat_axes(item.second, whole ? axes : axes[item.first], what, extra_rank, out);
+    }
+  }
+}
+
+/// `tree` with each array replaced by its axis from `axes` (None when not mapped) and any other leaf by None: the
+/// axes a custom vmap rule receives, shaped as its inputs.
+py::object axes_like(py::handle tree, const std::vector<int>& axes, size_t& next) {
+  if (py::isinstance<array>(tree)) {
+    int axis = axes.at(next++);
+    return axis < 0 ? py::object(py::none()) : py::object(py::int_(axis));
+  }
+  if (is_sequence(tree)) {
+    py::list items;
+    for (auto item : tree) {
+      items.append(axes_like(item, axes, next));
+    }
+    if (py::isinstance<py::list>(tree)) {
+      return items;
+    }
+    return PyTuple_CheckExact(tree.ptr()) != 0 ? py::object(py::tuple(items)) : tree.get_type()(*items);
+  }
+  if (py::isinstance<py::dict>(tree)) {
+    py::dict out;
+    for (auto item : tree.cast<py::dict>()) {
+      out[item.first] = axes_like(item.second, axes, next);
+    }
+    return out;
+  }
+  return py::none();
 }
 
 /// vmap of a Python function of pytrees.
 py::cpp_function make_vmap(const py::function& fun, const py::object& in_axes, const py::object& out_axes) {
   return py::cpp_function([fun, in_axes, out_axes](const py::args& args) -> py::object {
     std::vector<array> leaves = tree_leaves(args);
-    std::vector<int> axes;
-    if (in_axes.is_none() || py::isinstance<py::int_>(in_axes)) {
-      spread_axis(args, in_axes, axes);
-    } else {
-      auto specs = in_axes.cast<py::sequence>();
-      if (py::len(specs) != args.size()) {
-        throw py::value_error("[vmap] in_axes must have one entry per positional argument.");
-      }
-      for (size_t i = 0; i < args.size(); ++i) {
-        spread_axis(args[i], specs[i], axes);
+    // As MLX's, in_axes describes the only argument itself when there is one; a one-entry list or tuple there may
+    // also describe the arguments' tuple, as with several arguments.
+    py::object mapped_args = args;
+    py::object axes_spec = in_axes;
+    if (args.size() == 1) {
+      mapped_args = args[0];
+      bool one_entry_tree = is_sequence(mapped_args) && py::len(mapped_args) == 1;
+      if (is_sequence(in_axes) && py::len(in_axes) == 1 && !one_entry_tree) {
+        axes_spec = in_axes[py::int_(0)];
       }
     }
+    std::vector<int> axes;
+    flat_axes(mapped_args, axes_spec, "in_axes", 0, axes);
     auto output = std::make_shared<py::object>();
     Function traced = [&](const std::vector<array>& xs) {
       size_t next = 0;
@@ -233,17 +334,7 @@ py::cpp_function make_vmap(const py::function& fun, const py::object& in_axes, c
     auto results = vmap(traced, axes, {})(leaves);
     // Each output comes out mapped along axis 0; out_axes moves it (None: an unmapped output, its first entry).
     std::vector<int> destinations;
-    if (out_axes.is_none() || py::isinstance<py::int_>(out_axes)) {
-      spread_axis(*output, out_axes, destinations);
-    } else {
-      auto specs = out_axes.cast<py::sequence>();
-      if (py::len(specs) != py::len(*output)) {
-        throw py::value_error("[vmap] out_axes must have one entry per output.");
-      }
-      for (size_t i = 0; i < py::len(specs); ++i) {
-        spread_axis((*output)[py::int_(i)], specs[i], destinations);
-      }
-    }
+    flat_axes(*output, out_axes, "out_axes", 1, destinations);
     for (size_t i = 0; i < results.size(); ++i) {
       if (destinations[i] < 0) {
         results[i] = take(results[i], 0, 0);
@@ -256,26 +347,42 @@ py::cpp_function make_vmap(const py::function& fun, const py::object& in_axes, c
   });
 }
 
-/// A structure key for compile's cache: the containers and every non-array leaf, with arrays as placeholders.
-void structure_key(const py::handle& tree, std::string& key) {
+/// A structure key for compile's cache: the containers, arrays as placeholders and constants (None, bools, ints,
+/// floats, strings) by value, so a new constant retraces as in MLX. Any other leaf of the arguments raises as MLX's
+/// compile does (it would be baked into the trace unseen); in the state (inputs=) such leaves are no inputs of the
+/// compiled function and are skipped, as MLX skips them.
+void structure_key(const py::handle& tree, bool arguments, std::string& key) {
   if (py::isinstance<array>(tree)) {
     key += "A,";
   } else if (py::isinstance<py::list>(tree) || py::isinstance<py::tuple>(tree)) {
     key += py::isinstance<py::list>(tree) ? "[" : "(";
     for (auto item : tree) {
-      structure_key(item, key);
+      structure_key(item, arguments, key);
     }
     key += "],";
   } else if (py::isinstance<py::dict>(tree)) {
     key += "{";
     for (auto item : tree.cast<py::dict>()) {
       key.append(py::repr(item.first).cast<std::string>()).append(":");
-      structure_key(item.second, key);
+      structure_key(item.second, arguments, key);
     }
     key += "},";
-  } else {
+  } else if (tree.is_none() || py::isinstance<py::int_>(tree) || py::isinstance<py::float_>(tree) ||
+             py::isinstance<py::str>(tree)) {
     key.append(py::repr(tree).cast<std::string>()).append(",");
+  } else if (arguments) {
+    throw py::value_error(std::string("[compile] Function arguments must be trees of arrays or constants (floats, "
+                                      "ints, strings, or None), but received type ")
+                              .append(py::str(tree.get_type().attr("__name__")).cast<std::string>())
+                              .append("."));
   }
+}
+
+/// `tree` with a placeholder for each array: what compile's cache keeps of a call, so it holds none of its arrays.
+py::object skeleton(const py::handle& tree) {
+  std::vector<array> placeholders(tree_leaves(tree).size(), array(false));
+  size_t next = 0;
+  return tree_replace(tree, placeholders, next);
 }
 
 /// Writes `leaves` (from `next` on) over the arrays of `tree` in place: the containers stay, their arrays change.
@@ -318,11 +425,12 @@ class Compiled {
     auto inputs = py::make_tuple(args, kwargs);
     auto state = tree_leaves(state_in_);
     std::string key;
-    structure_key(py::make_tuple(inputs, state_in_), key);
+    structure_key(inputs, true, key);
+    structure_key(state_in_, false, key);
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       auto entry = std::make_shared<Entry>();
-      entry->inputs = inputs;
+      entry->inputs = skeleton(inputs);
       std::weak_ptr<Entry> weak = entry;
       auto fun = held(fun_);
       auto state_in = held(state_in_);
@@ -333,8 +441,9 @@ class Compiled {
             size_t next = 0;
             auto rebuilt = tree_replace(e->inputs, xs, next);
             tree_assign(*state_in, xs, next);
-            e->output = (*fun)(*rebuilt[py::int_(0)], **rebuilt[py::int_(1)]);
-            auto outs = tree_leaves(e->output);
+            auto result = (*fun)(*rebuilt[py::int_(0)], **rebuilt[py::int_(1)]);
+            auto outs = tree_leaves(result);
+            e->output = skeleton(result);
             e->output_count = outs.size();
             auto new_state = tree_leaves(*state_out);
             outs.insert(outs.end(), new_state.begin(), new_state.end());
@@ -361,8 +470,8 @@ class Compiled {
 
  private:
   struct Entry {
-    py::object inputs;  // the structure the function was traced with (it keeps that call's arrays alive)
-    py::object output;  // the structure of its result
+    py::object inputs;  // the structure the function was traced with, without its arrays
+    py::object output;  // the structure of its result, without its arrays
     size_t output_count = 0;
     Function compiled;
   };
@@ -444,20 +553,18 @@ class CustomFunction {
         py::gil_scoped_acquire gil;
         size_t next = 0;
         auto in = tree_replace(state->args, inputs, next);
-        py::list axis_list;
-        for (int a : axes) {
-          axis_list.append(a < 0 ? py::object(py::none()) : py::object(py::int_(a)));
+        next = 0;
+        auto in_axes = axes_like(state->args, axes, next);
+        // As MLX's: the only argument and its axes alone, else the arguments' tuple and a tuple of their axes.
+        auto returned = state->args.size() == 1 ? (*rule)(in[py::int_(0)], in_axes[py::int_(0)]) : (*rule)(in, in_axes);
+        if (!py::isinstance<py::tuple>(returned) || py::len(returned) != 2) {
+          throw py::value_error("[custom vmap] The vmap function should return a tuple of 2 items: the outputs and "
+                                "their vectorization axes.");
         }
-        auto result = (*rule)(in, py::tuple(axis_list)).cast<py::tuple>();
+        auto result = returned.cast<py::tuple>();
         auto outs = tree_leaves(result[0]);
         std::vector<int> out_axes;
-        if (result[1].is_none() || py::isinstance<py::int_>(result[1])) {
-          spread_axis(result[0], result[1], out_axes);
-        } else {
-          for (auto a : result[1]) {
-            out_axes.push_back(a.is_none() ? -1 : a.cast<int>());
-          }
-        }
+        flat_axes(result[0], result[1], "the custom vmap's output axes", 0, out_axes);
         return std::make_pair(outs, out_axes);
       };
     }
@@ -511,8 +618,8 @@ void init_transforms(py::module_& m) {
       py::arg("fun"), py::arg("primals"), py::arg("tangents"),
       "fun's outputs at primals and the Jacobian-vector products of the tangents.");
   m.def("vmap", &make_vmap, py::arg("fun"), py::arg("in_axes") = 0, py::arg("out_axes") = 0,
-        "fun mapped over an axis of its inputs (in_axes: an int, None, or one per argument) with the mapped axis "
-        "of its outputs at out_axes.");
+        "fun mapped over an axis of its inputs (in_axes: an int, None, or a tree of them matching the arguments) "
+        "with the mapped axis of its outputs at out_axes (likewise matching the outputs).");
   m.def(
       "checkpoint",
       [](const py::function& fun) {
@@ -539,7 +646,9 @@ void init_transforms(py::module_& m) {
         return std::make_shared<Compiled>(fun, inputs, outputs, shapeless);
       },
       py::arg("fun"), py::arg("inputs") = py::none(), py::arg("outputs") = py::none(), py::arg("shapeless") = false,
-      "fun traced once per input signature and replayed as a fused graph.");
+      "fun traced once per argument structure, constant (None, bool, int, float, str), shape and dtype (any shape "
+      "with shapeless) and replayed as a fused graph; inputs= and outputs= name state (trees of arrays) read before "
+      "and written after each call.");
   m.def("disable_compile", &disable_compile);
   m.def("enable_compile", &enable_compile);
 

@@ -362,10 +362,56 @@ TEST(MlxApiOps, IndexingAndProducts) {
   auto q = quantize(weights);
   EXPECT_EQ(q.size(), 3U);
   EXPECT_EQ(dequantize(q[0], q[1], q[2]).shape(), weights.shape());
-  EXPECT_EQ(dequantize(q[0], q[1], q[2], 64, 4, "affine", std::nullopt, s).shape(), weights.shape());
+  EXPECT_EQ(dequantize(q[0], q[1], q[2], 64, 4, "affine", std::nullopt, float32, s).shape(), weights.shape());
   EXPECT_EQ(quantized_matmul(ones({2, 64}), q[0], q[1], q[2]).shape(), (Shape{2, 8}));
   EXPECT_EQ(quantized_matmul(ones({2, 64}), q[0], q[1], q[2], true, 64, 4, "affine", s).shape(), (Shape{2, 8}));
   EXPECT_EQ(gather_qmm(ones({2, 64}), q[0], q[1], q[2]).shape(), (Shape{2, 8}));
+}
+
+TEST(MlxApiOps, FullArgumentForms) {
+  // The forms the tests above leave at their defaults: every argument given, in MLX's order.
+  const Stream s = default_stream(Device::cpu);
+  auto a = ones({2, 3, 4});
+  EXPECT_EQ(cumsum(a, true, false, s).shape(), Shape{24});
+  EXPECT_EQ(cumsum(a, false, true, float32, s).dtype(), float32);
+  EXPECT_EQ(cumprod(a, true, false, s).shape(), Shape{24});
+  EXPECT_EQ(cumprod(a, 1, true, false, s).shape(), a.shape());
+  EXPECT_EQ(cumprod(a, 1, false, true, int32, s).dtype(), int32);
+  EXPECT_EQ(cummax(a, true, false, s).shape(), Shape{24});
+  EXPECT_EQ(cummin(a, 2, true, false, s).shape(), a.shape());
+  EXPECT_EQ(logcumsumexp(a, true, false, s).shape(), Shape{24});
+  EXPECT_EQ(softmax(a, true, s).shape(), a.shape());
+  EXPECT_EQ(softmax(a, 1, true, s).shape(), a.shape());
+  auto lhs = array({0, 1});
+  auto rhs = array({1, 1});
+  EXPECT_EQ(gather_mm(ones({2, 4, 3}), ones({2, 3, 5}), lhs, rhs, true, s).shape(), (Shape{2, 4, 5}));
+  auto m = ones({2, 2}, bool_);
+  EXPECT_EQ(block_masked_mm(ones({64, 64}), ones({64, 64}), 32, m, m, m, s).shape(), (Shape{64, 64}));
+  EXPECT_EQ(conv2d(ones({1, 5, 5, 2}), ones({3, 2, 2, 2}), {1, 1}, {1, 1}, {1, 1}, 1, s).shape(), (Shape{1, 6, 6, 3}));
+  EXPECT_EQ(conv3d(ones({1, 3, 3, 3, 1}), ones({1, 2, 2, 2, 1}), {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, 1, s).shape(),
+            (Shape{1, 2, 2, 2, 1}));
+  EXPECT_EQ(conv_transpose2d(ones({1, 4, 4, 2}), ones({3, 2, 2, 2}), {1, 1}, {0, 0}, {1, 1}, {0, 0}, 1, s).shape(),
+            (Shape{1, 5, 5, 3}));
+  EXPECT_EQ(
+      conv_transpose3d(ones({1, 2, 2, 2, 1}), ones({1, 2, 2, 2, 1}), {1, 1, 1}, {0, 0, 0}, {1, 1, 1}, {0, 0, 0}, 1, s)
+          .shape(),
+      (Shape{1, 3, 3, 3, 1}));
+  EXPECT_EQ(conv_general(ones({1, 8, 4}), ones({2, 3, 4}), {1}, {1}, {1}, {1}, 1, false, s).shape(), (Shape{1, 8, 2}));
+  auto weights = ones({8, 64});
+  auto q = quantize(weights, 32, 8, "affine", std::nullopt, s);
+  EXPECT_EQ(q[1].shape(), (Shape{8, 2}));
+  EXPECT_EQ(dequantize(q[0], q[1], q[2], 32, 8, "affine", std::nullopt, bfloat16, s).dtype(), bfloat16);
+  EXPECT_EQ(
+      gather_qmm(ones({2, 64}), q[0], q[1], q[2], array({0}), std::nullopt, true, 32, 8, "affine", false, s).shape(),
+      (Shape{1, 2, 8}));
+  auto x = ones({2, 64});
+  EXPECT_EQ(qqmm(x, weights, std::nullopt, 64, 4, "affine", std::nullopt, std::nullopt, s).shape(), (Shape{2, 8}));
+  EXPECT_EQ(qqmm(x, weights, {}, 32, 8, "affine").shape(), (Shape{2, 8}));
+  EXPECT_EQ(gather_qqmm(ones({2, 2, 64}), ones({3, 8, 64}), std::nullopt, array({0, 1}), array({2, 0}), 64, 4, "affine",
+                        std::nullopt, std::nullopt, true, s)
+                .shape(),
+            (Shape{2, 2, 8}));
+  EXPECT_EQ(gather_qqmm(ones({2, 64}), weights, {}, {}, {}, 64, 4, "affine").shape(), (Shape{2, 8}));
 }
 
 }  // namespace

@@ -128,14 +128,14 @@ TEST(Streams, OpsPutTheirNodesOnTheStreamTheyAreGiven) {
       {"attention",
        [&](StreamOrDevice s) {
          auto q = reshape(x, {1, 2, 3, 4}, s);
-         return fast::scaled_dot_product_attention(q, q, q, 0.5F, "", std::nullopt, std::nullopt, s);
+         return fast::scaled_dot_product_attention(q, q, q, 0.5F, "", std::nullopt, std::nullopt, false, s);
        }},
       {"fft", [&](StreamOrDevice s) { return fft::rfft(m, -1, fft::FFTNorm::Backward, s); }},
       {"inv", [&](StreamOrDevice s) { return linalg::inv(eye3, s); }},
       {"conv1d", [&](StreamOrDevice s) { return conv1d(reshape(m, {1, 3, 4}, s), weight, 1, 0, 1, 1, s); }},
       {"quantized_matmul",
        [&](StreamOrDevice s) {
-         auto q = quantize(w64, 64, 4, "affine", s);
+         auto q = quantize(w64, 64, 4, "affine", std::nullopt, s);
          return quantized_matmul(x64, q[0], q[1], q[2], true, 64, 4, "affine", s);
        }},
       {"einsum", [&](StreamOrDevice s) { return einsum("ij,kj->ik", {m, m}, s); }},

@@ -156,7 +156,7 @@ TEST_F(QuantizedTest, Dequantize) {
   // An explicit output dtype, and strided operands.
   auto w = rand({4, 128}, float16);
   auto q = quantize(w, 64, 4);
-  auto wide = dequantize(q[0], q[1], q[2], 64, 4, "affine", float32);
+  auto wide = dequantize(q[0], q[1], q[2], 64, 4, "affine", std::nullopt, float32);
   EXPECT_EQ(wide.dtype(), float32);
   EXPECT_TRUE(matches(wide, reference("out = dequant(a, b, c, 64, 4, np.float32)", {q[0], q[1], q[2]})[0], 1e-6, 1e-6));
   auto rows = slice(q[0], {0, 0}, {4, 16}, {2, 1});
@@ -489,7 +489,7 @@ TEST_F(QuantizedTest, Errors) {
               quantized_matmul(x, q[0], q[1], slice(q[2], {0, 0}, {4, 2}));
             }),
             "[quantized_matmul] Scales and biases must have the same shape; got (8,2) and (4,2).");
-  EXPECT_EQ(error_of([&] { dequantize(q[0], q[1], q[2], 64, 4, "affine", int32); }),
+  EXPECT_EQ(error_of([&] { dequantize(q[0], q[1], q[2], 64, 4, "affine", std::nullopt, int32); }),
             "[dequantize] The output dtype must be real floating point; got int32.");
   EXPECT_EQ(error_of([&] { gather_qmm(x, q[0], q[1], q[2], array({0.5F}), std::nullopt); }),
             "[gather_qmm] Got lhs_indices with invalid dtype float32; indices must be integral.");

@@ -116,6 +116,22 @@ TEST(Gguf, SaveRefusesTheDtypesMlxRefusesAndTheWriterTakesThem) {
   }
 }
 
+TEST(Gguf, SaveThroughAWriterWritesThePathsBytesAndChecksFirst) {
+  // The writer overload (behind Python's file objects) applies MLX's rules as the path overload does.
+  TempDir dir;
+  std::mt19937 rng(8);
+  std::unordered_map<std::string, array> arrays{{"b", random_array({3}, int8, rng)},
+                                                {"a", random_array({2, 2}, float16, rng)}};
+  std::unordered_map<std::string, GGUFMetaData> meta{{"general.alignment", array(64, uint32)},
+                                                     {"general.name", std::string("w")}};
+  save_gguf(dir.path("path.gguf"), arrays, meta);
+  save_gguf(std::make_shared<io::FileWriter>(dir.path("writer.gguf")), arrays, meta);
+  EXPECT_EQ(read_file(dir.path("writer.gguf")), read_file(dir.path("path.gguf")));
+  auto writer = std::make_shared<io::FileWriter>(dir.path("refused.gguf"));
+  EXPECT_THROW(save_gguf(writer, {{"t", random_array({2}, float64, rng)}}), std::runtime_error);
+  EXPECT_EQ(writer->tell(), 0u);
+}
+
 TEST(Gguf, ReadsAVersion2FileBuiltFromTheSpecification) {
   // Version 2 shares version 3's little-endian layout. A custom alignment of 64, a nested array (kept as
   // std::monostate) and a 2x3 F32 tensor whose GGUF axes are listed innermost first.

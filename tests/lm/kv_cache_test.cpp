@@ -216,7 +216,7 @@ Stored unchanged() {
 Stored quantized_round_trip(int group_size, int bits, Dtype dtype = float32) {
   return [=](const array& a) {
     auto q = quantize(a, group_size, bits);
-    return dequantize(q[0], q[1], q[2], group_size, bits, "affine", dtype);
+    return dequantize(q[0], q[1], q[2], group_size, bits, "affine", std::nullopt, dtype);
   };
 }
 

@@ -160,15 +160,29 @@ TEST(PositionalEncoding, RoPE) {
 }
 
 TEST(PositionalEncoding, ALiBi) {
-  auto scores = random::normal({1, 4, 3, 5});
-  auto y = nn::ALiBi()(scores, 2);
-  std::string code =
-      "h = 4\n"
-      "slopes = torch.tensor([2.0 ** (-8.0 * (i + 1) / h) for i in range(h)], dtype=torch.float64)\n"
-      "q = torch.arange(2, 5, dtype=torch.float64); k = torch.arange(5, dtype=torch.float64)\n"
-      "bias = -(q[:, None] - k[None, :]).abs()[None] * slopes[:, None, None]\n"
-      "out = N(T(a) + bias[None])";
-  EXPECT_TRUE(close(y, torch_ref(code, {scores})));
+  // MLX's slopes (Press et al.): 2^(-8 h / n) for a power of two n, else the power of two below n and every other
+  // slope of twice it; 6 heads take the second path.
+  for (int heads : {4, 6}) {
+    SCOPED_TRACE(heads);
+    auto scores = random::normal({1, heads, 3, 5});
+    auto y = nn::ALiBi()(scores, 2);
+    std::string code =
+        "import math\n"
+        "def slopes(n):\n"
+        "    if math.log2(n).is_integer():\n"
+        "        return [2.0 ** (-8.0 * (i + 1) / n) for i in range(n)]\n"
+        "    p = 2 ** math.floor(math.log2(n))\n"
+        "    return slopes(p) + slopes(2 * p)[0::2][:n - p]\n"
+        "s = torch.tensor(slopes(" +
+        std::to_string(heads) +
+        "), dtype=torch.float64)\n"
+        "q = torch.arange(2, 5, dtype=torch.float64); k = torch.arange(5, dtype=torch.float64)\n"
+        "bias = -(q[:, None] - k[None, :]).abs()[None] * s[:, None, None]\n"
+        "out = N(T(a) + bias[None])";
+    EXPECT_TRUE(close(y, torch_ref(code, {scores})));
+    // MLX's create_alibi_matrix takes the end position of the queries, offset + L_q.
+    EXPECT_TRUE(allclose(nn::ALiBi::create_alibi_matrix(5, 5, heads, 2), y - scores, 1e-5, 1e-6).item<bool>());
+  }
 }
 
 TEST(PositionalEncoding, Sinusoidal) {

@@ -84,7 +84,7 @@ TEST(Gradients, NormsPoolingAndActivations) {
       rms, [&](const array& x) { return rms(x); }, random::normal({3, 5}),
       "y = x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-5) * "
       "p['weight']");
-  nn::GroupNorm gn(2, 4);
+  nn::GroupNorm gn(2, 4, 1e-5F, true, /*pytorch_compatible=*/true);
   check_grads(
       gn, [&](const array& x) { return gn(x); }, random::normal({2, 3, 4}),
       "y = F.group_norm(x.permute(0, 2, 1), 2, p['weight'], "
@@ -151,7 +151,7 @@ TEST(Gradients, MoreLayers) {
   nn::Bilinear bilinear(3, 2, 4);
   auto other = random::normal({5, 2});
   check_grads(bilinear, [&](const array& x) { return bilinear(x, other); }, random::normal({5, 3}),
-              "y = F.bilinear(x, T(c), p['weight'], p['bias'])", 1e-4, {other});
+              "y = F.bilinear(x, T(c), p['weight'].transpose(1, 2), p['bias'])", 1e-4, {other});
   nn::Sequential upsample(
       {std::make_shared<nn::Upsample>(std::vector<float>{2.0F}, "linear"), std::make_shared<nn::Linear>(2, 3)});
   check_grads(
@@ -248,7 +248,7 @@ TEST(Training, TrajectoriesMatchTorch) {
     auto y = array({0, 2, 1, 1, 0, 2});
     std::unique_ptr<optimizers::Optimizer> opt;
     if (adam) {
-      opt = std::make_unique<optimizers::Adam>(0.01);
+      opt = std::make_unique<optimizers::Adam>(0.01, std::pair{0.9, 0.999}, 1e-8, /*bias_correction=*/true);
     } else {
       opt = std::make_unique<optimizers::SGD>(0.1, 0.9);
     }

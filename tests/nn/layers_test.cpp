@@ -50,8 +50,9 @@ TEST(Bilinear, MatchesTorch) {
   nn::Bilinear layer(3, 4, 5);
   auto x1 = random::normal({6, 3});
   auto x2 = random::normal({6, 4});
-  EXPECT_TRUE(close(layer(x1, x2),
-                    torch_ref("out = N(F.bilinear(T(a), T(b), T(c), T(d)))", {x1, x2, layer.weight, *layer.bias})));
+  EXPECT_TRUE(close(layer(x1, x2), torch_ref("out = N(F.bilinear(T(a), T(b), T(c).transpose(1, 2), T(d)))",
+                                             {x1, x2, layer.weight, *layer.bias})));
+  EXPECT_EQ(layer.weight.shape(), (Shape{5, 4, 3}));  // MLX's (output, input2, input1)
   EXPECT_EQ(error_of([&] {
               layer(x1, random::normal({5, 4}));
             }),
@@ -167,11 +168,20 @@ TEST(Norms, LayerNormRMSNormGroupNormInstanceNorm) {
                               {x, rms.weight}),
                     1e-4));
 
-  nn::GroupNorm gn(3, 6);
+  nn::GroupNorm gn(3, 6, 1e-5F, true, /*pytorch_compatible=*/true);
   gn.weight = random::normal({6});
   gn.bias = random::normal({6});
   EXPECT_TRUE(close(gn(x),
                     torch_ref("out = N(F.group_norm(T(a).permute(0, 2, 1), 3, T(b), T(c)).permute(0, 2, 1))",
+                              {x, *gn.weight, *gn.bias}),
+                    1e-4));
+  // MLX's default grouping puts channel c in group c % 3: PyTorch's group norm of the channels reordered by group.
+  nn::GroupNorm strided(3, 6);
+  strided.weight = gn.weight;
+  strided.bias = gn.bias;
+  EXPECT_TRUE(close(strided(x),
+                    torch_ref("y = F.group_norm(T(a)[..., [0, 3, 1, 4, 2, 5]].permute(0, 2, 1), 3).permute(0, 2, 1)\n"
+                              "out = N(y[..., [0, 2, 4, 1, 3, 5]] * T(b) + T(c))",
                               {x, *gn.weight, *gn.bias}),
                     1e-4));
 

@@ -59,7 +59,7 @@ TEST(OptimizerCompile, ACompiledStepMatchesTheEagerStepOver100Steps) {
   std::vector<Case> cases{
       {"Adam",
        [] {
-         return std::make_unique<O::Adam>(warmup_cosine(), std::pair{0.9, 0.999}, 1e-8, 0.01);
+         return std::make_unique<O::Adam>(warmup_cosine(), std::pair{0.9, 0.999}, 1e-8, true, 0.01);
        }},
       {"AdamW", [] { return std::make_unique<O::AdamW>(warmup_cosine()); }},
       {"SGD with momentum and dampening", [] { return std::make_unique<O::SGD>(warmup_cosine(), 0.9, 1e-4, 0.1); }},

@@ -1,6 +1,8 @@
-// Optimizer trajectories over three steps of given gradients: against torch.optim (SGD with momentum, dampening,
-// Nesterov and weight decay; Adam, AdamW, Adamax, Adagrad, Adadelta, RMSprop with centering and momentum), and
-// against NumPy transcriptions of the papers' update rules for Lion, Adafactor and Muon (not in PyTorch 1.13).
+// Optimizer trajectories over three steps of given gradients: against torch.optim where the rules agree (SGD with
+// momentum, Nesterov and weight decay; Adam and AdamW with bias_correction, Adagrad, Adadelta, RMSprop with centering
+// and momentum), against NumPy transcriptions of MLX's documented rules for MLX's defaults (Adam and AdamW without
+// bias correction, SGD's damped buffer from zero, Adamax, Adagrad's eps) and of the papers' update rules for Lion,
+// Adafactor and Muon (not in PyTorch 1.13).
 // Also: saving and restoring optimizer state mid-run, gradient clipping against torch.nn.utils.clip_grad_norm_,
 // gradient accumulation, and Optimizer::update on a model. Schedules: schedules_test.cpp; compiled steps:
 // optimizer_compile_test.cpp.
@@ -84,18 +86,16 @@ TEST(Optimizers, MatchTorch) {
   };
   std::vector<Case> cases{
       {"SGD(ps, lr=0.1)", [] { return std::make_unique<O::SGD>(0.1); }},
-      {"SGD(ps, lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.01)",
-       [] { return std::make_unique<O::SGD>(0.1, 0.9, 0.01, 0.3); }},
+      {"SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.01)", [] { return std::make_unique<O::SGD>(0.1, 0.9, 0.01); }},
       {"SGD(ps, lr=0.05, momentum=0.8, nesterov=True)",
        [] { return std::make_unique<O::SGD>(0.05, 0.8, 0.0, 0.0, true); }},
       {"Adam(ps, lr=0.01, betas=(0.8, 0.99), eps=1e-6, weight_decay=0.1)",
        [] {
-         return std::make_unique<O::Adam>(0.01, std::pair{0.8, 0.99}, 1e-6, 0.1);
+         return std::make_unique<O::Adam>(0.01, std::pair{0.8, 0.99}, 1e-6, true, 0.1);
        }},
-      {"AdamW(ps, lr=0.01)", [] { return std::make_unique<O::AdamW>(0.01); }},
-      {"Adamax(ps, lr=0.02, weight_decay=0.05)",
+      {"AdamW(ps, lr=0.01)",
        [] {
-         return std::make_unique<O::Adamax>(0.02, std::pair{0.9, 0.999}, 1e-8, 0.05);
+         return std::make_unique<O::AdamW>(0.01, std::pair{0.9, 0.999}, 1e-8, 0.01, true);
        }},
       {"Adagrad(ps, lr=0.1, weight_decay=0.01)", [] { return std::make_unique<O::Adagrad>(0.1, 1e-10, 0.01); }},
       {"Adadelta(ps, lr=1.0, rho=0.8)", [] { return std::make_unique<O::AdaDelta>(1.0, 0.8); }},
@@ -128,6 +128,54 @@ std::vector<test::HostArray> numpy_trajectory(const std::string& rule, const Tra
     hosts.push_back(test::to_host(in));
   }
   return test::numpy(code, hosts);
+}
+
+TEST(Optimizers, MlxDefaultsFollowMlxRules) {
+  // Transcribed from mlx.optimizers' documented update rules (m, v from zero; t is the 1-based step).
+  struct Case {
+    const char* name;
+    std::function<std::unique_ptr<O::Optimizer>()> make;
+    std::string rule;
+  };
+  std::vector<Case> cases{
+      {"SGD: the damped buffer starts at zero", [] { return std::make_unique<O::SGD>(0.1, 0.9, 0.01, 0.3); },
+       "def upd(p, g, st, t):\n"
+       "    g = g + 0.01 * p\n"
+       "    st['v'] = v = 0.9 * st.get('v', 0) + 0.7 * g\n"
+       "    return p - 0.1 * v\n"},
+      {"Adam: no bias correction",
+       [] {
+         return std::make_unique<O::Adam>(0.01, std::pair{0.8, 0.99}, 1e-6);
+       },
+       "def upd(p, g, st, t):\n"
+       "    st['m'] = m = 0.8 * st.get('m', 0) + 0.2 * g\n"
+       "    st['v'] = v = 0.99 * st.get('v', 0) + 0.01 * g * g\n"
+       "    return p - 0.01 * m / (np.sqrt(v) + 1e-6)\n"},
+      {"AdamW: decay, then Adam without bias correction", [] { return std::make_unique<O::AdamW>(0.01); },
+       "def upd(p, g, st, t):\n"
+       "    p = p * (1 - 0.01 * 0.01)\n"
+       "    st['m'] = m = 0.9 * st.get('m', 0) + 0.1 * g\n"
+       "    st['v'] = v = 0.999 * st.get('v', 0) + 0.001 * g * g\n"
+       "    return p - 0.01 * m / (np.sqrt(v) + 1e-8)\n"},
+      {"Adamax: v = max(b2 v, |g|), eps outside, no bias correction",
+       [] {
+         return std::make_unique<O::Adamax>(0.02, std::pair{0.9, 0.99}, 1e-3);
+       },
+       "def upd(p, g, st, t):\n"
+       "    st['m'] = m = 0.9 * st.get('m', 0) + 0.1 * g\n"
+       "    st['v'] = v = np.maximum(0.99 * st.get('v', 0), np.abs(g))\n"
+       "    return p - 0.02 * m / (v + 1e-3)\n"},
+      {"Adagrad: eps 1e-8", [] { return std::make_unique<O::Adagrad>(0.1); },
+       "def upd(p, g, st, t):\n"
+       "    st['v'] = v = st.get('v', 0) + g * g\n"
+       "    return p - 0.1 * g / (np.sqrt(v) + 1e-8)\n"},
+  };
+  auto t = make_trajectory();
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto opt = c.make();
+    check(*opt, t, numpy_trajectory(c.rule, t), 1e-5);
+  }
 }
 
 TEST(Optimizers, LionAdafactorMuonMatchTheirPapers) {

@@ -242,6 +242,36 @@ def test_integer_index_errors():
         a[mx.array([True, False])]
 
 
+@pytest.mark.parametrize("index", [3, -4, 10, np.int64(3), (0, 3), (slice(None), -4), (Ellipsis, 3), (None, 3),
+                                   (mx.array([0, 1]), 3)])
+def test_out_of_bounds_integers_raise_as_numpy(index):
+    entries = index if isinstance(index, tuple) else (index,)
+    with pytest.raises(IndexError):  # NumPy's behaviour, the reference
+        np.zeros((3, 3), np.float32)[tuple(np.array(e) if isinstance(e, mx.array) else e for e in entries)]
+    a = mx.zeros((3, 3))
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[index]
+    with pytest.raises(IndexError, match="out of bounds"):
+        a[index] = 1
+    with pytest.raises(IndexError, match="out of bounds"):
+        a.at[index].add(1)
+
+
+@pytest.mark.parametrize("index", [-3, 2, (-1, -3), (slice(None), 2)])
+def test_in_bounds_negative_integers_count_from_the_end(index):
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    assert np.array_equal(np.array(mx.array(x)[index]), x[index])
+
+
+@pytest.mark.parametrize("index", [slice(1, 10), slice(-10, 2), slice(5, 10), slice(10, -10, -1), slice(-10, None, 2),
+                                   (slice(None), slice(2, 100))])
+def test_slices_clamp_as_python_does(index):
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    out = mx.array(x)[index]
+    assert out.shape == x[index].shape
+    assert np.array_equal(np.array(out), x[index])
+
+
 @pytest.mark.parametrize(
     "method,ufunc",
     [("add", np.add), ("subtract", np.subtract), ("multiply", np.multiply), ("maximum", np.maximum),

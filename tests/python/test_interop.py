@@ -59,11 +59,22 @@ def test_numpy_view_keeps_memory_alive():
     assert m.tolist() == [1, 2, 3] and m.format == "h"
 
 
-def test_array_protocol_and_bfloat16():
-    a = mx.array([1.5, 2.5], mx.bfloat16)
-    out = np.array(a)
-    assert out.dtype == np.float32 and out.tolist() == [1.5, 2.5]
+def test_array_protocol_with_a_dtype():
     assert mx.array([1, 2]).__array__(np.float64).dtype == np.float64
+
+
+def test_bfloat16_to_numpy_raises_as_mlx_does():
+    # MLX's Python raises TypeError ("bfloat16 arrays cannot be converted to NumPy"): NumPy has no bfloat16.
+    a = mx.array([1.5, -2.5], mx.bfloat16)
+    for convert in (np.array, np.asarray, a.__array__):
+        with pytest.raises(TypeError, match="bfloat16 arrays cannot be converted to NumPy; convert them first"):
+            convert(a)
+    with pytest.raises(BufferError, match="bfloat16 arrays have no buffer format"):
+        memoryview(a)
+    # The ways out the messages name: a float32 copy, or the raw bits (1.5 is 0x3FC0 in bfloat16, -2.5 is 0xC020).
+    assert np.array(a.astype(mx.float32)).tolist() == [1.5, -2.5]
+    assert np.array(a.view(mx.uint16)).tolist() == [0x3FC0, 0xC020]
+    assert a.tolist() == [1.5, -2.5]
 
 
 def test_to_torch_without_copy():

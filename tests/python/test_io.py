@@ -76,6 +76,37 @@ def test_gguf_file_loads_through_an_open_file(tmp_path):
     np.testing.assert_array_equal(np.array(got["w"]), sample())
 
 
+def test_gguf_round_trip_through_bytesio_matches_the_file(tmp_path):
+    arrays = {"w": mx.array(sample()), "b": mx.array(sample(np.int8)[1]), "h": mx.array(sample(np.float16))}
+    metadata = {"general.name": "tiny", "tokens": ["a", "b"], "n": mx.array(3, mx.uint32)}
+    buf = io.BytesIO()
+    mx.save_gguf(buf, arrays, metadata)
+    # The bytes are those written to a path (the extension appended there as always).
+    mx.save_gguf(str(tmp_path / "t"), arrays, metadata)
+    assert buf.getvalue() == (tmp_path / "t.gguf").read_bytes()
+    buf.seek(0)
+    got, meta = mx.load(buf, format="gguf", return_metadata=True)
+    assert set(got) == set(arrays)
+    for k, v in arrays.items():
+        assert got[k].dtype == v.dtype
+        np.testing.assert_array_equal(np.array(got[k]), np.array(v))
+    assert meta["general.name"] == "tiny" and meta["tokens"] == ["a", "b"] and meta["n"].item() == 3
+
+
+def test_gguf_to_an_open_file(tmp_path):
+    path = tmp_path / "open.gguf"
+    with open(path, "wb") as f:
+        mx.save_gguf(f, {"w": mx.array(sample())})
+    np.testing.assert_array_equal(np.array(mx.load(str(path))["w"]), sample())
+
+
+def test_gguf_to_a_file_object_checks_dtypes_before_writing():
+    buf = io.BytesIO()
+    with pytest.raises(RuntimeError, match="file-like object: tensor \"w\": dtype float64 is not supported"):
+        mx.save_gguf(buf, {"w": mx.array(sample(np.float64), mx.float64)})
+    assert buf.getvalue() == b""
+
+
 def test_save_to_an_open_file_keeps_its_name(tmp_path):
     path = tmp_path / "plain"
     with open(path, "wb") as f:

@@ -155,22 +155,56 @@ TEST_F(HttpServerTest, ConcurrentCurlStreamsEqualOneAtATime) {
   }
 }
 
-TEST_F(HttpServerTest, ADisconnectMidStreamFreesItsSlot) {
+/// A raw connection to the server that has sent a long completion request (250 tokens, end of sequence banned).
+int send_long_completion(int port, bool stream) {
   const int sock = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(sock, 0);
+  EXPECT_GE(sock, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
   const std::string body =
-      json{{"prompt", "w10"}, {"max_tokens", 250}, {"temperature", 0}, {"stream", true}, {"logit_bias", {{"2", -100}}}}
+      json{
+          {"prompt", "w10"}, {"max_tokens", 250}, {"temperature", 0}, {"stream", stream}, {"logit_bias", {{"2", -100}}}}
           .dump();
   const std::string request =
       "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer test-key\r\n"
       "Content-Type: application/json\r\nContent-Length: " +
       std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(send(sock, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  EXPECT_EQ(send(sock, request.data(), request.size(), 0), static_cast<ssize_t>(request.size()));
+  return sock;
+}
+
+/// The tokens the tiny model generated so far, from /metrics.
+int generated_tokens(test::TestServer& server) {
+  const std::string metrics = server.api.handle(test::get("/metrics")).body;
+  const std::string name = "nuvec_generation_tokens_total{model=\"tiny\"} ";
+  const size_t at = metrics.find(name);
+  EXPECT_NE(at, std::string::npos) << metrics;
+  return at == std::string::npos ? -1 : std::stoi(metrics.substr(at + name.size()));
+}
+
+TEST_F(HttpServerTest, ADisconnectBeforeAWholeResponseFreesItsSlot) {
+  const int sock = send_long_completion(port, false);
+  // Wait until its tokens come, then leave before the 250th.
+  const auto started = std::chrono::steady_clock::now() + 10s;
+  while (generated_tokens(local) == 0 && std::chrono::steady_clock::now() < started) {
+    std::this_thread::sleep_for(1ms);
+  }
+  close(sock);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!local.registry.idle() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(local.registry.idle()) << "the request whose client left still holds its place";
+  EXPECT_LT(generated_tokens(local), 250) << "the request went on after its client left";
+  const std::string metrics = local.api.handle(test::get("/metrics")).body;
+  EXPECT_NE(metrics.find("nuvec_requests_running{model=\"tiny\"} 0"), std::string::npos) << metrics;
+}
+
+TEST_F(HttpServerTest, ADisconnectMidStreamFreesItsSlot) {
+  const int sock = send_long_completion(port, true);
   std::string received;
   std::array<char, 512> buffer{};
   while (received.find("\"text\":\"") == std::string::npos) {
@@ -184,10 +218,7 @@ TEST_F(HttpServerTest, ADisconnectMidStreamFreesItsSlot) {
     std::this_thread::sleep_for(10ms);
   }
   EXPECT_TRUE(local.registry.idle()) << "the disconnected stream still holds its place";
-  const std::string metrics = local.api.handle(test::get("/metrics")).body;
-  const size_t at = metrics.find("nuvec_generation_tokens_total{model=\"tiny\"} ");
-  ASSERT_NE(at, std::string::npos);
-  EXPECT_LT(std::stoi(metrics.substr(at + 44)), 200) << "the stream went on after its client left";
+  EXPECT_LT(generated_tokens(local), 200) << "the stream went on after its client left";
 }
 
 TEST_F(HttpServerTest, OpenAIsJavaScriptSdk) {

@@ -119,7 +119,7 @@ std::vector<Case> corpus() {
 TEST(RequestValidation, MalformedRequestsGet4xxWithOpenAIsErrorBody) {
   test::TestServer server;
   for (const Case& c : corpus()) {
-    HttpRequest request{"POST", c.path, {{"content-type", "application/json"}}, c.body};
+    HttpRequest request{"POST", c.path, {{"content-type", "application/json"}}, c.body, {}};
     HttpResponse response = server.api.handle(request);
     EXPECT_EQ(response.status, c.status) << c.name << ": " << response.body;
     EXPECT_EQ(response.content_type, "application/json") << c.name;

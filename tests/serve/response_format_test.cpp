@@ -24,56 +24,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-/// The first printable character, id 0; "<|end|>" (EOS) follows the last, '~'.
-constexpr char first_char = ' ';
-constexpr int end_id = 95;
+int id_of(char c) { return c - ' '; }
 
-int id_of(char c) { return c - first_char; }
-
-/// A 2-layer Llama over a vocabulary of the 95 printable ASCII characters and an EOS token, with a chat template
-/// that joins the messages' contents.
-std::string write_json_model() {
-  std::string dir = lm::test::fresh_dir("serve_json_model");
-  json config = lm::test::tiny_config("llama");
-  config["max_position_embeddings"] = 4096;
-  // The tiny config's ids 1 and 2 would be characters here.
-  config["bos_token_id"] = end_id;
-  config["eos_token_id"] = end_id;
-  lm::test::write_hf_folder(dir, config, float32, 5);
-  json vocab = json::object();
-  for (char c = first_char; c <= '~'; ++c) {
-    vocab[std::string(1, c)] = id_of(c);
-  }
-  vocab["<|end|>"] = end_id;
-  const json end = {{"id", end_id},    {"content", "<|end|>"}, {"special", true},    {"single_word", false},
-                    {"lstrip", false}, {"rstrip", false},      {"normalized", false}};
-  const json tokenizer = {{"version", "1.0"},
-                          {"added_tokens", {end}},
-                          {"normalizer", nullptr},
-                          {"pre_tokenizer", nullptr},
-                          {"post_processor", nullptr},
-                          {"decoder", {{"type", "Fuse"}}},
-                          {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}};
-  std::ofstream(fs::path(dir) / "tokenizer.json") << tokenizer.dump();
-  const json tokenizer_config = {{"eos_token", "<|end|>"},
-                                 {"chat_template", "{% for m in messages %}{{ m['content'] }} {% endfor %}"}};
-  std::ofstream(fs::path(dir) / "tokenizer_config.json") << tokenizer_config.dump();
-  return dir;
-}
-
-struct JsonServer {
-  JsonServer() { registry.add("json", lm::load_model(model_dir()), ModelOptions{}); }
-
-  static const std::string& model_dir() {
-    static const std::string dir = write_json_model();
-    return dir;
-  }
-
-  Metrics metrics;
-  ModelRegistry registry{metrics};
-  RequestLog log{nullptr};
-  Api api{registry, metrics, ApiOptions{}, &log};
-};
+using test::JsonServer;
 
 /// Sampling at temperature 1, with a bias towards the characters that close strings, arrays and objects.
 json sampled(json body, int seed) {
@@ -111,7 +64,8 @@ std::string python_validate(const std::vector<std::string>& texts, const json& s
   const std::string path = (fs::path(lm::test::fresh_dir("json_validate")) / "outputs.json").string();
   std::ofstream(path) << json{{"schema", schema}, {"texts", texts}}.dump();
   return test::run_command(
-      "/usr/bin/python3 -c \"import json, sys\ntry:\n import jsonschema\nexcept ImportError:\n print('skip'); sys.exit()\n"
+      "/usr/bin/python3 -c \"import json, sys\ntry:\n import jsonschema\nexcept ImportError:\n print('skip'); "
+      "sys.exit()\n"
       "d = json.load(open('" +
       path + "'))\nfor t in d['texts']:\n jsonschema.validate(json.loads(t), d['schema'])\nprint('ok')\" 2>&1");
 }

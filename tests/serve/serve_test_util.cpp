@@ -19,6 +19,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+nlohmann::json special_tokens() {
+  nlohmann::json added = nlohmann::json::array();
+  int id = 0;
+  for (const char* content : {"<unk>", "<s>", "</s>"}) {
+    added.push_back({{"id", id++},
+                     {"content", content},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
+                     {"special", true}});
+  }
+  return added;
+}
+
 void write_tokenizer(const std::string& dir) {
   const std::vector<std::string> special = {"<unk>", "<s>", "</s>"};
   const std::vector<std::string> words = {"user", "assistant", "system"};
@@ -36,18 +51,8 @@ void write_tokenizer(const std::string& dir) {
   for (const std::string& w : multibyte) {
     vocab[w] = id++;
   }
-  nlohmann::json added = nlohmann::json::array();
-  for (int i = 0; i < 3; ++i) {
-    added.push_back({{"id", i},
-                     {"content", special[i]},
-                     {"single_word", false},
-                     {"lstrip", false},
-                     {"rstrip", false},
-                     {"normalized", false},
-                     {"special", true}});
-  }
   const nlohmann::json tokenizer = {{"version", "1.0"},
-                                    {"added_tokens", added},
+                                    {"added_tokens", special_tokens()},
                                     {"normalizer", nullptr},
                                     {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
                                     {"post_processor", nullptr},
@@ -61,17 +66,70 @@ void write_tokenizer(const std::string& dir) {
       << nlohmann::json{{"bos_token", "<s>"}, {"eos_token", "</s>"}, {"chat_template", chat_template}}.dump();
 }
 
-std::string write_chat_model() {
-  const std::string dir = lm::test::fresh_dir("serve_chat_model");
+std::string write_model(const std::string& name, void (*write_tokenizer_files)(const std::string&),
+                        uint64_t seed = 11) {
+  const std::string dir = lm::test::fresh_dir(name);
   const nlohmann::json config = lm::test::tiny_config("llama");
   std::unordered_map<std::string, array> weights;
-  for (auto& [name, value] : lm::test::random_weights(config, float32, 11)) {
+  for (auto& [name, value] : lm::test::random_weights(config, float32, seed)) {
     // Spread the logits: greedy choices then stay clear of ties that batching's float rounding could flip.
     weights.emplace(name, name == "lm_head.weight" ? value * 16.0F : value);
   }
   save_safetensors((fs::path(dir) / "model.safetensors").string(), weights);
   std::ofstream(fs::path(dir) / "config.json") << config.dump(2);
-  write_tokenizer(dir);
+  write_tokenizer_files(dir);
+  return dir;
+}
+
+/// The byte model's tokenizer: "<unk>", "<s>", "</s>", a quote, the byte tokens of "€" (E2 82 AC), then words;
+/// a ByteFallback decoder joins byte tokens into characters.
+void write_byte_tokenizer(const std::string& dir) {
+  nlohmann::json vocab = {{"<unk>", 0},  {"<s>", 1},    {"</s>", 2},  {"\"", 3},
+                          {"<0xE2>", 4}, {"<0x82>", 5}, {"<0xAC>", 6}};
+  for (int id = 7; id < 96; ++id) {
+    vocab[std::string("w").append(std::to_string(id))] = id;
+  }
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", special_tokens()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", {{"type", "WhitespaceSplit"}}},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "Sequence"}, {"decoders", {{{"type", "ByteFallback"}}, {{"type", "Fuse"}}}}}},
+      {"model", {{"type", "WordLevel"}, {"vocab", vocab}, {"unk_token", "<unk>"}}}};
+  std::ofstream(fs::path(dir) / "tokenizer.json") << tokenizer.dump();
+  std::ofstream(fs::path(dir) / "tokenizer_config.json")
+      << nlohmann::json{{"bos_token", "<s>"}, {"eos_token", "</s>"}}.dump();
+}
+
+std::string write_json_model() {
+  const std::string dir = lm::test::fresh_dir("serve_json_model");
+  nlohmann::json config = lm::test::tiny_config("llama");
+  config["max_position_embeddings"] = 4096;
+  // The tiny config's ids 1 and 2 would be characters here.
+  const int end_id = 95;
+  config["bos_token_id"] = end_id;
+  config["eos_token_id"] = end_id;
+  lm::test::write_hf_folder(dir, config, float32, 5);
+  nlohmann::json vocab = nlohmann::json::object();
+  for (char c = ' '; c <= '~'; ++c) {
+    vocab[std::string(1, c)] = c - ' ';
+  }
+  vocab["<|end|>"] = end_id;
+  const nlohmann::json end = {{"id", end_id},    {"content", "<|end|>"}, {"special", true},    {"single_word", false},
+                              {"lstrip", false}, {"rstrip", false},      {"normalized", false}};
+  const nlohmann::json tokenizer = {
+      {"version", "1.0"},
+      {"added_tokens", {end}},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", nullptr},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "Fuse"}}},
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}}};
+  std::ofstream(fs::path(dir) / "tokenizer.json") << tokenizer.dump();
+  const nlohmann::json tokenizer_config = {{"eos_token", "<|end|>"},
+                                           {"chat_template", "{% for m in messages %}{{ m['content'] }} {% endfor %}"}};
+  std::ofstream(fs::path(dir) / "tokenizer_config.json") << tokenizer_config.dump();
   return dir;
 }
 
@@ -83,7 +141,24 @@ const lm::LoadedModel& loaded_model() {
 }  // namespace
 
 const std::string& chat_model_dir() {
-  static const std::string dir = write_chat_model();
+  static const std::string dir = write_model("serve_chat_model", write_tokenizer);
+  return dir;
+}
+
+const std::string& json_model_dir() {
+  static const std::string dir = write_json_model();
+  return dir;
+}
+
+JsonServer::JsonServer() { registry.add("json", lm::load_model(json_model_dir()), ModelOptions{}); }
+
+const std::string& draft_model_dir() {
+  static const std::string dir = write_model("serve_draft_model", write_tokenizer, 12);
+  return dir;
+}
+
+const std::string& byte_model_dir() {
+  static const std::string dir = write_model("serve_byte_model", write_byte_tokenizer);
   return dir;
 }
 
@@ -94,10 +169,10 @@ TestServer::TestServer(SchedulerOptions scheduler, ApiOptions api_options, Model
 }
 
 HttpRequest post(const std::string& path, const nlohmann::json& body) {
-  return HttpRequest{"POST", path, {{"content-type", "application/json"}}, body.dump()};
+  return HttpRequest{"POST", path, {{"content-type", "application/json"}}, body.dump(), {}};
 }
 
-HttpRequest get(const std::string& path) { return HttpRequest{"GET", path, {}, ""}; }
+HttpRequest get(const std::string& path) { return HttpRequest{"GET", path, {}, "", {}}; }
 
 nlohmann::json body_json(HttpResponse& response) { return nlohmann::json::parse(read_body(response)); }
 

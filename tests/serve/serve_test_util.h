@@ -22,6 +22,15 @@ namespace nuvec::serve::test {
 /// "assistant" to prompt the answer. Its lm_head is scaled so greedy choices are far from ties. Written once per
 /// process.
 const std::string& chat_model_dir();
+/// Another random model (other weights) over the chat model's vocabulary: a draft for speculative decoding.
+const std::string& draft_model_dir();
+/// A 2-layer Llama over the 95 printable ASCII characters, one token each (id: the character minus ' '), and
+/// "<|end|>" (95, EOS), with a chat template that joins the messages' contents: a vocabulary that can write any
+/// JSON. Written once per process.
+const std::string& json_model_dir();
+/// The chat model's weights under a vocabulary with byte tokens: "<unk>", "<s>", "</s>", '"', then <0xE2>, <0x82>
+/// and <0xAC> (the UTF-8 bytes of "€", which no token holds whole), then words w7 ... w95. No chat template.
+const std::string& byte_model_dir();
 
 /// A registry, metrics and API serving the chat model as "tiny" (loaded once per process, its own scheduler per
 /// server).
@@ -32,6 +41,16 @@ struct TestServer {
   ModelRegistry registry{metrics};
   RequestLog log{nullptr};
   Api api;
+};
+
+/// A registry, metrics and API serving the JSON model (json_model_dir) as "json".
+struct JsonServer {
+  JsonServer();
+
+  Metrics metrics;
+  ModelRegistry registry{metrics};
+  RequestLog log{nullptr};
+  Api api{registry, metrics, ApiOptions{}, &log};
 };
 
 HttpRequest post(const std::string& path, const nlohmann::json& body);

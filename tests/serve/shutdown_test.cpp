@@ -1,7 +1,9 @@
 // The real `nuvec serve` binary: it answers /health with 200 once its model is loaded, writes one JSON log line per
 // request, and on SIGTERM during streams lets them finish (each ends with "data: [DONE]"), refuses new work, and
-// exits 0. Skipped, saying so, when the binary or curl is missing.
+// exits 0; its --route, --draft-model and --grpc-port flags take effect. Skipped, saying so, when the binary or curl
+// is missing.
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +45,17 @@ int free_port() {
 }
 
 /// The sum of a metric's samples (every label) in Prometheus text.
+/// The status of GET /health once it answers 200, or after 60 s of asking.
+std::string health_after_waiting(const std::string& base) {
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  std::string status;
+  while ((status = run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health")) != "200" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  return status;
+}
+
 int metric(const std::string& text, const std::string& name) {
   int sum = 0;
   size_t at = 0;
@@ -78,12 +92,7 @@ TEST(ServeBinary, SigtermDuringStreamsFinishesThemAndExitsZero) {
           "1", "--log-file", log_file.c_str(), "--api-key-file", key_file.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  const auto deadline = std::chrono::steady_clock::now() + 60s;
-  while (run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health") != "200" &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_EQ(run_command("curl -s -o /dev/null -w '%{http_code}' " + base + "/health"), "200");
+  ASSERT_EQ(health_after_waiting(base), "200");
 
   const std::string body = json{{"prompt", "w10"},  {"max_tokens", 200}, {"n", 3},
                                 {"temperature", 0}, {"stream", true},    {"logit_bias", {{"2", -100}}}}
@@ -145,6 +154,57 @@ TEST(ServeBinary, SigtermDuringStreamsFinishesThemAndExitsZero) {
     }
   }
   EXPECT_EQ(completions, 3);
+}
+
+TEST(ServeBinary, RouteDraftModelAndGrpcPortFlags) {
+  const std::string binary = NUVEC_CLI_PATH;
+  if (!fs::exists(binary) || std::system("command -v curl >/dev/null") != 0) {
+    GTEST_SKIP() << "needs the nuvec binary (" << binary << ") and curl";
+  }
+  const int port = free_port();
+  const int grpc_port = free_port();
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  const std::string a = "a=" + test::chat_model_dir();
+  const std::string b = "b=" + test::chat_model_dir();
+  const std::string draft = test::draft_model_dir();
+  const std::string port_text = std::to_string(port);
+  const std::string grpc_text = std::to_string(grpc_port);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::freopen("/dev/null", "w", stderr);
+    execl(binary.c_str(), binary.c_str(), "serve", "--model", a.c_str(), "--model", b.c_str(), "--route", "ab=a:1,b:1",
+          "--route-seed", "5", "--draft-model", draft.c_str(), "--num-draft", "2", "--port", port_text.c_str(),
+          "--grpc-port", grpc_text.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  ASSERT_EQ(health_after_waiting(base), "200");
+  std::set<std::string> served;
+  for (int i = 0; i < 12; ++i) {
+    const std::string out = run_command("curl -s -H 'Content-Type: application/json' -d '" +
+                                        json{{"model", "ab"}, {"prompt", "w10"}, {"max_tokens", 4}}.dump() + "' " +
+                                        base + "/v1/completions");
+    ASSERT_TRUE(json::accept(out)) << out;
+    served.insert(json::parse(out)["model"].get<std::string>());
+  }
+  EXPECT_EQ(served, std::set<std::string>({"a", "b"}));
+  // The first model decodes alone with its draft.
+  EXPECT_GT(metric(run_command("curl -s " + base + "/metrics"), "nuvec_generation_tokens_total"), 0);
+  EXPECT_NE(run_command("curl -s " + base + "/metrics").find("nuvec_spec_decode_accepted_tokens_total{model=\"a\"}"),
+            std::string::npos);
+  // The gRPC port answers (a raw TCP connect: the Python client is grpc_server_test's).
+  const int sock = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(grpc_port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(connect(sock, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0) << "nothing on --grpc-port";
+  close(sock);
+  ASSERT_EQ(kill(pid, SIGTERM), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

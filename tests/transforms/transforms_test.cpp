@@ -36,6 +36,22 @@ TEST(Transforms, ValueAndGradWithArgnumsAndAuxiliaryOutputs) {
   EXPECT_TRUE(array_equal(both[1], a).item<bool>());
 }
 
+TEST(Transforms, ArgnumsComeInInputOrderAndCountFromTheEnd) {
+  // As MLX: gradients in increasing input order whatever argnums' order, negative numbers from the end. For
+  // sum(2 x0 + 3 x1 + 5 x2) the gradients are 2, 3 and 5.
+  auto f = [](const V& in) { return sum(in[0] * 2.0F + in[1] * 3.0F + in[2] * 5.0F); };
+  V inputs{ones({2}), ones({2}), ones({2})};
+  auto grads = grad(f, std::vector<int>{2, 0})(inputs);
+  ASSERT_EQ(grads.size(), 2U);
+  EXPECT_TRUE(array_equal(grads[0], full({2}, 2.0F)).item<bool>());
+  EXPECT_TRUE(array_equal(grads[1], full({2}, 5.0F)).item<bool>());
+  auto last = grad(f, -1)(inputs);
+  EXPECT_TRUE(array_equal(last[0], full({2}, 5.0F)).item<bool>());
+  EXPECT_EQ(test::error_of([&] { grad(f, std::vector<int>{1, -2})(inputs); }),
+            "[value_and_grad] argnums name input 1 twice.");
+  EXPECT_EQ(test::error_of([&] { grad(f, -4)(inputs); }), "[value_and_grad] argnum -4 is out of range for 3 inputs.");
+}
+
 TEST(Transforms, VjpAndJvpOfSeveralOutputs) {
   auto f = [](const V& in) { return V{in[0] * in[1], sin(in[0])}; };
   auto x = array({0.5F, 1.0F});

@@ -10,6 +10,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/tracing.h"
 
 namespace nuvec::detail {
 
@@ -23,7 +24,12 @@ Graph trace_graph(const TracedFunction& fun, const std::vector<array>& inputs) {
     value_of.emplace(tracers.back().id(), static_cast<int>(g.values.size()));
     g.values.push_back({x.shape(), x.dtype()});
   }
-  auto outputs = fun(tracers);
+  std::vector<array> outputs;
+  {
+    // As in MLX, the traced function sees tracers standing for inputs of any value: evaluating them throws.
+    PlaceholderScope placeholders(tracers);
+    outputs = fun(tracers);
+  }
 
   // Post-order walk from the outputs; a node joins the graph when one of its inputs depends on a tracer.
   struct Frame {

@@ -261,7 +261,7 @@ array rope(const array& x, int dims, bool traditional, std::optional<float> base
 
 array scaled_dot_product_attention(const array& queries, const array& keys, const array& values, const float scale,
                                    const std::string& mask_mode, std::optional<array> mask_arr,
-                                   const std::optional<array>& sinks, StreamOrDevice s) {
+                                   const std::optional<array>& sinks, bool /*force_fused*/, StreamOrDevice s) {
   auto args = check_attention(queries, keys, values, mask_mode, mask_arr, sinks, s);
   AttentionMask mask = AttentionMask::none;
   std::vector<array> inputs{args.q, args.k, args.v};

@@ -33,6 +33,13 @@ void check_mode(const std::string& mode, const char* op) {
                 "'; expected one of 'affine', 'mxfp4', 'mxfp8', " + "'nvfp4'.");
 }
 
+/// MLX scales nvfp4 by a global scale; no mode nuvec implements has one.
+void check_no_global_scale(const std::optional<array>& global_scale, const char* op) {
+  if (global_scale) {
+    throw_invalid(op_prefix(op) + "Global scale is only supported for 'nvfp4' quantization mode.");
+  }
+}
+
 /// A GGML block format by name, and the values per row of a weight of blocks in it.
 struct BlockWeight {
   QuantizationMode mode;
@@ -188,8 +195,9 @@ array gather_product(array x, const array& w, const array& scales, const array& 
 }  // namespace
 
 std::vector<array> quantize(const array& w, std::optional<int> group_size, std::optional<int> bits,
-                            const std::string& mode, StreamOrDevice s) {
+                            const std::string& mode, const std::optional<array>& global_scale, StreamOrDevice s) {
   auto p = params(mode, group_size, bits, "quantize");
+  check_no_global_scale(global_scale, "quantize");
   if (!is_floating(w.dtype())) {
     throw_invalid("[quantize] Only real floating types can be quantized; got w of " + dtype_string(w.dtype()) + ".");
   }
@@ -209,8 +217,10 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size, std::
 }
 
 array dequantize(const array& w, const array& scales, const std::optional<array>& biases, std::optional<int> group_size,
-                 std::optional<int> bits, const std::string& mode, std::optional<Dtype> dtype, StreamOrDevice s) {
+                 std::optional<int> bits, const std::string& mode, const std::optional<array>& global_scale,
+                 std::optional<Dtype> dtype, StreamOrDevice s) {
   auto p = params(mode, group_size, bits, "dequantize");
+  check_no_global_scale(global_scale, "dequantize");
   check_packed(w, scales, biases, p, "dequantize");
   const Dtype out_dtype = dtype.value_or(scales.dtype());
   if (!is_floating(out_dtype)) {

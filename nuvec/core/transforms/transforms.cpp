@@ -5,6 +5,7 @@
 
 #include "nuvec/core/transforms.h"
 
+#include <algorithm>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -12,6 +13,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/output_shapes.h"
+#include "nuvec/core/tracing.h"
 #include "nuvec/core/transforms/rules.h"
 
 namespace nuvec {
@@ -35,8 +37,24 @@ std::vector<array> make_tracers(const std::vector<array>& primals) {
   tracers.reserve(primals.size());
   for (const auto& p : primals) {
     tracers.push_back(depends({p}, {}).front());
+    tracers.back().set_tracer(true);
   }
   return tracers;
+}
+
+/// fun on the tracers, with is_tracer() true for them and what is computed from them.
+std::vector<array> run_traced(const Function& fun, const std::vector<array>& tracers) {
+  detail::TracingScope tracing;
+  return fun(tracers);
+}
+
+/// Once the outermost transform is done, its results are ordinary arrays again (MLX clears their flag).
+void release_tracers(std::vector<array>& arrays) {
+  if (!detail::in_tracing()) {
+    for (auto& a : arrays) {
+      a.set_tracer(false);
+    }
+  }
 }
 
 enum class Walk { derivative, vmap };
@@ -152,7 +170,7 @@ void check_rule_shape(const array& result, const array& expected, const Primitiv
 std::pair<std::vector<array>, std::vector<array>> vjp_prefix(const Function& fun, const std::vector<array>& primals,
                                                              const std::vector<array>& cotangents) {
   auto tracers = make_tracers(primals);
-  auto outputs = fun(tracers);
+  auto outputs = run_traced(fun, tracers);
   if (cotangents.size() > outputs.size()) {
     throw_invalid("[vjp] got " + std::to_string(cotangents.size()) + " cotangents for a function with " +
                   std::to_string(outputs.size()) + " outputs.");
@@ -216,6 +234,8 @@ std::pair<std::vector<array>, std::vector<array>> vjp_prefix(const Function& fun
     auto found = cts.find(tracers[i].id());
     grads.push_back(found == cts.end() ? zeros_like(primals[i]) : found->second);
   }
+  release_tracers(outputs);
+  release_tracers(grads);
   return {std::move(outputs), std::move(grads)};
 }
 
@@ -274,7 +294,7 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
     }
   }
   auto tracers = make_tracers(primals);
-  auto outputs = fun(tracers);
+  auto outputs = run_traced(fun, tracers);
   auto tape = record(outputs, tracers, Walk::derivative);
 
   std::unordered_map<uintptr_t, array> tans;
@@ -313,6 +333,8 @@ std::pair<std::vector<array>, std::vector<array>> jvp(const Function& fun, const
     auto found = tans.find(o.id());
     out_tangents.push_back(found == tans.end() ? zeros_like(o) : found->second);
   }
+  release_tracers(outputs);
+  release_tracers(out_tangents);
   return {std::move(outputs), std::move(out_tangents)};
 }
 
@@ -327,19 +349,23 @@ ValueAndGradFn value_and_grad(const Function& fun, const std::vector<int>& argnu
   if (argnums.empty()) {
     throw_invalid("[value_and_grad] argnums must name at least one input.");
   }
-  std::unordered_set<int> seen;
-  for (int a : argnums) {
-    if (!seen.insert(a).second) {
-      throw_invalid("[value_and_grad] argnums holds " + std::to_string(a) + " twice.");
+  return [fun, given = argnums](const std::vector<array>& inputs) {
+    // As MLX: negative numbers count from the end, and the gradients come in increasing input order.
+    const int n = static_cast<int>(inputs.size());
+    std::vector<int> argnums;
+    for (int a : given) {
+      if (a < -n || a >= n) {
+        throw_invalid("[value_and_grad] argnum " + std::to_string(a) + " is out of range for " + std::to_string(n) +
+                      " inputs.");
+      }
+      argnums.push_back(a < 0 ? a + n : a);
     }
-  }
-  return [fun, argnums](const std::vector<array>& inputs) {
+    std::sort(argnums.begin(), argnums.end());
+    if (auto twice = std::adjacent_find(argnums.begin(), argnums.end()); twice != argnums.end()) {
+      throw_invalid("[value_and_grad] argnums name input " + std::to_string(*twice) + " twice.");
+    }
     std::vector<array> gprimals;
     for (int a : argnums) {
-      if (a < 0 || static_cast<size_t>(a) >= inputs.size()) {
-        throw_invalid("[value_and_grad] argnum " + std::to_string(a) + " is out of range for " +
-                      std::to_string(inputs.size()) + " inputs.");
-      }
       gprimals.push_back(inputs[static_cast<size_t>(a)]);
     }
     auto inner = [&](const std::vector<array>& traced) {
@@ -419,14 +445,13 @@ Function vmap(const Function& fun, const std::vector<int>& in_axes, const std::v
         continue;
       }
       auto tracer = depends({take(inputs[i], 0, axes[i])}, {}).front();
-      tracer.set_tracer(true);
       traced.push_back(tracer);
       sources.push_back(tracer);
       mapped.insert_or_assign(tracer.id(), std::make_pair(inputs[i], axes[i]));
     }
     std::vector<array> outputs;
     {
-      detail::TracingScope tracing;
+      detail::PlaceholderScope placeholders(sources);
       outputs = fun(traced);
     }
     auto tape = record(outputs, sources, Walk::vmap);

@@ -117,7 +117,7 @@ void QuantizedKVCache::store(const array& keys, const array& values) {
 
 array QuantizedKVCache::dequantized(const Quantized& q, Dtype dtype) const {
   return dequantize(first_slots(q.codes, offset_), first_slots(q.scales, offset_), first_slots(q.biases, offset_),
-                    group_size_, bits_, "affine", dtype);
+                    group_size_, bits_, "affine", std::nullopt, dtype);
 }
 
 std::pair<array, array> QuantizedKVCache::update_and_fetch(const array& keys, const array& values) {
