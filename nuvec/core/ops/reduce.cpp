@@ -42,22 +42,32 @@ Dtype sum_dtype(Dtype t) {
 struct ReducePlan {
   std::vector<int> axes;  // normalized, sorted
   Shape kept_shape;       // reduced axes as size 1
+  Shape dropped_shape;    // reduced axes left out
   size_t reduced_size;    // elements folded into each output
   bool noop;              // every reduced axis has size 1
 };
 
 ReducePlan plan_reduce(const array& a, const std::vector<int>& axes, const char* op) {
-  ReducePlan p{normalize_axes(axes, a.ndim(), op, ErrorKind::out_of_range), a.shape(), 1, true};
+  ReducePlan p{normalize_axes(axes, a.ndim(), op, ErrorKind::out_of_range), a.shape(), {}, 1, true};
   for (int axis : p.axes) {
     p.reduced_size *= static_cast<size_t>(a.shape(axis));
     p.noop = p.noop && a.shape(axis) == 1;
     p.kept_shape[axis] = 1;
   }
+  size_t next = 0;
+  for (int axis = 0; axis < a.ndim(); ++axis) {
+    if (next < p.axes.size() && p.axes[next] == axis) {
+      ++next;
+    } else {
+      p.dropped_shape.push_back(a.shape(axis));
+    }
+  }
   return p;
 }
 
+/// The reduction's result (of the kept shape) reshaped once to the shape the caller asked for.
 array finish(const array& out, const ReducePlan& p, bool keepdims, StreamOrDevice s) {
-  return keepdims ? reshape(out, p.kept_shape, s) : squeeze(reshape(out, p.kept_shape, s), p.axes, s);
+  return reshape(out, keepdims ? p.kept_shape : p.dropped_shape, s);
 }
 
 void reject_complex(const array& a, const char* op) {
