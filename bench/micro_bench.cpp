@@ -51,6 +51,26 @@ void build_node(benchmark::State& state) {
 }
 BENCHMARK(build_node)->UseRealTime();
 
+/// Building one unary node: the least an op call costs (its checks, its output rules, the node).
+void build_unary_node(benchmark::State& state) {
+  array x = random_vector(4, 1);
+  for (auto _ : state) {
+    array out = nuvec::exp(x);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(build_unary_node)->UseRealTime();
+
+/// Building a full reduction: the Reduce node and the reshape that drops the reduced axis.
+void build_sum_node(benchmark::State& state) {
+  array x = random_vector(4, 1);
+  for (auto _ : state) {
+    array out = nuvec::sum(x);
+    benchmark::DoNotOptimize(out);
+  }
+}
+BENCHMARK(build_sum_node)->UseRealTime();
+
 /// A chain of range(0) ops (alternating * 1.0001f and + 0.5f) over 1024 elements, then one eval.
 void chain_eval(benchmark::State& state) {
   array x = random_vector(1024, 3);

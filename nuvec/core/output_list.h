@@ -1,12 +1,11 @@
 #pragma once
 
-// The list the output rules (output_shapes.cpp, output_dtypes.cpp) return. Every op call asks them for its node's
+// The list the output rules (output_shapes.cpp, output_dtype_rules.h) return. Every op call asks them for its node's
 // outputs, and nearly every primitive has one output, so the first is held inline: a rule then allocates nothing
 // beyond the values themselves.
 
 #include <concepts>
 #include <optional>
-#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,12 +46,7 @@ class OutputList {
   std::vector<T> rest_;
 };
 
-/// Throws error(unsupported): `rule` ("output_shapes") cannot give the output `what` ("shape") of `primitive`, since
-/// its parameters do not hold it, for the reason `why`.
-[[noreturn]] void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive,
-                                    std::string_view why);
-
-/// The rules themselves (output_shapes.h has their public forms).
+/// The rules themselves (output_shapes.h has their public forms; output_shapes.cpp visits both).
 OutputList<Shape> shape_rule(const Primitive& p, const std::vector<array>& inputs);
 OutputList<Dtype> dtype_rule(const Primitive& p, const std::vector<array>& inputs);
 

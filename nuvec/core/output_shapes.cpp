@@ -1,16 +1,17 @@
-// One output-shape rule per primitive. A rule reads its inputs' shapes and the primitive's parameters; a primitive
-// whose output shape is one of its parameters has a rule of the parameters alone (shapes_of(p), no inputs), which is
-// how shape_is_parameter tells them apart.
+// One output-shape rule per primitive, and the visits of both rules (the dtype rules are output_dtype_rules.h). A
+// shape rule reads its inputs' shapes and the primitive's parameters; a primitive whose output shape is one of its
+// parameters has a rule of the parameters alone (shapes_of(p), no inputs), which is how shape_is_parameter tells
+// them apart.
 
 #include "nuvec/core/output_shapes.h"
 
 #include <algorithm>
-#include <string>
+#include <utility>
+#include <vector>
 
 #include "nuvec/core/communicator.h"
-#include "nuvec/core/error.h"
 #include "nuvec/core/fused.h"
-#include "nuvec/core/op_prefix.h"
+#include "nuvec/core/output_dtype_rules.h"
 #include "nuvec/core/output_list.h"
 
 namespace nuvec::detail {
@@ -19,10 +20,6 @@ namespace {
 
 using Shapes = OutputList<Shape>;
 using Inputs = std::vector<array>;
-
-[[noreturn]] void not_in_parameters(std::string_view primitive, std::string_view why) {
-  detail::not_in_parameters("output_shapes", "shape", primitive, why);
-}
 
 /// The inputs' broadcast shape. Every op call goes through here, so an input that cannot change the shape (the same
 /// shape, or one element of no more axes: the scalar operands of elementwise.cpp) is passed over without a new Shape.
@@ -70,8 +67,7 @@ Shapes shapes_of(const P&, const Inputs& in) {
 }
 Shapes shapes_of(const Select&, const Inputs& in) { return {broadcast_all(in)}; }
 Shapes shapes_of(const AsType&, const Inputs& in) { return {same_as_first(in)}; }
-/// Its length is the op's: ceil((stop - start) / step), or linspace's own count of values.
-Shapes shapes_of(const Arange& p) { not_in_parameters(p.name, "the length is the op's, linspace's count included"); }
+Shapes shapes_of(const Arange& p) { return {Shape{p.length}}; }
 Shapes shapes_of(const RandomBits& p) { return {p.shape}; }
 Shapes shapes_of(const Broadcast& p) { return {p.shape}; }
 Shapes shapes_of(const Reshape& p) { return {p.shape}; }
@@ -82,7 +78,7 @@ Shapes shapes_of(const Transpose& p, const Inputs& in) {
   }
   return {s};
 }
-Shapes shapes_of(const Slice& p) { not_in_parameters(p.name, "it keeps start and strides, not the stop"); }
+Shapes shapes_of(const Slice& p) { return {p.shape}; }
 Shapes shapes_of(const AsStrided& p) { return {p.shape}; }
 Shapes shapes_of(const Diagonal& p, const Inputs& in) {
   const Shape& x = in[0].shape();
@@ -200,15 +196,12 @@ Shapes shapes_of(const GatherQMM& p, const Inputs& in) {
   return {with_tail(broadcast_shapes(in[4].shape(), in[5].shape()), 0, {x[x.size() - 2], n})};
 }
 Shapes shapes_of(const Fp8Cast&, const Inputs& in) { return {same_as_first(in)}; }
-/// A real forward transform keeps n / 2 + 1 frequencies; the inverse's length n is the op's argument (n / 2 + 1
-/// frequencies come from an even or an odd n).
+/// A real forward transform keeps n / 2 + 1 frequencies; the inverse gives back its real_length.
 Shapes shapes_of(const FFT& p, const Inputs& in) {
-  if (p.real && p.inverse) {
-    not_in_parameters("FFT (inverse real)", "n / 2 + 1 frequencies come from an even or an odd length n");
-  }
   Shape s = in[0].shape();
   if (p.real) {
-    s[static_cast<size_t>(p.axes.back())] = s[static_cast<size_t>(p.axes.back())] / 2 + 1;
+    int& last = s[static_cast<size_t>(p.axes.back())];
+    last = p.inverse ? p.real_length : last / 2 + 1;
   }
   return {s};
 }
@@ -368,7 +361,7 @@ Shapes shapes_of(const Collective& p, const Inputs& in) {
     case CollectiveKind::recv:
       break;
   }
-  not_in_parameters(p.name, "recv receives the shape the sender sends");
+  return {p.recv_shape};
 }
 
 /// A primitive whose shape is a parameter has a rule of the parameters alone.
@@ -377,45 +370,48 @@ concept ShapeIsParameter = requires(const P& p) {
   shapes_of(p);
 };
 
-}  // namespace
-
-void not_in_parameters(std::string_view rule, std::string_view what, std::string_view primitive, std::string_view why) {
-  throw_unsupported(op_prefix(rule)
-                        .append(primitive)
-                        .append(": its output ")
-                        .append(what)
-                        .append(" is not among its parameters (")
-                        .append(why)
-                        .append("), so the op gives it."));
+template <class P>
+Shapes shape_rule_of(const P& p, const Inputs& inputs) {
+  if constexpr (ShapeIsParameter<P>) {
+    return shapes_of(p);
+  } else {
+    return shapes_of(p, inputs);
+  }
 }
 
+}  // namespace
+
 Shapes shape_rule(const Primitive& p, const Inputs& inputs) {
-  return std::visit(
-      [&]<class P>(const P& prim) {
-        if constexpr (ShapeIsParameter<P>) {
-          return shapes_of(prim);
-        } else {
-          return shapes_of(prim, inputs);
-        }
-      },
-      p);
+  return std::visit([&](const auto& prim) { return shape_rule_of(prim, inputs); }, p);
+}
+
+OutputList<Dtype> dtype_rule(const Primitive& p, const Inputs& inputs) {
+  return std::visit([&](const auto& prim) { return dtype_rules::dtypes_of(prim, inputs); }, p);
 }
 
 std::vector<Shape> output_shapes(const Primitive& p, const std::vector<array>& inputs) {
   return shape_rule(p, inputs).to_vector();
 }
 
+std::vector<Dtype> output_dtypes(const Primitive& p, const std::vector<array>& inputs) {
+  return dtype_rule(p, inputs).to_vector();
+}
+
 bool shape_is_parameter(const Primitive& p) {
   return std::visit([]<class P>(const P&) { return ShapeIsParameter<P>; }, p);
 }
 
-array make_node(Primitive p, std::vector<array> inputs, Stream stream) {
-  Shapes shapes = shape_rule(p, inputs);
-  const Dtype dtype = dtype_rule(p, inputs).front();
-  return {std::move(shapes.front()), dtype, std::move(p), std::move(inputs), stream};
+// Every op call builds its node here: one visit gives both rules, and the primitive moves once, into the node.
+array make_node(Primitive&& p, std::vector<array> inputs, Stream stream) {
+  auto [shape, dtype] = std::visit(
+      [&](const auto& prim) {
+        return std::pair{std::move(shape_rule_of(prim, inputs).front()), dtype_rules::dtypes_of(prim, inputs).front()};
+      },
+      p);
+  return {std::move(shape), dtype, std::move(p), std::move(inputs), stream};
 }
 
-std::vector<array> make_nodes(Primitive p, std::vector<array> inputs, Stream stream) {
+std::vector<array> make_nodes(Primitive&& p, std::vector<array> inputs, Stream stream) {
   auto shapes = shape_rule(p, inputs).to_vector();
   const auto dtypes = dtype_rule(p, inputs).to_vector();
   return array::make_arrays(std::move(shapes), dtypes, std::move(p), std::move(inputs), stream);

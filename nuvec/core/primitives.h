@@ -138,13 +138,16 @@ struct AsType {
   friend bool operator==(const AsType&, const AsType&) = default;
 };
 
-/// [start, stop) in steps; output dtype decides the arithmetic.
+/// [start, stop) in steps: `length` values of `dtype`, which decides the arithmetic (linspace's count of float64
+/// values may stop short of `stop`).
 struct Arange {
   static constexpr std::string_view name = "Arange";
   static constexpr Family family = Family::other;
   double start;
   double stop;
   double step;
+  int length;
+  Dtype dtype;
   friend bool operator==(const Arange&, const Arange&) = default;
 };
 
@@ -177,12 +180,13 @@ struct Transpose {
   std::vector<int> axes;
   friend bool operator==(const Transpose&, const Transpose&) = default;
 };
-/// Strided slice; negative strides walk backwards (flip).
+/// Strided slice of `shape` (the count on each axis) from `start`; negative strides walk backwards (flip).
 struct Slice {
   static constexpr std::string_view name = "Slice";
   static constexpr Family family = Family::view;
   Shape start;
   Shape strides;
+  Shape shape;
   friend bool operator==(const Slice&, const Slice&) = default;
 };
 struct AsStrided {
@@ -262,7 +266,8 @@ struct Pad {
 };
 
 enum class ReduceType { sum, prod, max, min, all, any };
-/// Reduction over sorted axes; the reduced axes are kept with size 1.
+/// Reduction over sorted axes into `dtype` (sums widen small integers, mean accumulates half floats in float32);
+/// the reduced axes are kept with size 1.
 struct Reduce {
   // MLX spells the kinds Reduce::And.
   using ReduceType = nuvec::ReduceType;
@@ -272,6 +277,7 @@ struct Reduce {
   static constexpr Family family = Family::other;
   ReduceType type;
   std::vector<int> axes;
+  Dtype dtype;
   friend bool operator==(const Reduce&, const Reduce&) = default;
 };
 enum class ArgReduceType { argmax, argmin };
@@ -381,14 +387,16 @@ struct Quantize {
   int bits;
   friend bool operator==(const Quantize&, const Quantize&) = default;
 };
-/// (w_q, scales, biases) -> scale * q + bias in the scales' dtype; in a block format (quantization_mode.h), (w) ->
-/// its values, float32 unless asked otherwise (group_size and bits are then the block's values and code width).
+/// (w_q, scales, biases) -> scale * q + bias, in `dtype` (the scales' unless asked otherwise); in a block format
+/// (quantization_mode.h), (w) -> its values, float32 unless asked otherwise (group_size and bits are then the
+/// block's values and code width).
 struct Dequantize {
   static constexpr std::string_view name = "Dequantize";
   static constexpr Family family = Family::other;
   int group_size;
   int bits;
   QuantizationMode mode;
+  Dtype dtype;
   friend bool operator==(const Dequantize&, const Dequantize&) = default;
 };
 /// (x, w_q, scales, biases): rows of x (..., K) times one quantized matrix, w (N, K) when transpose, else (K, N);
@@ -415,23 +423,27 @@ struct GatherQMM {
   bool sorted;  // the caller's hint that rhs_indices are sorted (MoE routing); results do not depend on it
   friend bool operator==(const GatherQMM&, const GatherQMM&) = default;
 };
-/// Float <-> FP8 E4M3 (stored as uint8): encode rounds to nearest even and saturates at +-448, as MLX.
+/// Float <-> FP8 E4M3 (stored as uint8): encode rounds to nearest even and saturates at +-448, as MLX; `dtype` is
+/// the output's (uint8 when encoding).
 struct Fp8Cast {
   static constexpr std::string_view name = "Fp8Cast";
   static constexpr Family family = Family::other;
   bool encode;
+  Dtype dtype;
   friend bool operator==(const Fp8Cast&, const Fp8Cast&) = default;
 };
 
 /// Discrete Fourier transform over `axes` (in order; for real transforms the last one is the real axis). The input is
 /// float32, float64 or complex64; the output complex64, or float32 for the inverse real transform. Inverse
-/// transforms scale by 1/n per axis (NumPy's "backward" norm).
+/// transforms scale by 1/n per axis (NumPy's "backward" norm). `real_length` is the inverse real transform's output
+/// length on its last axis (n / 2 + 1 frequencies come from an even or an odd length), 0 for the others.
 struct FFT {
   static constexpr std::string_view name = "FFT";
   static constexpr Family family = Family::other;
   std::vector<int> axes;
   bool inverse;
   bool real;
+  int real_length;
   friend bool operator==(const FFT&, const FFT&) = default;
 };
 
@@ -714,13 +726,16 @@ struct Hadamard {
 /// The collectives of nuvec::distributed, one alternative so every rule treats them together.
 enum class CollectiveKind { all_sum, all_max, all_min, all_gather, sum_scatter, send, recv };
 /// A message exchange with the other processes of `group`: never fused, and never merged by CSE (two equal calls
-/// are two exchanges, which every rank makes). `peer` is send's destination and recv's source.
+/// are two exchanges, which every rank makes). `peer` is send's destination and recv's source; recv receives an
+/// array of `recv_shape` and `recv_dtype`.
 struct Collective {
   static constexpr std::string_view name = "Collective";
   static constexpr Family family = Family::other;
   CollectiveKind kind;
   std::shared_ptr<detail::Communicator> group;
   int peer = -1;
+  Shape recv_shape{};
+  Dtype recv_dtype = float32;
   friend bool operator==(const Collective&, const Collective&) { return false; }
 };
 

@@ -83,8 +83,8 @@ array recv(Shape shape, Dtype dtype, int src, std::optional<Group> group, Stream
   const Group g = group ? *group : detail::default_group();
   check_peer(CollectiveKind::recv, src, g);
   const Stream stream = collective_stream(s);
-  // The sender's shape and dtype are the op's arguments, not the rules' (output_shapes.cpp).
-  return array(std::move(shape), dtype, Collective{CollectiveKind::recv, g.raw_group(), src}, {}, stream);
+  return nuvec::detail::make_node(Collective{CollectiveKind::recv, g.raw_group(), src, std::move(shape), dtype}, {},
+                                  stream);
 }
 
 array recv_like(const array& x, int src, std::optional<Group> group, StreamOrDevice s) {

@@ -147,7 +147,7 @@ TEST_F(Compile, DropsNoOpViewsAndCopies) {
     const auto& in = xs[0];
     auto same_shape = array(in.shape(), float32, Reshape{in.shape()}, {in}, s);
     auto identity_perm = array(in.shape(), float32, Transpose{{0, 1}}, {same_shape}, s);
-    auto full_slice = array(in.shape(), float32, Slice{{0, 0}, {1, 1}}, {identity_perm}, s);
+    auto full_slice = array(in.shape(), float32, Slice{{0, 0}, {1, 1}, in.shape()}, {identity_perm}, s);
     auto copied = copy(full_slice);
     return V{exp(copied), exp(slice(in, {0, 1}, {2, 3}))};
   });

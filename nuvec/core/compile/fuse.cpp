@@ -8,8 +8,10 @@
 // cycle through an outside node is left unfused.
 
 #include <algorithm>
+#include <concepts>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "nuvec/core/compile/codegen.h"
 #include "nuvec/core/compile/graph.h"
@@ -20,30 +22,62 @@ namespace nuvec::detail {
 
 namespace {
 
+// How a primitive fuses is a trait of its type, as Elementwise (expressions.h) is: besides the element-wise
+// primitives, reductions join the chain they reduce (over its rows), and the row primitives are rewritten as their
+// compositions so that they join it too. Every other primitive stays a node of its own.
+
+/// Reductions over the last axis join a row kernel.
+template <class P>
+concept RowReduction = std::same_as<P, Reduce>;
+/// Normalizations over the last axis, with an epsilon.
+template <class P>
+concept Norm = std::same_as<P, LayerNorm> || std::same_as<P, RMSNorm>;
+
+bool is_row_reduction(const Primitive& p) {
+  return std::visit([]<class P>(const P&) { return RowReduction<P>; }, p);
+}
+
+/// A norm's epsilon; nullopt for every other primitive.
+std::optional<float> norm_eps(const Primitive& p) {
+  return std::visit(
+      []<class P>(const P& prim) -> std::optional<float> {
+        if constexpr (Norm<P>) {
+          return prim.eps;
+        } else {
+          return std::nullopt;
+        }
+      },
+      p);
+}
+
 bool fusable(const Graph& g, const GraphNode& n) {
   if (n.outs.size() != 1) {
     return false;
   }
-  const Primitive& p = n.primitive;
   const auto& out = g.values[static_cast<size_t>(n.outs[0])];
-  if (const auto* r = std::get_if<Reduce>(&p)) {
-    const auto& in = g.values[static_cast<size_t>(n.args[0])];
-    const int last = static_cast<int>(in.shape.size()) - 1;
-    return r->type != ReduceType::all && r->type != ReduceType::any && last >= 0 && in.shape.back() > 1 &&
-           r->axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
-           out.dtype == in.dtype;
-  }
-  std::vector<Dtype> arg_dtypes;
-  for (int a : n.args) {
-    arg_dtypes.push_back(g.values[static_cast<size_t>(a)].dtype);
-  }
-  return can_generate(p, arg_dtypes, out.dtype);
+  return std::visit(
+      [&]<class P>(const P& p) {
+        if constexpr (RowReduction<P>) {
+          const auto& in = g.values[static_cast<size_t>(n.args[0])];
+          const int last = static_cast<int>(in.shape.size()) - 1;
+          return p.type != ReduceType::all && p.type != ReduceType::any && last >= 0 && in.shape.back() > 1 &&
+                 p.axes == std::vector<int>{last} && (in.dtype == float32 || in.dtype == float64) &&
+                 out.dtype == in.dtype;
+        } else {
+          std::vector<Dtype> arg_dtypes;
+          for (int a : n.args) {
+            arg_dtypes.push_back(g.values[static_cast<size_t>(a)].dtype);
+          }
+          return can_generate(n.primitive, arg_dtypes, out.dtype);
+        }
+      },
+      n.primitive);
 }
 
 /// The shape a fusable node iterates over: a reduction's input shape, a broadcast of rows' output shape, otherwise
 /// its output shape.
 const Shape& base_shape(const Graph& g, const GraphNode& n) {
-  if (std::holds_alternative<Reduce>(n.primitive)) {
+  if (is_row_reduction(n.primitive)) {
     return g.values[static_cast<size_t>(n.args[0])].shape;
   }
   return g.values[static_cast<size_t>(n.outs[0])].shape;
@@ -53,7 +87,7 @@ const Shape& base_shape(const Graph& g, const GraphNode& n) {
 bool joins(const Graph& g, const GraphNode& n, int a) {
   const auto& arg = g.values[static_cast<size_t>(a)].shape;
   const auto& out = g.values[static_cast<size_t>(n.outs[0])].shape;
-  if (arg == out || std::holds_alternative<Reduce>(n.primitive)) {
+  if (arg == out || is_row_reduction(n.primitive)) {
     return true;
   }
   return std::holds_alternative<Broadcast>(n.primitive) && !out.empty() && out.back() > 1 && arg == row_shape(out);
@@ -222,12 +256,101 @@ bool is_half(Dtype d) { return d == float16 || d == bfloat16; }
 /// The dtype a row primitive over `d` computes in: float32 for the 16-bit floats (as their eager kernels do).
 Dtype arithmetic_dtype(Dtype d) { return is_half(d) ? float32 : d; }
 
+/// Builds the composition that replaces one row primitive node: its nodes go to `nodes`, new values to the graph.
+/// The composition computes in `dtype` (float32 for 16-bit rows); its last node writes `out`, the replaced node's
+/// value, or a new value that is then converted back to the stored dtype.
+struct RowExpansion {
+  Graph& g;
+  std::vector<GraphNode>& nodes;
+  const GraphNode& n;
+  Shape shape;  // x's
+  Shape rows;   // x's with the last axis 1
+  Dtype stored;
+  Dtype dtype;
+  std::vector<int> last;  // the reduced axis
+  int length = -1;        // the norms' row length and epsilon, as constants
+  int eps = -1;
+  int x = -1;    // x in the arithmetic dtype
+  int out = -1;  // the value the last node writes (-1: a new one)
+
+  RowExpansion(Graph& graph, std::vector<GraphNode>& into, const GraphNode& node)
+      : g(graph),
+        nodes(into),
+        n(node),
+        shape(graph.values[static_cast<size_t>(node.args[0])].shape),
+        rows(row_shape(shape)),
+        stored(graph.values[static_cast<size_t>(node.args[0])].dtype),
+        dtype(arithmetic_dtype(stored)),
+        last{static_cast<int>(shape.size()) - 1},
+        x(arithmetic(node.args[0])),
+        out(half() ? -1 : node.outs[0]) {}
+
+  [[nodiscard]] bool half() const { return stored != dtype; }
+  /// A node of the composition producing `value` (a new one when -1).
+  int add(Primitive p, std::vector<int> args, const Shape& shape_of, Dtype type, int source = -1, int value = -1) {
+    if (value < 0) {
+      value = static_cast<int>(g.values.size());
+      g.values.push_back({shape_of, type});
+    }
+    nodes.push_back({std::move(p), n.stream, std::move(args), {value}, source});
+    return value;
+  }
+  int op(Primitive p, std::vector<int> args, const Shape& shape_of, int value = -1) {
+    return add(std::move(p), std::move(args), shape_of, dtype, -1, value);
+  }
+  int reduce(ReduceType type, int v) { return op(Reduce{type, last, dtype}, {v}, rows); }
+  int to_rows(int v, int like) { return add(Broadcast{rows}, {v}, rows, dtype, like); }
+  int to_shape(int v) { return add(Broadcast{shape}, {v}, shape, dtype, n.args[0]); }
+  /// A 16-bit operand in float32 (a step of the row kernel rather than a node of its own).
+  int arithmetic(int v) { return half() ? add(AsType{dtype}, {v}, shape, dtype) : v; }
+  /// A weight or bias, broadcast to x's shape before its conversion.
+  int param(int v) { return arithmetic(add(Broadcast{shape}, {v}, shape, stored, n.args[0])); }
+};
+
+// The compositions, one per row primitive, in the order of operations of their eager kernels (cpu/softmax.cpp,
+// cpu/norm.cpp). Each returns the value of its last node.
+int compose(const Softmax&, RowExpansion& r) {
+  const int e = r.op(Exp{}, {r.op(Subtract{}, {r.x, r.to_shape(r.reduce(ReduceType::max, r.x))}, r.shape)}, r.shape);
+  return r.op(Divide{}, {e, r.to_shape(r.reduce(ReduceType::sum, e))}, r.shape, r.out);
+}
+/// Non-finite maxima give the eager result: NaN, or the maximum.
+int compose(const LogSumExp&, RowExpansion& r) {
+  const int m = r.reduce(ReduceType::max, r.x);
+  const int e = r.op(Exp{}, {r.op(Subtract{}, {r.x, r.to_shape(m)}, r.shape)}, r.shape);
+  const int lse = r.op(Add{}, {m, r.op(Log{}, {r.reduce(ReduceType::sum, e)}, r.rows)}, r.rows);
+  return r.op(Select{}, {r.add(IsInf{}, {m}, r.rows, bool_), m, lse}, r.rows, r.out);
+}
+int compose_norm(bool centered, bool has_weight, bool has_bias, RowExpansion& r) {
+  int xc = r.x;
+  if (centered) {
+    const int sum = r.reduce(ReduceType::sum, r.x);
+    xc = r.op(Subtract{}, {r.x, r.to_shape(r.op(Divide{}, {sum, r.to_rows(r.length, sum)}, r.rows))}, r.shape);
+  }
+  const int squares = r.reduce(ReduceType::sum, r.op(Multiply{}, {xc, xc}, r.shape));
+  const int var = r.op(Divide{}, {squares, r.to_rows(r.length, squares)}, r.rows);
+  const int inv = r.op(Rsqrt{}, {r.op(Add{}, {var, r.to_rows(r.eps, var)}, r.rows)}, r.rows);
+  int y = r.op(Multiply{}, {xc, r.to_shape(inv)}, r.shape, !has_weight && !has_bias ? r.out : -1);
+  if (has_weight) {
+    y = r.op(Multiply{}, {y, r.param(r.n.args[1])}, r.shape, has_bias ? -1 : r.out);
+  }
+  if (has_bias) {
+    y = r.op(Add{}, {y, r.param(r.n.args[has_weight ? 2 : 1])}, r.shape, r.out);
+  }
+  return y;
+}
+int compose(const LayerNorm& p, RowExpansion& r) { return compose_norm(true, p.has_weight, p.has_bias, r); }
+int compose(const RMSNorm& p, RowExpansion& r) { return compose_norm(false, p.has_weight, false, r); }
+
+/// Row primitives rewritten as their compositions by expand_row_primitives: those with a compose overload.
+template <class P>
+concept RowComposite = requires(const P& p, RowExpansion& r) { compose(p, r); };
+
 /// Whether a row primitive is rewritten: float32 or float64 throughout (the norms also float16 or bfloat16), rows
 /// longer than one element; the norms not in shapeless graphs (their row length would be the traced one).
 bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
-  const Primitive& p = n.primitive;
-  const bool norm = std::holds_alternative<LayerNorm>(p) || std::holds_alternative<RMSNorm>(p);
-  if ((!norm || shapeless) && !std::holds_alternative<Softmax>(p) && !std::holds_alternative<LogSumExp>(p)) {
+  const bool norm = norm_eps(n.primitive).has_value();
+  const bool composite = std::visit([]<class P>(const P&) { return RowComposite<P>; }, n.primitive);
+  if (!composite || (norm && shapeless)) {
     return false;
   }
   const auto& x = g.values[static_cast<size_t>(n.args[0])];
@@ -239,11 +362,9 @@ bool expandable(const Graph& g, const GraphNode& n, bool shapeless) {
                      [&](int a) { return g.values[static_cast<size_t>(a)].dtype == x.dtype; });
 }
 
-/// Softmax, LogSumExp, LayerNorm and RMSNorm nodes over float32 or float64 rows rewritten as their compositions, in
-/// the order of operations of their eager kernels (cpu/softmax.cpp, cpu/norm.cpp), so that they fuse with the chain
-/// that feeds them into one row kernel. Non-finite maxima give LogSumExp's result as eagerly: NaN, or the maximum.
-/// The norms of float16 and bfloat16 rows convert x, weight and bias to float32, compute the float32 composition
-/// and round once at the end, as their eager kernels do.
+/// Softmax, LogSumExp, LayerNorm and RMSNorm nodes rewritten as their compositions, so that they fuse with the chain
+/// that feeds them into one row kernel. The norms of float16 and bfloat16 rows convert x, weight and bias to float32,
+/// compute the float32 composition and round once at the end, as their eager kernels do.
 void expand_row_primitives(Graph& g, bool shapeless) {
   // The norms' row lengths and epsilons become constants first (numbering values anew), then nodes are expanded.
   std::vector<array> needed;
@@ -251,10 +372,7 @@ void expand_row_primitives(Graph& g, bool shapeless) {
     if (!expandable(g, n, shapeless)) {
       continue;
     }
-    const float* eps = std::holds_alternative<LayerNorm>(n.primitive) ? &std::get<LayerNorm>(n.primitive).eps
-                       : std::holds_alternative<RMSNorm>(n.primitive) ? &std::get<RMSNorm>(n.primitive).eps
-                                                                       : nullptr;
-    if (eps != nullptr) {
+    if (const auto eps = norm_eps(n.primitive)) {
       const auto& x = g.values[static_cast<size_t>(n.args[0])];
       needed.push_back(scalar(static_cast<double>(x.shape.back()), arithmetic_dtype(x.dtype)));
       needed.push_back(scalar(static_cast<double>(*eps), arithmetic_dtype(x.dtype)));
@@ -268,69 +386,22 @@ void expand_row_primitives(Graph& g, bool shapeless) {
       nodes.push_back(std::move(n));
       continue;
     }
-    const int x_in = n.args[0];
-    const Shape shape = g.values[static_cast<size_t>(x_in)].shape;
-    const Shape rows = row_shape(shape);
-    const Dtype stored = g.values[static_cast<size_t>(x_in)].dtype;
-    const Dtype dtype = arithmetic_dtype(stored);
-    const std::vector<int> last{static_cast<int>(shape.size()) - 1};
-    // A node of the composition; the last one writes the replaced node's value.
-    auto add = [&](Primitive p, std::vector<int> args, const Shape& out, Dtype type, int source = -1,
-                   int value = -1) {
-      if (value < 0) {
-        value = static_cast<int>(g.values.size());
-        g.values.push_back({out, type});
-      }
-      nodes.push_back({std::move(p), n.stream, std::move(args), {value}, source});
-      return value;
-    };
-    auto op = [&](Primitive p, std::vector<int> args, const Shape& out, int value = -1) {
-      return add(std::move(p), std::move(args), out, dtype, -1, value);
-    };
-    auto to_rows = [&](int v, int like) { return add(Broadcast{rows}, {v}, rows, dtype, like); };
-    auto to_shape = [&](int v) { return add(Broadcast{shape}, {v}, shape, dtype, x_in); };
-    // A 16-bit operand in float32, a weight or bias broadcast first, so that its conversion is a step of the row
-    // kernel rather than a node of its own.
-    const bool half = stored != dtype;
-    auto arithmetic = [&](int v) { return half ? add(AsType{dtype}, {v}, shape, dtype) : v; };
-    auto param = [&](int v) { return arithmetic(add(Broadcast{shape}, {v}, shape, stored, x_in)); };
-    const int x = arithmetic(x_in);
-    const int out = half ? -1 : n.outs[0];
-    if (std::holds_alternative<Softmax>(n.primitive)) {
-      const int m = op(Reduce{ReduceType::max, last}, {x}, rows);
-      const int e = op(Exp{}, {op(Subtract{}, {x, to_shape(m)}, shape)}, shape);
-      op(Divide{}, {e, to_shape(op(Reduce{ReduceType::sum, last}, {e}, rows))}, shape, out);
-    } else if (std::holds_alternative<LogSumExp>(n.primitive)) {
-      const int m = op(Reduce{ReduceType::max, last}, {x}, rows);
-      const int e = op(Exp{}, {op(Subtract{}, {x, to_shape(m)}, shape)}, shape);
-      const int lse = op(Add{}, {m, op(Log{}, {op(Reduce{ReduceType::sum, last}, {e}, rows)}, rows)}, rows);
-      op(Select{}, {add(IsInf{}, {m}, rows, bool_), m, lse}, rows, out);
-    } else {
-      const bool centered = std::holds_alternative<LayerNorm>(n.primitive);
-      const bool has_weight = centered ? std::get<LayerNorm>(n.primitive).has_weight
-                                       : std::get<RMSNorm>(n.primitive).has_weight;
-      const bool has_bias = centered && std::get<LayerNorm>(n.primitive).has_bias;
-      const int length = constants[next_constant++];
-      const int eps = constants[next_constant++];
-      int xc = x;
-      if (centered) {
-        const int sum = op(Reduce{ReduceType::sum, last}, {x}, rows);
-        xc = op(Subtract{}, {x, to_shape(op(Divide{}, {sum, to_rows(length, sum)}, rows))}, shape);
-      }
-      const int squares = op(Reduce{ReduceType::sum, last}, {op(Multiply{}, {xc, xc}, shape)}, rows);
-      const int var = op(Divide{}, {squares, to_rows(length, squares)}, rows);
-      const int inv = op(Rsqrt{}, {op(Add{}, {var, to_rows(eps, var)}, rows)}, rows);
-      const bool last_step = !has_weight && !has_bias;
-      int y = op(Multiply{}, {xc, to_shape(inv)}, shape, last_step ? out : -1);
-      if (has_weight) {
-        y = op(Multiply{}, {y, param(n.args[1])}, shape, has_bias ? -1 : out);
-      }
-      if (has_bias) {
-        y = op(Add{}, {y, param(n.args[has_weight ? 2 : 1])}, shape, out);
-      }
-      if (half) {
-        add(AsType{stored}, {y}, shape, stored, -1, n.outs[0]);
-      }
+    RowExpansion r(g, nodes, n);
+    if (norm_eps(n.primitive)) {
+      r.length = constants[next_constant++];
+      r.eps = constants[next_constant++];
+    }
+    const int y = std::visit(
+        [&]<class P>(const P& p) {
+          if constexpr (RowComposite<P>) {
+            return compose(p, r);
+          } else {
+            return -1;  // not reached: expandable() holds only for RowComposite primitives
+          }
+        },
+        n.primitive);
+    if (r.half()) {
+      r.add(AsType{r.stored}, {y}, r.shape, r.stored, -1, n.outs[0]);
     }
   }
   g.nodes = std::move(nodes);
@@ -414,7 +485,7 @@ void fuse_graph(Graph& g, bool shapeless) {
     }
     Shape s;
     for (size_t i : list) {
-      if (std::holds_alternative<Reduce>(g.nodes[i].primitive)) {
+      if (is_row_reduction(g.nodes[i].primitive)) {
         s = base_shape(g, g.nodes[i]);
       }
     }
@@ -433,8 +504,7 @@ void fuse_graph(Graph& g, bool shapeless) {
       const auto& o = g.values[static_cast<size_t>(g.nodes[i].outs[0])].shape;
       const bool row = o != s && o == row_shape(s);
       rows = rows || row;
-      valid = valid && (std::holds_alternative<Reduce>(g.nodes[i].primitive) ? base_shape(g, g.nodes[i]) == s && row
-                                                                             : o == s || row);
+      valid = valid && (is_row_reduction(g.nodes[i].primitive) ? base_shape(g, g.nodes[i]) == s && row : o == s || row);
     }
     if (!valid) {
       continue;

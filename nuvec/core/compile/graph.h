@@ -22,9 +22,21 @@ struct GraphNode {
   Stream stream;
   std::vector<int> args;
   std::vector<int> outs;
-  /// For a Broadcast in shapeless mode: an earlier value whose shape is the target (-1: none).
+  /// For a primitive that follows a shape source (below): an earlier value whose shape is its output's (-1: none).
   int shape_source = -1;
 };
+
+// A primitive whose output shape is one of its parameters cannot follow new input shapes in a shapeless replay,
+// unless that shape was another value's: broadcast_to(x, y.shape()) follows y. Such primitives have the overloads
+// `shape_from_source` and `set_output_shape` (trace.cpp); these visit them.
+
+/// Whether `p`'s output shape follows the value named by its node's shape_source in a shapeless replay.
+bool follows_shape_source(const Primitive& p);
+/// The output shape of such a primitive on an input of shape `input` when its source has shape `source`; throws when
+/// they do not fit.
+Shape shape_from_source(const Primitive& p, const Shape& input, const Shape& source);
+/// Sets the output-shape parameter of such a primitive; every other primitive stays as it is.
+void set_output_shape(Primitive& p, const Shape& shape);
 
 struct Graph {
   int num_inputs = 0;

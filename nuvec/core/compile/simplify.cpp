@@ -12,8 +12,22 @@ namespace nuvec::detail {
 
 namespace {
 
-/// Whether a slice of `shape` takes every element in order.
-bool is_full_slice(const Slice& p, const Shape& shape) {
+// The primitives that can return their one argument unchanged, each with the rule that says when, given an output
+// of the argument's own shape and dtype: conversions, broadcasts and reshapes always, copies (MLX's compile drops
+// these too), transposes that keep the axes in order and slices that take every element in order.
+bool keeps_argument(const AsType&, const Shape&) { return true; }
+bool keeps_argument(const Broadcast&, const Shape&) { return true; }
+bool keeps_argument(const Reshape&, const Shape&) { return true; }
+bool keeps_argument(const Copy&, const Shape&) { return true; }
+bool keeps_argument(const Transpose& p, const Shape&) {
+  for (size_t i = 0; i < p.axes.size(); ++i) {
+    if (p.axes[i] != static_cast<int>(i)) {
+      return false;
+    }
+  }
+  return true;
+}
+bool keeps_argument(const Slice& p, const Shape& shape) {
   for (size_t i = 0; i < shape.size(); ++i) {
     if (p.start[i] != 0 || p.strides[i] != 1) {
       return false;
@@ -22,8 +36,7 @@ bool is_full_slice(const Slice& p, const Shape& shape) {
   return true;
 }
 
-/// Whether a single-output node returns its argument unchanged: conversions, broadcasts and reshapes to what the
-/// argument already is, copies (MLX's compile drops these too), identity transposes and full slices.
+/// Whether a single-output node returns its argument unchanged.
 bool is_noop(const Graph& g, const GraphNode& n) {
   if (n.outs.size() != 1 || n.args.size() != 1) {
     return false;
@@ -33,19 +46,15 @@ bool is_noop(const Graph& g, const GraphNode& n) {
   if (in.shape != out.shape || in.dtype != out.dtype) {
     return false;
   }
-  if (const auto* t = std::get_if<Transpose>(&n.primitive)) {
-    for (size_t i = 0; i < t->axes.size(); ++i) {
-      if (t->axes[i] != static_cast<int>(i)) {
-        return false;
-      }
-    }
-    return true;
-  }
-  if (const auto* slice = std::get_if<Slice>(&n.primitive)) {
-    return is_full_slice(*slice, in.shape);
-  }
-  return std::holds_alternative<Broadcast>(n.primitive) || std::holds_alternative<AsType>(n.primitive) ||
-         std::holds_alternative<Reshape>(n.primitive) || std::holds_alternative<Copy>(n.primitive);
+  return std::visit(
+      [&]<class P>(const P& p) {
+        if constexpr (requires { keeps_argument(p, in.shape); }) {
+          return keeps_argument(p, in.shape);
+        } else {
+          return false;
+        }
+      },
+      n.primitive);
 }
 
 }  // namespace

@@ -14,6 +14,48 @@
 
 namespace nuvec::detail {
 
+namespace {
+
+// The per-primitive rules behind follows_shape_source, shape_from_source and set_output_shape.
+Shape followed_shape(const Broadcast&, const Shape& input, const Shape& source) {
+  return broadcast_shapes(input, source);
+}
+void retarget(Broadcast& p, const Shape& shape) { p.shape = shape; }
+
+template <class P>
+concept FollowsShapeSource = requires(P& p, const Shape& s) {
+  followed_shape(p, s, s);
+  retarget(p, s);
+};
+
+}  // namespace
+
+bool follows_shape_source(const Primitive& p) {
+  return std::visit([]<class P>(const P&) { return FollowsShapeSource<P>; }, p);
+}
+
+Shape shape_from_source(const Primitive& p, const Shape& input, const Shape& source) {
+  return std::visit(
+      [&]<class P>(const P& prim) -> Shape {
+        if constexpr (FollowsShapeSource<P>) {
+          return followed_shape(prim, input, source);
+        } else {
+          throw_invalid(std::string("[compile] ").append(name(p)).append(" does not follow a shape source."));
+        }
+      },
+      p);
+}
+
+void set_output_shape(Primitive& p, const Shape& shape) {
+  std::visit(
+      [&]<class P>(P& prim) {
+        if constexpr (FollowsShapeSource<P>) {
+          retarget(prim, shape);
+        }
+      },
+      p);
+}
+
 Graph trace_graph(const TracedFunction& fun, const std::vector<array>& inputs) {
   Graph g;
   g.num_inputs = static_cast<int>(inputs.size());
@@ -126,11 +168,12 @@ Graph trace_graph(const TracedFunction& fun, const std::vector<array>& inputs) {
   }
   eval(g.constants);  // constant folding: what does not depend on the inputs is computed once
 
-  // A Broadcast's target shape, for shapeless replay: the first earlier value of that shape.
+  // The shape source of each node that follows one, for shapeless replay: the first earlier value of its shape.
   for (auto& n : g.nodes) {
-    if (const auto* b = std::get_if<Broadcast>(&n.primitive)) {
+    if (follows_shape_source(n.primitive)) {
+      const Shape& shape = g.values[static_cast<size_t>(n.outs.front())].shape;
       for (int v = 0; v < n.outs.front(); ++v) {
-        if (g.values[static_cast<size_t>(v)].shape == b->shape && !g.is_constant(v)) {
+        if (g.values[static_cast<size_t>(v)].shape == shape && !g.is_constant(v)) {
           n.shape_source = v;
           break;
         }
@@ -162,24 +205,13 @@ std::vector<Shape> infer_shapes(const Graph& g, const GraphNode& n, const std::v
     return shapes;
   }
   const Primitive& p = n.primitive;
-  // A broadcast's target is the shape of the value it was traced against (a shapeless broadcast_to(x, y.shape())).
-  if (std::holds_alternative<Broadcast>(p)) {
-    if (n.shape_source < 0) {
-      throw_shapeless(p);
-    }
-    return {broadcast_shapes(args[0].shape(), vals[static_cast<size_t>(n.shape_source)]->shape())};
+  if (follows_shape_source(p) && n.shape_source >= 0) {
+    return {shape_from_source(p, args[0].shape(), vals[static_cast<size_t>(n.shape_source)]->shape())};
   }
   if (shape_is_parameter(p)) {
     throw_shapeless(p);
   }
-  try {
-    shapes = output_shapes(p, args);
-  } catch (const error& e) {
-    if (e.kind() != ErrorKind::unsupported) {
-      throw;
-    }
-    throw_shapeless(p);
-  }
+  shapes = output_shapes(p, args);
   shapes.resize(n.outs.size());  // Depends: its outputs are its first inputs
   return shapes;
 }
@@ -217,9 +249,7 @@ std::vector<array> replay_graph(const Graph& g, const std::vector<array>& inputs
       }
     }
     Primitive p = n.primitive;
-    if (auto* b = std::get_if<Broadcast>(&p)) {
-      b->shape = shapes.front();
-    }
+    set_output_shape(p, shapes.front());
     if (n.outs.size() == 1) {
       vals[static_cast<size_t>(n.outs[0])] = array(shapes.front(), dtypes.front(), std::move(p), args, n.stream);
     } else {
@@ -268,9 +298,7 @@ std::vector<array> replay_fused(const FusedKernel& k, const std::vector<array>& 
       args.push_back(vals[static_cast<size_t>(a)]);
     }
     Primitive p = s.primitive;
-    if (auto* b = std::get_if<Broadcast>(&p)) {
-      b->shape = step_shape;
-    }
+    set_output_shape(p, step_shape);
     vals.emplace_back(step_shape, s.dtype, std::move(p), std::move(args), stream);
   }
   std::vector<array> outputs;

@@ -51,9 +51,7 @@ void inline_fused(Graph& g, const GraphNode& n, const FusedKernel& k, std::vecto
     for (int a : step.args) {
       node.args.push_back(value_of[static_cast<size_t>(a)]);
     }
-    if (auto* b = std::get_if<Broadcast>(&node.primitive)) {
-      b->shape = step_shape;
-    }
+    set_output_shape(node.primitive, step_shape);
     value_of.push_back(out);
     nodes.push_back(std::move(node));
   }
@@ -81,15 +79,17 @@ void flatten_graph(Graph& g) {
   }
   g.nodes = std::move(nodes);
 
-  // A Broadcast's shapeless target: the first value of that shape computed before it (as trace_graph picks).
+  // The shapeless shape sources: for each node that follows one, the first value of its output's shape computed
+  // before it (as trace_graph picks).
   std::vector<bool> defined(g.values.size(), false);
   for (int v = 0; v < g.num_inputs + static_cast<int>(g.constants.size()); ++v) {
     defined[static_cast<size_t>(v)] = !g.is_constant(v);
   }
   for (auto& n : g.nodes) {
-    if (const auto* b = std::get_if<Broadcast>(&n.primitive); b != nullptr && n.shape_source < 0) {
+    if (follows_shape_source(n.primitive) && n.shape_source < 0) {
+      const Shape& shape = g.values[static_cast<size_t>(n.outs.front())].shape;
       for (size_t v = 0; v < g.values.size(); ++v) {
-        if (defined[v] && g.values[v].shape == b->shape) {
+        if (defined[v] && g.values[v].shape == shape) {
           n.shape_source = static_cast<int>(v);
           break;
         }

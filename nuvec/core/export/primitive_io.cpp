@@ -76,7 +76,7 @@ void fields(Ar& ar, AsType& p) {
 }
 template <class Ar>
 void fields(Ar& ar, Arange& p) {
-  ar(p.start, p.stop, p.step);
+  ar(p.start, p.stop, p.step, p.length, p.dtype);
 }
 template <class Ar>
 void fields(Ar& ar, RandomBits& p) {
@@ -98,7 +98,7 @@ void fields(Ar& ar, Transpose& p) {
 }
 template <class Ar>
 void fields(Ar& ar, Slice& p) {
-  ar(p.start, p.strides);
+  ar(p.start, p.strides, p.shape);
 }
 template <class Ar>
 void fields(Ar& ar, AsStrided& p) {
@@ -138,7 +138,7 @@ void fields(Ar& ar, Pad& p) {
 }
 template <class Ar>
 void fields(Ar& ar, Reduce& p) {
-  ar(p.type, p.axes);
+  ar(p.type, p.axes, p.dtype);
 }
 template <class Ar>
 void fields(Ar& ar, ArgReduce& p) {
@@ -188,7 +188,7 @@ void fields(Ar& ar, Quantize& p) {
 }
 template <class Ar>
 void fields(Ar& ar, Dequantize& p) {
-  ar(p.group_size, p.bits, p.mode);
+  ar(p.group_size, p.bits, p.mode, p.dtype);
 }
 template <class Ar>
 void fields(Ar& ar, QuantizedMatmul& p) {
@@ -200,11 +200,11 @@ void fields(Ar& ar, GatherQMM& p) {
 }
 template <class Ar>
 void fields(Ar& ar, Fp8Cast& p) {
-  ar(p.encode);
+  ar(p.encode, p.dtype);
 }
 template <class Ar>
 void fields(Ar& ar, FFT& p) {
-  ar(p.axes, p.inverse, p.real);
+  ar(p.axes, p.inverse, p.real, p.real_length);
 }
 template <class Ar>
 void fields(Ar& ar, Convolution& p) {
@@ -332,13 +332,21 @@ void fields(Ar&, Compiled&) {
   throw_internal("[export_function] a Compiled node reached serialization; the exporter flattens them first.");
 }
 
-/// A primitive of alternative P with its parameters still to be read (AsType and View have no default dtype).
+/// A primitive of alternative P with its parameters still to be read (a Dtype has no default value).
 template <class P>
 P blank() {
   if constexpr (std::is_default_constructible_v<P>) {
     return P{};
+  } else if constexpr (std::is_same_v<P, Arange>) {
+    return Arange{0.0, 0.0, 0.0, 0, bool_};
+  } else if constexpr (std::is_same_v<P, Reduce>) {
+    return Reduce{ReduceType::sum, {}, bool_};
+  } else if constexpr (std::is_same_v<P, Dequantize>) {
+    return Dequantize{0, 0, QuantizationMode::affine, bool_};
+  } else if constexpr (std::is_same_v<P, Fp8Cast>) {
+    return Fp8Cast{false, bool_};
   } else {
-    return P{bool_};
+    return P{bool_};  // AsType, View
   }
 }
 

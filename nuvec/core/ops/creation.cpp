@@ -95,8 +95,8 @@ array arange(double start, double stop, double step, Dtype dtype, StreamOrDevice
     throw_invalid("[arange] Maximum size exceeded: " + format_number(length) + " elements from start " +
                   format_number(start) + ", stop " + format_number(stop) + " and step " + format_number(step) + ".");
   }
-  int size = std::max(static_cast<int>(length), 0);
-  return array(Shape{size}, dtype, Arange{start, stop, step}, {}, to_stream(s));
+  const int size = std::max(static_cast<int>(length), 0);
+  return make_node(Arange{start, stop, step, size, dtype}, {}, to_stream(s));
 }
 
 array arange(double start, double stop, double step, StreamOrDevice s) { return arange(start, stop, step, float32, s); }
@@ -121,10 +121,10 @@ array linspace(double start, double stop, int num, bool endpoint, Dtype dtype, S
   // then one rounding to the dtype (integers truncate).
   if (!endpoint) {
     double step = (stop - start) / num;
-    return astype(array(Shape{num}, float64, Arange{start, stop, step}, {}, to_stream(s)), dtype, s);
+    return astype(make_node(Arange{start, stop, step, num, float64}, {}, to_stream(s)), dtype, s);
   }
   double step = (stop - start) / (num - 1);
-  array body(Shape{num - 1}, float64, Arange{start, stop, step}, {}, to_stream(s));
+  const array body = make_node(Arange{start, stop, step, num - 1, float64}, {}, to_stream(s));
   auto last = full({1}, array(stop, float64), s);
   return astype(concatenate({body, last}, 0, s), dtype, s);
 }

@@ -20,12 +20,12 @@ namespace {
 /// The dtype transcendental functions compute in: integers and bool become float32.
 Dtype at_least_float(Dtype t) { return is_inexact(t) ? t : float32; }
 
-array unary(Primitive p, const array& a, StreamOrDevice s) {
+array unary(Primitive&& p, const array& a, StreamOrDevice s) {
   return detail::make_node(std::move(p), {a}, to_stream(s));
 }
 
 /// Casts to at least float, then applies a same-dtype primitive.
-array float_unary(Primitive p, const array& a, StreamOrDevice s) {
+array float_unary(Primitive&& p, const array& a, StreamOrDevice s) {
   auto x = astype(a, at_least_float(a.dtype()), s);
   return unary(std::move(p), x, s);
 }
@@ -47,21 +47,21 @@ array operand(const array& a, const Shape& shape, Dtype dtype, StreamOrDevice s)
 }
 
 /// The operands converted to `compute` and broadcast together; the primitive's rules give the output.
-array binary(Primitive p, const array& a, const array& b, Dtype compute, StreamOrDevice s) {
+array binary(Primitive&& p, const array& a, const array& b, Dtype compute, StreamOrDevice s) {
   const auto shape = broadcast_shapes(a.shape(), b.shape());
   return detail::make_node(std::move(p), {operand(a, shape, compute, s), operand(b, shape, compute, s)}, to_stream(s));
 }
 
-array same_dtype_binary(Primitive p, const array& a, const array& b, StreamOrDevice s) {
+array same_dtype_binary(Primitive&& p, const array& a, const array& b, StreamOrDevice s) {
   auto dtype = promote_types(a.dtype(), b.dtype());
   return binary(std::move(p), a, b, dtype, s);
 }
 
-array comparison(Primitive p, const array& a, const array& b, StreamOrDevice s) {
+array comparison(Primitive&& p, const array& a, const array& b, StreamOrDevice s) {
   return binary(std::move(p), a, b, promote_types(a.dtype(), b.dtype()), s);
 }
 
-array bitwise(Primitive p, const array& a, const array& b, const char* op, bool allow_bool, StreamOrDevice s) {
+array bitwise(Primitive&& p, const array& a, const array& b, const char* op, bool allow_bool, StreamOrDevice s) {
   auto dtype = promote_types(a.dtype(), b.dtype());
   if (!is_integer(dtype) && !(allow_bool && dtype == bool_)) {
     throw_invalid(op_prefix(op) + "Only integer" + (allow_bool ? " and boolean" : "") + " inputs are supported; got " +
@@ -71,7 +71,7 @@ array bitwise(Primitive p, const array& a, const array& b, const char* op, bool 
 }
 
 /// A shift: as MLX, bool operands shift as uint8 (true << 1 is 2).
-array shift(Primitive p, const array& a, const array& b, const char* op, StreamOrDevice s) {
+array shift(Primitive&& p, const array& a, const array& b, const char* op, StreamOrDevice s) {
   if (promote_types(a.dtype(), b.dtype()) == bool_) {
     return bitwise(std::move(p), astype(a, uint8, s), astype(b, uint8, s), op, false, s);
   }

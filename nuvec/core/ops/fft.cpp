@@ -120,14 +120,9 @@ array fft_impl(const array& a, const Shape& n, const std::vector<int>& axes, boo
     in = pad(in, pad_axes, low, high, array(0, in_dtype), "constant", s);
   }
 
-  if (real && inverse) {
-    // The length n is the op's argument, not the rules': n / 2 + 1 frequencies come from an even or an odd n.
-    Shape out_shape = in_shape;
-    out_shape[ax.back()] = n.back();
-    return apply_norm(array(std::move(out_shape), float32, FFT{ax, inverse, real}, {in}, to_stream(s)), n, inverse,
-                      norm, s);
-  }
-  return apply_norm(nuvec::detail::make_node(FFT{ax, inverse, real}, {in}, to_stream(s)), n, inverse, norm, s);
+  const int real_length = real && inverse ? n.back() : 0;
+  return apply_norm(nuvec::detail::make_node(FFT{ax, inverse, real, real_length}, {in}, to_stream(s)), n, inverse,
+                    norm, s);
 }
 
 /// The transform over `axes` at their current lengths (the real inverse's output length 2 (m - 1)).

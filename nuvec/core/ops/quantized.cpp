@@ -221,17 +221,14 @@ array dequantize(const array& w, const array& scales, const std::optional<array>
                  std::optional<Dtype> dtype, StreamOrDevice s) {
   auto p = params(mode, group_size, bits, "dequantize");
   check_no_global_scale(global_scale, "dequantize");
-  const int unpacked = check_packed(w, scales, biases, p, "dequantize");
+  check_packed(w, scales, biases, p, "dequantize");
   const Dtype out_dtype = dtype.value_or(scales.dtype());
   if (!is_floating(out_dtype)) {
     throw_invalid("[dequantize] The output dtype must be real floating point; got " + dtype_string(out_dtype) + ".");
   }
-  Shape shape = w.shape();
-  shape.back() = unpacked;
-  // Computed in float32 from the scales' own values and rounded once to the output dtype. That dtype is the op's
-  // argument, not a rule's (output_dtypes.cpp).
-  return array(shape, out_dtype, Dequantize{p.group_size, p.bits, QuantizationMode::affine},
-               {w, scales, astype(*biases, scales.dtype(), s)}, to_stream(s));
+  // Computed in float32 from the scales' own values and rounded once to the output dtype.
+  return make_node(Dequantize{p.group_size, p.bits, QuantizationMode::affine, out_dtype},
+                   {w, scales, astype(*biases, scales.dtype(), s)}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
@@ -307,7 +304,7 @@ array dequantize(const array& w, const std::string& mode, std::optional<Dtype> d
   if (!is_floating(out_dtype)) {
     throw_invalid("[dequantize] The output dtype must be real floating point; got " + dtype_string(out_dtype) + ".");
   }
-  return array({w.shape(0), b.k}, out_dtype, Dequantize{b.layout.values, code_bits(b.mode), b.mode}, {w}, to_stream(s));
+  return make_node(Dequantize{b.layout.values, code_bits(b.mode), b.mode, out_dtype}, {w}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
@@ -316,7 +313,7 @@ array to_fp8(array x, StreamOrDevice s) {
     throw_invalid("[to_fp8] Only real floating point inputs can be converted to fp8; got " + dtype_string(x.dtype()) +
                   ".");
   }
-  return make_node(Fp8Cast{true}, {x}, to_stream(s));
+  return make_node(Fp8Cast{true, uint8}, {x}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
@@ -327,8 +324,7 @@ array from_fp8(array x, Dtype dtype, StreamOrDevice s) {
   if (!is_floating(dtype)) {
     throw_invalid("[from_fp8] The output dtype must be real floating point; got " + dtype_string(dtype) + ".");
   }
-  // The output dtype is the op's argument, not a rule's (output_dtypes.cpp).
-  return array(x.shape(), dtype, Fp8Cast{false}, {x}, to_stream(s));
+  return make_node(Fp8Cast{false, dtype}, {x}, to_stream(s));
 }
 
 }  // namespace nuvec

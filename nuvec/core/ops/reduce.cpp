@@ -42,22 +42,32 @@ Dtype sum_dtype(Dtype t) {
 struct ReducePlan {
   std::vector<int> axes;  // normalized, sorted
   Shape kept_shape;       // reduced axes as size 1
+  Shape dropped_shape;    // reduced axes left out
   size_t reduced_size;    // elements folded into each output
   bool noop;              // every reduced axis has size 1
 };
 
 ReducePlan plan_reduce(const array& a, const std::vector<int>& axes, const char* op) {
-  ReducePlan p{normalize_axes(axes, a.ndim(), op, ErrorKind::out_of_range), a.shape(), 1, true};
+  ReducePlan p{normalize_axes(axes, a.ndim(), op, ErrorKind::out_of_range), a.shape(), {}, 1, true};
   for (int axis : p.axes) {
     p.reduced_size *= static_cast<size_t>(a.shape(axis));
     p.noop = p.noop && a.shape(axis) == 1;
     p.kept_shape[axis] = 1;
   }
+  size_t next = 0;
+  for (int axis = 0; axis < a.ndim(); ++axis) {
+    if (next < p.axes.size() && p.axes[next] == axis) {
+      ++next;
+    } else {
+      p.dropped_shape.push_back(a.shape(axis));
+    }
+  }
   return p;
 }
 
+/// The reduction's result (of the kept shape) reshaped once to the shape the caller asked for.
 array finish(const array& out, const ReducePlan& p, bool keepdims, StreamOrDevice s) {
-  return keepdims ? reshape(out, p.kept_shape, s) : squeeze(reshape(out, p.kept_shape, s), p.axes, s);
+  return reshape(out, keepdims ? p.kept_shape : p.dropped_shape, s);
 }
 
 void reject_complex(const array& a, const char* op) {
@@ -76,9 +86,7 @@ array reduce(const array& a, ReduceType type, Dtype out_dtype, const std::vector
   if ((type == ReduceType::max || type == ReduceType::min) && p.reduced_size == 0 && shape_size(p.kept_shape) > 0) {
     throw_invalid(op_prefix(op) + "Cannot " + op + " reduce zero size array (shape " + shape_string(a.shape()) + ").");
   }
-  // The output dtype is the op's choice (sums widen small integers), not a rule's (output_dtypes.cpp).
-  array out(p.kept_shape, out_dtype, Reduce{type, p.axes}, {a}, to_stream(s));
-  return finish(out, p, keepdims, s);
+  return finish(make_node(Reduce{type, p.axes, out_dtype}, {a}, to_stream(s)), p, keepdims, s);
 }
 
 /// sum(x) / n in at least float; half floats are summed into float32 and rounded once at the end.
@@ -89,7 +97,7 @@ array mean_impl(const array& a, const std::vector<int>& axes, bool keepdims, Str
     return finish(astype(a, out_dtype, s), p, keepdims, s);
   }
   const Dtype acc = (out_dtype == float16 || out_dtype == bfloat16) ? float32 : out_dtype;
-  array total(p.kept_shape, acc, Reduce{ReduceType::sum, p.axes}, {a}, to_stream(s));
+  const array total = make_node(Reduce{ReduceType::sum, p.axes, acc}, {a}, to_stream(s));
   auto m = divide(total, array(static_cast<double>(p.reduced_size), acc), s);
   return finish(astype(m, out_dtype, s), p, keepdims, s);
 }

@@ -365,8 +365,7 @@ array slice(const array& a, Shape start, Shape stop, Shape strides, StreamOrDevi
   if (whole) {
     return a;
   }
-  // Slice keeps no stop, so its shape is the op's, not a rule's (output_shapes.cpp).
-  return array(std::move(shape), a.dtype(), Slice{std::move(start), std::move(strides)}, {a}, to_stream(s));
+  return make_node(Slice{std::move(start), std::move(strides), std::move(shape)}, {a}, to_stream(s));
 }
 
 array slice(const array& a, Shape start, Shape stop, StreamOrDevice s) {

@@ -130,7 +130,7 @@ ScatterForms slice_update_forms(const SliceUpdate& p, const VjpArgs& args) {
             return reapply(SliceUpdate{p.start, p.strides, type}, {base, u}, base.shape(), base.dtype());
           },
           [p, shape = args.primals[1].shape()](const array& a) {
-            return reapply(Slice{p.start, p.strides}, {a}, shape, a.dtype());
+            return reapply(Slice{p.start, p.strides, shape}, {a}, shape, a.dtype());
           }};
 }
 
@@ -344,7 +344,7 @@ std::vector<array> vjp_of(const SliceUpdate& p, const VjpArgs& args) {
                                                  : reapply(SliceUpdate{p.start, p.strides, ScatterType::none},
                                                            {ct, zeros_like(update)}, ct.shape(), ct.dtype()));
     } else {
-      grads.push_back(reapply(Slice{p.start, p.strides}, {ct}, update.shape(), update.dtype()));
+      grads.push_back(reapply(Slice{p.start, p.strides, update.shape()}, {ct}, update.shape(), update.dtype()));
     }
   }
   return grads;

@@ -241,7 +241,7 @@ Batched vmap_of(const QuantizedMatmul& p, const VmapArgs& args) {
       return reapply_front(p, {x, args.inputs[1]}, args);
     }
     // A mapped weight: its values, one matrix per slice.
-    const Dequantize values{p.group_size, p.bits, p.mode};
+    const Dequantize values{p.group_size, p.bits, p.mode, x.dtype()};
     auto w = dequantized_blocks(values, moved_front(args, 1), true, x.dtype());
     auto rows = reshape(x, {args.axes[0] < 0 ? 1 : args.size, -1, x.shape(-1)});
     auto out = matmul(rows, swapaxes(w, 1, 2));
@@ -329,7 +329,7 @@ std::vector<array> vjp_of(const FFT& p, const VjpArgs& args) {
   }
   if (!p.real) {
     // y = F x (forward) or F^H x / n (inverse): the adjoint is n * inverse or forward / n.
-    auto back = reapply(FFT{p.axes, !p.inverse, false}, {ct}, x.shape(), complex64);
+    auto back = reapply(FFT{p.axes, !p.inverse, false, 0}, {ct}, x.shape(), complex64);
     return {p.inverse ? back * static_cast<float>(1.0 / n) : back * static_cast<float>(n)};
   }
   if (!p.inverse) {
@@ -337,13 +337,13 @@ std::vector<array> vjp_of(const FFT& p, const VjpArgs& args) {
     int last = p.axes.back();
     auto full = pad(ct, std::vector<int>{last}, Shape{0}, Shape{x.shape(last) - ct.shape(last)},
                     array(complex64_t{0.0F, 0.0F}));
-    auto back = reapply(FFT{p.axes, true, false}, {full}, x.shape(), complex64);
+    auto back = reapply(FFT{p.axes, true, false, 0}, {full}, x.shape(), complex64);
     return {astype(real(back) * static_cast<float>(n), x.dtype())};
   }
   // irfft: the adjoint is rfft / n, with the frequencies that stand for two (k and n - k) counted twice.
   int last = p.axes.back();
   int length = y.shape(last);
-  auto spectrum = reapply(FFT{p.axes, false, true}, {ct}, x.shape(), complex64);
+  auto spectrum = reapply(FFT{p.axes, false, true, 0}, {ct}, x.shape(), complex64);
   int m = x.shape(last);
   Shape weight_shape(static_cast<size_t>(x.ndim()), 1);
   weight_shape[static_cast<size_t>(last)] = m;

@@ -58,7 +58,9 @@ std::vector<array> jvp_of(const Reduce& p, const JvpArgs& args) {
   }
   return {};
 }
-Batched vmap_of(const Reduce& p, const VmapArgs& args) { return front_vmap(Reduce{p.type, shifted(p.axes)}, args); }
+Batched vmap_of(const Reduce& p, const VmapArgs& args) {
+  return front_vmap(Reduce{p.type, shifted(p.axes), p.dtype}, args);
+}
 
 std::vector<array> vjp_of(const ArgReduce& p, const VjpArgs&) { return integer_output_vjp(p.name); }
 std::vector<array> jvp_of(const ArgReduce&, const JvpArgs& args) { return {zeros_like(args.outputs[0])}; }

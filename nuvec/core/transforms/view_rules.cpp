@@ -69,6 +69,7 @@ Batched vmap_of(const Slice& p, const VmapArgs& args) {
   Slice q = p;
   q.start.insert(q.start.begin(), 0);
   q.strides.insert(q.strides.begin(), 1);
+  q.shape.insert(q.shape.begin(), args.size);
   return front_vmap(q, args);
 }
 
