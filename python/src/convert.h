@@ -19,6 +19,18 @@ namespace nuvec::python {
 /// An `axis=` argument: one axis, several, or none (all axes).
 using Axes = std::optional<std::variant<int, std::vector<int>>>;
 
+/// Records nuvec.core.array's type for the functions below (init_array calls it once the class exists).
+void set_array_type(py::handle type);
+/// Whether `value` is a nuvec array (or of a subclass of it): the cheap check of the per-op path.
+bool is_array(py::handle value);
+/// The array held by `value`, which is_array accepts.
+array& array_of(py::handle value);
+/// `a` as a new Python array object.
+py::object wrap(array a);
+/// Turns the C++ exception being handled into the Python error pybind11's translators give it (for functions called
+/// by Python directly, outside pybind11's dispatcher); call it from a catch block, then return nullptr to Python.
+void set_python_error();
+
 /// An array from any array-like Python value: an array, a Python scalar, a nested list or tuple, a NumPy array or
 /// another buffer, or a DLPack object. Python scalars take `dtype` when given (MLX's weak scalars), else bool, int32,
 /// float32 or complex64.
