@@ -9,8 +9,6 @@ namespace {
 PyTypeObject* array_type = nullptr;
 const py::detail::type_info* array_type_info = nullptr;
 
-void* move_array(const void* source) { return new array(std::move(*static_cast<array*>(const_cast<void*>(source)))); }
-
 }  // namespace
 
 void set_array_type(py::handle type) {
@@ -25,9 +23,21 @@ array& array_of(py::handle value) {
   return *static_cast<array*>(instance->get_value_and_holder(array_type_info).value_ptr());
 }
 
+// What pybind11's cast of a returned array does (a new instance owning a moved value, registered, with its holder),
+// minus its two lookups of the type by C++ name.
 py::object wrap(array a) {
-  return py::reinterpret_steal<py::object>(py::detail::type_caster_generic::cast(
-      &a, py::return_value_policy::move, py::handle(), array_type_info, nullptr, &move_array));
+  using Holder = py::class_<array>::holder_type;
+  static_assert(std::is_same_v<Holder, std::unique_ptr<array>>, "wrap builds the holder py::class_<array> declares");
+  auto object = py::reinterpret_steal<py::object>(py::detail::make_new_instance(array_type));
+  auto* instance = reinterpret_cast<py::detail::instance*>(object.ptr());
+  auto value = instance->get_value_and_holder(array_type_info);
+  value.value_ptr() = new array(std::move(a));
+  instance->owned = true;
+  py::detail::register_instance(instance, value.value_ptr(), array_type_info);
+  value.set_instance_registered();  // so that deallocation deregisters it
+  new (&value.holder<Holder>()) Holder(value.value_ptr<array>());
+  value.set_holder_constructed();
+  return object;
 }
 
 void set_python_error() {

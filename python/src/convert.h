@@ -27,6 +27,12 @@ bool is_array(py::handle value);
 array& array_of(py::handle value);
 /// `a` as a new Python array object.
 py::object wrap(array a);
+/// An op's result as a binding returns it: pybind11 converts it with wrap, and signatures still read
+/// nuvec.core.array.
+struct Result {
+  array value;
+};
+
 /// Turns the C++ exception being handled into the Python error pybind11's translators give it (for functions called
 /// by Python directly, outside pybind11's dispatcher); call it from a catch block, then return nullptr to Python.
 void set_python_error();
@@ -56,3 +62,15 @@ void eval_released(array& a);
 std::vector<int> axes_or_all(const Axes& axes, const array& a);
 
 }  // namespace nuvec::python
+
+namespace pybind11::detail {
+
+template <>
+struct type_caster<nuvec::python::Result> {
+  static constexpr auto name = const_name("nuvec.core.array");
+  static handle cast(nuvec::python::Result result, return_value_policy /*policy*/, handle /*parent*/) {
+    return nuvec::python::wrap(std::move(result.value)).release();
+  }
+};
+
+}  // namespace pybind11::detail

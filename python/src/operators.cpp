@@ -129,8 +129,8 @@ struct Operator {
 template <Binary Op>
 Operator arithmetic(const char* name, const char* reflected_name, const char* inplace_name,
                     binaryfunc PyNumberMethods::*slot, binaryfunc PyNumberMethods::*inplace) {
-  return {name, reflected_name, inplace_name, slot, inplace, &binary_slot<Op>, &inplace_slot<Op>, &forward<Op>,
-          &reflected<Op>};
+  return {name,         reflected_name, inplace_name, slot, inplace, &binary_slot<Op>, &inplace_slot<Op>,
+          &forward<Op>, &reflected<Op>};
 }
 
 template <Binary Op>
@@ -157,8 +157,7 @@ void init_operators(py::class_<array>& cls) {
       arithmetic<&nuvec::bitwise_or>("__or__", "__ror__", "__ior__", &N::nb_or, &N::nb_inplace_or),
       arithmetic<&nuvec::bitwise_xor>("__xor__", "__rxor__", "__ixor__", &N::nb_xor, &N::nb_inplace_xor),
       arithmetic<&nuvec::left_shift>("__lshift__", "__rlshift__", "__ilshift__", &N::nb_lshift, &N::nb_inplace_lshift),
-      arithmetic<&nuvec::right_shift>("__rshift__", "__rrshift__", "__irshift__", &N::nb_rshift,
-                                      &N::nb_inplace_rshift),
+      arithmetic<&nuvec::right_shift>("__rshift__", "__rrshift__", "__irshift__", &N::nb_rshift, &N::nb_inplace_rshift),
       arithmetic<&nuvec::power>("__pow__", "__rpow__", "__ipow__", nullptr, nullptr),
       comparison<&nuvec::less>("__lt__"),
       comparison<&nuvec::less_equal>("__le__"),
