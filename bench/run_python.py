@@ -8,6 +8,7 @@
   (nuvec_bench --rows add), and the ratio.
 
     /usr/bin/python3 bench/run_python.py [--bench build/release/bench/nuvec_bench] [--package build/release/python]
+        [--cpu-time]
 
 Per-call times are the best of 7 repeats of 20,000 calls; the large op is the median of 15 reps after 2 warm-up
 reps, the methodology of nuvec_bench.
@@ -31,8 +32,11 @@ CALLS = 20_000
 REPEATS = 7
 
 
+CLOCK = time.perf_counter  # --cpu-time: time.thread_time, steadier than wall time on a shared machine
+
+
 def per_call_us(stmt, setup_globals):
-    timer = timeit.Timer(stmt, globals=setup_globals)
+    timer = timeit.Timer(stmt, timer=CLOCK, globals=setup_globals)
     return min(timer.repeat(REPEATS, CALLS)) / CALLS * 1e6
 
 
@@ -92,9 +96,13 @@ def main():
     parser.add_argument("--bench", default=REPO / "build" / "release" / "bench" / "nuvec_bench", type=Path)
     parser.add_argument("--package", default=REPO / "build" / "release" / "python", type=Path,
                         help="the folder holding the nuvec package (another build's, to compare)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time the small ops in the calling thread's CPU time instead of wall time")
     args = parser.parse_args()
     sys.path.insert(0, str(args.package))
-    global mx
+    global mx, CLOCK
+    if args.cpu_time:
+        CLOCK = time.thread_time
     mx = importlib.import_module("nuvec.core")
 
     rows = small_ops()
