@@ -2,17 +2,20 @@
 """The Python bindings' overhead, in one run:
 
 - per call: `a + b` on two 4-element float32 arrays, evaluated (nuvec: mx.eval(a + b)), against NumPy's and
-  PyTorch's `a + b` (eager, so already computed), and the ratios;
+  PyTorch's `a + b` (eager, so already computed), and the ratios; then the same op only built (nuvec's lazy node),
+  with a Python scalar, and converted to NumPy (np.asarray of the result);
 - a large element-wise op: x + y over 2^24 float32 from Python, against the same row of the C++ benchmark
   (nuvec_bench --rows add), and the ratio.
 
-    PYTHONPATH=build/release/python /usr/bin/python3 bench/run_python.py [--bench build/release/bench/nuvec_bench]
+    /usr/bin/python3 bench/run_python.py [--bench build/release/bench/nuvec_bench] [--package build/release/python]
+        [--cpu-time]
 
 Per-call times are the best of 7 repeats of 20,000 calls; the large op is the median of 15 reps after 2 warm-up
 reps, the methodology of nuvec_bench.
 """
 
 import argparse
+import importlib
 import statistics
 import subprocess
 import sys
@@ -23,32 +26,45 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "build" / "release" / "python"))
-
-import nuvec.core as mx  # noqa: E402
+mx = None  # nuvec.core, imported by main from --package
 
 CALLS = 20_000
 REPEATS = 7
 
 
+CLOCK = time.perf_counter  # --cpu-time: time.thread_time, steadier than wall time on a shared machine
+
+
 def per_call_us(stmt, setup_globals):
-    timer = timeit.Timer(stmt, globals=setup_globals)
+    timer = timeit.Timer(stmt, timer=CLOCK, globals=setup_globals)
     return min(timer.repeat(REPEATS, CALLS)) / CALLS * 1e6
 
 
-def small_op():
+# (label, nuvec, NumPy, PyTorch): a, b are nuvec arrays, x, y NumPy's, s, u PyTorch's, of the same 4 float32.
+SMALL_OPS = [
+    ("a + b, evaluated", "mx.eval(a + b)", "x + y", "s + u"),
+    ("a + b, built only", "a + b", "x + y", "s + u"),
+    ("a * 2.0, evaluated", "mx.eval(a * 2.0)", "x * 2.0", "s * 2.0"),
+    ("np.asarray(a + b)", "np.asarray(a + b)", "np.asarray(x + y)", "np.asarray(s + u)"),
+]
+
+
+def small_ops():
     x = np.arange(4, dtype=np.float32)
-    a, b = mx.array(x), mx.array(x + 1)
-    rows = {"nuvec": per_call_us("mx.eval(a + b)", {"mx": mx, "a": a, "b": b}),
-            "numpy": per_call_us("x + y", {"x": x, "y": x + 1})}
+    names = {"mx": mx, "np": np, "a": mx.array(x), "b": mx.array(x + 1), "x": x, "y": x + 1}
     try:
         import torch
 
         torch.set_num_threads(1)
-        t = torch.from_numpy(x)
-        rows["torch"] = per_call_us("s + u", {"s": t, "u": t + 1})
+        names.update(s=torch.from_numpy(x), u=torch.from_numpy(x + 1))
     except ImportError:
-        pass
+        torch = None
+    rows = []
+    for label, nuvec_stmt, numpy_stmt, torch_stmt in SMALL_OPS:
+        row = {"label": label, "nuvec": per_call_us(nuvec_stmt, names), "numpy": per_call_us(numpy_stmt, names)}
+        if torch is not None:
+            row["torch"] = per_call_us(torch_stmt, names)
+        rows.append(row)
     return rows
 
 
@@ -78,15 +94,26 @@ def cpp_add_ms(bench):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bench", default=REPO / "build" / "release" / "bench" / "nuvec_bench", type=Path)
+    parser.add_argument("--package", default=REPO / "build" / "release" / "python", type=Path,
+                        help="the folder holding the nuvec package (another build's, to compare)")
+    parser.add_argument("--cpu-time", action="store_true",
+                        help="time the small ops in the calling thread's CPU time instead of wall time")
     args = parser.parse_args()
+    sys.path.insert(0, str(args.package))
+    global mx, CLOCK
+    if args.cpu_time:
+        CLOCK = time.thread_time
+    mx = importlib.import_module("nuvec.core")
 
-    rows = small_op()
-    print("small op: a + b, 4 float32, evaluated (per call)")
-    for name, us in rows.items():
-        print(f"  {name:6s} {us:8.3f} us")
-    print(f"  nuvec / numpy {rows['nuvec'] / rows['numpy']:.2f}x")
-    if "torch" in rows:
-        print(f"  nuvec / torch {rows['nuvec'] / rows['torch']:.2f}x")
+    rows = small_ops()
+    print("small ops on 4 float32, per call (us)")
+    print(f"  {'':20s} {'nuvec':>8s} {'numpy':>8s} {'torch':>8s} {'/numpy':>7s} {'/torch':>7s}")
+    for row in rows:
+        torch_us = row.get("torch")
+        torch_time = f"{torch_us:8.3f}" if torch_us else f"{'-':>8s}"
+        torch_ratio = f"{row['nuvec'] / torch_us:6.2f}x" if torch_us else f"{'-':>7s}"
+        print(f"  {row['label']:20s} {row['nuvec']:8.3f} {row['numpy']:8.3f} {torch_time} "
+              f"{row['nuvec'] / row['numpy']:6.2f}x {torch_ratio}")
 
     python_ms = large_op_ms()
     print("large op: x + y, 2^24 float32 (median)")

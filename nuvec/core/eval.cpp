@@ -232,18 +232,38 @@ void run_node(const array& a) {
   }
 }
 
+/// Runs a node and drops its primitive and inputs, which frees intermediates as
+/// soon as their last consumer has run. A tracer keeps its graph, which the
+/// transform running around it still walks (MLX).
+void run_and_detach(array& a) {
+  run_node(a);
+  if (!a.is_tracer()) {
+    a.detach();
+  }
+}
+
+/// Whether `outputs` is one node whose inputs are all computed: the eager-style
+/// case of one new op, which needs no graph, and is on the per-op path from
+/// Python.
+bool is_one_ready_node(const std::vector<array>& outputs) {
+  if (outputs.size() != 1 || !needs_eval(outputs[0])) {
+    return false;
+  }
+  const auto& inputs = outputs[0].inputs();
+  return std::none_of(inputs.begin(), inputs.end(), needs_eval);
+}
+
 void eval_locked(const std::vector<array>& outputs) {
+  if (is_one_ready_node(outputs)) {
+    array node = outputs[0];
+    run_and_detach(node);
+    return;
+  }
   Graph graph(outputs);
   graph.walk([&](int i) {
     auto& entry = graph.entries[i];
-    run_node(*entry.node);
-    // Dropping the primitive and inputs frees intermediates as soon as their
-    // last consumer has run; the tape's own handle goes too. A tracer keeps
-    // its graph, which the transform running around it still walks (MLX).
-    if (!entry.node->is_tracer()) {
-      entry.node->detach();
-    }
-    entry.node.reset();
+    run_and_detach(*entry.node);
+    entry.node.reset();  // the tape's own handle goes too
   });
 }
 

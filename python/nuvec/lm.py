@@ -1,9 +1,10 @@
-"""mlx_lm's generation API (load, generate, stream_generate) over nuvec's C++ lm library."""
+"""mlx_lm's generation API (load, generate, stream_generate, make_sampler, make_logits_processors) over nuvec's C++
+lm library."""
 
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Tuple, Union
 
 import nuvec.core  # noqa: F401  (registers the translation of nuvec's errors into Python exceptions)
 from nuvec import _lm
@@ -59,6 +60,81 @@ def load(path: str) -> Tuple[Model, TokenizerWrapper]:
     return Model(loaded), TokenizerWrapper(loaded)
 
 
+class Sampler:
+    """mlx_lm's sampler: called on log-probabilities (V) or (B, V), it returns a token per row (int32), drawn by the C++
+    lm sampling with these settings. generate and stream_generate take its settings whole."""
+
+    def __init__(self, **settings):
+        self.settings = settings
+        self._params = _lm.SamplingParams(**settings)  # validates them now
+
+    def __call__(self, logprobs):
+        return self._params.sample(logprobs)
+
+
+class LogitsProcessor:
+    """mlx_lm's logits processor: called with the ids so far (T) or (B, T) and logits (V) or (B, V), it returns the
+    logits (float32) after its logit bias or repetition penalty, applied by the C++ lm sampling."""
+
+    def __init__(self, **settings):
+        self.settings = settings
+        self._params = _lm.SamplingParams(**settings)
+
+    def __call__(self, tokens, logits):
+        return self._params.process(tokens, logits)
+
+
+def make_sampler(
+    temp: float = 0.0,
+    top_p: float = 0.0,
+    min_p: float = 0.0,
+    min_tokens_to_keep: int = 1,
+    top_k: int = 0,
+    xtc_probability: float = 0.0,
+    xtc_threshold: float = 0.0,
+    xtc_special_tokens: Optional[List[int]] = None,
+) -> Sampler:
+    """mlx_lm's make_sampler: the argmax at temp 0, else a draw at temperature temp after the top-k, top-p (0 or 1:
+    off, as mlx_lm's) and min-p filters. XTC is not implemented."""
+    if xtc_probability > 0.0:
+        raise ValueError("[make_sampler] XTC sampling (xtc_probability > 0) is not supported by nuvec.lm.")
+    return Sampler(temperature=temp, top_p=top_p if 0.0 < top_p < 1.0 else 1.0, min_p=min_p,
+                   min_tokens_to_keep=min_tokens_to_keep, top_k=max(top_k, 0))
+
+
+def make_logits_processors(
+    logit_bias: Optional[Dict[int, float]] = None,
+    repetition_penalty: Optional[float] = None,
+    repetition_context_size: Optional[int] = 20,
+) -> List[LogitsProcessor]:
+    """mlx_lm's make_logits_processors: a processor adding logit_bias, and one applying the repetition penalty over
+    the last repetition_context_size ids, for those given."""
+    processors = []
+    if logit_bias:
+        processors.append(LogitsProcessor(logit_bias={int(k): float(v) for k, v in logit_bias.items()}))
+    if repetition_penalty and repetition_penalty != 0.0:
+        processors.append(LogitsProcessor(repetition_penalty=repetition_penalty,
+                                          repetition_context_size=repetition_context_size))
+    return processors
+
+
+def _sampling_params(temp, top_p, top_k, seed, sampler, logits_processors):
+    """The C++ generation's parameters: temp, top_p, top_k and seed, replaced by a sampler's settings and joined by
+    the logits processors'. Generation runs in C++, so samplers and processors must be nuvec.lm's own."""
+    settings = {"temperature": temp, "top_p": top_p, "top_k": top_k}
+    if sampler is not None:
+        if not isinstance(sampler, Sampler):
+            raise TypeError("[stream_generate] sampler must come from nuvec.lm.make_sampler: generation runs in C++ "
+                            "and calls no Python function per token.")
+        settings.update(sampler.settings)
+    for processor in logits_processors or []:
+        if not isinstance(processor, LogitsProcessor):
+            raise TypeError("[stream_generate] logits_processors must come from nuvec.lm.make_logits_processors: "
+                            "generation runs in C++ and calls no Python function per token.")
+        settings.update(processor.settings)
+    return _lm.SamplingParams(**settings, seed=seed)
+
+
 def _prompt_ids(tokenizer, prompt) -> List[int]:
     return tokenizer.encode(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
 
@@ -72,10 +148,14 @@ def stream_generate(
     top_p: float = 1.0,
     top_k: int = 0,
     seed: Optional[int] = None,
+    sampler: Optional[Sampler] = None,
+    logits_processors: Optional[List[LogitsProcessor]] = None,
 ) -> Iterator[GenerationResponse]:
-    """Yields a GenerationResponse per generated token (greedy unless temp > 0). Generation runs on a thread of its
-    own and stops at the next token once the iterator is closed."""
+    """Yields a GenerationResponse per generated token (greedy unless temp > 0, or as `sampler` from make_sampler
+    says, after `logits_processors` from make_logits_processors). Generation runs on a thread of its own and stops
+    at the next token once the iterator is closed."""
     ids = _prompt_ids(tokenizer, prompt)
+    sampling = _sampling_params(temp, top_p, top_k, seed, sampler, logits_processors)
     responses = queue.Queue()
     stopped = threading.Event()
     done = object()
@@ -86,7 +166,7 @@ def stream_generate(
 
     def run():
         try:
-            _lm.stream_generate(model._loaded, ids, on_token, max_tokens, temp, top_p, top_k, seed)
+            _lm.stream_generate(model._loaded, ids, on_token, max_tokens, sampling)
             responses.put(done)
         except BaseException as error:  # handed to the consumer's thread
             responses.put(error)

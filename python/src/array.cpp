@@ -10,38 +10,6 @@
 namespace nuvec::python {
 namespace {
 
-py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotImplemented); }
-
-/// a <op> b and b <op> a (the reflected method) with MLX's scalar promotion; NotImplemented for other types so
-/// Python tries the other operand.
-template <class Op>
-void def_binary(py::class_<array>& cls, const char* name, const char* reflected, Op op) {
-  cls.def(name, [op](const array& a, py::object b) -> py::object {
-    if (!is_array_like(b)) {
-      return not_implemented();
-    }
-    return py::cast(op(a, to_array_like(b, a)));
-  });
-  if (reflected != nullptr) {
-    cls.def(reflected, [op](const array& a, py::object b) -> py::object {
-      if (!is_array_like(b)) {
-        return not_implemented();
-      }
-      return py::cast(op(to_array_like(b, a), a));
-    });
-  }
-}
-
-/// a <op>= b: the Python object is rebound to the result, as MLX's in-place operators.
-template <class Op>
-void def_inplace(py::class_<array>& cls, const char* name, Op op) {
-  cls.def(name, [op](py::object self, py::object b) {
-    auto& a = self.cast<array&>();
-    a = op(a, to_array_like(b, a));
-    return self;
-  });
-}
-
 /// Iterates over the first axis, as MLX's array iterator.
 class ArrayIterator {
  public:
@@ -86,6 +54,7 @@ py::class_<array> init_array(py::module_& m) {
 
   // buffer_protocol gives the type its slot table; buffer.cpp fills it.
   py::class_<array> cls(m, "array", py::buffer_protocol(), "A lazy n-dimensional array.");
+  set_array_type(cls);
   cls.def(py::init([](py::object val, std::optional<Dtype> dtype) { return to_array(val, dtype); }), py::arg("val"),
           py::arg("dtype") = py::none(),
           "An array from a scalar, a nested list or tuple, a NumPy array, a buffer or a DLPack object.")
@@ -150,49 +119,6 @@ py::class_<array> init_array(py::module_& m) {
             return from_state(t[0].cast<py::bytes>(), t[1].cast<Shape>(), t[2].cast<Dtype>());
           }));
 
-  def_binary(cls, "__add__", "__radd__", [](const array& a, const array& b) { return add(a, b); });
-  def_binary(cls, "__sub__", "__rsub__", [](const array& a, const array& b) { return subtract(a, b); });
-  def_binary(cls, "__mul__", "__rmul__", [](const array& a, const array& b) { return multiply(a, b); });
-  def_binary(cls, "__truediv__", "__rtruediv__", [](const array& a, const array& b) { return divide(a, b); });
-  def_binary(cls, "__floordiv__", "__rfloordiv__",
-             [](const array& a, const array& b) { return floor_divide(a, b); });
-  def_binary(cls, "__mod__", "__rmod__", [](const array& a, const array& b) { return remainder(a, b); });
-  def_binary(cls, "__divmod__", "__rdivmod__", [](const array& a, const array& b) {
-    auto qr = divmod(a, b);
-    return std::make_pair(qr[0], qr[1]);
-  });
-  def_binary(cls, "__pow__", "__rpow__", [](const array& a, const array& b) { return power(a, b); });
-  def_binary(cls, "__matmul__", "__rmatmul__", [](const array& a, const array& b) { return matmul(a, b); });
-  def_binary(cls, "__and__", "__rand__", [](const array& a, const array& b) { return bitwise_and(a, b); });
-  def_binary(cls, "__or__", "__ror__", [](const array& a, const array& b) { return bitwise_or(a, b); });
-  def_binary(cls, "__xor__", "__rxor__", [](const array& a, const array& b) { return bitwise_xor(a, b); });
-  def_binary(cls, "__lshift__", "__rlshift__", [](const array& a, const array& b) { return left_shift(a, b); });
-  def_binary(cls, "__rshift__", "__rrshift__", [](const array& a, const array& b) { return right_shift(a, b); });
-  def_binary(cls, "__lt__", nullptr, [](const array& a, const array& b) { return less(a, b); });
-  def_binary(cls, "__le__", nullptr, [](const array& a, const array& b) { return less_equal(a, b); });
-  def_binary(cls, "__gt__", nullptr, [](const array& a, const array& b) { return greater(a, b); });
-  def_binary(cls, "__ge__", nullptr, [](const array& a, const array& b) { return greater_equal(a, b); });
-  def_binary(cls, "__eq__", nullptr, [](const array& a, const array& b) { return equal(a, b); });
-  def_binary(cls, "__ne__", nullptr, [](const array& a, const array& b) { return not_equal(a, b); });
-
-  def_inplace(cls, "__iadd__", [](const array& a, const array& b) { return add(a, b); });
-  def_inplace(cls, "__isub__", [](const array& a, const array& b) { return subtract(a, b); });
-  def_inplace(cls, "__imul__", [](const array& a, const array& b) { return multiply(a, b); });
-  def_inplace(cls, "__itruediv__", [](const array& a, const array& b) { return divide(a, b); });
-  def_inplace(cls, "__ifloordiv__", [](const array& a, const array& b) { return floor_divide(a, b); });
-  def_inplace(cls, "__imod__", [](const array& a, const array& b) { return remainder(a, b); });
-  def_inplace(cls, "__ipow__", [](const array& a, const array& b) { return power(a, b); });
-  def_inplace(cls, "__imatmul__", [](const array& a, const array& b) { return matmul(a, b); });
-  def_inplace(cls, "__iand__", [](const array& a, const array& b) { return bitwise_and(a, b); });
-  def_inplace(cls, "__ior__", [](const array& a, const array& b) { return bitwise_or(a, b); });
-  def_inplace(cls, "__ixor__", [](const array& a, const array& b) { return bitwise_xor(a, b); });
-  def_inplace(cls, "__ilshift__", [](const array& a, const array& b) { return left_shift(a, b); });
-  def_inplace(cls, "__irshift__", [](const array& a, const array& b) { return right_shift(a, b); });
-
-  cls.def("__neg__", [](const array& a) { return negative(a); })
-      .def("__pos__", [](const array& a) { return a; })
-      .def("__abs__", [](const array& a) { return abs(a); })
-      .def("__invert__", [](const array& a) { return bitwise_invert(a); });
   return cls;
 }
 

@@ -9,6 +9,7 @@ namespace nuvec::python {
 void init_dtypes(py::module_& m);
 void init_device(py::module_& m);
 py::class_<array> init_array(py::module_& m);
+void init_operators(py::class_<array>& cls);
 void init_buffer(py::class_<array>& cls);
 void init_dlpack(py::module_& m, py::class_<array>& cls);
 void init_indexing(py::class_<array>& cls);

@@ -54,7 +54,7 @@ const char* buffer_format(Dtype dtype) {
 
 int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
   try {
-    auto a = py::cast<array>(py::handle(obj));
+    array a = array_of(obj);  // a copy: the object may be rebound while the GIL is released below
     const char* format = buffer_format(a.dtype());
     if (format == nullptr) {
       throw py::buffer_error(

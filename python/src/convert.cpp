@@ -196,14 +196,14 @@ array buffer_to_array(py::handle value, std::optional<Dtype> dtype) {
 }  // namespace
 
 bool is_array_like(py::handle v) {
-  return py::isinstance<array>(v) || py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) ||
+  return is_array(v) || py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v) ||
          py::isinstance<py::float_>(v) || PyComplex_Check(v.ptr()) || is_sequence(v) ||
          PyObject_CheckBuffer(v.ptr()) || py::hasattr(v, "__dlpack__") || py::hasattr(v, "__array__");
 }
 
 array to_array(py::handle v, std::optional<Dtype> dtype) {
-  if (py::isinstance<array>(v)) {
-    auto a = v.cast<array>();
+  if (is_array(v)) {
+    const auto& a = array_of(v);
     return dtype && *dtype != a.dtype() ? astype(a, *dtype) : a;
   }
   if (py::isinstance<py::bool_>(v)) {
@@ -245,8 +245,8 @@ array to_array(py::handle v, std::optional<Dtype> dtype) {
 }
 
 array to_array_like(py::handle value, const array& other) {
-  if (py::isinstance<array>(value)) {
-    return value.cast<array>();
+  if (is_array(value)) {
+    return array_of(value);
   }
   Dtype dtype = other.dtype();
   bool is_int = py::isinstance<py::int_>(value) && !py::isinstance<py::bool_>(value);
@@ -257,12 +257,12 @@ array to_array_like(py::handle value, const array& other) {
 }
 
 std::pair<array, array> to_arrays(py::handle a, py::handle b) {
-  if (py::isinstance<array>(a)) {
-    auto x = a.cast<array>();
+  if (is_array(a)) {
+    const auto& x = array_of(a);
     return {x, to_array_like(b, x)};
   }
-  if (py::isinstance<array>(b)) {
-    auto y = b.cast<array>();
+  if (is_array(b)) {
+    const auto& y = array_of(b);
     return {to_array_like(a, y), y};
   }
   return {to_array(a), to_array(b)};

@@ -4,26 +4,70 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "nuvec/core/eval.h"
+#include "nuvec/core/ops.h"
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/load_model.h"
+#include "nuvec/lm/sample/logits_processors.h"
 
 namespace py = pybind11;
 
 namespace nuvec::python {
 namespace {
 
-lm::GenerateOptions options_of(int max_tokens, float temp, float top_p, int top_k, std::optional<uint64_t> seed) {
-  lm::GenerateOptions options;
-  options.max_tokens = max_tokens;
-  options.sampling.temperature = temp;
-  options.sampling.top_p = top_p;
-  options.sampling.top_k = top_k;
-  options.sampling.seed = seed;
-  return options;
+/// Logits (V) or (B, V) as (B, V), and whether they were one row.
+std::pair<array, bool> as_rows(const array& logits, const char* op) {
+  if (logits.ndim() != 1 && logits.ndim() != 2) {
+    throw_invalid(std::string("[").append(op).append("] Expected logits of shape (V) or (B, V); got ")
+                      .append(std::to_string(logits.ndim())).append(" dimensions."));
+  }
+  return {logits.ndim() == 1 ? reshape(logits, {1, logits.shape(0)}) : logits, logits.ndim() == 1};
+}
+
+/// mlx_lm's samplers (make_sampler): a token per row of `logits` (log-probabilities or logits) with these
+/// parameters, each row drawing with a fresh key from nuvec's global random sequence as mlx_lm's draw from
+/// mx.random's. Evaluated here, while the rows' samplers are alive.
+array sample_rows(const lm::SamplingParams& params, const array& logits) {
+  auto [rows2d, one_row] = as_rows(logits, "sampler");
+  std::vector<lm::Sampler> samplers;
+  samplers.reserve(static_cast<size_t>(rows2d.shape(0)));
+  std::vector<lm::SamplingRow> rows;
+  for (int b = 0; b < rows2d.shape(0); ++b) {
+    rows.push_back({&samplers.emplace_back(params, rows2d.shape(1))});
+  }
+  auto tokens = lm::sample(rows2d, rows).tokens;
+  tokens.eval();
+  return one_row ? reshape(tokens, {}) : tokens;
+}
+
+/// mlx_lm's logits processors (make_logits_processors): `logits` after the logit bias and the repetition penalty
+/// over `tokens`, the ids so far (T), shared by every row, or (B, T).
+array process_rows(const lm::SamplingParams& params, const array& tokens, const array& logits) {
+  auto [rows2d, one_row] = as_rows(logits, "logits_processor");
+  auto ids = astype(tokens.ndim() == 1 ? reshape(tokens, {1, tokens.shape(0)}) : tokens, int32);
+  if (ids.ndim() != 2 || (ids.shape(0) != 1 && ids.shape(0) != rows2d.shape(0))) {
+    throw_invalid("[logits_processor] Expected tokens of shape (T) or (B, T) for logits of shape " +
+                  shape_string(rows2d.shape()) + "; got " + shape_string(tokens.shape()) + ".");
+  }
+  ids = contiguous(ids);
+  ids.eval();
+  std::vector<lm::Sampler> samplers;
+  samplers.reserve(static_cast<size_t>(rows2d.shape(0)));
+  std::vector<lm::SamplingRow> rows;
+  const auto width = static_cast<size_t>(ids.shape(1));
+  for (int b = 0; b < rows2d.shape(0); ++b) {
+    const int32_t* row_ids = ids.data<int32_t>() + (ids.shape(0) == 1 ? 0 : static_cast<size_t>(b) * width);
+    rows.push_back({&samplers.emplace_back(params, rows2d.shape(1)), {std::span(row_ids, width), {}}});
+  }
+  auto out = lm::process_logits(rows2d, rows);
+  out.eval();
+  return one_row ? reshape(out, {rows2d.shape(1)}) : out;
 }
 
 // mlx_lm's GenerationResponse fields (peak_memory in GB as mlx_lm reports it), plus the token's log-probability.
@@ -71,18 +115,44 @@ PYBIND11_MODULE(_lm, m) {
         return std::make_shared<lm::LoadedModel>(lm::load_model(path));
       },
       py::arg("path"), "Loads a model folder or GGUF file: model, tokenizer and generation defaults.");
+  // The sampling parameters, validated when made; nuvec.lm's samplers and logits processors hold them.
+  py::class_<lm::SamplingParams>(m, "SamplingParams")
+      .def(py::init([](float temperature, float top_p, float min_p, int min_tokens_to_keep, int top_k,
+                       float repetition_penalty, int repetition_context_size, std::map<int32_t, float> logit_bias,
+                       std::optional<uint64_t> seed) {
+             lm::SamplingParams p;
+             p.temperature = temperature;
+             p.top_p = top_p;
+             p.min_p = min_p;
+             p.min_tokens_to_keep = min_tokens_to_keep;
+             p.top_k = top_k;
+             p.repetition_penalty = repetition_penalty;
+             p.repetition_context_size = repetition_context_size;
+             p.logit_bias = std::move(logit_bias);
+             p.seed = seed;
+             p.validate(std::numeric_limits<int>::max());  // logit_bias ids are checked against the vocabulary later
+             return p;
+           }),
+           py::kw_only(), py::arg("temperature") = 0.0F, py::arg("top_p") = 1.0F, py::arg("min_p") = 0.0F,
+           py::arg("min_tokens_to_keep") = 1, py::arg("top_k") = 0, py::arg("repetition_penalty") = 1.0F,
+           py::arg("repetition_context_size") = 20, py::arg("logit_bias") = std::map<int32_t, float>(),
+           py::arg("seed") = py::none())
+      .def("sample", &sample_rows, py::arg("logits"), "A token per row of logits (V) or (B, V).")
+      .def("process", &process_rows, py::arg("tokens"), py::arg("logits"),
+           "The logits after the logit bias and the repetition penalty over the ids so far.");
   m.def(
       "stream_generate",
       [](lm::LoadedModel& loaded, const std::vector<int32_t>& prompt, const py::function& callback, int max_tokens,
-         float temp, float top_p, int top_k, std::optional<uint64_t> seed) {
-        auto options = options_of(max_tokens, temp, top_p, top_k, seed);
+         const lm::SamplingParams& sampling) {
+        lm::GenerateOptions options;
+        options.max_tokens = max_tokens;
+        options.sampling = sampling;
         py::gil_scoped_release release;
         lm::stream_generate(loaded, prompt, options, [&](const lm::GenerationResponse& r) {
           py::gil_scoped_acquire acquire;
           return callback(response_dict(r)).cast<bool>();
         });
       },
-      py::arg("loaded"), py::arg("prompt"), py::arg("callback"), py::arg("max_tokens"), py::arg("temp"),
-      py::arg("top_p"), py::arg("top_k"), py::arg("seed"),
+      py::arg("loaded"), py::arg("prompt"), py::arg("callback"), py::arg("max_tokens"), py::arg("sampling"),
       "Generates from token ids, calling callback(response) with each token; it returns whether to go on.");
 }

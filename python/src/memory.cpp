@@ -7,21 +7,46 @@
 
 namespace nuvec::python {
 
+namespace {
+
+/// eval(*args), called by Python without pybind11's dispatcher: in eager-style code it follows every op.
+PyObject* eval_args(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
+  try {
+    if (nargs == 1 && is_array(args[0])) {
+      array a = array_of(args[0]);  // a copy: another thread may rebind the object while the GIL is released
+      eval_released(a);
+      Py_RETURN_NONE;
+    }
+    std::vector<array> outputs;
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      auto leaves = tree_leaves(args[i]);
+      outputs.insert(outputs.end(), leaves.begin(), leaves.end());
+    }
+    {
+      py::gil_scoped_release release;
+      eval(std::move(outputs));
+    }
+    Py_RETURN_NONE;
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+// The first line is the signature, as pybind11 writes it (the stubs read it).
+PyMethodDef eval_def = {
+    "eval", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&eval_args)), METH_FASTCALL,
+    "eval(*args) -> None\n\nComputes the arrays in the arguments (nested lists, tuples and dicts of arrays), "
+    "releasing the GIL.\n"};
+
+}  // namespace
+
 void init_memory(py::module_& m) {
-  m.def(
-      "eval",
-      [](const py::args& args) {
-        // One array, the common case, skips the tree walk (this is on the per-op path of eager-style code).
-        if (args.size() == 1 && py::isinstance<array>(args[0])) {
-          auto a = args[0].cast<array>();
-          eval_released(a);
-          return;
-        }
-        auto outputs = tree_leaves(args);
-        py::gil_scoped_release release;
-        eval(outputs);
-      },
-      "Computes the arrays in the arguments (nested lists, tuples and dicts of arrays), releasing the GIL.");
+  auto eval_fn = py::reinterpret_steal<py::object>(PyCFunction_NewEx(&eval_def, nullptr, m.attr("__name__").ptr()));
+  if (!eval_fn) {
+    throw py::error_already_set();
+  }
+  m.add_object("eval", eval_fn);
   m.def(
       "async_eval",
       [](const py::args& args) {

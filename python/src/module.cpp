@@ -49,6 +49,7 @@ PYBIND11_MODULE(core, m) {
   init_dtypes(m);
   init_device(m);
   auto cls = init_array(m);
+  init_operators(cls);
   init_buffer(cls);
   init_dlpack(m, cls);
   init_indexing(cls);

@@ -10,7 +10,7 @@ using Binary = array (*)(const array&, const array&, StreamOrDevice);
 
 void def_unary(py::module_& m, const char* name, Unary fn) {
   m.def(
-      name, [fn](py::object a, StreamOrDevice s) { return fn(to_array(a), s); }, py::arg("a"), py::kw_only(),
+      name, [fn](py::object a, StreamOrDevice s) { return Result{fn(to_array(a), s)}; }, py::arg("a"), py::kw_only(),
       py::arg("stream") = py::none());
 }
 
@@ -19,7 +19,7 @@ void def_binary(py::module_& m, const char* name, Binary fn) {
       name,
       [fn](py::object a, py::object b, StreamOrDevice s) {
         auto [x, y] = to_arrays(a, b);
-        return fn(x, y, s);
+        return Result{fn(x, y, s)};
       },
       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("stream") = py::none());
 }

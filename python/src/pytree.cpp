@@ -4,8 +4,8 @@ namespace nuvec::python {
 namespace {
 
 void collect(py::handle tree, std::vector<array>& out) {
-  if (py::isinstance<array>(tree)) {
-    out.push_back(tree.cast<array>());
+  if (is_array(tree)) {
+    out.push_back(array_of(tree));
   } else if (py::isinstance<py::list>(tree) || py::isinstance<py::tuple>(tree)) {
     for (auto item : tree) {
       collect(item, out);

@@ -20,6 +20,23 @@ TEST(Eval, IsLazyUntilEvaluated) {
   EXPECT_FLOAT_EQ(y.data<float>()[1], 2.0F * std::exp(2.0F));
 }
 
+TEST(Eval, OneNodeOverComputedInputsRunsAlone) {
+  // The eager-style case (one new op over computed arrays) runs without a graph: it must still detach the node,
+  // release its inputs and compute every sibling of a multi-output node.
+  auto x = array({7.0F, -7.0F});
+  auto y = x + 1.0F;
+  EXPECT_EQ(x.use_count(), 2) << "y's node holds x";
+  eval(y);
+  EXPECT_FALSE(y.has_primitive());
+  EXPECT_EQ(x.use_count(), 1) << "the detached node released x";
+  EXPECT_FLOAT_EQ(y.data<float>()[1], -6.0F);
+  auto m = array({3.0F, 0.0F, 4.0F, 5.0F}, {2, 2});
+  auto [q, r] = linalg::qr(m, Device::cpu);
+  eval(q);
+  ASSERT_TRUE(r.is_available()) << "a sibling is computed with the output asked for";
+  EXPECT_NEAR(std::abs(r.data<float>()[0]), 5.0F, 1e-5F);  // |R00| is the first column's norm, |(3, 4)|
+}
+
 TEST(Eval, ScheduleIsBreadthFirstFromTheOutputs) {
   auto x = array({1.0F, 2.0F});
   auto a = exp(x);

@@ -111,3 +111,76 @@ def test_errors_reach_python(folder):
         list(lm.stream_generate(model, tokenizer, [], max_tokens=2))
     with pytest.raises((ValueError, RuntimeError)):
         lm.load(folder / "missing")
+
+
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_make_sampler_greedy_and_top_k_one_take_the_argmax():
+    rng = np.random.default_rng(3)
+    logprobs = np.log(softmax(rng.normal(size=(4, 50)))).astype(np.float32)
+    greedy = lm.make_sampler()
+    assert np.array_equal(np.array(greedy(mx.array(logprobs))), logprobs.argmax(-1))
+    assert greedy(mx.array(logprobs[1])).item() == logprobs[1].argmax()  # one row (V) gives one token
+    assert np.array_equal(np.array(lm.make_sampler(temp=1.5, top_k=1)(mx.array(logprobs))), logprobs.argmax(-1))
+    with pytest.raises(ValueError, match="XTC"):
+        lm.make_sampler(temp=1.0, xtc_probability=0.5)
+    with pytest.raises(ValueError, match="min_p"):
+        lm.make_sampler(temp=1.0, min_p=2.0)
+
+
+def test_sampler_draws_follow_the_filtered_softmax():
+    # References: NumPy's softmax at the temperature over the tokens each filter keeps.
+    logits = np.array([2.0, 1.5, 1.0, 0.0, -1.0, -3.0], dtype=np.float32)
+    batch = mx.array(np.tile(logits, (4000, 1)))
+    tokens = np.array(lm.make_sampler(temp=0.8, top_k=3)(batch))
+    kept = np.argsort(-logits)[:3]
+    assert set(np.unique(tokens)) <= set(kept)
+    frequencies = np.array([(tokens == k).mean() for k in kept])
+    np.testing.assert_allclose(frequencies, softmax(logits[kept] / 0.8), atol=0.03)
+
+    probs = softmax(logits.astype(np.float64))
+    tokens = np.array(lm.make_sampler(temp=1.0, min_p=0.3)(batch))
+    assert set(np.unique(tokens)) <= set(np.nonzero(probs >= 0.3 * probs.max())[0])
+
+    order = np.argsort(-probs)
+    kept = order[: np.searchsorted(np.cumsum(probs[order]), 0.7) + 1]  # the most probable tokens up to mass 0.7
+    tokens = np.array(lm.make_sampler(temp=1.0, top_p=0.7)(batch))
+    assert set(np.unique(tokens)) == set(kept)
+
+
+def test_logits_processors_against_numpy():
+    rng = np.random.default_rng(5)
+    logits = rng.normal(size=(2, 40)).astype(np.float32)
+    tokens = np.array([3, 7, 7, 12, 30, 3], dtype=np.int32)
+    bias, penalty = lm.make_logits_processors(logit_bias={5: 2.5, 7: -1.0}, repetition_penalty=1.3,
+                                              repetition_context_size=4)
+    expected = logits.copy()
+    expected[:, 5] += 2.5
+    expected[:, 7] -= 1.0
+    np.testing.assert_allclose(np.array(bias(mx.array(tokens), mx.array(logits))), expected, rtol=1e-6)
+    # CTRL's penalty on the last 4 ids: positive logits divided by it, negative ones multiplied.
+    expected = logits.copy()
+    for t in set(tokens[-4:].tolist()):
+        expected[:, t] = np.where(expected[:, t] > 0, expected[:, t] / 1.3, expected[:, t] * 1.3)
+    np.testing.assert_allclose(np.array(penalty(mx.array(tokens), mx.array(logits))), expected, rtol=1e-6)
+    np.testing.assert_allclose(np.array(penalty(mx.array(tokens), mx.array(logits[0]))), expected[0], rtol=1e-6)
+    assert lm.make_logits_processors() == []
+
+
+def test_generation_takes_samplers_and_logits_processors(folder):
+    model, tokenizer = lm.load(folder)
+    prompt = [1, 5, 17, 33, 9]
+    greedy = [r.token for r in lm.stream_generate(model, tokenizer, prompt, max_tokens=6)]
+    sampled = lm.stream_generate(model, tokenizer, prompt, max_tokens=6, sampler=lm.make_sampler(temp=0.0))
+    assert [r.token for r in sampled] == greedy
+    forced = lm.stream_generate(model, tokenizer, prompt, max_tokens=6,
+                                logits_processors=lm.make_logits_processors(logit_bias={40: 100.0}))
+    assert [r.token for r in forced] == [40] * 6
+    text = lm.generate(model, tokenizer, prompt, max_tokens=4, sampler=lm.make_sampler(temp=0.7, top_k=5),
+                       logits_processors=lm.make_logits_processors(repetition_penalty=1.2))
+    assert isinstance(text, str)
+    with pytest.raises(TypeError, match="make_sampler"):
+        lm.generate(model, tokenizer, prompt, max_tokens=2, sampler=lambda logprobs: mx.argmax(logprobs, -1))
