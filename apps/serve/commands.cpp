@@ -80,10 +80,14 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   std::optional<std::string> api_key_file;
   std::optional<std::string> log_file;
   std::optional<std::string> draft_model;
+  std::optional<std::string> grpc_tls_cert;
+  std::optional<std::string> grpc_tls_key;
   cli::Options()
       .add("--host", o.host)
       .add("--port", o.port)
       .add("--grpc-port", o.grpc_port)
+      .add("--grpc-tls-cert", grpc_tls_cert)
+      .add("--grpc-tls-key", grpc_tls_key)
       .add("--parallel", o.parallel)
       .add("--ctx-size", o.ctx_size)
       .add("--max-tokens", o.max_tokens)
@@ -117,6 +121,10 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   }
   o.log_file = log_file.value_or("");
   o.draft_model = draft_model.value_or("");
+  if (grpc_tls_cert.has_value() != grpc_tls_key.has_value() || (grpc_tls_cert && !o.grpc_port)) {
+    throw std::invalid_argument("--grpc-tls-cert and --grpc-tls-key go together, with --grpc-port");
+  }
+  o.grpc_tls = {grpc_tls_cert.value_or(""), grpc_tls_key.value_or("")};
   if (o.num_draft < 1) {
     throw std::invalid_argument("--num-draft must be >= 1");
   }

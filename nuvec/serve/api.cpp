@@ -93,6 +93,8 @@ HttpResponse Api::handle(const HttpRequest& request) {
   return response;
 }
 
+bool Api::ready() const { return health(registry_, shutting_down_).status == 200; }
+
 void Api::log(const RequestRecord& record) {
   if (log_ != nullptr) {
     log_->write(record);

@@ -31,6 +31,8 @@ class Api {
   HttpResponse handle(const HttpRequest& request);
   /// From now on /health answers 503 (the server is draining before it exits).
   void set_shutting_down() { shutting_down_ = true; }
+  /// Whether /health would answer 200 (models loaded, not draining); asked without a request or a log line.
+  [[nodiscard]] bool ready() const;
   [[nodiscard]] const ApiOptions& options() const { return options_; }
 
  private:

@@ -89,7 +89,7 @@ int serve(const ServeOptions& options, std::FILE* err) {
   std::fprintf(err, "nuvec serve: listening on http://%s:%d\n", options.host.c_str(), port);
   std::optional<GrpcServer> grpc;
   if (options.grpc_port) {
-    grpc.emplace(api, options.host, *options.grpc_port);
+    grpc.emplace(api, options.host, *options.grpc_port, options.grpc_tls);
     std::fprintf(err, "nuvec serve: gRPC on %s:%d\n", options.host.c_str(), grpc->start());
   }
   std::fflush(err);

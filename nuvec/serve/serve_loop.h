@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/serve/grpc_server.h"
 #include "nuvec/serve/model_route.h"
 
 namespace nuvec::serve {
@@ -31,6 +32,8 @@ struct ServeOptions {
   int port = 8080;
   /// The gRPC service's port (0: a free one); unset: no gRPC.
   std::optional<int> grpc_port;
+  /// The gRPC service's certificate and key (PEM files); empty: plain text.
+  GrpcTls grpc_tls;
   /// Sequences decoding at once, per model.
   int parallel = 4;
   /// Tokens of prompt and completion together (0: each model's own context, which it never exceeds).
