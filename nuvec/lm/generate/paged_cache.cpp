@@ -16,8 +16,14 @@ struct PagedPass {
   /// Set by the first layer's write: the positions each sequence appends, and where they and all earlier ones are.
   int appended = -1;
   std::vector<int> write_slots;
-  std::optional<array> read_slots;  // (B, L_kv)
+  std::optional<array> read_blocks;  // (B, blocks): each sequence's table, padded with its first block
 };
+
+/// The blocks a pass reads per sequence: enough for the longest sequence with its new positions.
+int blocks_read(const PagedPass& pass, int appended, int block_size) {
+  const int longest = *std::max_element(pass.lengths.begin(), pass.lengths.end()) + appended;
+  return (longest + block_size - 1) / block_size;
+}
 
 /// One layer's cache in a view of a PagedKVStore.
 class PagedKVCache : public KVCache {
@@ -26,7 +32,8 @@ class PagedKVCache : public KVCache {
       : store_(store), layer_(layer), pass_(std::move(pass)) {}
 
   std::pair<array, array> update_and_fetch(const array& keys, const array& values) override;
-  /// Causal over each sequence's own positions: a (B, 1, L, L_kv) mask unless every sequence holds as many.
+  /// Causal over each sequence's own positions, (B, 1, L, L_kv): whole blocks are read, so the mask also hides the
+  /// positions past each sequence's end.
   [[nodiscard]] MaskSpec make_mask(int length, std::optional<int> window = std::nullopt) const override;
   [[nodiscard]] int offset() const override { return *std::max_element(pass_->lengths.begin(), pass_->lengths.end()); }
   [[nodiscard]] std::optional<array> batch_offsets() const override {
@@ -55,23 +62,21 @@ void PagedKVCache::plan(int appended) const {
   PagedPass& pass = *pass_;
   pass.appended = appended;
   const int batch = static_cast<int>(pass.lengths.size());
-  int total = 0;
-  for (int length : pass.lengths) {
-    total = std::max(total, length + appended);
-  }
-  std::vector<int> read(static_cast<size_t>(batch) * total);
+  const int blocks = blocks_read(pass, appended, store_.block_size_);
+  std::vector<int> read(static_cast<size_t>(batch) * blocks);
   for (int b = 0; b < batch; ++b) {
     const std::vector<int>& table = pass.tables[b];
     const int length = pass.lengths[b];
     for (int i = 0; i < appended; ++i) {
       pass.write_slots.push_back(store_.slot(table, length + i));
     }
-    for (int j = 0; j < total; ++j) {
-      // Columns past a sequence's end read any slot of its own: the mask hides them.
-      read[static_cast<size_t>(b) * total + j] = store_.slot(table, j < length + appended ? j : 0);
+    const int own = (length + appended + store_.block_size_ - 1) / store_.block_size_;
+    for (int j = 0; j < blocks; ++j) {
+      // Blocks past a sequence's end read its first block again: the mask hides them.
+      read[static_cast<size_t>(b) * blocks + j] = table.at(static_cast<size_t>(j < own ? j : 0));
     }
   }
-  pass.read_slots = array(read.begin(), {batch, total}, int32);
+  pass.read_blocks = array(read.begin(), {batch, blocks}, int32);
 }
 
 std::pair<array, array> PagedKVCache::update_and_fetch(const array& keys, const array& values) {
@@ -92,17 +97,22 @@ std::pair<array, array> PagedKVCache::update_and_fetch(const array& keys, const 
     return reshape(transpose(a, {0, 2, 1, 3}), {batch * appended, a.shape(1), a.shape(3)});
   };
   store_.put(layer_, pass_->write_slots, flat(keys), flat(values));
-  auto gathered = [&](const array& buffer) { return transpose(take(buffer, *pass_->read_slots, 0), {0, 2, 1, 3}); };
+  // Whole blocks are gathered (runs of block_size positions), then seen as each sequence's positions in order.
+  const int size = store_.block_size_;
+  const int blocks = pass_->read_blocks->shape(1);
+  auto gathered = [&](const array& buffer) {
+    const array by_block = reshape(buffer, {buffer.shape(0) / size, size, buffer.shape(1), buffer.shape(2)});
+    const array rows =
+        reshape(take(by_block, *pass_->read_blocks, 0), {batch, blocks * size, buffer.shape(1), buffer.shape(2)});
+    return transpose(rows, {0, 2, 1, 3});
+  };
   return {gathered(*store_.keys_[layer_]), gathered(*store_.values_[layer_])};
 }
 
 MaskSpec PagedKVCache::make_mask(int length, std::optional<int> window) const {
   const std::vector<int>& lengths = pass_->lengths;
-  if (std::all_of(lengths.begin(), lengths.end(), [&](int l) { return l == lengths.front(); })) {
-    return KVCache::make_mask(length, window);
-  }
   const int batch = static_cast<int>(lengths.size());
-  const int total = offset() + length;
+  const int total = blocks_read(*pass_, length, store_.block_size_) * store_.block_size_;
   const array query = add(reshape(array(lengths.begin(), {batch}, int32), {batch, 1, 1, 1}),
                           reshape(arange(0, length, int32), {1, 1, length, 1}));
   const array key = reshape(arange(0, total, int32), {1, 1, 1, total});

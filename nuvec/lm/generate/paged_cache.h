@@ -5,8 +5,9 @@
 // [b * block_size, (b + 1) * block_size). A sequence's positions are found through its block table, so sequences
 // share blocks (a common prompt prefix) and a sequence that leaves frees exactly its blocks, with nothing to copy
 // or pad. A forward pass goes through a view: its layers write the new positions into their blocks and attend over
-// each sequence's positions gathered back in order (on the CPU that gather is cheaper than attention reading the
-// blocks in place would be to build).
+// each sequence's blocks gathered back in order, whole blocks at a time, under a mask of each sequence's own
+// positions. That gather copies the keys and values once per step: attention reading the blocks in place (a block
+// table given to the attention kernel) would save it, and matters as contexts grow.
 
 #include <memory>
 #include <optional>
