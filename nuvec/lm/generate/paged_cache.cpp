@@ -94,17 +94,18 @@ std::pair<array, array> PagedKVCache::update_and_fetch(const array& keys, const 
                   std::to_string(pass_->appended) + " before, " + std::to_string(appended) + " now.");
   }
   auto flat = [&](const array& a) {
-    return reshape(transpose(a, {0, 2, 1, 3}), {batch * appended, a.shape(1), a.shape(3)});
+    return reshape(transpose(a, {0, 2, 1, 3}), {batch * appended, a.shape(1), 1, a.shape(3)});
   };
   store_.put(layer_, pass_->write_slots, flat(keys), flat(values));
-  // Whole blocks are gathered (runs of block_size positions), then seen as each sequence's positions in order.
+  // Whole blocks are gathered (runs of block_size positions per head), then seen as each sequence's positions in
+  // order: each head's positions stay contiguous, as attention streams them.
   const int size = store_.block_size_;
   const int blocks = pass_->read_blocks->shape(1);
   auto gathered = [&](const array& buffer) {
-    const array by_block = reshape(buffer, {buffer.shape(0) / size, size, buffer.shape(1), buffer.shape(2)});
-    const array rows =
-        reshape(take(by_block, *pass_->read_blocks, 0), {batch, blocks * size, buffer.shape(1), buffer.shape(2)});
-    return transpose(rows, {0, 2, 1, 3});
+    const int heads = buffer.shape(0);
+    const array by_block = reshape(buffer, {heads, buffer.shape(1) / size, size, buffer.shape(2)});
+    const array rows = reshape(take(by_block, *pass_->read_blocks, 1), {heads, batch, blocks * size, buffer.shape(2)});
+    return transpose(rows, {1, 0, 2, 3});
   };
   return {gathered(*store_.keys_[layer_]), gathered(*store_.values_[layer_])};
 }
@@ -141,20 +142,20 @@ int PagedKVStore::slot(const std::vector<int>& table, int position) const {
 void PagedKVStore::put(int layer, const std::vector<int>& slots, const array& keys, const array& values) {
   const int needed = *std::max_element(slots.begin(), slots.end()) / block_size_ + 1;
   auto grow = [&](std::optional<array>& buffer, const array& like) {
-    const int held = buffer ? buffer->shape(0) / block_size_ : 0;
+    const int held = buffer ? buffer->shape(1) / block_size_ : 0;
     if (held >= needed) {
       return;
     }
     // Doubling keeps the copies of growth few; the pool's size bounds it.
     const int blocks = std::min(blocks_, std::max(needed, 2 * held));
-    const array fresh = zeros({(blocks - held) * block_size_, like.shape(1), like.shape(2)}, like.dtype());
-    buffer = buffer ? concatenate({*buffer, fresh}, 0) : fresh;
+    const array fresh = zeros({like.shape(1), (blocks - held) * block_size_, like.shape(3)}, like.dtype());
+    buffer = buffer ? concatenate({*buffer, fresh}, 1) : fresh;
   };
   grow(keys_[static_cast<size_t>(layer)], keys);
   grow(values_[static_cast<size_t>(layer)], values);
   const array index(slots.begin(), {static_cast<int>(slots.size())}, int32);
-  keys_[static_cast<size_t>(layer)] = scatter(*keys_[static_cast<size_t>(layer)], index, expand_dims(keys, 1), 0);
-  values_[static_cast<size_t>(layer)] = scatter(*values_[static_cast<size_t>(layer)], index, expand_dims(values, 1), 0);
+  keys_[static_cast<size_t>(layer)] = scatter(*keys_[static_cast<size_t>(layer)], index, keys, 1);
+  values_[static_cast<size_t>(layer)] = scatter(*values_[static_cast<size_t>(layer)], index, values, 1);
 }
 
 Cache PagedKVStore::view(const std::vector<const std::vector<int>*>& tables, const std::vector<int>& lengths) {
@@ -188,7 +189,7 @@ void PagedKVStore::write(const Cache& source, int row, int from, int to, const s
     const int padding = source[layer]->meta_state().at(static_cast<size_t>(row));
     auto cut = [&](const array& a) {
       const array rows = slice(a, {row, 0, padding + from, 0}, {row + 1, a.shape(1), padding + to, a.shape(3)});
-      return reshape(transpose(rows, {0, 2, 1, 3}), {to - from, a.shape(1), a.shape(3)});
+      return transpose(rows, {2, 1, 0, 3});  // (positions, N_kv, 1, D)
     };
     put(static_cast<int>(layer), slots, cut(state.at(0)), cut(state.at(1)));
   }
@@ -204,7 +205,7 @@ Cache PagedKVStore::read(const std::vector<int>& table, int positions) const {
   for (size_t layer = 0; layer < keys_.size(); ++layer) {
     auto single = std::make_shared<BatchKVCache>(std::vector<int>{0});
     if (positions > 0) {
-      auto rows = [&](const array& buffer) { return expand_dims(transpose(take(buffer, index, 0), {1, 0, 2}), 0); };
+      auto rows = [&](const array& buffer) { return expand_dims(take(buffer, index, 1), 0); };
       single->set_state({rows(*keys_[layer]), rows(*values_[layer])}, {0});
     }
     cache.push_back(std::move(single));

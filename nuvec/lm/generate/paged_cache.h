@@ -1,7 +1,7 @@
 #pragma once
 
 // The keys and values of a batch generator's sequences, kept in blocks of a fixed number of positions (numbered as
-// a BlockPool hands them out): per layer, one buffer of (slots, N_kv, D) in which block b holds slots
+// a BlockPool hands them out): per layer, one buffer of (N_kv, slots, D) in which block b holds slots
 // [b * block_size, (b + 1) * block_size). A sequence's positions are found through its block table, so sequences
 // share blocks (a common prompt prefix) and a sequence that leaves frees exactly its blocks, with nothing to copy
 // or pad. A forward pass goes through a view: its layers write the new positions into their blocks and attend over
@@ -40,7 +40,7 @@ class PagedKVStore {
 
   /// The slot of position `position` of a sequence whose block table is `table`.
   [[nodiscard]] int slot(const std::vector<int>& table, int position) const;
-  /// Writes keys and values (n, N_kv, D) into `slots` (n) of `layer`, growing its buffers to hold them.
+  /// Writes keys and values (n, N_kv, 1, D) into `slots` (n) of `layer`, growing its buffers to hold them.
   void put(int layer, const std::vector<int>& slots, const array& keys, const array& values);
 
   int blocks_;
