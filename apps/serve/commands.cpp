@@ -95,6 +95,7 @@ int run_serve(int argc, char** argv, std::FILE* err) {
       .add("--api-key-file", api_key_file)
       .add("--max-queue", o.max_queue)
       .add("--prefix-cache", o.prefix_cache)
+      .add("--kv-cache-tokens", o.kv_cache_tokens)
       .add("--log-file", log_file)
       .add("--drain-seconds", o.drain_seconds)
       .add("--route-seed", o.route_seed)
@@ -112,12 +113,12 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   } else if (api_key_file) {
     o.api_keys = read_keys(*api_key_file);
   }
-  if (o.parallel < 1 || o.max_queue < 0 || o.ctx_size < 0 || o.max_tokens < 0 || o.prefix_cache < 0 || o.port < 0 ||
-      o.port > 65535 || (o.grpc_port && (*o.grpc_port < 0 || *o.grpc_port > 65535))) {
+  if (o.parallel < 1 || o.max_queue < 0 || o.ctx_size < 0 || o.max_tokens < 0 || o.prefix_cache < 0 ||
+      o.kv_cache_tokens < 0 || o.port < 0 || o.port > 65535 ||
+      (o.grpc_port && (*o.grpc_port < 0 || *o.grpc_port > 65535))) {
     throw std::invalid_argument(
-        "--parallel must be >= 1, --max-queue, --ctx-size, --max-tokens and --prefix-cache >= 0, --port and "
-        "--grpc-port in "
-        "[0, 65535]");
+        "--parallel must be >= 1, --max-queue, --ctx-size, --max-tokens, --prefix-cache and --kv-cache-tokens >= 0, "
+        "--port and --grpc-port in [0, 65535]");
   }
   o.log_file = log_file.value_or("");
   o.draft_model = draft_model.value_or("");

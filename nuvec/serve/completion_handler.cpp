@@ -176,7 +176,16 @@ int token_budget(const ServedModel& model, const CompletionRequest& request, int
                               param + ".",
                           param);
   }
-  const int room = model.context - prompt_tokens;
+  // The KV cache must hold the whole request by itself (the other requests wait or are preempted meanwhile).
+  const std::string pool = std::to_string(model.kv_cache_tokens);
+  if (prompt_tokens >= model.kv_cache_tokens) {
+    throw invalid_request("This server's KV cache holds " + pool + " tokens for all requests together. However, your " +
+                              "prompt has " + std::to_string(prompt_tokens) +
+                              " tokens, which leaves no room for the completion. Please reduce the length of the " +
+                              param + ".",
+                          param);
+  }
+  const int room = std::min(model.context, model.kv_cache_tokens) - prompt_tokens;
   if (!request.max_tokens) {
     return model.max_tokens > 0 ? std::min(room, model.max_tokens) : room;
   }
@@ -188,6 +197,14 @@ int token_budget(const ServedModel& model, const CompletionRequest& request, int
   if (prompt_tokens + *request.max_tokens > model.context) {
     throw invalid_request("This model's maximum context length is " + context + " tokens. However, you requested " +
                               std::to_string(prompt_tokens + *request.max_tokens) + " tokens (" +
+                              std::to_string(prompt_tokens) + " in the " + param + ", " +
+                              std::to_string(*request.max_tokens) +
+                              " in the completion). Please reduce the length of the " + param + " or completion.",
+                          "max_tokens");
+  }
+  if (prompt_tokens + *request.max_tokens > model.kv_cache_tokens) {
+    throw invalid_request("This server's KV cache holds " + pool + " tokens for all requests together. However, you " +
+                              "requested " + std::to_string(prompt_tokens + *request.max_tokens) + " tokens (" +
                               std::to_string(prompt_tokens) + " in the " + param + ", " +
                               std::to_string(*request.max_tokens) +
                               " in the completion). Please reduce the length of the " + param + " or completion.",

@@ -48,6 +48,9 @@ constexpr Family families_in_order[] = {
     {"nuvec_generation_tokens_total", "counter", "Tokens generated."},
     {"nuvec_spec_decode_accepted_tokens_total", "counter",
      "Generated tokens a draft model proposed and the model kept (speculative decoding)."},
+    {"nuvec_kv_cache_usage_perc", "gauge", "Share of the KV cache's blocks that sequences hold (1 = full)."},
+    {"nuvec_num_preemptions_total", "counter",
+     "Sequences sent back to the queue, to be computed again, because the KV cache was full."},
     {"nuvec_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache."},
     {"nuvec_prefix_cache_hits_total", "counter", "Prompt tokens the prefix cache held (not computed again)."},
     {"nuvec_prefix_cache_positions", "gauge", "Prompt positions the prefix cache holds."},
@@ -105,6 +108,12 @@ void ModelMetrics::set_prefix_cache(uint64_t queries, uint64_t hits, int positio
   prefix_positions_ = positions;
 }
 
+void ModelMetrics::set_kv_cache(double usage, uint64_t preemptions) {
+  std::lock_guard lock(mutex_);
+  kv_cache_usage_ = usage;
+  preemptions_ = preemptions;
+}
+
 void ModelMetrics::add_generated_token(bool from_draft) {
   std::lock_guard lock(mutex_);
   ++generated_tokens_;
@@ -143,6 +152,8 @@ void ModelMetrics::render(std::map<std::string, std::string>& families, const st
   sample("nuvec_prompt_tokens_total", std::to_string(prompt_tokens_));
   sample("nuvec_generation_tokens_total", std::to_string(generated_tokens_));
   sample("nuvec_spec_decode_accepted_tokens_total", std::to_string(draft_tokens_));
+  sample("nuvec_kv_cache_usage_perc", number(kv_cache_usage_));
+  sample("nuvec_num_preemptions_total", std::to_string(preemptions_));
   sample("nuvec_prefix_cache_queries_total", std::to_string(prefix_queries_));
   sample("nuvec_prefix_cache_hits_total", std::to_string(prefix_hits_));
   sample("nuvec_prefix_cache_positions", std::to_string(prefix_positions_));

@@ -1,8 +1,8 @@
 #pragma once
 
 // Prometheus metrics per served model, in the text exposition format with a `model` label: requests running and
-// waiting, prompt and generated tokens, successes by finish reason, and histograms of time to first token, time
-// between tokens, end-to-end latency and queue time (vLLM's set, named nuvec_*).
+// waiting, KV-cache use and preemptions, prompt and generated tokens, successes by finish reason, and histograms of
+// time to first token, time between tokens, end-to-end latency and queue time (vLLM's set, named nuvec_*).
 
 #include <cstdint>
 #include <map>
@@ -37,6 +37,8 @@ class ModelMetrics {
   void add_prompt_tokens(int count);
   /// The prefix cache's prompt tokens looked up and found so far, and the positions it holds.
   void set_prefix_cache(uint64_t queries, uint64_t hits, int positions);
+  /// The share of the KV cache's blocks sequences hold (0 to 1), and the sequences preempted so far.
+  void set_kv_cache(double usage, uint64_t preemptions);
   /// A generated token; `from_draft`: a draft model proposed it and the model kept it (speculative decoding).
   void add_generated_token(bool from_draft = false);
   void observe_queue_time(double seconds);
@@ -58,6 +60,8 @@ class ModelMetrics {
   uint64_t prefix_queries_ = 0;
   uint64_t prefix_hits_ = 0;
   int prefix_positions_ = 0;
+  double kv_cache_usage_ = 0;
+  uint64_t preemptions_ = 0;
   std::map<std::string, uint64_t> successes_;
   Histogram queue_time_;
   Histogram first_token_;

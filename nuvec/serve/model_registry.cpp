@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <utility>
 
 #include "nuvec/core/error.h"
@@ -47,10 +49,17 @@ void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const M
   if (served->context <= 0) {
     throw_invalid("[serve] model '" + name + "' does not say its context length; give --ctx-size.");
   }
+  SchedulerOptions scheduler = options.scheduler;
+  // By default every running sequence can fill the context: what the server allowed before the cache had a size.
+  if (scheduler.kv_cache_tokens <= 0) {
+    scheduler.kv_cache_tokens = static_cast<int>(
+        std::min<int64_t>(static_cast<int64_t>(scheduler.parallel) * served->context, std::numeric_limits<int>::max()));
+  }
+  served->kv_cache_tokens = scheduler.kv_cache_tokens;
   served->created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  served->scheduler = std::make_unique<Scheduler>(served->loaded, name, options.scheduler, metrics_.model(name),
-                                                  compute_, served->draft ? &*served->draft : nullptr);
+  served->scheduler = std::make_unique<Scheduler>(served->loaded, name, scheduler, metrics_.model(name), compute_,
+                                                  served->draft ? &*served->draft : nullptr);
   std::lock_guard lock(mutex_);
   if (std::find(announced_.begin(), announced_.end(), name) == announced_.end()) {
     announced_.push_back(name);

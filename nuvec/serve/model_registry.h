@@ -39,6 +39,8 @@ struct ServedModel {
   int context = 0;
   /// The most tokens one completion may generate (0: no limit besides the context).
   int max_tokens = 0;
+  /// Positions the KV cache holds for all of the model's sequences together: no request may need more.
+  int kv_cache_tokens = 0;
   int64_t created = 0;
   /// The model's draft for speculative decoding (same vocabulary), if it has one.
   std::optional<lm::LoadedModel> draft;

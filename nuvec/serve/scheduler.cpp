@@ -22,6 +22,7 @@ std::unique_ptr<lm::BatchGenerator> make_generator(const lm::LoadedModel& model,
   lm::BatchOptions options;
   options.max_batch_size = scheduler.parallel;
   options.prefix_cache_size = scheduler.prefix_cache;
+  options.kv_cache_tokens = scheduler.kv_cache_tokens;
   return std::make_unique<lm::BatchGenerator>(model, options);
 }
 
@@ -224,6 +225,8 @@ void Scheduler::drop_cancelled() {
     {
       std::lock_guard compute(compute_);
       generator_->remove(it->first);
+      const lm::KVCacheStats kv = generator_->kv_cache_stats();
+      metrics_.set_kv_cache(static_cast<double>(kv.used_blocks) / kv.blocks, kv.preemptions);
     }
     --it->second.state->open;
     ++dropped;
@@ -254,6 +257,8 @@ void Scheduler::step() {
     responses = generator_->next();
     const lm::PrefixCacheStats& prefix = generator_->prefix_cache_stats();
     metrics_.set_prefix_cache(prefix.queries, prefix.hits, generator_->prefix_cache_positions());
+    const lm::KVCacheStats kv = generator_->kv_cache_stats();
+    metrics_.set_kv_cache(static_cast<double>(kv.used_blocks) / kv.blocks, kv.preemptions);
   } catch (const std::exception& e) {
     fail_running(std::string("Generation failed: ").append(e.what()));
     return;

@@ -34,6 +34,8 @@ struct SchedulerOptions {
   int prefix_cache = 4096;
   /// Tokens the draft model proposes at a time, when the scheduler has one.
   int num_draft = 4;
+  /// Positions of keys and values kept for all sequences together (0: the batch generator's default).
+  int kv_cache_tokens = 0;
 };
 
 /// A request's sequences (one per choice, in index order) and where their tokens go.

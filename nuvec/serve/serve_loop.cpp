@@ -94,9 +94,9 @@ int serve(const ServeOptions& options, std::FILE* err) {
   }
   std::fflush(err);
 
-  const ModelOptions model_options{
-      SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache, options.num_draft}, options.ctx_size,
-      options.max_tokens};
+  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache,
+                                                    options.num_draft, options.kv_cache_tokens},
+                                   options.ctx_size, options.max_tokens};
   for (const auto& [name, path] : options.models) {
     if (stop_signal != 0) {
       break;

@@ -45,6 +45,8 @@ struct ServeOptions {
   int max_queue = 64;
   /// Prompt positions kept per model for reuse by prompts that start the same way (0: none).
   int prefix_cache = 4096;
+  /// Positions of keys and values kept per model for all its sequences together (0: --parallel times the context).
+  int kv_cache_tokens = 0;
   /// The request log's file (appended); empty: standard error.
   std::string log_file;
   size_t max_body_bytes = size_t{8} << 20;

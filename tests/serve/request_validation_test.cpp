@@ -151,6 +151,29 @@ TEST(RequestValidation, MessagesSaySoPlainly) {
   EXPECT_EQ(json::parse(response.body)["error"]["code"], "model_not_found");
 }
 
+TEST(RequestValidation, ARequestTheKVCacheCannotHoldAloneIs400) {
+  SchedulerOptions scheduler;
+  scheduler.kv_cache_tokens = 64;
+  test::TestServer server(scheduler);
+  auto message = [](HttpResponse& response) {
+    return json::parse(response.body)["error"]["message"].get<std::string>();
+  };
+  HttpResponse response = server.api.handle(
+      test::post("/v1/completions", completion({{"prompt", std::vector<int>(10, 7)}, {"max_tokens", 60}})));
+  EXPECT_EQ(response.status, 400);
+  EXPECT_EQ(json::parse(response.body)["error"]["param"], "max_tokens");
+  EXPECT_EQ(message(response),
+            "This server's KV cache holds 64 tokens for all requests together. However, you requested 70 tokens (10 in "
+            "the prompt, 60 in the completion). Please reduce the length of the prompt or completion.");
+  response = server.api.handle(test::post("/v1/completions", completion({{"prompt", std::vector<int>(64, 7)}})));
+  EXPECT_EQ(response.status, 400);
+  EXPECT_NE(message(response).find("your prompt has 64 tokens"), std::string::npos) << response.body;
+  // Without max_tokens the completion may fill what the cache has left; within it, the request is served.
+  response = server.api.handle(
+      test::post("/v1/completions", completion({{"prompt", std::vector<int>(10, 7)}, {"max_tokens", 54}})));
+  EXPECT_EQ(response.status, 200) << response.body;
+}
+
 TEST(RequestValidation, UnknownPathsAndMethods) {
   test::TestServer server;
   HttpResponse response = server.api.handle(test::get("/v1/nothing"));

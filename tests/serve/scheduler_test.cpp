@@ -1,6 +1,6 @@
 // The scheduler behind the API, without sockets: concurrent greedy streams batched together give the texts the same
-// requests give one at a time; a full queue answers 429 with Retry-After; a cancelled stream (a client that went
-// away) leaves the batch at once and frees its place.
+// requests give one at a time, also when a KV cache too small for all of them preempts some; a full queue answers 429
+// with Retry-After; a cancelled stream (a client that went away) leaves the batch at once and frees its place.
 
 #include <gtest/gtest.h>
 
@@ -58,6 +58,38 @@ TEST(Scheduler, ConcurrentGreedyStreamsEqualTheSameRequestsOneAtATime) {
     EXPECT_FALSE(alone[i].empty());
     EXPECT_EQ(together[i], alone[i]) << prompts[i];
   }
+}
+
+TEST(Scheduler, StreamsPreemptedWhenTheKVCacheRunsOutEqualTheSameRequestsAlone) {
+  // Three blocks of 16 positions: each request fits alone, four together do not.
+  test::TestServer server(SchedulerOptions{.parallel = 4, .max_queue = 16, .kv_cache_tokens = 48});
+  const std::vector<std::string> prompts = {"w10 w11", "w20", "w30 w31 w32 w33", "w40 w41 w42"};
+  std::vector<std::string> alone;
+  for (const std::string& prompt : prompts) {
+    HttpResponse response = server.api.handle(test::post("/v1/completions", stream_request(prompt, 24)));
+    alone.push_back(test::assemble(test::sse_events(read_body(response)), 1)[0]);
+  }
+  std::vector<std::string> together(prompts.size());
+  std::vector<std::thread> clients;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    clients.emplace_back([&, i] {
+      HttpResponse response = server.api.handle(test::post("/v1/completions", stream_request(prompts[i], 24)));
+      together[i] = test::assemble(test::sse_events(read_body(response)), 1)[0];
+    });
+  }
+  for (std::thread& client : clients) {
+    client.join();
+  }
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_FALSE(alone[i].empty());
+    EXPECT_EQ(together[i], alone[i]) << prompts[i];
+  }
+  const std::string metrics = server.api.handle(test::get("/metrics")).body;
+  const std::string counter = "nuvec_num_preemptions_total{model=\"tiny\"} ";
+  const size_t at = metrics.find(counter);
+  ASSERT_NE(at, std::string::npos) << metrics;
+  EXPECT_GT(std::stoi(metrics.substr(at + counter.size())), 0) << metrics;
+  EXPECT_NE(metrics.find("nuvec_kv_cache_usage_perc{model=\"tiny\"} 0\n"), std::string::npos) << metrics;
 }
 
 TEST(Scheduler, AFullQueueAnswers429WithRetryAfter) {

@@ -16,16 +16,6 @@ array first_columns(const array& buffer, int columns) {
   return slice(buffer, {0, 0, 0, 0}, stop);
 }
 
-/// `buffer` with `count` zero columns in front.
-array pad_front(const array& buffer, int count) {
-  if (count == 0) {
-    return buffer;
-  }
-  Shape shape = buffer.shape();
-  shape[2] = count;
-  return concatenate({zeros(shape, buffer.dtype()), buffer}, 2);
-}
-
 BatchKVCache& as_batch_cache(const std::shared_ptr<KVCache>& layer) {
   auto* batch = dynamic_cast<BatchKVCache*>(layer.get());
   if (batch == nullptr) {
@@ -185,49 +175,6 @@ void BatchKVCache::filter(const std::vector<int>& indices) {
   values_ = values;
 }
 
-void BatchKVCache::extend(const BatchKVCache& other) {
-  const int columns = std::max(columns_, other.columns_);
-  std::vector<int> padding;
-  padding.reserve(left_padding_.size() + other.left_padding_.size());
-  for (int p : left_padding_) {
-    padding.push_back(p + columns - columns_);
-  }
-  for (int p : other.left_padding_) {
-    padding.push_back(p + columns - other.columns_);
-  }
-  if (columns == 0) {
-    keys_.reset();
-    values_.reset();
-  } else {
-    // A side that holds nothing yet is all padding, shaped like the other side's heads and features.
-    const BatchKVCache& shaped = columns_ > 0 ? *this : other;
-    const std::pair<array, array> model = shaped.used();
-    auto pieces = [&](bool keys) {
-      std::vector<array> parts;
-      for (const BatchKVCache* cache : {static_cast<const BatchKVCache*>(this), &other}) {
-        if (cache->batch_size() == 0) {
-          continue;
-        }
-        const array& like = keys ? model.first : model.second;
-        if (cache->columns_ == 0) {
-          Shape shape = like.shape();
-          shape[0] = cache->batch_size();
-          shape[2] = columns;
-          parts.push_back(zeros(shape, like.dtype()));
-        } else {
-          const array held = first_columns(keys ? *cache->keys_ : *cache->values_, cache->columns_);
-          parts.push_back(pad_front(held, columns - cache->columns_));
-        }
-      }
-      return parts.size() == 1 ? parts[0] : concatenate(parts, 0);
-    };
-    keys_ = pieces(true);
-    values_ = pieces(false);
-  }
-  columns_ = columns;
-  left_padding_ = std::move(padding);
-}
-
 Cache make_batch_cache(const LanguageModel& model, const std::vector<int>& left_padding) {
   const size_t layers = model.make_cache().size();
   Cache cache;
@@ -270,47 +217,9 @@ Cache batch_cache_from_prefix(const LanguageModel& model, const Cache& source, i
   return cache;
 }
 
-Cache batch_cache_row(const Cache& cache, int row, int positions) {
-  Cache out;
-  out.reserve(cache.size());
-  for (const auto& layer : cache) {
-    const BatchKVCache& batch = as_batch_cache(layer);
-    if (row < 0 || row >= batch.batch_size()) {
-      throw_invalid("[BatchKVCache] row " + std::to_string(row) + " is outside a batch of " +
-                    std::to_string(batch.batch_size()) + " sequences.");
-    }
-    const int padding = batch.left_padding()[static_cast<size_t>(row)];
-    if (positions < 0 || padding + positions > batch.offset()) {
-      throw_invalid("[BatchKVCache] cannot take " + std::to_string(positions) + " positions from a sequence holding " +
-                    std::to_string(batch.offset() - padding) + ".");
-    }
-    auto single = std::make_shared<BatchKVCache>(std::vector<int>{0});
-    const std::vector<array> state = batch.state();
-    if (positions > 0 && !state.empty()) {
-      auto rows = [&](const array& a) {
-        // A copy: the entry must not keep the whole batch's buffer alive.
-        return copy(slice(a, {row, 0, padding, 0}, {row + 1, a.shape(1), padding + positions, a.shape(3)}));
-      };
-      single->set_state({rows(state[0]), rows(state[1])}, {0});
-    }
-    out.push_back(std::move(single));
-  }
-  return out;
-}
-
 void filter_batch_cache(Cache& cache, const std::vector<int>& indices) {
   for (const auto& layer : cache) {
     as_batch_cache(layer).filter(indices);
-  }
-}
-
-void extend_batch_cache(Cache& cache, const Cache& other) {
-  if (cache.size() != other.size()) {
-    throw_invalid("[BatchKVCache] cannot extend a cache of " + std::to_string(cache.size()) + " layers with one of " +
-                  std::to_string(other.size()) + ".");
-  }
-  for (size_t i = 0; i < cache.size(); ++i) {
-    as_batch_cache(cache[i]).extend(as_batch_cache(other[i]));
   }
 }
 

@@ -3,7 +3,7 @@
 // The KV cache of a batch of sequences of different lengths: the sequences are left-padded to a common length, so
 // the newest position of every sequence sits in the same column and one decoding step writes one column for all of
 // them. Each sequence keeps its own RoPE offset (its length without the padding) and the masks hide the padding.
-// Sequences leave the batch (filter) and join it (extend) between steps.
+// A batch generator prefills groups of prompts in one; sequences leave such a group (filter) when cancelled.
 
 #include <utility>
 #include <vector>
@@ -37,8 +37,6 @@ class BatchKVCache : public KVCache {
   [[nodiscard]] const std::vector<int>& left_padding() const { return left_padding_; }
   /// Keeps the sequences at `indices`, in that order, and drops the padding columns all of them share.
   void filter(const std::vector<int>& indices);
-  /// Appends the sequences of `other` after these, padding on the left whichever holds fewer columns.
-  void extend(const BatchKVCache& other);
 
  private:
   /// keys_ and values_ cut to the columns in use.
@@ -59,11 +57,7 @@ Cache make_batch_cache(const LanguageModel& model, const std::vector<int>& left_
 /// (growing caches, or rotating ones that have not dropped a position). `source` is left as it was.
 Cache batch_cache_from_prefix(const LanguageModel& model, const Cache& source, int positions);
 
-/// Sequence `row` of a batch cache alone (no padding), its first `positions` positions, in buffers of its own.
-Cache batch_cache_row(const Cache& cache, int row, int positions);
 /// Keeps the sequences at `indices` in every layer of a cache made by make_batch_cache.
 void filter_batch_cache(Cache& cache, const std::vector<int>& indices);
-/// Appends the sequences of `other` to those of `cache`, layer by layer.
-void extend_batch_cache(Cache& cache, const Cache& other);
 
 }  // namespace nuvec::lm

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "nuvec/core/allocator.h"
@@ -66,29 +65,39 @@ struct BatchGenerator::Sequence {
   Sequence(uint64_t id, const std::vector<int32_t>& tokens, const GenerateOptions& options, const LanguageModel& model,
            const Tokenizer& tokenizer, int cached_tokens, Cache cached_prefix)
       : uid(id),
-        prompt(tokens),
+        context(tokens.begin(), tokens.end() - 1),
         max_tokens(options.max_tokens),
         cached(cached_tokens),
         prefix(std::move(cached_prefix)),
         sampler(options.sampling, model.vocab_size(), tokens, options.constraint,
                 detail::stop_ids(tokenizer, options.stop_ids)),
-        output(tokenizer, options, static_cast<int>(tokens.size()), cached_tokens) {}
+        output(tokenizer, options, static_cast<int>(tokens.size()), cached_tokens),
+        next(tokens.back()) {}
 
   uint64_t uid;
-  std::vector<int32_t> prompt;
+  /// The tokens whose keys and values the sequence stores: its prompt but the last, then every token fed since (so
+  /// a preempted sequence is computed again from its prompt and what it generated).
+  std::vector<int32_t> context;
   int max_tokens;
-  /// The prompt tokens a prompt cache supplied, held by `prefix` (a batch cache of this sequence alone) until the
-  /// sequence joins the batch.
+  /// The context tokens `prefix` (a batch cache of this sequence alone) holds until the sequence joins the batch: a
+  /// prompt cache's, or the registered blocks' it starts from.
   int cached;
   Cache prefix;
   detail::SequenceSampler sampler;
   detail::SequenceOutput output;
   /// The token to feed when no step is under way: the prompt's last, then each one read back.
-  int32_t next = 0;
+  int32_t next;
+  /// The blocks of the pool the sequence holds; the first `shared` positions came registered from the pool.
+  std::vector<int> blocks;
+  int shared = 0;
+  /// Positions its blocks hold, or will once the steps built so far are computed.
+  int stored = 0;
+  /// When it was last admitted: the latest goes first when the pool runs out.
+  uint64_t admitted = 0;
 };
 
-/// A group of prompts on its way into the batch: every prompt's tokens after its cached prefix but its last,
-/// left-padded to a common length, go into the group's cache a chunk at a time.
+/// A group of prompts on its way into the batch: every sequence's context after its cached prefix, left-padded to a
+/// common length, goes into the group's cache a chunk at a time; the group's blocks are written when it joins.
 struct BatchGenerator::Prefill {
   std::vector<std::unique_ptr<Sequence>> group;
   Cache cache;
@@ -98,34 +107,41 @@ struct BatchGenerator::Prefill {
   [[nodiscard]] int length() const { return tokens.shape(1); }
 };
 
-/// A prompt's keys and values kept for later prompts that start the same way: all its positions but the last.
-struct BatchGenerator::PrefixEntry {
-  std::vector<int32_t> tokens;
-  Cache cache;  // a batch cache of this sequence alone
-  uint64_t last_use = 0;
-};
-
 namespace {
-// A shorter shared prefix is not worth it: a prompt that starts from a cached prefix is prefilled alone, where
-// prompts without one share a prefill batch, and a short prefix saves little compute.
-constexpr int min_prefix_reuse = 16;
-}  // namespace
 
-BatchGenerator::BatchGenerator(LanguageModel& model, const Tokenizer& tokenizer, BatchOptions options)
-    : model_(model), tokenizer_(tokenizer), options_(std::move(options)) {
+BatchOptions checked(BatchOptions options) {
   auto check = [](int value, const char* name) {
     if (value <= 0) {
       throw_invalid(std::string("[BatchGenerator] ") + name + " must be positive; got " + std::to_string(value) + ".");
     }
   };
-  check(options_.max_batch_size, "max_batch_size");
-  check(options_.prefill_batch_size, "prefill_batch_size");
-  check(options_.prefill_chunk_size, "prefill_chunk_size");
-  if (options_.prefix_cache_size < 0) {
-    throw_invalid("[BatchGenerator] prefix_cache_size must not be negative; got " +
-                  std::to_string(options_.prefix_cache_size) + ".");
+  check(options.max_batch_size, "max_batch_size");
+  check(options.prefill_batch_size, "prefill_batch_size");
+  check(options.prefill_chunk_size, "prefill_chunk_size");
+  check(options.kv_block_size, "kv_block_size");
+  if (options.prefix_cache_size < 0 || options.kv_cache_tokens < 0) {
+    throw_invalid("[BatchGenerator] prefix_cache_size and kv_cache_tokens must not be negative; got " +
+                  std::to_string(options.prefix_cache_size) + " and " + std::to_string(options.kv_cache_tokens) + ".");
   }
+  return options;
 }
+
+/// Blocks in the pool: kv_cache_tokens rounded up to whole blocks, or enough for every sequence's full context.
+int pool_blocks(const BatchOptions& options, const LanguageModel& model) {
+  constexpr int64_t unknown_context = 8192;
+  const int64_t context = model.max_context() > 0 ? model.max_context() : unknown_context;
+  const int64_t tokens = options.kv_cache_tokens > 0 ? options.kv_cache_tokens : options.max_batch_size * context;
+  return static_cast<int>((tokens + options.kv_block_size - 1) / options.kv_block_size);
+}
+
+}  // namespace
+
+BatchGenerator::BatchGenerator(LanguageModel& model, const Tokenizer& tokenizer, BatchOptions options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(checked(std::move(options))),
+      pool_(pool_blocks(options_, model), options_.kv_block_size, options_.prefix_cache_size / options_.kv_block_size),
+      store_(model.num_layers(), pool_.capacity(), options_.kv_block_size) {}
 
 BatchGenerator::BatchGenerator(const LoadedModel& loaded, BatchOptions options)
     : BatchGenerator(*loaded.model, loaded.tokenizer, std::move(options)) {
@@ -146,6 +162,14 @@ uint64_t BatchGenerator::insert(const std::vector<int32_t>& prompt, const Genera
         "them.");
   }
   detail::check_prompt(model_, prompt, "BatchGenerator");
+  const int64_t capacity = static_cast<int64_t>(pool_.capacity()) * pool_.block_size();
+  if (static_cast<int64_t>(prompt.size()) + options.max_tokens > capacity) {
+    throw_invalid("[BatchGenerator] the KV cache holds " + std::to_string(capacity) +
+                  " positions for all sequences together; this request may need " +
+                  std::to_string(prompt.size() + static_cast<size_t>(options.max_tokens)) + " (" +
+                  std::to_string(prompt.size()) + " in the prompt, " + std::to_string(options.max_tokens) +
+                  " to generate).");
+  }
   int cached = 0;
   Cache prefix;
   if (options.prompt_cache != nullptr) {
@@ -153,8 +177,6 @@ uint64_t BatchGenerator::insert(const std::vector<int32_t>& prompt, const Genera
     if (cached > 0) {
       prefix = batch_cache_from_prefix(model_, options.prompt_cache->cache, cached);
     }
-  } else if (options_.prefix_cache_size > 0) {
-    std::tie(cached, prefix) = cached_prefix(prompt);
   }
   GenerateOptions own = options;
   own.stop_ids.insert(own.stop_ids.end(), options_.stop_ids.begin(), options_.stop_ids.end());
@@ -170,17 +192,48 @@ int BatchGenerator::prefilling() const {
   return count;
 }
 
+bool BatchGenerator::reserve(Sequence& sequence) {
+  std::vector<int> blocks;
+  if (sequence.cached == 0 && options_.prefix_cache_size > 0) {
+    blocks = pool_.match(sequence.context);
+  }
+  const int needed = pool_.blocks_for(static_cast<int>(sequence.context.size()) + 1);
+  if (needed - static_cast<int>(blocks.size()) > pool_.available()) {
+    pool_.release(blocks);
+    return false;
+  }
+  if (options_.prefix_cache_size > 0 && sequence.cached == 0) {
+    const int shared = static_cast<int>(blocks.size()) * pool_.block_size();
+    prefix_stats_.queries += sequence.context.size() + 1;
+    prefix_stats_.hits += static_cast<uint64_t>(shared);
+    if (shared > 0) {
+      // Computed now: a pending read of the store's buffers would make the next step's writes copy them whole.
+      sequence.prefix = store_.read(blocks, shared);
+      detail::eval_cache(sequence.prefix);
+      sequence.cached = shared;
+      sequence.shared = shared;
+    }
+  }
+  while (static_cast<int>(blocks.size()) < needed) {
+    blocks.push_back(*pool_.allocate());
+  }
+  sequence.blocks = std::move(blocks);
+  sequence.admitted = ++admissions_;
+  return true;
+}
+
 void BatchGenerator::admit() {
   const int count = std::min(options_.max_batch_size - active() - prefilling(), static_cast<int>(waiting_.size()));
   std::vector<std::unique_ptr<Sequence>> plain;
   std::vector<std::unique_ptr<Sequence>> cached;
-  for (int i = 0; i < count; ++i) {
+  // First come, first served: a prompt the pool cannot hold yet holds back those behind it.
+  for (int i = 0; i < count && reserve(*waiting_.front()); ++i) {
     (waiting_.front()->cached > 0 ? cached : plain).push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
   // Prompts prefilled together are padded to the longest of them: group prompts of similar lengths.
   std::stable_sort(plain.begin(), plain.end(),
-                   [](const auto& a, const auto& b) { return a->prompt.size() < b->prompt.size(); });
+                   [](const auto& a, const auto& b) { return a->context.size() < b->context.size(); });
   for (size_t first = 0; first < plain.size(); first += options_.prefill_batch_size) {
     const size_t last = std::min(plain.size(), first + options_.prefill_batch_size);
     start_prefill({std::make_move_iterator(plain.begin() + static_cast<std::ptrdiff_t>(first)),
@@ -197,22 +250,21 @@ void BatchGenerator::admit() {
 void BatchGenerator::start_prefill(std::vector<std::unique_ptr<Sequence>> group) {
   const int count = static_cast<int>(group.size());
   const int skip = count == 1 ? group.front()->cached : 0;
-  // The last tokens join the batch's next step, or, when that step is already under way (overlapped), give the
+  // The next tokens join the batch's next step, or, when that step is already under way (overlapped), give the
   // group's first choices in a step of their own.
   int longest = 0;
   for (const auto& sequence : group) {
-    longest = std::max(longest, static_cast<int>(sequence->prompt.size()) - skip - 1);
+    longest = std::max(longest, static_cast<int>(sequence->context.size()) - skip);
   }
   std::vector<int> padding;
   std::vector<int32_t> tokens(static_cast<size_t>(count) * longest, 0);
   for (int b = 0; b < count; ++b) {
     Sequence& sequence = *group[b];
     sequence.output.start_prompt();
-    const int length = static_cast<int>(sequence.prompt.size()) - skip - 1;
+    const int length = static_cast<int>(sequence.context.size()) - skip;
     padding.push_back(longest - length);
-    std::copy(sequence.prompt.begin() + skip, sequence.prompt.end() - 1,
+    std::copy(sequence.context.begin() + skip, sequence.context.end(),
               tokens.begin() + static_cast<std::ptrdiff_t>(b) * longest + (longest - length));
-    sequence.next = sequence.prompt.back();
   }
   Cache cache = skip > 0 ? std::move(group.front()->prefix) : make_batch_cache(model_, padding);
   prefilling_.push_back(Prefill{std::move(group), std::move(cache), array(tokens.begin(), {count, longest}, int32)});
@@ -243,97 +295,132 @@ void BatchGenerator::advance_prefill() {
   }
 }
 
-int BatchGenerator::prefix_cache_positions() const {
-  int positions = 0;
-  for (const auto& entry : prefixes_) {
-    positions += static_cast<int>(entry.tokens.size());
-  }
-  return positions;
-}
+int BatchGenerator::prefix_cache_positions() const { return pool_.registered() * pool_.block_size(); }
 
-std::pair<int, Cache> BatchGenerator::cached_prefix(const std::vector<int32_t>& prompt) {
-  prefix_stats_.queries += prompt.size();
-  PrefixEntry* best = nullptr;
-  int longest = 0;
-  for (auto& entry : prefixes_) {
-    // The prompt's last token is fed to the model, so at most the others come from the cache.
-    const int shared = std::min(common_prefix_length(entry.tokens, prompt), static_cast<int>(prompt.size()) - 1);
-    if (shared > longest) {
-      longest = shared;
-      best = &entry;
-    }
-  }
-  if (best == nullptr || longest < min_prefix_reuse) {
-    return {0, {}};
-  }
-  best->last_use = ++prefix_clock_;
-  prefix_stats_.hits += static_cast<uint64_t>(longest);
-  return {longest, batch_cache_row(best->cache, 0, longest)};
-}
-
-void BatchGenerator::remember_prefixes(const Prefill& prefill) {
-  for (size_t b = 0; b < prefill.group.size(); ++b) {
-    const std::vector<int32_t>& prompt = prefill.group[b]->prompt;
-    std::vector<int32_t> tokens(prompt.begin(), prompt.end() - 1);
-    if (static_cast<int>(tokens.size()) < min_prefix_reuse ||
-        static_cast<int>(tokens.size()) > options_.prefix_cache_size) {
-      continue;
-    }
-    auto starts_with = [](const std::vector<int32_t>& a, const std::vector<int32_t>& b) {
-      return a.size() >= b.size() && std::equal(b.begin(), b.end(), a.begin());
-    };
-    auto covering = std::find_if(prefixes_.begin(), prefixes_.end(),
-                                 [&](const PrefixEntry& entry) { return starts_with(entry.tokens, tokens); });
-    if (covering != prefixes_.end()) {
-      covering->last_use = ++prefix_clock_;
-      continue;
-    }
-    // Entries this prompt extends are no longer needed.
-    std::erase_if(prefixes_, [&](const PrefixEntry& entry) { return starts_with(tokens, entry.tokens); });
-    const int positions = static_cast<int>(tokens.size());
-    PrefixEntry entry{std::move(tokens), batch_cache_row(prefill.cache, static_cast<int>(b), positions),
-                      ++prefix_clock_};
-    detail::eval_cache(entry.cache);
-    prefixes_.push_back(std::move(entry));
-  }
-  while (prefix_cache_positions() > options_.prefix_cache_size) {
-    prefixes_.erase(std::min_element(prefixes_.begin(), prefixes_.end(), [](const auto& a, const auto& b) {
-      return a.last_use < b.last_use;
-    }));
-  }
+KVCacheStats BatchGenerator::kv_cache_stats() const {
+  return {pool_.block_size(), pool_.capacity(), pool_.used(), preemptions_};
 }
 
 void BatchGenerator::join(Prefill prefill) {
   const int count = static_cast<int>(prefill.group.size());
-  if (options_.prefix_cache_size > 0) {
-    remember_prefixes(prefill);
+  for (int b = 0; b < count; ++b) {
+    Sequence& sequence = *prefill.group[b];
+    const int length = static_cast<int>(sequence.context.size());
+    // Positions a prompt cache supplied are the sequence's own to store; registered blocks hold theirs already.
+    store_.write(prefill.cache, b, sequence.shared, length, sequence.blocks);
+    sequence.stored = length;
+    sequence.cached = 0;
+    sequence.prefix.clear();
+    if (options_.prefix_cache_size > 0) {
+      pool_.publish(sequence.context, sequence.blocks);
+    }
   }
+  prefill.cache.clear();
+  store_.eval();
   if (pending_) {
-    std::vector<SamplingRow> rows;
+    std::vector<Sequence*> group;
     std::vector<int32_t> lasts;
     for (const auto& sequence : prefill.group) {
-      rows.push_back(sequence->sampler.row());
+      group.push_back(sequence.get());
       lasts.push_back(sequence->next);
+      sequence->context.push_back(sequence->next);
     }
-    pending_ = joined(*pending_, decode(model_, prefill.cache, array(lasts.begin(), {count, 1}, int32), rows));
-  }
-  if (active_.empty()) {
-    cache_ = std::move(prefill.cache);
-  } else {
-    extend_batch_cache(cache_, prefill.cache);
+    pending_ = joined(*pending_, step(group, array(lasts.begin(), {count, 1}, int32)));
   }
   for (auto& sequence : prefill.group) {
     active_.push_back(std::move(sequence));
   }
 }
 
-SampledTokens BatchGenerator::step(const array& inputs) {
+SampledTokens BatchGenerator::step(const std::vector<Sequence*>& sequences, const array& inputs) {
   std::vector<SamplingRow> rows;
-  rows.reserve(active_.size());
-  for (const auto& sequence : active_) {
+  std::vector<const std::vector<int>*> tables;
+  std::vector<int> lengths;
+  rows.reserve(sequences.size());
+  for (Sequence* sequence : sequences) {
     rows.push_back(sequence->sampler.row());
+    tables.push_back(&sequence->blocks);
+    lengths.push_back(sequence->stored++);
   }
-  return decode(model_, cache_, inputs, rows);
+  Cache view = store_.view(tables, lengths);
+  return decode(model_, view, inputs, rows);
+}
+
+bool BatchGenerator::make_room(bool may_preempt) {
+  for (size_t i = 0; i < active_.size();) {
+    Sequence& sequence = *active_[i];
+    if (static_cast<int>(sequence.blocks.size()) >= pool_.blocks_for(sequence.stored + 1)) {
+      ++i;
+    } else if (const std::optional<int> block = pool_.allocate()) {
+      sequence.blocks.push_back(*block);
+    } else if (!may_preempt) {
+      return false;
+    } else {
+      preempt_latest();
+      i = 0;  // the rows moved; those already served are checked again at no cost
+    }
+  }
+  return true;
+}
+
+void BatchGenerator::preempt_latest() {
+  uint64_t latest = 0;
+  int active_row = -1;
+  auto group = prefilling_.end();
+  int group_row = -1;
+  for (int b = 0; b < active(); ++b) {
+    if (active_[b]->admitted > latest) {
+      latest = active_[b]->admitted;
+      active_row = b;
+    }
+  }
+  for (auto it = prefilling_.begin(); it != prefilling_.end(); ++it) {
+    for (int b = 0; b < static_cast<int>(it->group.size()); ++b) {
+      if (it->group[b]->admitted > latest) {
+        latest = it->group[b]->admitted;
+        group = it;
+        group_row = b;
+      }
+    }
+  }
+  ++preemptions_;
+  if (group_row >= 0) {
+    requeue(leave_prefill(group, group_row));
+  } else if (active_row >= 0) {
+    requeue(std::move(drop_rows({active_row}).front()));
+  } else {
+    throw_internal("[BatchGenerator] the KV cache ran out with no sequence to preempt.");
+  }
+}
+
+void BatchGenerator::requeue(std::unique_ptr<Sequence> sequence) {
+  pool_.release(sequence->blocks);
+  sequence->blocks.clear();
+  sequence->shared = 0;
+  sequence->stored = 0;
+  sequence->cached = 0;
+  sequence->prefix.clear();
+  waiting_.push_front(std::move(sequence));
+}
+
+std::unique_ptr<BatchGenerator::Sequence> BatchGenerator::leave_prefill(std::deque<Prefill>::iterator prefill,
+                                                                        int row) {
+  auto& group = prefill->group;
+  std::unique_ptr<Sequence> sequence = std::move(group[static_cast<size_t>(row)]);
+  group.erase(group.begin() + row);
+  if (group.empty()) {
+    prefilling_.erase(prefill);
+    return sequence;
+  }
+  std::vector<int> kept;
+  for (int b = 0; b <= static_cast<int>(group.size()); ++b) {
+    if (b != row) {
+      kept.push_back(b);
+    }
+  }
+  filter_batch_cache(prefill->cache, kept);
+  prefill->tokens = take(prefill->tokens, array(kept.begin(), {static_cast<int>(kept.size())}, int32), 0);
+  return sequence;
 }
 
 std::vector<BatchResponse> BatchGenerator::next() {
@@ -344,23 +431,29 @@ std::vector<BatchResponse> BatchGenerator::next() {
     // The batch becomes busy: the peak memory its statistics report counts from here.
     reset_peak_memory();
   }
+  // Running sequences get their next blocks before waiting ones are admitted with what is left.
+  if (!pending_) {
+    (void)make_room(true);
+  }
   admit();
   advance_prefill();
-  const int batch = active();
-  if (batch == 0) {
+  if (active_.empty()) {
     return {};
   }
   if (!pending_) {
+    std::vector<Sequence*> sequences;
     std::vector<int32_t> inputs;
-    inputs.reserve(active_.size());
     for (const auto& sequence : active_) {
+      sequences.push_back(sequence.get());
       inputs.push_back(sequence->next);
+      sequence->context.push_back(sequence->next);
     }
-    pending_ = step(array(inputs.begin(), {batch, 1}, int32));
+    pending_ = step(sequences, array(inputs.begin(), {active(), 1}, int32));
   }
+  const int batch = active();
   const SampledTokens current = *pending_;
-  // The next step is built on the pending tokens before they are read, unless a penalty needs them on the host or
-  // every sequence ends with this token.
+  // The next step is built on the pending tokens before they are read, unless a penalty needs them on the host,
+  // every sequence ends with this token, or the pool would have to preempt (which waits for the tokens).
   bool overlap = detail::overlap_steps(options_.overlap_steps);
   bool any_goes_on = false;
   for (const auto& sequence : active_) {
@@ -368,9 +461,14 @@ std::vector<BatchResponse> BatchGenerator::next() {
     any_goes_on = any_goes_on || sequence->output.generated() + 1 < sequence->max_tokens;
   }
   pending_.reset();
-  if (overlap && any_goes_on) {
+  overlap = overlap && any_goes_on && make_room(false);
+  if (overlap) {
+    std::vector<Sequence*> sequences;
+    for (const auto& sequence : active_) {
+      sequences.push_back(sequence.get());
+    }
     detail::start(current);
-    pending_ = step(reshape(current.tokens, {batch, 1}));
+    pending_ = step(sequences, reshape(current.tokens, {batch, 1}));
     detail::start(*pending_);
   }
   detail::wait_for(current);
@@ -385,50 +483,41 @@ std::vector<BatchResponse> BatchGenerator::next() {
       finished.push_back(b);
     }
     sequence.next = picked[b].token;
+    if (overlap) {
+      sequence.context.push_back(sequence.next);  // fed to the step already under way
+    }
     responses.push_back(std::move(out));
   }
-  drop_rows(finished);
+  for (const auto& sequence : drop_rows(finished)) {
+    pool_.release(sequence->blocks);
+  }
   return responses;
 }
 
 bool BatchGenerator::remove(uint64_t uid) {
   auto matches = [uid](const std::unique_ptr<Sequence>& s) { return s->uid == uid; };
   if (auto it = std::find_if(waiting_.begin(), waiting_.end(), matches); it != waiting_.end()) {
-    waiting_.erase(it);
+    waiting_.erase(it);  // a waiting sequence holds no blocks
     return true;
   }
   for (auto prefill = prefilling_.begin(); prefill != prefilling_.end(); ++prefill) {
-    auto& group = prefill->group;
-    auto it = std::find_if(group.begin(), group.end(), matches);
-    if (it == group.end()) {
-      continue;
-    }
-    if (group.size() == 1) {
-      prefilling_.erase(prefill);
+    auto it = std::find_if(prefill->group.begin(), prefill->group.end(), matches);
+    if (it != prefill->group.end()) {
+      pool_.release(leave_prefill(prefill, static_cast<int>(it - prefill->group.begin()))->blocks);
       return true;
     }
-    const int row = static_cast<int>(it - group.begin());
-    std::vector<int> kept;
-    for (int b = 0; b < static_cast<int>(group.size()); ++b) {
-      if (b != row) {
-        kept.push_back(b);
-      }
-    }
-    group.erase(it);
-    filter_batch_cache(prefill->cache, kept);
-    prefill->tokens = take(prefill->tokens, array(kept.begin(), {static_cast<int>(kept.size())}, int32), 0);
-    return true;
   }
   if (auto it = std::find_if(active_.begin(), active_.end(), matches); it != active_.end()) {
-    drop_rows({static_cast<int>(it - active_.begin())});
+    pool_.release(drop_rows({static_cast<int>(it - active_.begin())}).front()->blocks);
     return true;
   }
   return false;
 }
 
-void BatchGenerator::drop_rows(const std::vector<int>& rows) {
+std::vector<std::unique_ptr<BatchGenerator::Sequence>> BatchGenerator::drop_rows(const std::vector<int>& rows) {
+  std::vector<std::unique_ptr<Sequence>> dropped;
   if (rows.empty()) {
-    return;
+    return dropped;
   }
   std::vector<int> kept;
   std::vector<std::unique_ptr<Sequence>> remaining;
@@ -436,18 +525,17 @@ void BatchGenerator::drop_rows(const std::vector<int>& rows) {
     if (std::find(rows.begin(), rows.end(), b) == rows.end()) {
       kept.push_back(b);
       remaining.push_back(std::move(active_[b]));
+    } else {
+      dropped.push_back(std::move(active_[b]));
     }
   }
   active_ = std::move(remaining);
   if (active_.empty()) {
-    cache_.clear();
     pending_.reset();
-    return;
-  }
-  filter_batch_cache(cache_, kept);
-  if (pending_) {
+  } else if (pending_) {
     pending_ = rows_of(*pending_, kept);
   }
+  return dropped;
 }
 
 }  // namespace nuvec::lm

@@ -5,6 +5,16 @@
 // when they finish, so a server can keep the batch full while requests come and go. While the batch decodes, a
 // joining group's prompts go in one chunk per step, so running sequences keep getting a token every step while a
 // long prompt arrives.
+//
+// Keys and values live in one pool of blocks shared by every sequence (BlockPool for the bookkeeping, PagedKVStore
+// for the arrays), of BatchOptions::kv_cache_tokens positions in all. Each sequence holds a table of the blocks its
+// positions are in. A waiting sequence joins only when the pool can hold its prompt; a prompt whose leading full
+// blocks are already registered (a shared system prompt, earlier turns of a conversation, a sequence computed before)
+// takes those blocks, held by both, and computes only the rest. A step that needs a block when none is free (after
+// forgetting registered blocks nobody holds, least recently used first) preempts the most recently admitted
+// sequence: its blocks go back to the pool and it waits again at the front of the queue, to be computed again later
+// from its prompt and the tokens it has generated (its sampler and output carry on, so its stream simply
+// continues). A request that could outgrow the whole pool alone is refused when it is inserted.
 
 #include <cstdint>
 #include <deque>
@@ -14,7 +24,9 @@
 #include <vector>
 
 #include "nuvec/lm/cache/kv_cache.h"
+#include "nuvec/lm/generate/block_pool.h"
 #include "nuvec/lm/generate/generate.h"
+#include "nuvec/lm/generate/paged_cache.h"
 #include "nuvec/lm/models/language_model.h"
 #include "nuvec/lm/models/load.h"
 #include "nuvec/lm/sample/sampling.h"
@@ -33,8 +45,13 @@ struct BatchOptions {
   int prefill_chunk_size = 512;
   /// Positions of prompt keys and values kept after their prefill, so that a later prompt that starts the same way
   /// (a shared system prompt, a conversation's earlier turns) computes only the rest; the least recently used go
-  /// first. 0 keeps none.
+  /// first. 0 keeps none. Prompts share whole blocks only (kv_block_size positions).
   int prefix_cache_size = 0;
+  /// Positions of keys and values the pool holds for all sequences together; 0: max_batch_size times the model's
+  /// context (8192 when the model does not say), so that every sequence can grow to the full context.
+  int kv_cache_tokens = 0;
+  /// Positions per block of the pool.
+  int kv_block_size = 16;
   /// Ids that end every sequence, besides the tokenizer's EOS and end-of-turn ids and each sequence's own.
   std::vector<int32_t> stop_ids;
   /// Whether each step is built and started before the previous step's tokens are read back (unset: only when the
@@ -47,6 +64,14 @@ struct BatchOptions {
 struct PrefixCacheStats {
   uint64_t queries = 0;
   uint64_t hits = 0;
+};
+
+/// The pool of KV-cache blocks: its size, the blocks sequences hold now, and the preemptions so far.
+struct KVCacheStats {
+  int block_size = 0;
+  int blocks = 0;
+  int used_blocks = 0;
+  uint64_t preemptions = 0;
 };
 
 /// One sequence's token from a step.
@@ -73,6 +98,7 @@ class BatchGenerator {
   /// prefix of the prompt the cache holds and computes only the rest. The prompt cache is read here and never
   /// changed (many requests may share one); it must hold one sequence in growing caches (or rotating ones that have
   /// not wrapped). max_kv_size and draft models are for single sequences and are refused.
+  /// A request whose prompt and max_tokens together pass kv_cache_tokens is refused (invalid argument).
   uint64_t insert(const std::vector<int32_t>& prompt, const GenerateOptions& options = {});
   /// Lets waiting sequences join, then runs one decoding step for every active sequence in one forward pass and
   /// returns each one's token; sequences whose response has a finish reason have left the batch. The statistics'
@@ -89,30 +115,40 @@ class BatchGenerator {
   /// The prefix cache's token counts so far, and the positions it holds now.
   [[nodiscard]] const PrefixCacheStats& prefix_cache_stats() const { return prefix_stats_; }
   [[nodiscard]] int prefix_cache_positions() const;
+  [[nodiscard]] KVCacheStats kv_cache_stats() const;
 
  private:
   struct Sequence;
   struct Prefill;
-  struct PrefixEntry;
 
   /// Sequences whose prompts are being prefilled.
   [[nodiscard]] int prefilling() const;
-  /// Starts prefilling waiting prompts in groups while the batch has room.
+  /// Starts prefilling waiting prompts in groups while the batch and the pool have room.
   void admit();
+  /// Gives `sequence` blocks for every position it has to store and the one its next step writes, taking the
+  /// registered blocks its context starts with; returns false (holding nothing) when the pool has too few.
+  bool reserve(Sequence& sequence);
+  /// Gives every active sequence a block for the position the next step writes; when the pool runs out, preempts
+  /// (when `may_preempt`) or returns false.
+  bool make_room(bool may_preempt);
+  /// Sends the most recently admitted sequence, active or prefilling, back to the front of the queue.
+  void preempt_latest();
+  /// Puts a sequence that left the batch or its prefill back at the front of the queue, holding no blocks.
+  void requeue(std::unique_ptr<Sequence> sequence);
   /// Puts `group` (prompts without a cached prefix, or one with) in the prefill queue.
   void start_prefill(std::vector<std::unique_ptr<Sequence>> group);
   /// Prefills every queued group to its end when nothing decodes, else one chunk of the first; groups done join.
   void advance_prefill();
   /// Merges a prefilled group into the batch.
   void join(Prefill prefill);
-  /// The longest stored prefix of `prompt` worth starting from (its length and cache), or none.
-  std::pair<int, Cache> cached_prefix(const std::vector<int32_t>& prompt);
-  /// Keeps the prompts of a prefilled group in the prefix cache.
-  void remember_prefixes(const Prefill& prefill);
-  /// Feeds `inputs` (B, 1) to the batch: each active sequence's next choice, not yet computed.
-  SampledTokens step(const array& inputs);
-  /// Drops the active sequences at `rows` from the batch, its cache and its pending tokens.
-  void drop_rows(const std::vector<int>& rows);
+  /// Feeds `inputs` (B, 1) to `sequences`, each writing the position after those it stored: each one's next
+  /// choice, not yet computed.
+  SampledTokens step(const std::vector<Sequence*>& sequences, const array& inputs);
+  /// Takes the active sequences at `rows` out of the batch and its pending tokens (still holding their blocks).
+  std::vector<std::unique_ptr<Sequence>> drop_rows(const std::vector<int>& rows);
+  /// Takes the sequence at `row` out of the prefill group `prefill` (still holding its blocks); the group goes
+  /// with its last sequence.
+  std::unique_ptr<Sequence> leave_prefill(std::deque<Prefill>::iterator prefill, int row);
 
   LanguageModel& model_;
   const Tokenizer& tokenizer_;
@@ -120,11 +156,12 @@ class BatchGenerator {
   uint64_t next_uid_ = 0;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::deque<Prefill> prefilling_;
-  std::vector<PrefixEntry> prefixes_;
-  uint64_t prefix_clock_ = 0;
   PrefixCacheStats prefix_stats_;
   std::vector<std::unique_ptr<Sequence>> active_;
-  Cache cache_;
+  BlockPool pool_;
+  PagedKVStore store_;
+  uint64_t admissions_ = 0;
+  uint64_t preemptions_ = 0;
   /// Each active sequence's next choice, built (and, overlapped, being computed) but not yet read back; none when
   /// the next step is built from the tokens read back.
   std::optional<SampledTokens> pending_;
