@@ -254,7 +254,10 @@ class array {
 
   /// Marks the array as a tracer: an input (or a value computed from one) of a function being transformed.
   void set_tracer(bool is_tracer);
-  /// Whether the array is a tracer; evaluating one inside vmap is an error, as in MLX.
+  /// Whether the array is a tracer while its thread is tracing a function: the inputs that vjp, grad,
+  /// value_and_grad, jvp, vmap, compile and export_function hand the function, and every array computed from them
+  /// inside it. Those of vmap, compile and export_function stand for values not known yet and throw when evaluated,
+  /// as in MLX; those of vjp and jvp are real values and evaluate. Once the thread traces nothing, it is false.
   [[nodiscard]] bool is_tracer() const;
 
   // ---- graph and buffer access, for transforms and backends ----

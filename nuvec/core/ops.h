@@ -587,12 +587,13 @@ std::pair<std::vector<std::vector<int>>, std::string> einsum_path(const std::str
 
 // ---------------------------------------------------------------- quantization
 
-/// Affine quantization of the last axis in groups (CONFORMANCE.md): {w_q (uint32), scales, biases}.
-/// Defaults: group_size 64, bits 4; only mode "affine" is supported, so a `global_scale` (nvfp4's) is refused.
+/// Quantization of the last axis in groups: "affine" (CONFORMANCE.md; group_size 64, bits 4 by default) gives
+/// {w_q (uint32), scales, biases}; "mxfp4", "mxfp8" and "nvfp4" (quantization_mode.h; their group size and bits are
+/// fixed) give {w_q, scales (uint8)}, nvfp4 optionally with a float32 `global_scale`.
 std::vector<array> quantize(const array& w, std::optional<int> group_size = std::nullopt,
                             std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                             const std::optional<array>& global_scale = std::nullopt, StreamOrDevice s = {});
-/// scale * q + bias, in `dtype` (default: the scales' dtype).
+/// scale * q + bias, in `dtype` (default: the scales' dtype); microscaled modes: value * scale (default bfloat16).
 array dequantize(const array& w, const array& scales, const std::optional<array>& biases = std::nullopt,
                  std::optional<int> group_size = std::nullopt, std::optional<int> bits = std::nullopt,
                  const std::string& mode = "affine", const std::optional<array>& global_scale = std::nullopt,
@@ -609,9 +610,9 @@ array gather_qmm(const array& x, const array& w, const array& scales, const std:
                  std::optional<int> bits = std::nullopt, const std::string& mode = "affine",
                  bool sorted_indices = false, StreamOrDevice s = {});
 /// x @ w.T with both operands quantized in `mode` along K: x (..., K) is quantized on the fly, w (N, K) too when it
-/// is floating (a uint32 w is taken as already quantized, with `scales_w`). The result has x's dtype. Gradients (w
-/// floating only) are qqmm's of the cotangent, as MLX defines them. Modes as quantize: "affine" (MLX's default
-/// "nvfp4" is refused), whose quantized w needs biases qqmm does not take, so w must be floating there.
+/// is floating (a uint32 w is taken as already quantized, with `scales_w`). The result has x's dtype. Gradients are
+/// qqmm's of the cotangent, as MLX defines them. Modes as quantize; an "affine" w must be floating (its quantized
+/// form needs biases, which qqmm does not take). nvfp4 takes both global scales or neither.
 array qqmm(const array& x, const array& w, const std::optional<array>& w_scales = std::nullopt,
            std::optional<int> group_size = std::nullopt, std::optional<int> bits = std::nullopt,
            const std::string& mode = "nvfp4", const std::optional<array>& global_scale_x = std::nullopt,

@@ -100,7 +100,12 @@ inline Dtypes dtypes_of(const Scan&, const Inputs& in) { return first(in); }
 inline Dtypes dtypes_of(const Matmul&, const Inputs& in) { return {promote_types(in[0].dtype(), in[1].dtype())}; }
 inline Dtypes dtypes_of(const AddMM&, const Inputs& in) { return first(in); }
 /// Packed codes, then scales and biases in the weight's dtype.
-inline Dtypes dtypes_of(const Quantize&, const Inputs& in) { return {uint32, in[0].dtype(), in[0].dtype()}; }
+inline Dtypes dtypes_of(const Quantize& p, const Inputs& in) {
+  if (is_microscaled(p.mode)) {
+    return {uint32, uint8};
+  }
+  return {uint32, in[0].dtype(), in[0].dtype()};
+}
 inline Dtypes dtypes_of(const Dequantize& p, const Inputs&) { return {p.dtype}; }
 /// x's dtype.
 inline Dtypes dtypes_of(const QuantizedMatmul&, const Inputs& in) { return first(in); }

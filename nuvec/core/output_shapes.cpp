@@ -161,13 +161,16 @@ Shapes shapes_of(const Matmul&, const Inputs& in) { return {matrix_product(in[0]
 Shapes shapes_of(const AddMM&, const Inputs& in) {
   return {broadcast_shapes(matrix_product(in[0].shape(), in[1].shape()), in[2].shape())};
 }
-/// Codes packed into 32-bit words, one scale and bias per group.
+/// Codes packed into 32-bit words, one scale (and bias, for affine) per group.
 Shapes shapes_of(const Quantize& p, const Inputs& in) {
   const Shape& w = in[0].shape();
   Shape packed = w;
   packed.back() = static_cast<int>(static_cast<int64_t>(w.back()) * p.bits / 32);
   Shape groups = w;
   groups.back() = w.back() / p.group_size;
+  if (is_microscaled(p.mode)) {
+    return {packed, groups};
+  }
   return {packed, groups, groups};
 }
 Shapes shapes_of(const Dequantize& p, const Inputs& in) {
@@ -188,12 +191,12 @@ Shapes shapes_of(const QuantizedMatmul& p, const Inputs& in) {
   s.back() = n;
   return {s};
 }
-/// The indices' (broadcast) shape, then x's rows and the weight's outputs.
+/// The indices' (broadcast) shape (the last two inputs), then x's rows and the weight's outputs.
 Shapes shapes_of(const GatherQMM& p, const Inputs& in) {
   const Shape& w = in[1].shape();
   const int n = p.transpose ? w[w.size() - 2] : static_cast<int>(static_cast<int64_t>(w.back()) * 32 / p.bits);
   const Shape& x = in[0].shape();
-  return {with_tail(broadcast_shapes(in[4].shape(), in[5].shape()), 0, {x[x.size() - 2], n})};
+  return {with_tail(broadcast_shapes(in[in.size() - 2].shape(), in.back().shape()), 0, {x[x.size() - 2], n})};
 }
 Shapes shapes_of(const Fp8Cast&, const Inputs& in) { return {same_as_first(in)}; }
 /// A real forward transform keeps n / 2 + 1 frequencies; the inverse gives back its real_length.

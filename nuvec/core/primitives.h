@@ -377,19 +377,23 @@ struct AddMM {
 };
 
 // Quantization (MLX's affine format, CONFORMANCE.md): the last axis of a weight in groups of group_size values,
-// each stored in `bits` bits of a little-endian bit stream of uint32 words, with a scale and a bias per group.
+// each stored in `bits` bits of a little-endian bit stream of uint32 words, with a scale and a bias per group. In a
+// microscaled mode (quantization_mode.h) the biases are absent, the scales are uint8 codes, and nvfp4 may add a
+// float32 global scale as the last input of Quantize and Dequantize.
 
-/// w -> (w_q uint32, scales, biases), the last two in w's dtype.
+/// w -> (w_q uint32, scales, biases), the last two in w's dtype; microscaled: (w[, global_scale]) ->
+/// (w_q uint32, scales uint8).
 struct Quantize {
   static constexpr std::string_view name = "Quantize";
   static constexpr Family family = Family::other;
   int group_size;
   int bits;
+  QuantizationMode mode;
   friend bool operator==(const Quantize&, const Quantize&) = default;
 };
-/// (w_q, scales, biases) -> scale * q + bias, in `dtype` (the scales' unless asked otherwise); in a block format
-/// (quantization_mode.h), (w) -> its values, float32 unless asked otherwise (group_size and bits are then the
-/// block's values and code width).
+/// (w_q, scales, biases) -> scale * q + bias, in `dtype` (the scales' unless asked otherwise); microscaled:
+/// (w_q, scales[, global_scale]) -> code value * scale; in a block format (quantization_mode.h), (w) -> its values,
+/// float32 unless asked otherwise (group_size and bits are then the block's values and code width).
 struct Dequantize {
   static constexpr std::string_view name = "Dequantize";
   static constexpr Family family = Family::other;
@@ -400,8 +404,8 @@ struct Dequantize {
   friend bool operator==(const Dequantize&, const Dequantize&) = default;
 };
 /// (x, w_q, scales, biases): rows of x (..., K) times one quantized matrix, w (N, K) when transpose, else (K, N);
-/// x, scales, biases and the output share one floating dtype. In a block format, (x, w): w (N, K / values per block
-/// * bytes per block) uint8, always transposed.
+/// x, scales, biases and the output share one floating dtype. Microscaled: (x, w_q, scales), the output in x's
+/// dtype. In a block format, (x, w): w (N, K / values per block * bytes per block) uint8, always transposed.
 struct QuantizedMatmul {
   static constexpr std::string_view name = "QuantizedMatmul";
   static constexpr Family family = Family::other;
@@ -413,7 +417,7 @@ struct QuantizedMatmul {
 };
 /// (x, w_q, scales, biases, lhs_indices, rhs_indices): out[i] = x[lhs[i]] @ w[rhs[i]] over flattened batches of
 /// x (..., M, K) and w (E, N, K') (as QuantizedMatmul for each pair); the uint32 indices share the output's batch
-/// shape.
+/// shape. Microscaled modes have no biases: (x, w_q, scales, lhs_indices, rhs_indices).
 struct GatherQMM {
   static constexpr std::string_view name = "GatherQMM";
   static constexpr Family family = Family::other;
@@ -421,6 +425,7 @@ struct GatherQMM {
   int bits;
   bool transpose;
   bool sorted;  // the caller's hint that rhs_indices are sorted (MoE routing); results do not depend on it
+  QuantizationMode mode;
   friend bool operator==(const GatherQMM&, const GatherQMM&) = default;
 };
 /// Float <-> FP8 E4M3 (stored as uint8): encode rounds to nearest even and saturates at +-448, as MLX; `dtype` is

@@ -5,8 +5,9 @@
 namespace nuvec {
 
 namespace {
-constexpr std::array all_modes = {QuantizationMode::affine, QuantizationMode::q4_0, QuantizationMode::q8_0,
-                                  QuantizationMode::q4_k, QuantizationMode::q6_k};
+constexpr std::array all_modes = {QuantizationMode::affine, QuantizationMode::q4_0,  QuantizationMode::q8_0,
+                                  QuantizationMode::q4_k,   QuantizationMode::q6_k,  QuantizationMode::mxfp4,
+                                  QuantizationMode::mxfp8,  QuantizationMode::nvfp4};
 }  // namespace
 
 std::string_view mode_name(QuantizationMode mode) {
@@ -21,6 +22,12 @@ std::string_view mode_name(QuantizationMode mode) {
       return "q4_k";
     case QuantizationMode::q6_k:
       return "q6_k";
+    case QuantizationMode::mxfp4:
+      return "mxfp4";
+    case QuantizationMode::mxfp8:
+      return "mxfp8";
+    case QuantizationMode::nvfp4:
+      return "nvfp4";
   }
   return "unknown";
 }
@@ -37,6 +44,9 @@ std::optional<QuantizationMode> parse_quantization_mode(std::string_view name) {
 BlockLayout block_layout(QuantizationMode mode) {
   switch (mode) {
     case QuantizationMode::affine:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
       return {0, 0};
     case QuantizationMode::q4_0:
       return {32, 18};
@@ -46,6 +56,30 @@ BlockLayout block_layout(QuantizationMode mode) {
       return {256, 144};
     case QuantizationMode::q6_k:
       return {256, 210};
+  }
+  return {0, 0};
+}
+
+bool is_block_format(QuantizationMode mode) { return block_layout(mode).values != 0; }
+
+bool is_microscaled(QuantizationMode mode) {
+  return mode == QuantizationMode::mxfp4 || mode == QuantizationMode::mxfp8 || mode == QuantizationMode::nvfp4;
+}
+
+MicroscaledLayout microscaled_layout(QuantizationMode mode) {
+  switch (mode) {
+    case QuantizationMode::mxfp4:
+      return {32, 4};
+    case QuantizationMode::mxfp8:
+      return {32, 8};
+    case QuantizationMode::nvfp4:
+      return {16, 4};
+    case QuantizationMode::affine:
+    case QuantizationMode::q4_0:
+    case QuantizationMode::q8_0:
+    case QuantizationMode::q4_k:
+    case QuantizationMode::q6_k:
+      return {0, 0};
   }
   return {0, 0};
 }

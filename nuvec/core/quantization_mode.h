@@ -2,10 +2,15 @@
 
 // How a quantized weight stores its values.
 //
-// `affine` is MLX's format: codes, scales and biases in three arrays (CONFORMANCE.md). The others are GGML's block
-// formats exactly as GGUF files hold them: a weight is a uint8 array whose rows are self-contained blocks (codes with
-// their own scales), so a model file is computed from its mapped pages without repacking. Block layouts (the value
-// of code q):
+// `affine` is MLX's format: codes, scales and biases in three arrays (CONFORMANCE.md). `mxfp4`, `mxfp8` and `nvfp4`
+// are MLX's microscaled floating formats: codes packed into uint32 words as affine's (value i of a word in bits
+// [i * bits, (i + 1) * bits)), one uint8 scale per group and no biases:
+//   mxfp4  groups of 32, FP4 E2M1 codes, E8M0 scales (2^(s - 127));
+//   mxfp8  groups of 32, FP8 E4M3 codes, E8M0 scales;
+//   nvfp4  groups of 16, FP4 E2M1 codes, FP8 E4M3 scales, optionally with a float32 global scale.
+// The rest are GGML's block formats exactly as GGUF files hold them: a weight is a uint8 array whose rows are
+// self-contained blocks (codes with their own scales), so a model file is computed from its mapped pages without
+// repacking. Block layouts (the value of code q):
 //   q4_0  32 values in 18 bytes: f16 d, 16 bytes of 4-bit codes (value i in the low nibble of byte i, value 16 + i
 //         in the high one); d * (q - 8).
 //   q8_0  32 values in 34 bytes: f16 d, 32 int8 codes; d * q.
@@ -21,14 +26,15 @@
 
 namespace nuvec {
 
-enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k };
+// New modes go last: exported files store the mode by its value.
+enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4 };
 
 /// The mode's name as the ops take it ("affine", "q4_0", ...).
 std::string_view mode_name(QuantizationMode mode);
 /// The mode a name stands for, or none.
 std::optional<QuantizationMode> parse_quantization_mode(std::string_view name);
 
-/// Values and bytes of one block of a GGML block format (affine has no blocks: {0, 0}).
+/// Values and bytes of one block of a GGML block format (the other modes have no blocks: {0, 0}).
 struct BlockLayout {
   int values;
   int bytes;
@@ -36,6 +42,16 @@ struct BlockLayout {
 BlockLayout block_layout(QuantizationMode mode);
 
 /// Whether the mode is one of GGML's block formats.
-inline bool is_block_format(QuantizationMode mode) { return mode != QuantizationMode::affine; }
+bool is_block_format(QuantizationMode mode);
+
+/// Whether the mode is one of MLX's microscaled floating formats (mxfp4, mxfp8, nvfp4).
+bool is_microscaled(QuantizationMode mode);
+
+/// A microscaled mode's fixed group size and code width.
+struct MicroscaledLayout {
+  int group_size;
+  int bits;
+};
+MicroscaledLayout microscaled_layout(QuantizationMode mode);
 
 }  // namespace nuvec

@@ -138,7 +138,12 @@ array KeySequence::next() {
 }
 
 KeySequence& KeySequence::default_() {
-  static KeySequence keys(static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  // As MLX: one clock seed (milliseconds) for the process, taken at first use, and a sequence per thread starting
+  // from it, so threads never race on one key and seed() reseeds only the calling thread's draws.
+  static const auto clock_seed = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  static thread_local KeySequence keys(clock_seed);
   return keys;
 }
 

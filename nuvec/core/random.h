@@ -21,8 +21,8 @@ template <class T>
 concept Bound = std::is_arithmetic_v<T> || std::is_same_v<std::remove_cvref_t<T>, array>;
 
 /// The sequence of keys handed to draws given none, as MLX's: each `next()` splits the current key, keeps one half
-/// and returns the other. `default_()` is the one `seed` reseeds, seeded from the clock at first use; nuvec shares
-/// it between threads (thread-safe) where MLX keeps one per thread.
+/// and returns the other (thread-safe). `default_()` is the calling thread's own sequence, the one `seed` reseeds;
+/// every thread's starts from one clock seed taken at the process's first use, as in MLX.
 class KeySequence {
  public:
   explicit KeySequence(uint64_t seed);
@@ -39,7 +39,7 @@ class KeySequence {
 /// A PRNG key from a seed: uint32 [seed >> 32, seed & 0xffffffff].
 array key(uint64_t seed);
 
-/// Reseeds the global key sequence used when no key is given (thread-safe); until then it is seeded from the clock.
+/// Reseeds the calling thread's key sequence, used when no key is given; until then it starts from the clock seed.
 void seed(uint64_t seed);
 
 /// Uniformly random bits of `shape`: `width` bytes (1, 2, 4 (default) or 8) per element as uint8/16/32/64; other

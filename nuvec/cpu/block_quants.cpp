@@ -90,7 +90,10 @@ void dequantize_row(QuantizationMode mode, const uint8_t* row, int64_t k, float*
     float* o = out + i * layout.values;
     switch (mode) {
       case QuantizationMode::affine:
-        break;  // not a block format: the ops never send it here
+      case QuantizationMode::mxfp4:
+      case QuantizationMode::mxfp8:
+      case QuantizationMode::nvfp4:
+        break;  // not block formats: the ops never send them here
       case QuantizationMode::q4_0:
         q4_0(b, o);
         break;

@@ -28,6 +28,7 @@
 #include "nuvec/cpu/gemm.h"
 #include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/microscaled.h"
 #include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/quantized.h"
 #include "nuvec/cpu/row_sum.h"
@@ -682,6 +683,23 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
     });
     return;
   }
+  if (is_microscaled(p.mode)) {
+    const array w = quant::dense(in[1]);
+    const array scales = quant::dense(in[2]);
+    into_output(o, "QuantizedMatmul", [&](float* dst, quant::ToFloat) {
+      std::vector<float> storage;
+      const int64_t n = o.shape(-1);
+      const int64_t k = in[0].shape(-1);
+      const quant::ScaledMatrix m{quant::data_of<const uint32_t>(w),
+                                  quant::data_of<const uint8_t>(scales),
+                                  w.shape(-2),
+                                  p.transpose ? k : n,
+                                  p.mode,
+                                  1.F};
+      quant::scaled_product(float_rows(in[0], storage), static_cast<int64_t>(o.size()) / n, k, m, p.transpose, dst);
+    });
+    return;
+  }
   const array w = quant::dense(in[1]);
   const array scales = quant::dense(in[2]);
   const array biases = quant::dense(in[3]);
@@ -705,11 +723,12 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
 void run(const GatherQMM& p, const Inputs& in, Outputs& out) {
   auto& o = out[0];
   const array& x_in = in[0];
+  const bool microscaled = is_microscaled(p.mode);
   const array w = quant::dense(in[1]);
   const array scales = quant::dense(in[2]);
-  const array biases = quant::dense(in[3]);
-  const array lhs = quant::dense(in[4]);
-  const array rhs = quant::dense(in[5]);
+  const array biases = microscaled ? scales : quant::dense(in[3]);  // microscaled modes have none
+  const array lhs = quant::dense(in[in.size() - 2]);
+  const array rhs = quant::dense(in.back());
   const int64_t m_rows = x_in.shape(-2);
   const int64_t k = x_in.shape(-1);
   const int64_t n = o.shape(-1);
@@ -749,6 +768,17 @@ void run(const GatherQMM& p, const Inputs& in, Outputs& out) {
         rows = gathered.data();
       }
       const int64_t e = ri[i];
+      if (microscaled) {
+        const quant::ScaledMatrix m{quant::data_of<const uint32_t>(w) + e * w_words,
+                                    quant::data_of<const uint8_t>(scales) + e * s_per,
+                                    w_rows,
+                                    p.transpose ? k : n,
+                                    p.mode,
+                                    1.F};
+        quant::scaled_product(rows, (j - i) * m_rows, k, m, p.transpose, dst + i * m_rows * n);
+        i = j;
+        continue;
+      }
       const Matrix m{quant::data_of<const uint32_t>(w) + e * w_words,
                      static_cast<const char*>(scales.raw_data()) + e * s_per * item,
                      static_cast<const char*>(biases.raw_data()) + e * s_per * item,

@@ -330,7 +330,10 @@ template <int R, int L>
 void rows_of(QuantizationMode mode, const uint8_t* w, int64_t blocks, const Levels& x, int64_t r0, float* out) {
   switch (mode) {
     case QuantizationMode::affine:
-      return;
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+      return;  // not block formats: the ops never send them here
     case QuantizationMode::q4_0:
       return rows_q32<R, L, false>(w, blocks, x, r0, out);
     case QuantizationMode::q8_0:

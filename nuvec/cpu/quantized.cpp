@@ -14,6 +14,7 @@
 #include "nuvec/cpu/block_quants.h"
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/microscaled.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -55,11 +56,11 @@ std::pair<float, float> quantize_group(const float* v, int n, uint8_t* packed) {
   return {scale, bias};
 }
 
+}  // namespace
+
 // ---------------------------------------------------------------- FP8 E4M3 (1 sign, 4 exponent, 3 mantissa bits)
 
-/// The code of x: round to nearest even; magnitudes that would round past 448, infinities and NaN give +-448
-/// (MLX's saturation; E4M3 has no infinity and its NaN code is never produced).
-uint8_t fp8_encode(float x) {
+uint8_t quant::fp8_encode(float x) {
   const auto sign = static_cast<uint8_t>((std::bit_cast<uint32_t>(x) >> 24) & 0x80U);
   const float a = std::fabs(x);
   if (!(a < 464.F)) {  // 464 is the midpoint between 448 and the next step (480), and rounds to even: 448
@@ -78,8 +79,7 @@ uint8_t fp8_encode(float x) {
   return sign | static_cast<uint8_t>((biased << 3) | (m - 8));
 }
 
-/// Every code's value (0x7F and 0xFF are NaN).
-const std::array<float, 256>& fp8_table() {
+const std::array<float, 256>& quant::fp8_table() {
   static const std::array<float, 256> table = [] {
     std::array<float, 256> t{};
     for (int code = 0; code < 256; ++code) {
@@ -95,8 +95,6 @@ const std::array<float, 256>& fp8_table() {
   }();
   return table;
 }
-
-}  // namespace
 
 array quant::dense(const array& a) {
   if (a.flags().row_contiguous) {
@@ -135,6 +133,14 @@ void run(const Quantize& p, const Inputs& in, Outputs& out) {
     o.set_data(allocator::malloc(o.nbytes()));
   }
   if (in[0].size() == 0) {
+    return;
+  }
+  if (is_microscaled(p.mode)) {
+    std::optional<float> global_scale;
+    if (in.size() > 1) {
+      global_scale = *quant::data_of<const float>(quant::dense(in[1]));
+    }
+    quant::quantize_scaled(in[0], p.mode, global_scale, out[0], out[1]);
     return;
   }
   const array w = quant::dense(in[0]);
@@ -186,6 +192,14 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
     });
     return;
   }
+  if (is_microscaled(p.mode)) {
+    const array scales = quant::dense(in[1]);
+    const int64_t cols = o.shape(-1);
+    quant::dequantize_scaled({quant::data_of<const uint32_t>(w), quant::data_of<const uint8_t>(scales),
+                              static_cast<int64_t>(o.size()) / cols, cols, p.mode, quant::nvfp4_unit(in, 2)},
+                             o);
+    return;
+  }
   const array scales = quant::dense(in[1]);
   const array biases = quant::dense(in[2]);
   // The scales' dtype and the output's are dispatched apart: no kernel per pair of dtypes.
@@ -233,14 +247,14 @@ void run(const Fp8Cast& p, const Inputs& in, Outputs& out) {
       const T* src = quant::data_of<T>(x);
       parallel_for(n, grain_values, [&](size_t i0, size_t i1) {
         for (size_t i = i0; i < i1; ++i) {
-          dst[i] = fp8_encode(static_cast<float>(src[i]));
+          dst[i] = quant::fp8_encode(static_cast<float>(src[i]));
         }
       });
     });
     return;
   }
   const auto* src = quant::data_of<uint8_t>(x);
-  const auto& table = fp8_table();
+  const auto& table = quant::fp8_table();
   dispatch<floating_types>(o.dtype(), "Fp8Cast", [&]<class T>(type_tag<T>) {
     T* dst = quant::data_of<T>(o);
     parallel_for(n, grain_values, [&](size_t i0, size_t i1) {

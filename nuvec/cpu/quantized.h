@@ -6,6 +6,7 @@
 // fill exactly `bits` bytes, so every width (2 to 8) is read and written eight values at a time from `bits` bytes at
 // byte offset (i / 8) * bits; groups (16, 32, 64 or 128 values) start on such a boundary.
 
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -102,6 +103,12 @@ inline void prefetch_scales(const Matrix& m, int64_t r) {
     __builtin_prefetch(m.scale_row(m.biases, r) + byte, 0, 2);
   }
 }
+
+/// The FP8 E4M3 code of x: round to nearest even; magnitudes that would round past 448, infinities and NaN give
+/// +-448 (MLX's saturation; E4M3 has no infinity and its NaN code is never produced).
+uint8_t fp8_encode(float x);
+/// Every FP8 E4M3 code's value (0x7F and 0xFF are NaN).
+const std::array<float, 256>& fp8_table();
 
 /// `a` itself when row-contiguous, else a dense copy.
 array dense(const array& a);

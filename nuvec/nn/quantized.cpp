@@ -35,6 +35,10 @@ std::vector<array> quantized_parts(const array& float_weight, int rows, int dims
     }
     return {zeros({rows, dims / layout.values * layout.bytes}, uint8)};
   }
+  if (auto parsed = parse_quantization_mode(mode); parsed && is_microscaled(*parsed)) {
+    throw_unsupported("[quantize] nuvec's quantized layers hold 'affine' weights or GGML's block formats; mode '" +
+                      mode + "' is available through the ops (quantize, quantized_matmul).");
+  }
   return nuvec::quantize(float_weight, group_size, bits, mode);
 }
 

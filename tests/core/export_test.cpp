@@ -488,8 +488,8 @@ TEST(Export, DamagedFilesThrow) {
   other[0] = 'X';
   EXPECT_NE(message(other).find("Not a nuvec exported function"), std::string::npos);
   std::string newer = bytes;
-  newer[8] = 2;
-  EXPECT_NE(message(newer).find("format version 2; this nuvec reads version 1"), std::string::npos);
+  newer[8] = 3;
+  EXPECT_NE(message(newer).find("format version 3; this nuvec reads version 2"), std::string::npos);
   EXPECT_NE(message(bytes + "x").find("bytes after the last trace"), std::string::npos);
   std::filesystem::remove(path);
   std::filesystem::remove(bad);

@@ -26,10 +26,18 @@ std::vector<double> quantized_doubles(const array& a, int group_size, int bits) 
   return {values.data<double>(), values.data<double>() + values.size()};
 }
 
-/// x (M, K) @ w (N, K).T with both quantized, in float64.
-std::vector<double> reference(const array& x, const array& w, int group_size, int bits) {
-  auto xq = quantized_doubles(x, group_size, bits);
-  auto wq = quantized_doubles(w, group_size, bits);
+/// a (rows, K) quantized along K in a microscaled mode (with its global scale, if any) and read back, as doubles.
+std::vector<double> scaled_doubles(const array& a, const std::string& mode, const std::optional<array>& global) {
+  auto q = quantize(a, std::nullopt, std::nullopt, mode, global);
+  auto values =
+      astype(dequantize(q[0], q[1], std::nullopt, std::nullopt, std::nullopt, mode, global, a.dtype()), float64);
+  eval(values);
+  return {values.data<double>(), values.data<double>() + values.size()};
+}
+
+/// (M, K) @ (N, K).T of two operands' values, in float64.
+std::vector<double> product(const std::vector<double>& xq, const std::vector<double>& wq, const array& x,
+                            const array& w) {
   const int m = x.shape(0);
   const int n = w.shape(0);
   const int k = x.shape(1);
@@ -44,6 +52,11 @@ std::vector<double> reference(const array& x, const array& w, int group_size, in
     }
   }
   return out;
+}
+
+/// x (M, K) @ w (N, K).T with both quantized, in float64.
+std::vector<double> reference(const array& x, const array& w, int group_size, int bits) {
+  return product(quantized_doubles(x, group_size, bits), quantized_doubles(w, group_size, bits), x, w);
 }
 
 void expect_matches(const array& got, const std::vector<double>& expected) {
@@ -64,6 +77,35 @@ TEST(Qqmm, MatchesTheProductOfBothQuantizedOperands) {
     EXPECT_EQ(out.dtype(), float32);
     expect_matches(out, reference(x, w, group_size, bits));
   }
+}
+
+TEST(Qqmm, MicroscaledModes) {
+  auto x = random_matrix({5, 64}, 20);
+  auto w = random_matrix({6, 64}, 21);
+  for (std::string mode : {"mxfp4", "mxfp8", "nvfp4"}) {
+    SCOPED_TRACE(mode);
+    auto expected =
+        product(scaled_doubles(x, mode, std::nullopt), scaled_doubles(w, mode, std::nullopt), x, w);
+    expect_matches(qqmm(x, w, {}, std::nullopt, std::nullopt, mode), expected);
+    // A weight quantized beforehand gives the same product.
+    auto q = quantize(w, std::nullopt, std::nullopt, mode);
+    expect_matches(qqmm(x, q[0], q[1], std::nullopt, std::nullopt, mode), expected);
+  }
+  // MLX's default mode is nvfp4; with global scales (each operand's largest magnitude, as MLX's callers pass them).
+  expect_matches(qqmm(x, w),
+                 product(scaled_doubles(x, "nvfp4", std::nullopt), scaled_doubles(w, "nvfp4", std::nullopt), x, w));
+  auto gx = max(abs(x));
+  auto gw = max(abs(w));
+  expect_matches(qqmm(x, w, {}, std::nullopt, std::nullopt, "nvfp4", gx, gw),
+                 product(scaled_doubles(x, "nvfp4", gx), scaled_doubles(w, "nvfp4", gw), x, w));
+  // x's gradient is qqmm(ct, w.T), the cotangent quantized with its own largest magnitude as global scale.
+  auto sq = random_matrix({16, 16}, 22);
+  auto ct = random_matrix({16, 16}, 23);
+  auto [outs, grads] = vjp(
+      [&](const V& in) { return V{qqmm(in[0], in[1], {}, std::nullopt, std::nullopt, "nvfp4", gx, gw)}; }, {sq, sq},
+      {ct});
+  expect_matches(grads[0], product(scaled_doubles(ct, "nvfp4", max(abs(ct))),
+                                   scaled_doubles(transpose(sq), "nvfp4", gw), ct, transpose(sq)));
 }
 
 TEST(Qqmm, FlattensLeadingAxesAndTakesVectors) {
@@ -114,8 +156,8 @@ TEST(Qqmm, RefusesWhatMlxRefuses) {
     }
     return std::string("no error");
   };
-  EXPECT_EQ(message([&] { (void)qqmm(x, w); }),
-            "[qqmm] Quantization mode 'nvfp4' is not supported; nuvec implements 'affine'.");
+  EXPECT_EQ(message([&] { (void)qqmm(x, w, {}, 64, 4, "int4"); }),
+            "[qqmm] Invalid quantization mode 'int4'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
   EXPECT_EQ(message([&] { (void)qqmm(x, w, {}, 64, 4, "affine", array(1.0F), array(1.0F)); }),
             "[qqmm] Global scale is only supported for 'nvfp4' quantization mode.");
   EXPECT_EQ(message([&] { (void)qqmm(astype(x, float64), w, {}, 64, 4, "affine"); }),
@@ -127,6 +169,11 @@ TEST(Qqmm, RefusesWhatMlxRefuses) {
             "shape (3,32).");
   auto q = quantize(w);
   EXPECT_NE(message([&] { (void)qqmm(x, q[0], q[1], 64, 4, "affine"); }).find("needs biases"), std::string::npos);
+  EXPECT_EQ(message([&] { (void)qqmm(x, w, {}, std::nullopt, std::nullopt, "nvfp4", array(1.0F)); }),
+            "[qqmm] For nvfp4 mode, either both global_scale_x and global_scale_w must be provided, or neither.");
+  auto mx = quantize(w, std::nullopt, std::nullopt, "mxfp4");
+  EXPECT_EQ(message([&] { (void)qqmm(x, mx[0], std::nullopt, std::nullopt, std::nullopt, "mxfp4"); }),
+            "[qqmm] Scales must be provided if second argument is quantized.");
   EXPECT_NE(message([&] {
               (void)jvp([](const V& in) { return V{qqmm(in[0], in[1], {}, 64, 4, "affine")}; }, {x, w}, {x, w});
             }).find("[qqmm] The jvp is not implemented"),

@@ -462,13 +462,6 @@ TEST_F(QuantizedTest, Errors) {
               quantize(array({1, 2}, {1, 2}, int32), 32);
             }),
             "[quantize] Only real floating types can be quantized; got w of int32.");
-  EXPECT_EQ(error_of([&] { quantize(w, 64, 4, "mxfp4"); }),
-            "[quantize] Quantization mode 'mxfp4' is not supported; nuvec implements 'affine'.");
-  try {
-    quantize(w, 64, 4, "mxfp4");
-  } catch (const error& e) {
-    EXPECT_EQ(e.kind(), ErrorKind::unsupported);
-  }
   EXPECT_EQ(error_of([&] { quantize(w, 64, 4, "int4"); }),
             "[quantize] Invalid quantization mode 'int4'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
   EXPECT_EQ(error_of([&] {

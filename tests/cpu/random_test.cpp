@@ -257,32 +257,47 @@ TEST(RandomSeed, Reproducible) {
   EXPECT_NE(values<uint64_t>(random::bits({16})), a);
 }
 
-TEST(RandomSeed, ThreadSafeDraws) {
-  // Concurrent draws from the global sequence hand out distinct keys.
+TEST(RandomSeed, EachThreadHasItsOwnSequence) {
+  // MLX keeps one key sequence per thread (random.h: thread_local), each starting from one clock seed per process:
+  // seeding reseeds the calling thread only, and threads drawing at once never share or skip keys.
   random::seed(77);
+  auto main_first = values<uint64_t>(random::bits({4}));
   constexpr int threads = 4;
-  constexpr int draws = 200;
+  constexpr int draws = 50;
   std::vector<std::vector<uint64_t>> seen(threads);
+  std::vector<uint64_t> fresh_first(2);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&seen, t] {
+      random::seed(5);
       for (int i = 0; i < draws; ++i) {
-        auto b = random::bits({2});
-        b.eval();
-        const auto* p = b.data<uint32_t>();
-        seen[t].push_back((uint64_t{p[0]} << 32) | p[1]);
+        auto v = values<uint64_t>(random::bits({1}));
+        seen[t].push_back(v[0]);
       }
     });
+  }
+  for (int t = 0; t < 2; ++t) {
+    pool.emplace_back([&fresh_first, t] { fresh_first[t] = values<uint64_t>(random::bits({1}))[0]; });
   }
   for (auto& th : pool) {
     th.join();
   }
-  std::vector<uint64_t> all;
-  for (auto& v : seen) {
-    all.insert(all.end(), v.begin(), v.end());
+  // Every seeded thread drew seed 5's sequence, whole and in order.
+  random::KeySequence reference(5);
+  std::vector<uint64_t> expected;
+  for (int i = 0; i < draws; ++i) {
+    expected.push_back(values<uint64_t>(random::bits({1}, reference.next()))[0]);
   }
-  std::sort(all.begin(), all.end());
-  EXPECT_EQ(std::unique(all.begin(), all.end()), all.end());
+  for (const auto& v : seen) {
+    EXPECT_EQ(v, expected);
+  }
+  // Threads that never seeded start from the process's clock seed, untouched by the seeds of other threads.
+  EXPECT_EQ(fresh_first[0], fresh_first[1]);
+  EXPECT_NE(fresh_first[0], expected[0]);
+  // The main thread's sequence went on from seed 77, whatever the others did.
+  random::KeySequence main_reference(77);
+  EXPECT_EQ(main_first, values<uint64_t>(random::bits({4}, main_reference.next())));
+  EXPECT_EQ(values<uint64_t>(random::bits({4})), values<uint64_t>(random::bits({4}, main_reference.next())));
 }
 
 TEST(RandomKey, DeterministicWithKey) {

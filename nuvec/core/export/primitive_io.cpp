@@ -27,7 +27,7 @@ constexpr int enum_count<ScatterType> = static_cast<int>(ScatterType::min) + 1;
 template <>
 constexpr int enum_count<AttentionMask> = static_cast<int>(AttentionMask::additive) + 1;
 template <>
-constexpr int enum_count<QuantizationMode> = static_cast<int>(QuantizationMode::q6_k) + 1;
+constexpr int enum_count<QuantizationMode> = static_cast<int>(QuantizationMode::nvfp4) + 1;
 
 struct Save {
   ByteWriter& out;
@@ -184,7 +184,7 @@ void fields(Ar& ar, AddMM& p) {
 }
 template <class Ar>
 void fields(Ar& ar, Quantize& p) {
-  ar(p.group_size, p.bits);
+  ar(p.group_size, p.bits, p.mode);
 }
 template <class Ar>
 void fields(Ar& ar, Dequantize& p) {
@@ -196,7 +196,7 @@ void fields(Ar& ar, QuantizedMatmul& p) {
 }
 template <class Ar>
 void fields(Ar& ar, GatherQMM& p) {
-  ar(p.group_size, p.bits, p.transpose, p.sorted);
+  ar(p.group_size, p.bits, p.transpose, p.sorted, p.mode);
 }
 template <class Ar>
 void fields(Ar& ar, Fp8Cast& p) {

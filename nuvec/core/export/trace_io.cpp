@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "nuvec/core/allocator.h"
+#include "nuvec/core/export/node_check.h"
 #include "nuvec/core/export/primitive_io.h"
 #include "nuvec/core/ops.h"
 
@@ -198,6 +199,7 @@ ExportedTrace read_trace(ByteReader& in, std::vector<array>& constants, Stream s
       }
       defined[static_cast<size_t>(o)] = true;
     }
+    check_imported_node(g, n, static_cast<size_t>(i));
     g.nodes.push_back(std::move(n));
   }
   g.outputs = get_value_list(in, num_values);

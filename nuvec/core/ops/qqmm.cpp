@@ -5,6 +5,7 @@
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
+#include "nuvec/core/quantization_mode.h"
 #include "nuvec/core/transforms.h"
 
 namespace nuvec {
@@ -16,43 +17,76 @@ namespace {
 struct QQParams {
   int group_size;
   int bits;
+  std::string mode;
+  std::optional<array> global_x;
+  std::optional<array> global_w;
 };
 
-/// The mode, the global scales and the dtypes, as MLX checks them; "affine" is the one mode nuvec quantizes in.
+/// The mode, the global scales, the dtypes and the shapes, as MLX checks them.
 QQParams check_qq(const array& x, const array& w, const std::optional<array>& scales_w, std::optional<int> group_size,
                   std::optional<int> bits, const std::string& mode, const std::optional<array>& global_scale_x,
                   const std::optional<array>& global_scale_w, const char* op) {
-  if (mode == "mxfp4" || mode == "mxfp8" || mode == "nvfp4") {
-    throw_unsupported(op_prefix(op) + "Quantization mode '" + mode + "' is not supported; nuvec implements 'affine'.");
-  }
-  if (mode != "affine") {
+  const auto parsed = parse_quantization_mode(mode);
+  if (!parsed || is_block_format(*parsed)) {
     throw_invalid(op_prefix(op) + "Invalid quantization mode '" + mode +
                   "'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
   }
-  if (global_scale_x || global_scale_w) {
+  const bool affine = *parsed == QuantizationMode::affine;
+  const MicroscaledLayout layout = affine ? MicroscaledLayout{64, 4} : microscaled_layout(*parsed);
+  QQParams p{group_size.value_or(layout.group_size), bits.value_or(layout.bits), mode, global_scale_x,
+             global_scale_w};
+  if ((global_scale_x || global_scale_w) && *parsed != QuantizationMode::nvfp4) {
     throw_invalid(op_prefix(op) + "Global scale is only supported for 'nvfp4' quantization mode.");
   }
-  if (w.dtype() == uint32 || scales_w) {
+  if (global_scale_x.has_value() != global_scale_w.has_value()) {
+    throw_invalid(op_prefix(op) +
+                  "For nvfp4 mode, either both global_scale_x and global_scale_w must be provided, or neither.");
+  }
+  const bool w_quantized = w.dtype() == uint32;
+  if (w_quantized && affine) {
     throw_invalid(op_prefix(op) + "A weight quantized in 'affine' mode needs biases, which " + op +
                   " does not take; pass the floating weight (quantized on the fly) or use quantized_matmul.");
   }
+  if (w_quantized && !scales_w) {
+    throw_invalid(op_prefix(op) + "Scales must be provided if second argument is quantized.");
+  }
+  if (!w_quantized && scales_w) {
+    throw_invalid(op_prefix(op) + "Scales are only taken with a quantized (uint32) second argument; got " +
+                  std::string(dtype_name(w.dtype())) + ".");
+  }
   for (const auto& [operand, which] : {std::pair{&x, "first"}, std::pair{&w, "second"}}) {
+    if (operand == &w && w_quantized) {
+      continue;
+    }
     if (!is_floating(operand->dtype()) || operand->dtype() == float64) {
       throw_invalid(op_prefix(op) + "Only real floating types except float64 are supported but " + which +
                     " argument dtype == " + std::string(dtype_name(operand->dtype())) + ".");
     }
   }
-  if (x.ndim() == 0 || w.ndim() < 2 || x.shape(-1) != w.shape(-1)) {
+  const int64_t k = w_quantized ? int64_t{w.shape(-1)} * 32 / p.bits : w.shape(-1);
+  if (x.ndim() == 0 || w.ndim() < 2 || x.shape(-1) != k) {
     throw_invalid(op_prefix(op) + "Last dimension of first input with shape " + shape_string(x.shape()) +
-                  " must match last dimension of second input with shape " + shape_string(w.shape()) + ".");
+                  " must match last dimension of second input with shape " + shape_string(w.shape()) +
+                  (w_quantized ? " (" + std::to_string(k) + " values a row once unpacked)." : std::string(".")));
   }
-  return {group_size.value_or(64), bits.value_or(4)};
+  return p;
 }
 
 /// a quantized along its last axis and read back in its own dtype.
-array quantized_values(const array& a, QQParams p, StreamOrDevice s) {
-  auto q = quantize(a, p.group_size, p.bits, "affine", std::nullopt, s);
-  return dequantize(q[0], q[1], q[2], p.group_size, p.bits, "affine", std::nullopt, a.dtype(), s);
+array quantized_values(const array& a, const QQParams& p, const std::optional<array>& global_scale,
+                       StreamOrDevice s) {
+  auto q = quantize(a, p.group_size, p.bits, p.mode, global_scale, s);
+  const std::optional<array> biases = q.size() == 3 ? std::optional<array>(q[2]) : std::nullopt;
+  return dequantize(q[0], q[1], biases, p.group_size, p.bits, p.mode, global_scale, a.dtype(), s);
+}
+
+/// The values of the second operand in `dtype`: read back from its codes when quantized, else quantized first.
+array weight_values(const array& w, const std::optional<array>& scales_w, const QQParams& p, Dtype dtype,
+                    StreamOrDevice s) {
+  if (w.dtype() == uint32) {
+    return dequantize(w, *scales_w, std::nullopt, p.group_size, p.bits, p.mode, p.global_w, dtype, s);
+  }
+  return quantized_values(w, p, p.global_w, s);
 }
 
 [[noreturn]] std::vector<array> no_jvp(const char* op) {
@@ -72,19 +106,31 @@ array qqmm(const array& x, const array& w, const std::optional<array>& w_scales,
   // MLX's form: x's leading axes flattened into rows.
   auto x2 = x.ndim() == 1 ? expand_dims(x, 0, s) : flatten(x, 0, -2, s);
   const Dtype out_dtype = x.dtype();
-  auto product = [p, out_dtype, s](const std::vector<array>& in) {
-    return std::vector<array>{astype(
-        matmul(quantized_values(in[0], p, s), swapaxes(quantized_values(in[1], p, s), -1, -2, s), s), out_dtype, s)};
+  auto product = [p, w_scales, out_dtype, s](const std::vector<array>& in) {
+    return std::vector<array>{
+        astype(matmul(quantized_values(in[0], p, p.global_x, s),
+                      swapaxes(weight_values(in[1], w_scales, p, in[0].dtype(), s), -1, -2, s), s),
+               out_dtype, s)};
   };
-  // The cotangent (M, N) is quantized along N for x's gradient and along M for w's, as in MLX. Both are built
-  // whichever is asked for, so differentiating needs M and N to be multiples of the group size.
-  auto gradients = [p, s](const std::vector<array>& primals, const std::vector<array>& cotangents,
-                          const std::vector<array>&) {
+  // The cotangent (M, N) is quantized along N for x's gradient and along M for w's, as in MLX (with its largest
+  // magnitude as the global scale where the operands have theirs). Both are built whichever is asked for, so
+  // differentiating needs M and N to be multiples of the group size.
+  auto gradients = [p, w_scales, s](const std::vector<array>& primals, const std::vector<array>& cotangents,
+                                    const std::vector<array>&) {
     const auto& ct = cotangents[0];
-    return std::vector<array>{qqmm(ct, swapaxes(primals[1], -1, -2, s), std::nullopt, p.group_size, p.bits, "affine",
-                                   std::nullopt, std::nullopt, s),
-                              qqmm(swapaxes(ct, -1, -2, s), swapaxes(primals[0], -1, -2, s), std::nullopt, p.group_size,
-                                   p.bits, "affine", std::nullopt, std::nullopt, s)};
+    std::optional<array> global_ct;
+    if (p.global_x) {
+      global_ct = astype(max(abs(ct, s), false, s), float32, s);
+    }
+    const bool w_quantized = primals[1].dtype() == uint32;
+    // A quantized weight enters x's gradient by its values (MLX takes only floating ones there).
+    auto w_dense = w_quantized ? weight_values(primals[1], w_scales, p, ct.dtype(), s) : primals[1];
+    auto dx = qqmm(ct, swapaxes(w_dense, -1, -2, s), std::nullopt, p.group_size, p.bits, p.mode, global_ct,
+                   w_quantized ? std::nullopt : p.global_w, s);
+    auto dw = w_quantized ? zeros_like(primals[1], s)
+                          : qqmm(swapaxes(ct, -1, -2, s), swapaxes(primals[0], -1, -2, s), std::nullopt, p.group_size,
+                                 p.bits, p.mode, global_ct, p.global_x, s);
+    return std::vector<array>{dx, dw};
   };
   auto fun = custom_function(
       product, gradients,
@@ -94,7 +140,7 @@ array qqmm(const array& x, const array& w, const std::optional<array>& w_scales,
     return squeeze(out, 0, s);
   }
   Shape shape = x.shape();
-  shape.back() = w.shape(0);
+  shape.back() = out.shape(-1);
   return reshape(out, std::move(shape), s);
 }
 
@@ -114,10 +160,10 @@ array gather_qqmm(const array& x, const array& w, const std::optional<array>& sc
       indices.push_back(*given);
     }
   }
-  auto product = [p, s, sorted_indices, indices, has_lhs = lhs_indices.has_value(),
+  auto product = [p, s, scales_w, sorted_indices, indices, has_lhs = lhs_indices.has_value(),
                   has_rhs = rhs_indices.has_value()](const std::vector<array>& in) {
-    auto a = quantized_values(in[0], p, s);
-    auto b = swapaxes(quantized_values(in[1], p, s), -1, -2, s);
+    auto a = quantized_values(in[0], p, p.global_x, s);
+    auto b = swapaxes(weight_values(in[1], scales_w, p, in[0].dtype(), s), -1, -2, s);
     array out = has_lhs && has_rhs ? gather_mm(a, b, indices[0], indices[1], sorted_indices, s)
                 : has_lhs          ? gather_mm(a, b, indices[0], std::nullopt, sorted_indices, s)
                 : has_rhs          ? gather_mm(a, b, std::nullopt, indices[0], sorted_indices, s)

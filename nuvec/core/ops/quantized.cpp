@@ -1,7 +1,8 @@
 // Quantization: quantize, dequantize, quantized_matmul, gather_qmm and the FP8 conversions. The ops check modes,
-// group sizes, bits, shapes and dtypes, cast x, scales and biases to one floating dtype and build the Quantize,
-// Dequantize, QuantizedMatmul, GatherQMM and Fp8Cast nodes. A quantized_matmul whose weight has batch axes is a
-// gather_qmm over every (x batch, w batch) pair, so QuantizedMatmul itself only ever sees one 2-d weight.
+// group sizes, bits, shapes and dtypes, cast x, scales and biases to one floating dtype (affine; the microscaled modes
+// keep x's dtype and their uint8 scales) and build the Quantize, Dequantize, QuantizedMatmul, GatherQMM and Fp8Cast
+// nodes. A quantized_matmul whose weight has batch axes is a gather_qmm over every (x batch, w batch) pair, so
+// QuantizedMatmul itself only ever sees one 2-d weight.
 
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
@@ -16,28 +17,19 @@ using nuvec::detail::op_prefix;
 
 namespace {
 
-/// The ops taking scales and biases implement "affine"; MLX's other modes are recognised and refused as unsupported,
-/// and GGML's block formats are pointed to their own overloads.
-void check_mode(const std::string& mode, const char* op) {
-  if (mode == "affine") {
-    return;
+/// MLX's modes of the ops taking scales (affine and the microscaled ones); GGML's block formats are pointed to their
+/// own overloads.
+QuantizationMode scaled_mode(const std::string& mode, const char* op) {
+  const auto parsed = parse_quantization_mode(mode);
+  if (parsed && !is_block_format(*parsed)) {
+    return *parsed;
   }
-  if (mode == "mxfp4" || mode == "mxfp8" || mode == "nvfp4") {
-    throw_unsupported(op_prefix(op) + "Quantization mode '" + mode + "' is not supported; nuvec implements 'affine'.");
-  }
-  if (parse_quantization_mode(mode)) {
+  if (parsed) {
     throw_invalid(op_prefix(op) + "The block format '" + mode + "' keeps its scales in its blocks; call " + op +
                   " with the weight and the mode only.");
   }
   throw_invalid(op_prefix(op) + "Invalid quantization mode '" + mode +
-                "'; expected one of 'affine', 'mxfp4', 'mxfp8', " + "'nvfp4'.");
-}
-
-/// MLX scales nvfp4 by a global scale; no mode nuvec implements has one.
-void check_no_global_scale(const std::optional<array>& global_scale, const char* op) {
-  if (global_scale) {
-    throw_invalid(op_prefix(op) + "Global scale is only supported for 'nvfp4' quantization mode.");
-  }
+                "'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
 }
 
 /// A GGML block format by name, and the values per row of a weight of blocks in it.
@@ -69,7 +61,10 @@ BlockWeight check_blocks(const array& w, const std::string& mode, const char* op
 int code_bits(QuantizationMode mode) {
   switch (mode) {
     case QuantizationMode::affine:
-      return 0;
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+      return 0;  // not block formats
     case QuantizationMode::q4_0:
     case QuantizationMode::q4_k:
       return 4;
@@ -84,11 +79,26 @@ int code_bits(QuantizationMode mode) {
 struct Params {
   int group_size;
   int bits;
+  QuantizationMode mode;
 };
 
 Params params(const std::string& mode, std::optional<int> group_size, std::optional<int> bits, const char* op) {
-  check_mode(mode, op);
-  Params p{group_size.value_or(64), bits.value_or(4)};
+  const QuantizationMode m = scaled_mode(mode, op);
+  if (is_microscaled(m)) {
+    // The format fixes both (MLX's messages).
+    const MicroscaledLayout layout = microscaled_layout(m);
+    Params p{group_size.value_or(layout.group_size), bits.value_or(layout.bits), m};
+    if (p.group_size != layout.group_size) {
+      throw_invalid(op_prefix(op) + mode + " quantization requires group size " + std::to_string(layout.group_size) +
+                    " but got " + std::to_string(p.group_size) + ".");
+    }
+    if (p.bits != layout.bits) {
+      throw_invalid(op_prefix(op) + mode + " quantization requires bits to be " + std::to_string(layout.bits) +
+                    " but got " + std::to_string(p.bits) + ".");
+    }
+    return p;
+  }
+  Params p{group_size.value_or(64), bits.value_or(4), m};
   // 16 is nuvec's addition to MLX's sizes: GGUF's Q2_K, Q3_K and Q6_K scale groups of 16.
   if (p.group_size != 16 && p.group_size != 32 && p.group_size != 64 && p.group_size != 128) {
     throw_invalid(op_prefix(op) + "The requested group size " + std::to_string(p.group_size) +
@@ -101,6 +111,24 @@ Params params(const std::string& mode, std::optional<int> group_size, std::optio
   return p;
 }
 
+/// A global scale is nvfp4's, one float32 value (MLX's checks and messages).
+void check_global_scale(const std::optional<array>& global_scale, Params p, const char* op) {
+  if (!global_scale) {
+    return;
+  }
+  if (p.mode != QuantizationMode::nvfp4) {
+    throw_invalid(op_prefix(op) + "Global scale is only supported for 'nvfp4' quantization mode.");
+  }
+  if (global_scale->size() != 1) {
+    throw_invalid(op_prefix(op) + "Global scale must be a scalar but got shape " +
+                  shape_string(global_scale->shape()) + ".");
+  }
+  if (global_scale->dtype() != float32) {
+    throw_invalid(op_prefix(op) + "Global scale must have dtype float32 but got " +
+                  dtype_string(global_scale->dtype()) + ".");
+  }
+}
+
 /// The packed weight, scales and biases agree with each other; returns the unpacked length of w's last axis.
 int check_packed(const array& w, const array& scales, const std::optional<array>& biases, Params p, const char* op) {
   if (w.dtype() != uint32) {
@@ -110,16 +138,27 @@ int check_packed(const array& w, const array& scales, const std::optional<array>
     throw_invalid(op_prefix(op) + "The weight matrix must have at least 2 dimensions; got shape " +
                   shape_string(w.shape()) + ".");
   }
-  if (!biases) {
-    throw_invalid(op_prefix(op) + "Biases must be provided for affine quantization.");
-  }
-  if (!is_floating(scales.dtype()) || !is_floating(biases->dtype())) {
-    throw_invalid(op_prefix(op) + "Scales and biases must be real floating point; got " + dtype_string(scales.dtype()) +
-                  " and " + dtype_string(biases->dtype()) + ".");
-  }
-  if (scales.shape() != biases->shape()) {
-    throw_invalid(op_prefix(op) + "Scales and biases must have the same shape; got " + shape_string(scales.shape()) +
-                  " and " + shape_string(biases->shape()) + ".");
+  if (is_microscaled(p.mode)) {
+    if (scales.dtype() != uint8) {
+      throw_invalid(op_prefix(op) + "Scale type must be uint8 but received type " + dtype_string(scales.dtype()) +
+                    ".");
+    }
+    if (biases) {
+      throw_invalid(op_prefix(op) + "Biases must be null for quantization mode '" + std::string(mode_name(p.mode)) +
+                    "'.");
+    }
+  } else {
+    if (!biases) {
+      throw_invalid(op_prefix(op) + "Biases must be provided for affine quantization.");
+    }
+    if (!is_floating(scales.dtype()) || !is_floating(biases->dtype())) {
+      throw_invalid(op_prefix(op) + "Scales and biases must be real floating point; got " +
+                    dtype_string(scales.dtype()) + " and " + dtype_string(biases->dtype()) + ".");
+    }
+    if (scales.shape() != biases->shape()) {
+      throw_invalid(op_prefix(op) + "Scales and biases must have the same shape; got " +
+                    shape_string(scales.shape()) + " and " + shape_string(biases->shape()) + ".");
+    }
   }
   const int64_t unpacked = int64_t{w.shape(-1)} * 32 / p.bits;
   Shape expected = w.shape();
@@ -154,7 +193,9 @@ ProductDims check_product(const array& x, const array& w, const array& scales, c
                   " of the quantized weight with shape " + shape_string(w.shape()) +
                   " (transpose=" + (transpose ? "true" : "false") + ", bits=" + std::to_string(p.bits) + ").");
   }
-  const Dtype dtype = promote_types(promote_types(x.dtype(), scales.dtype()), biases->dtype());
+  // Microscaled products keep x's dtype (their scales are codes).
+  const Dtype dtype = is_microscaled(p.mode) ? x.dtype()
+                                             : promote_types(promote_types(x.dtype(), scales.dtype()), biases->dtype());
   if (!is_floating(dtype)) {
     throw_invalid(op_prefix(op) + "Only real floating types are supported; got x of " + dtype_string(x.dtype()) +
                   " and scales of " + dtype_string(scales.dtype()) + ".");
@@ -177,8 +218,19 @@ array batch_indices(const std::optional<array>& given, const array& a, const cha
   return reshape(arange(0, total, 1, uint32, s), batch, s);
 }
 
-array gather_product(array x, const array& w, const array& scales, const array& biases, array lhs, array rhs,
-                     bool transpose, Params p, bool sorted, const ProductDims& d, StreamOrDevice s) {
+/// x, the weight's parts (codes, scales and, for affine, biases in the product's dtype) as the product nodes take them.
+std::vector<array> product_inputs(const array& x, const array& w, const array& scales,
+                                  const std::optional<array>& biases, Params p, const ProductDims& d,
+                                  StreamOrDevice s) {
+  if (is_microscaled(p.mode)) {
+    return {x, w, scales};
+  }
+  return {astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(*biases, d.dtype, s)};
+}
+
+array gather_product(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
+                     array lhs, array rhs, bool transpose, Params p, bool sorted, const ProductDims& d,
+                     StreamOrDevice s) {
   Shape batch;
   try {
     batch = broadcast_shapes(lhs.shape(), rhs.shape());
@@ -188,8 +240,10 @@ array gather_product(array x, const array& w, const array& scales, const array& 
   }
   lhs = broadcast_to(lhs, batch, s);
   rhs = broadcast_to(rhs, batch, s);
-  std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(biases, d.dtype, s), lhs, rhs};
-  return make_node(GatherQMM{p.group_size, p.bits, transpose, sorted}, std::move(inputs), to_stream(s));
+  auto inputs = product_inputs(x, w, scales, biases, p, d, s);
+  inputs.push_back(std::move(lhs));
+  inputs.push_back(std::move(rhs));
+  return make_node(GatherQMM{p.group_size, p.bits, transpose, sorted, p.mode}, std::move(inputs), to_stream(s));
 }
 
 }  // namespace
@@ -197,7 +251,7 @@ array gather_product(array x, const array& w, const array& scales, const array& 
 std::vector<array> quantize(const array& w, std::optional<int> group_size, std::optional<int> bits,
                             const std::string& mode, const std::optional<array>& global_scale, StreamOrDevice s) {
   auto p = params(mode, group_size, bits, "quantize");
-  check_no_global_scale(global_scale, "quantize");
+  check_global_scale(global_scale, p, "quantize");
   if (!is_floating(w.dtype())) {
     throw_invalid("[quantize] Only real floating types can be quantized; got w of " + dtype_string(w.dtype()) + ".");
   }
@@ -213,18 +267,30 @@ std::vector<array> quantize(const array& w, std::optional<int> group_size, std::
     throw_invalid("[quantize] A row of " + std::to_string(w.shape(-1)) + " values of " + std::to_string(p.bits) +
                   " bits must fill whole 32-bit words; got shape " + shape_string(w.shape()) + ".");
   }
-  return make_nodes(Quantize{p.group_size, p.bits}, {w}, to_stream(s));
+  std::vector<array> inputs{w};
+  if (global_scale) {
+    inputs.push_back(reshape(*global_scale, {}, s));
+  }
+  return make_nodes(Quantize{p.group_size, p.bits, p.mode}, std::move(inputs), to_stream(s));
 }
 
 array dequantize(const array& w, const array& scales, const std::optional<array>& biases, std::optional<int> group_size,
                  std::optional<int> bits, const std::string& mode, const std::optional<array>& global_scale,
                  std::optional<Dtype> dtype, StreamOrDevice s) {
   auto p = params(mode, group_size, bits, "dequantize");
-  check_no_global_scale(global_scale, "dequantize");
+  check_global_scale(global_scale, p, "dequantize");
   check_packed(w, scales, biases, p, "dequantize");
-  const Dtype out_dtype = dtype.value_or(scales.dtype());
+  // MLX's default: the scales' dtype, or bfloat16 where the scales are codes.
+  const Dtype out_dtype = dtype.value_or(is_microscaled(p.mode) ? bfloat16 : scales.dtype());
   if (!is_floating(out_dtype)) {
     throw_invalid("[dequantize] The output dtype must be real floating point; got " + dtype_string(out_dtype) + ".");
+  }
+  if (is_microscaled(p.mode)) {
+    std::vector<array> inputs{w, scales};
+    if (global_scale) {
+      inputs.push_back(reshape(*global_scale, {}, s));
+    }
+    return make_node(Dequantize{p.group_size, p.bits, p.mode, out_dtype}, std::move(inputs), to_stream(s));
   }
   // Computed in float32 from the scales' own values and rounded once to the output dtype.
   return make_node(Dequantize{p.group_size, p.bits, QuantizationMode::affine, out_dtype},
@@ -251,7 +317,7 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
     }
     auto lhs = batch_indices(std::nullopt, x2, "lhs_indices", "quantized_matmul", s);
     auto rhs = batch_indices(std::nullopt, w, "rhs_indices", "quantized_matmul", s);
-    auto out = gather_product(x2, w, scales, *biases, broadcast_to(lhs, batch, s), broadcast_to(rhs, batch, s),
+    auto out = gather_product(x2, w, scales, biases, broadcast_to(lhs, batch, s), broadcast_to(rhs, batch, s),
                               transpose, p, false, d, s);
     if (x.ndim() == 1) {
       Shape shape(out.shape());
@@ -260,9 +326,8 @@ array quantized_matmul(array x, array w, array scales, std::optional<array> bias
     }
     return out;
   }
-  std::vector<array> inputs{astype(x, d.dtype, s), w, astype(scales, d.dtype, s), astype(*biases, d.dtype, s)};
-  return make_node(QuantizedMatmul{p.group_size, p.bits, transpose, QuantizationMode::affine}, std::move(inputs),
-                   to_stream(s));
+  return make_node(QuantizedMatmul{p.group_size, p.bits, transpose, p.mode},
+                   product_inputs(x, w, scales, biases, p, d, s), to_stream(s));
 }
 
 array gather_qmm(const array& x, const array& w, const array& scales, const std::optional<array>& biases,
@@ -280,7 +345,7 @@ array gather_qmm(const array& x, const array& w, const array& scales, const std:
   }
   auto lhs = batch_indices(lhs_indices, x, "lhs_indices", "gather_qmm", s);
   auto rhs = batch_indices(rhs_indices, w, "rhs_indices", "gather_qmm", s);
-  return gather_product(x, w, scales, *biases, lhs, rhs, transpose, p, sorted_indices, d, s);
+  return gather_product(x, w, scales, biases, lhs, rhs, transpose, p, sorted_indices, d, s);
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's form

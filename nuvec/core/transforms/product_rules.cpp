@@ -84,7 +84,17 @@ std::vector<array> vjp_of(const Quantize& p, const VjpArgs&) {
 std::vector<array> jvp_of(const Quantize& p, const JvpArgs&) {
   throw_no_rule("jvp", p.name, "is not differentiable (rounding to integers).");
 }
-Batched vmap_of(const Quantize& p, const VmapArgs& args) { return reapply_front(p, {moved_front(args, 0)}, args); }
+Batched vmap_of(const Quantize& p, const VmapArgs& args) {
+  std::vector<array> inputs{moved_front(args, 0)};
+  if (args.inputs.size() > 1) {
+    if (args.axes[1] >= 0) {
+      throw_unsupported("[vmap] Quantize: an nvfp4 global scale is one scalar for the whole weight; it cannot be "
+                        "mapped.");
+    }
+    inputs.push_back(args.inputs[1]);
+  }
+  return reapply_front(p, std::move(inputs), args);
+}
 
 namespace {
 /// The cotangent of a dequantized matrix, grouped as (..., groups, group_size).
@@ -110,9 +120,31 @@ array dequantized_blocks(const Dequantize& p, const array& w, bool mapped, Dtype
 
 }  // namespace
 
+namespace {
+
+/// A microscaled weight's values without its global scale: the output is linear in the global scale g, as
+/// values * g / (448 * 6).
+array unscaled_values(const Dequantize& p, const std::vector<array>& primals) {
+  return dequantize(primals[0], primals[1], std::nullopt, p.group_size, p.bits, std::string(mode_name(p.mode)),
+                    std::nullopt, p.dtype);
+}
+constexpr float nvfp4_scale_range = 448.F * 6.F;
+
+}  // namespace
+
 std::vector<array> vjp_of(const Dequantize& p, const VjpArgs& args) {
   if (is_block_format(p.mode)) {
     return {zeros_like(args.primals[0])};  // the blocks are integers
+  }
+  if (is_microscaled(p.mode)) {
+    // Codes and scales are integers: only an nvfp4 global scale (input 2) can be asked for.
+    std::vector<array> grads;
+    for (int a : args.argnums) {
+      const auto& g = args.primals[static_cast<size_t>(a)];
+      auto dot = sum(astype(args.cotangents[0] * unscaled_values(p, args.primals), float32)) / nvfp4_scale_range;
+      grads.push_back(astype(reshape(dot, g.shape()), g.dtype()));
+    }
+    return grads;
   }
   const auto& ct = args.cotangents[0];
   const auto& scales = args.primals[1];
@@ -131,6 +163,14 @@ std::vector<array> jvp_of(const Dequantize& p, const JvpArgs& args) {
   if (is_block_format(p.mode)) {
     return {zeros_like(args.outputs[0])};
   }
+  if (is_microscaled(p.mode)) {
+    const array* tg = tangent_of(args, 2);
+    if (tg == nullptr) {
+      return {zeros_like(args.outputs[0])};
+    }
+    auto factor = astype(reshape(*tg, {}) / nvfp4_scale_range, p.dtype);
+    return {unscaled_values(p, args.primals) * factor};
+  }
   // Linear in (scales, biases) together.
   const array* ts = tangent_of(args, 1);
   const array* tb = tangent_of(args, 2);
@@ -140,6 +180,17 @@ std::vector<array> jvp_of(const Dequantize& p, const JvpArgs& args) {
 Batched vmap_of(const Dequantize& p, const VmapArgs& args) {
   if (is_block_format(p.mode)) {
     return {{dequantized_blocks(p, moved_front(args, 0), true, args.outputs[0].dtype())}, {0}};
+  }
+  if (is_microscaled(p.mode)) {
+    std::vector<array> inputs{batched_front(args, 0), batched_front(args, 1)};
+    if (args.inputs.size() > 2) {
+      if (args.axes[2] >= 0) {
+        throw_unsupported("[vmap] Dequantize: an nvfp4 global scale is one scalar for the whole weight; it cannot "
+                          "be mapped.");
+      }
+      inputs.push_back(args.inputs[2]);
+    }
+    return reapply_front(p, std::move(inputs), args);
   }
   return reapply_front(p, {batched_front(args, 0), batched_front(args, 1), batched_front(args, 2)}, args);
 }
@@ -212,6 +263,14 @@ std::vector<array> vjp_of(const QuantizedMatmul& p, const VjpArgs& args) {
     }
     return grads;
   }
+  if (is_microscaled(p.mode)) {
+    // Only x is floating (codes and scales are integers).
+    for (size_t i = 0; i < args.argnums.size(); ++i) {
+      grads.push_back(quantized_matmul(ct, args.primals[1], args.primals[2], std::nullopt, !p.transpose, p.group_size,
+                                       p.bits, std::string(mode_name(p.mode))));
+    }
+    return grads;
+  }
   std::optional<std::vector<array>> scale_bias;
   for (int a : args.argnums) {
     if (a == 0) {
@@ -247,7 +306,8 @@ Batched vmap_of(const QuantizedMatmul& p, const VmapArgs& args) {
     auto out = matmul(rows, swapaxes(w, 1, 2));
     return {{reshape(out, front_shape(args.size, args.outputs[0].shape()))}, {0}};
   }
-  if (args.axes[1] < 0 && args.axes[2] < 0 && args.axes[3] < 0) {
+  const bool microscaled = is_microscaled(p.mode);
+  if (args.axes[1] < 0 && args.axes[2] < 0 && (microscaled || args.axes[3] < 0)) {
     auto inputs = args.inputs;
     inputs[0] = moved_front(args, 0);
     return reapply_front(p, std::move(inputs), args);
@@ -255,8 +315,9 @@ Batched vmap_of(const QuantizedMatmul& p, const VmapArgs& args) {
   // A mapped weight: one quantized product per slice, x's rows (all of them when x is not mapped) against each.
   auto x = moved_front(args, 0);
   auto rows = reshape(x, {args.axes[0] < 0 ? 1 : args.size, -1, x.shape(-1)});
-  auto out = quantized_matmul(rows, batched_front(args, 1), batched_front(args, 2), batched_front(args, 3), p.transpose,
-                              p.group_size, p.bits);
+  auto out = quantized_matmul(rows, batched_front(args, 1), batched_front(args, 2),
+                              microscaled ? std::nullopt : std::optional<array>(batched_front(args, 3)), p.transpose,
+                              p.group_size, p.bits, std::string(mode_name(p.mode)));
   return {{reshape(out, front_shape(args.size, args.outputs[0].shape()))}, {0}};
 }
 
@@ -266,14 +327,17 @@ std::vector<array> vjp_of(const GatherQMM& p, const VjpArgs& args) {
   const auto& w_q = args.primals[1];
   const auto& scales = args.primals[2];
   const auto& ct = args.cotangents[0];
-  auto lhs = flatten(args.primals[4]);
-  auto rhs = flatten(args.primals[5]);
+  const bool microscaled = is_microscaled(p.mode);
+  const size_t n = args.primals.size();
+  auto lhs = flatten(args.primals[n - 2]);
+  auto rhs = flatten(args.primals[n - 1]);
   std::vector<array> grads;
   std::optional<std::vector<array>> scale_bias;
   for (int a : args.argnums) {
     if (a == 0) {
-      auto per_product = gather_qmm(ct, w_q, scales, args.primals[3], std::nullopt, args.primals[5], !p.transpose,
-                                    p.group_size, p.bits);
+      auto per_product =
+          gather_qmm(ct, w_q, scales, microscaled ? std::nullopt : std::optional<array>(args.primals[3]), std::nullopt,
+                     args.primals[n - 1], !p.transpose, p.group_size, p.bits, std::string(mode_name(p.mode)));
       int batches = static_cast<int>(x.size() / static_cast<size_t>(x.shape(-2) * x.shape(-1)));
       auto flat = reshape(per_product, {-1, 1, x.shape(-2), x.shape(-1)});
       auto summed =
@@ -299,15 +363,19 @@ std::vector<array> vjp_of(const GatherQMM& p, const VjpArgs& args) {
 }
 std::vector<array> jvp_of(const GatherQMM& p, const JvpArgs& args) { return {quantized_jvp(p, args)}; }
 Batched vmap_of(const GatherQMM& p, const VmapArgs& args) {
-  // The mapped axis joins the batch axes of x and of the weight; the indices skip to each slice's matrices.
-  size_t weight = args.axes[1] >= 0 ? 1 : (args.axes[2] >= 0 ? 2 : 3);
-  bool weight_mapped = args.axes[1] >= 0 || args.axes[2] >= 0 || args.axes[3] >= 0;
-  std::vector<array> inputs{moved_front(args, 0)};
-  for (size_t i = 1; i <= 3; ++i) {
-    inputs.push_back(weight_mapped ? batched_front(args, i) : args.inputs[i]);
+  // The mapped axis joins the batch axes of x and of the weight; the indices skip to each slice's matrices. The
+  // weight's parts are inputs 1 .. n - 3 (codes, scales and, for affine, biases); the indices the last two.
+  const size_t n = args.inputs.size();
+  size_t weight = 0;
+  for (size_t i = 1; i + 2 < n && weight == 0; ++i) {
+    weight = args.axes[i] >= 0 ? i : 0;
   }
-  inputs.push_back(offset_indices(args, 4, 0));
-  inputs.push_back(weight_mapped ? offset_indices(args, 5, weight) : batched_front(args, 5));
+  std::vector<array> inputs{moved_front(args, 0)};
+  for (size_t i = 1; i + 2 < n; ++i) {
+    inputs.push_back(weight != 0 ? batched_front(args, i) : args.inputs[i]);
+  }
+  inputs.push_back(offset_indices(args, n - 2, 0));
+  inputs.push_back(weight != 0 ? offset_indices(args, n - 1, weight) : batched_front(args, n - 1));
   return reapply_front(p, std::move(inputs), args);
 }
 

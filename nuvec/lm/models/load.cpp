@@ -84,7 +84,8 @@ QuantParams quant_params(const nlohmann::json& entry, const QuantParams& default
       throw_invalid("[config.json] quantization" + where + ".mode must be a string; got " + mode->dump() + ".");
     }
     p.mode = mode->get<std::string>();
-    if (p.mode != "affine" && !parse_quantization_mode(p.mode)) {
+    const auto parsed = parse_quantization_mode(p.mode);
+    if (p.mode != "affine" && !(parsed && is_block_format(*parsed))) {
       throw_unsupported("[config.json] quantization mode \"" + p.mode +
                         "\" is not supported; nuvec reads \"affine\" and GGML's block formats (q4_0, q8_0, q4_k, "
                         "q6_k).");
