@@ -77,6 +77,8 @@ const char* kUsage =
     "    --chat              the prompt is a user message in the model's chat template (--system TEXT adds one)\n"
     "    --draft-model PATH --num-draft N   speculative decoding with a smaller model of the same vocabulary\n"
     "    --json              one JSON object: prompt and generated ids, text, log-probabilities and top 5, timings\n"
+    "                      Under nuvec launch or mpirun the ranks share the model (tensor parallel: each holds its\n"
+    "                      share of the heads and features); rank 0 prints\n"
     "  chat                an interactive chat through the chat template (/reset, /exit)\n"
     "  bench               prompt (-p tokens) and decoding (-n tokens) speed, as llama-bench prints it\n"
     "  serve               OpenAI's HTTP API: POST /v1/chat/completions, /v1/completions, /v1/embeddings,\n"

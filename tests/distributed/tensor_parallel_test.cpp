@@ -6,8 +6,10 @@
 
 #include <cstdlib>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 
+#include "nuvec/lm/lm.h"
 #include "nuvec/nn/nn.h"
 #include "nuvec/nuvec.h"
 
@@ -68,6 +70,17 @@ TEST(TensorParallelOneProcess, BadSizesAndSegmentsAreNamed) {
   // A quantized sharded-to-all layer's shares must be whole groups of 32.
   EXPECT_EQ(message_of([&] { QuantizedShardedToAllLinear(48, 8, true, 32, 4, "affine", g); }),
             "[QuantizedShardedToAllLinear] expected 1 sizes that sum to the input size 48; given (32).");
+}
+
+TEST(TensorParallelOneProcess, ModelsWithoutAnMLPCannotBeSharded) {
+  const distributed::Group g = one_process();
+  const nlohmann::json config = {{"model_type", "mixtral"},      {"vocab_size", 32},         {"hidden_size", 32},
+                                 {"num_hidden_layers", 1},       {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                                 {"intermediate_size", 64},      {"num_local_experts", 2},   {"num_experts_per_tok", 1},
+                                 {"max_position_embeddings", 64}};
+  auto model = lm::create_model(config);
+  EXPECT_EQ(message_of([&] { model->shard(g); }),
+            "[TransformerBlock model.layers.0] cannot be sharded: its feed-forward is a SparseMoeBlock, not an MLP.");
 }
 
 }  // namespace

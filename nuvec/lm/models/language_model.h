@@ -5,6 +5,8 @@
 #include <string>
 
 #include "nuvec/core/array.h"
+#include "nuvec/core/error.h"
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/lm/cache/kv_cache.h"
 #include "nuvec/nn/module.h"
 
@@ -27,6 +29,13 @@ class LanguageModel : public nn::Module {
   [[nodiscard]] virtual int num_layers() const = 0;
   /// The longest context the model was trained for (max_position_embeddings), 0 when unknown.
   [[nodiscard]] virtual int max_context() const = 0;
+  /// Tensor parallelism (mlx-lm's shard): keeps this rank's share of the attention heads and feed-forward features
+  /// of every layer, so that each rank holds about 1/N of those weights. Every rank of `group` must then run the
+  /// model on the same tokens; each gets the whole logits. Families without it throw (unsupported).
+  virtual void shard(const distributed::Group& group) {
+    (void)group;
+    throw_unsupported(describe() + " " + model_type() + " models cannot be sharded.");
+  }
 };
 
 }  // namespace nuvec::lm

@@ -9,6 +9,7 @@
 #include "nuvec/core/shape.h"
 #include "nuvec/lm/cache/rotating_cache.h"
 #include "nuvec/nn/activations.h"
+#include "nuvec/nn/distributed_linear.h"
 #include "nuvec/nn/normalization.h"
 
 namespace nuvec::lm {
@@ -114,6 +115,32 @@ array Attention::attend(const array& queries, const array& keys, const array& va
   return fast::scaled_dot_product_attention(queries, keys, values, scale_, mask.mode, mask.mask);
 }
 
+void Attention::shard(const distributed::Group& group) {
+  AttentionOptions& o = options_;
+  const int n = group.size();
+  if (o.num_heads % n != 0 || o.num_kv_heads % n != 0) {
+    fail("cannot split " + std::to_string(o.num_heads) + " heads and " + std::to_string(o.num_kv_heads) +
+         " key-value heads across " + std::to_string(n) + " ranks: the group size must divide both.");
+  }
+  // Rows are head after head, so equal shares are whole heads; query head i meets key-value head
+  // i / (num_heads / num_kv_heads) on the rank that holds both.
+  const int q_dims = o.num_heads * o.head_dim;
+  const int kv_dims = o.num_kv_heads * o.head_dim;
+  const auto equal = [n](int dims) { return std::vector<int>(static_cast<size_t>(n), dims / n); };
+  if (qkv_proj) {
+    const double total = q_dims + 2.0 * kv_dims;
+    set_child("qkv_proj", nn::shard_linear(*qkv_proj, nn::Sharding::all_to_sharded,
+                                           std::vector<double>{q_dims / total, (q_dims + kv_dims) / total}, group));
+  } else {
+    set_child("q_proj", nn::shard_linear(*q_proj, nn::Sharding::all_to_sharded, 1, group, equal(q_dims)));
+    set_child("k_proj", nn::shard_linear(*k_proj, nn::Sharding::all_to_sharded, 1, group, equal(kv_dims)));
+    set_child("v_proj", nn::shard_linear(*v_proj, nn::Sharding::all_to_sharded, 1, group, equal(kv_dims)));
+  }
+  set_child("o_proj", nn::shard_linear(*o_proj, nn::Sharding::sharded_to_all, 1, group, equal(q_dims)));
+  o.num_heads /= n;
+  o.num_kv_heads /= n;
+}
+
 // ---------------------------------------------------------------- feed-forward
 
 MLP::MLP(MLPOptions options) : options_(std::move(options)) {
@@ -142,7 +169,33 @@ array MLP::forward(const array& x) {
   return (*down_proj)(options_.activation((*gate_proj)(x)) * (*up_proj)(x));
 }
 
+void MLP::shard(const distributed::Group& group) {
+  if (gate_up_proj) {
+    set_child("gate_up_proj", nn::shard_linear(*gate_up_proj, nn::Sharding::all_to_sharded, 2, group));
+  } else {
+    set_child("gate_proj", nn::shard_linear(*gate_proj, nn::Sharding::all_to_sharded, 1, group));
+    set_child("up_proj", nn::shard_linear(*up_proj, nn::Sharding::all_to_sharded, 1, group));
+  }
+  set_child("down_proj", nn::shard_linear(*down_proj, nn::Sharding::sharded_to_all, 1, group));
+}
+
 // ---------------------------------------------------------------- layers
+
+void DecoderLayer::shard(const distributed::Group& group) {
+  (void)group;
+  throw_unsupported(describe() + " cannot be sharded.");
+}
+
+void DecoderLayer::shard_parts(Attention& attention, nn::UnaryModule& feed_forward,
+                               const distributed::Group& group) const {
+  auto* mlp = dynamic_cast<MLP*>(&feed_forward);
+  if (mlp == nullptr) {
+    throw_unsupported(describe() + " cannot be sharded: its feed-forward is a " + feed_forward.type_name() +
+                      ", not an MLP.");
+  }
+  attention.shard(group);
+  mlp->shard(group);
+}
 
 TransformerBlock::TransformerBlock(std::shared_ptr<Attention> attention, std::shared_ptr<nn::UnaryModule> feed_forward,
                                    int hidden_size, const NormFactory& norm, const std::string& feed_forward_name)
@@ -237,6 +290,12 @@ array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
     h = layer.forward(h, mask->second, layer_cache);
   }
   return (*model->norm)(h);
+}
+
+void TransformerModel::shard(const distributed::Group& group) {
+  for (size_t i = 0; i < model->layers->size(); ++i) {
+    (*model->layers)[i].shard(group);
+  }
 }
 
 Cache TransformerModel::make_cache() const {
