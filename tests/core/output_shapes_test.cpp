@@ -55,7 +55,7 @@ V corpus() {
            conv_transpose1d(ones({1, 5, 3}), ones({2, 3, 3}), 2, 1)});
   auto qw = quantize(w64, 64, 4);
   add_all(qw);
-  add_all({dequantize(qw[0], qw[1], qw[2], 64, 4), dequantize(qw[0], qw[1], qw[2], 64, 4, "affine", float16),
+  add_all({dequantize(qw[0], qw[1], qw[2], 64, 4), dequantize(qw[0], qw[1], qw[2], 64, 4, "affine", std::nullopt, float16),
            from_fp8(to_fp8(m), bfloat16), quantized_matmul(x64, qw[0], qw[1], qw[2], true, 64, 4),
            quantized_matmul(ones({2, 32}), qw[0], qw[1], qw[2], false, 64, 4),
            gather_qmm(ones({3, 1, 64}), expand_dims(qw[0], 0), expand_dims(qw[1], 0), expand_dims(qw[2], 0),
