@@ -79,6 +79,7 @@ const char* kUsage =
     "    --json              one JSON object: prompt and generated ids, text, log-probabilities and top 5, timings\n"
     "                      Under nuvec launch or mpirun the ranks share the model (tensor parallel: each holds its\n"
     "                      share of the heads and features); rank 0 prints\n"
+    "    --pipeline          under nuvec launch: each rank runs a run of the layers instead (pipeline parallel)\n"
     "  chat                an interactive chat through the chat template (/reset, /exit)\n"
     "  bench               prompt (-p tokens) and decoding (-n tokens) speed, as llama-bench prints it\n"
     "  serve               OpenAI's HTTP API: POST /v1/chat/completions, /v1/completions, /v1/embeddings,\n"

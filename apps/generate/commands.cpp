@@ -239,10 +239,12 @@ double decode_rate(lm::LanguageModel& model, int count) {
 
 void run_generate(const GenerateCommandOptions& o, std::FILE* out, std::FILE* err) {
   auto loaded = lm::load_model(o.model);
-  // Under nuvec launch or mpirun the ranks split the model's heads and features (tensor parallelism); they decode
-  // the same tokens, and rank 0 prints them.
+  // Under nuvec launch or mpirun the ranks split the model's heads and features (tensor parallelism), or with
+  // --pipeline its layers; they decode the same tokens, and rank 0 prints them.
   const distributed::Group group = distributed::init();
-  if (group.size() > 1) {
+  if (group.size() > 1 && o.pipeline) {
+    loaded.model->pipeline(group);
+  } else if (group.size() > 1) {
     loaded.model->shard(group);
   }
   const bool prints = group.rank() == 0;

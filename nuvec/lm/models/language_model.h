@@ -36,6 +36,13 @@ class LanguageModel : public nn::Module {
     (void)group;
     throw_unsupported(describe() + " " + model_type() + " models cannot be sharded.");
   }
+  /// Pipeline parallelism: this rank runs only its run of the layers, taking the hidden states from the rank
+  /// before it and sending its own to the rank after it; every rank gets the whole logits. Every rank of `group`
+  /// must run the model on the same tokens. Families without it throw (unsupported).
+  virtual void pipeline(const distributed::Group& group) {
+    (void)group;
+    throw_unsupported(describe() + " " + model_type() + " models cannot be split into a pipeline.");
+  }
 };
 
 }  // namespace nuvec::lm

@@ -1,12 +1,15 @@
 #include "nuvec/lm/models/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
 
+#include "nuvec/core/eval.h"
 #include "nuvec/core/fast.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/shape.h"
+#include "nuvec/distributed/ops.h"
 #include "nuvec/lm/cache/rotating_cache.h"
 #include "nuvec/nn/activations.h"
 #include "nuvec/nn/distributed_linear.h"
@@ -274,7 +277,12 @@ array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
   // One mask per kind of layer, taken from the layer's cache before any layer stores this call's positions.
   std::map<std::optional<int>, MaskSpec> masks;
   array h = embed(tokens);
-  for (int i = 0; i < count; ++i) {
+  const int begin = pipeline_ ? pipeline_->begin : 0;
+  const int end = pipeline_ ? pipeline_->end : count;
+  if (pipeline_ && pipeline_->group.rank() > 0) {
+    h = distributed::recv_like(h, pipeline_->group.rank() - 1, pipeline_->group);
+  }
+  for (int i = begin; i < end; ++i) {
     DecoderLayer& layer = (*model->layers)[i];
     KVCache* layer_cache = cache != nullptr ? (*cache)[i].get() : nullptr;
     if (cache != nullptr && layer_cache == nullptr) {
@@ -289,6 +297,19 @@ array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
     }
     h = layer.forward(h, mask->second, layer_cache);
   }
+  if (pipeline_) {
+    const distributed::Group& g = pipeline_->group;
+    if (g.rank() + 1 < g.size()) {
+      h = distributed::send(h, g.rank() + 1, g);
+    }
+    // Every rank takes the last rank's block of the gathered hidden states (gathering also sends this rank's).
+    const int batch = h.shape(0);
+    const array gathered = distributed::all_gather(h, g);
+    h = slice(gathered, {(g.size() - 1) * batch, 0, 0}, {g.size() * batch, h.shape(1), h.shape(2)});
+    // Evaluated now, so that every rank runs this call's exchanges, in call order, even when only the caches are
+    // read (a prefill): a rank that skipped its send would leave the next one waiting.
+    nuvec::eval(h);
+  }
   return (*model->norm)(h);
 }
 
@@ -296,6 +317,17 @@ void TransformerModel::shard(const distributed::Group& group) {
   for (size_t i = 0; i < model->layers->size(); ++i) {
     (*model->layers)[i].shard(group);
   }
+}
+
+void TransformerModel::pipeline(const distributed::Group& group) {
+  const int count = num_layers();
+  const int n = group.size();
+  if (count < n) {
+    fail("cannot split " + std::to_string(count) + " layers across " + std::to_string(n) + " ranks.");
+  }
+  const int r = group.rank();
+  const int begin = r * (count / n) + std::min(r, count % n);
+  pipeline_ = Pipeline{group, begin, begin + count / n + (r < count % n ? 1 : 0)};
 }
 
 Cache TransformerModel::make_cache() const {

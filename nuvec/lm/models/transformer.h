@@ -189,6 +189,12 @@ class TransformerModel : public LanguageModel {
   [[nodiscard]] int max_context() const override { return max_context_; }
   /// Shards every layer; the embeddings, the final norm and lm_head stay whole on every rank.
   void shard(const distributed::Group& group) override;
+  /// Rank r runs the r-th run of consecutive layers (the first ranks one more when the group size does not divide
+  /// the layers); the last rank's hidden states are gathered by every rank. Each rank still holds every layer's
+  /// parameters (mapped from the checkpoint, so the others are never read) and one cache entry per layer, of which
+  /// it fills its own (so prompt caches, which read the first entry, work on rank 0 only). Each call evaluates its
+  /// hidden states before it returns.
+  void pipeline(const distributed::Group& group) override;
   /// Adapts a checkpoint's weights to this model's parameters: drops what Hugging Face checkpoints carry that the
   /// model computes itself (rotary inv_freq) and lm_head when the embeddings are tied. Families that store
   /// weights differently (stacked experts) extend this.
@@ -204,9 +210,17 @@ class TransformerModel : public LanguageModel {
   virtual array logits(const array& hidden);
 
  private:
+  /// The group of a pipeline and this rank's layers [begin, end).
+  struct Pipeline {
+    distributed::Group group;
+    int begin;
+    int end;
+  };
+
   std::string model_type_;
   int vocab_size_;
   int max_context_;
+  std::optional<Pipeline> pipeline_;
 };
 
 /// The attention options of layer `layer` of a dense transformer (its window from config.layer_windows).

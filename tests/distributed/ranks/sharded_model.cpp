@@ -1,5 +1,6 @@
-// LanguageModel::shard on every rank: tiny random models built from the same seed on each rank, one kept whole and
-// one sharded across the group, give the same logits, and greedy decoding through their KV caches the same tokens.
+// LanguageModel::shard and pipeline on every rank: tiny random models built from the same seed on each rank, one
+// kept whole and one sharded (or split into a pipeline) across the group, give the same logits, and greedy decoding
+// through their KV caches the same tokens.
 
 #include <gtest/gtest.h>
 
@@ -94,6 +95,23 @@ TEST(ShardedModel, QuantizedModelsShardTheirQuantizedLayers) {
   EXPECT_NE(dynamic_cast<nn::QuantizedAllToShardedLinear*>(block.self_attn->q_proj.get()), nullptr);
   EXPECT_NE(dynamic_cast<nn::QuantizedShardedToAllLinear*>(block.self_attn->o_proj.get()), nullptr);
   expect_same_model(whole, sharded, "llama quantized to 8 bits", 1e-3);
+}
+
+TEST(PipelinedModel, LogitsAndGreedyTokensEqualTheUnsplitModel) {
+  const distributed::Group g = distributed::init(true);
+  // 5 layers: 3 and 2 on 2 ranks, 2, 1, 1 and 1 on 4. A mixture of experts pipelines too.
+  nlohmann::json llama = tiny_config("llama");
+  llama["num_hidden_layers"] = 5;
+  nlohmann::json mixtral = tiny_config("mixtral");
+  mixtral["num_local_experts"] = 4;
+  mixtral["num_experts_per_tok"] = 2;
+  mixtral["num_hidden_layers"] = 5;
+  for (const nlohmann::json& config : {llama, mixtral}) {
+    auto whole = tiny_model(config, 10);
+    auto split = tiny_model(config, 10);
+    split->pipeline(g);
+    expect_same_model(whole, split, config["model_type"].get<std::string>() + " pipelined", 1e-5);
+  }
 }
 
 TEST(ShardedModel, HeadsTheGroupDoesNotDivideAreRefused) {
