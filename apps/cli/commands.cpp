@@ -86,7 +86,8 @@ Options generate_options(lm_cli::GenerateCommandOptions& o) {
       .add("--draft-model", o.draft_model)
       .add("--num-draft", o.num_draft)
       .flag("--chat", o.chat)
-      .flag("--json", o.json);
+      .flag("--json", o.json)
+      .flag("--pipeline", o.pipeline);
   add_sampling(options, o.sampling);
   return options;
 }

@@ -16,6 +16,7 @@
 #include "nuvec/core/quantization_mode.h"
 #include "nuvec/core/random.h"
 #include "nuvec/cpu/thread_pool.h"
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/generate/sequence.h"
 #include "nuvec/lm/load_model.h"
@@ -238,6 +239,15 @@ double decode_rate(lm::LanguageModel& model, int count) {
 
 void run_generate(const GenerateCommandOptions& o, std::FILE* out, std::FILE* err) {
   auto loaded = lm::load_model(o.model);
+  // Under nuvec launch or mpirun the ranks split the model's heads and features (tensor parallelism), or with
+  // --pipeline its layers; they decode the same tokens, and rank 0 prints them.
+  const distributed::Group group = distributed::init();
+  if (group.size() > 1 && o.pipeline) {
+    loaded.model->pipeline(group);
+  } else if (group.size() > 1) {
+    loaded.model->shard(group);
+  }
+  const bool prints = group.rank() == 0;
   auto ids = prompt_ids(o, loaded.tokenizer);
   lm::GenerateOptions options;
   options.max_tokens = o.max_tokens;
@@ -260,16 +270,23 @@ void run_generate(const GenerateCommandOptions& o, std::FILE* out, std::FILE* er
   if (!o.json) {
     lm::GenerationStats last;
     lm::stream_generate(*loaded.model, loaded.tokenizer, ids, options, [&](const lm::GenerationResponse& r) {
-      std::fputs(r.text.c_str(), out);
-      std::fflush(out);
+      if (prints) {
+        std::fputs(r.text.c_str(), out);
+        std::fflush(out);
+      }
       last = r.stats;
       return true;
     });
-    std::fputc('\n', out);
-    print_stats(last, err);
+    if (prints) {
+      std::fputc('\n', out);
+      print_stats(last, err);
+    }
     return;
   }
   auto result = lm::generate(*loaded.model, loaded.tokenizer, ids, options);
+  if (!prints) {
+    return;
+  }
   nlohmann::ordered_json j;
   j["model"] = o.model;
   j["prompt_ids"] = ids;

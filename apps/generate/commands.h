@@ -29,8 +29,9 @@ struct GenerateCommandOptions {
   SamplingOptions sampling;
   std::optional<std::string> draft_model;
   int num_draft = 3;
-  bool chat = false;  // wrap the prompt in the model's chat template as a user message
-  bool json = false;  // print one JSON object instead of streaming text
+  bool chat = false;      // wrap the prompt in the model's chat template as a user message
+  bool json = false;      // print one JSON object instead of streaming text
+  bool pipeline = false;  // under nuvec launch: split the layers across the ranks instead of the heads
 };
 
 struct ChatCommandOptions {

@@ -53,11 +53,15 @@ Linear::Linear(int input_dims, int output_dims, bool bias)
 
 array Linear::forward(const array& x) {
   check_input(x, 1, input_dims_);
+  return affine(x, true);
+}
+
+array Linear::affine(const array& x, bool with_bias) const {
   // A 2-d product avoids broadcasting the weight over batch axes; reshaping x is a view.
   Shape out_shape = x.shape();
   out_shape.back() = output_dims_;
   auto x2 = x.ndim() == 2 ? x : reshape(x, {-1, input_dims_});
-  auto y = bias ? linear_with_bias()({x2, weight, *bias})[0] : linear_without_bias()({x2, weight})[0];
+  auto y = bias && with_bias ? linear_with_bias()({x2, weight, *bias})[0] : linear_without_bias()({x2, weight})[0];
   return x.ndim() == 2 ? y : reshape(y, out_shape);
 }
 

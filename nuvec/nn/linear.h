@@ -3,6 +3,7 @@
 // Dense layers: Identity, Linear (weight (out, in) as PyTorch and MLX), Bilinear (weight (out, in2, in1) as MLX:
 // y_o = x2 . W_o x1 + b_o; PyTorch's is (out, in1, in2)) and Embedding (weight (num_embeddings, dims)).
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -28,11 +29,17 @@ class Linear : public UnaryModule {
   /// The sizes of the input's and the output's last axis.
   [[nodiscard]] int input_dims() const { return input_dims_; }
   [[nodiscard]] int output_dims() const { return output_dims_; }
+  /// The layer with its weight quantized (what nn::quantize puts in its place): a QuantizedLinear, or the quantized
+  /// form of a tensor-parallel layer. A layer already quantized throws.
+  [[nodiscard]] virtual std::shared_ptr<Linear> to_quantized(int group_size, int bits, const std::string& mode) const;
 
   array weight;
   std::optional<array> bias;
 
  protected:
+  /// x @ weight.T, plus the bias when `with_bias` and the layer has one; x is checked by the caller.
+  [[nodiscard]] array affine(const array& x, bool with_bias) const;
+
   int input_dims_;
   int output_dims_;
 };

@@ -6,6 +6,7 @@
 #include "nuvec/nn/average_gradients.h"
 #include "nuvec/nn/containers.h"
 #include "nuvec/nn/conv.h"
+#include "nuvec/nn/distributed_linear.h"
 #include "nuvec/nn/dropout.h"
 #include "nuvec/nn/init.h"
 #include "nuvec/nn/linear.h"

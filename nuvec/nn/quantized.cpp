@@ -98,6 +98,14 @@ array QuantizedLinear::forward(const array& x) {
   return bias ? y + *bias : y;
 }
 
+std::shared_ptr<Linear> QuantizedLinear::to_quantized(int, int, const std::string&) const {
+  fail("is quantized already.");
+}
+
+std::shared_ptr<Linear> Linear::to_quantized(int group_size, int bits, const std::string& mode) const {
+  return std::make_shared<QuantizedLinear>(*this, group_size, bits, mode);
+}
+
 QuantizedEmbedding::QuantizedEmbedding(int num_embeddings, int dims, int group_size, int bits, const std::string& mode)
     : Quantized(group_size, bits, mode, num_embeddings, dims) {
   init(weight, num_embeddings_, dims_);
@@ -136,7 +144,7 @@ void quantize(Module& model, int group_size, int bits,
       if (auto* linear = dynamic_cast<Linear*>(child); linear != nullptr &&
                                                        dynamic_cast<QuantizedLinear*>(child) == nullptr &&
                                                        linear->input_dims() % group_size == 0) {
-        parent.set_child(name, std::make_shared<QuantizedLinear>(*linear, group_size, bits));
+        parent.set_child(name, linear->to_quantized(group_size, bits, "affine"));
       } else if (auto* embedding = dynamic_cast<Embedding*>(child);
                  embedding != nullptr && dynamic_cast<QuantizedEmbedding*>(child) == nullptr &&
                  embedding->dims() % group_size == 0) {

@@ -14,6 +14,7 @@
 // layer is made.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -73,6 +74,8 @@ class QuantizedLinear : public detail::Quantized<Linear> {
   [[nodiscard]] std::string type_name() const override { return "QuantizedLinear"; }
   /// x @ dequantized weight.T + bias for floating x (..., input_dims), through quantized_matmul; other inputs throw.
   array forward(const array& x) override;
+  /// Throws: the layer is quantized already.
+  [[nodiscard]] std::shared_ptr<Linear> to_quantized(int group_size, int bits, const std::string& mode) const override;
 };
 
 /// An Embedding whose table is quantized row by row.
@@ -93,8 +96,9 @@ class QuantizedEmbedding : public detail::Quantized<Embedding> {
 };
 
 /// Replaces, in place, every Linear and Embedding of the tree whose input size divides by group_size (and that
-/// `predicate` accepts, given its path and module) with its affine quantized version; others are left as they are,
-/// and so are layers already quantized. Bad group_size or bits throw.
+/// `predicate` accepts, given its path and module) with its affine quantized version (Linear::to_quantized, so a
+/// tensor-parallel layer stays one); others are left as they are, and so are layers already quantized. Bad
+/// group_size or bits throw.
 void quantize(Module& model, int group_size = 64, int bits = 4,
               const std::function<bool(const std::string&, Module&)>& predicate = {});
 

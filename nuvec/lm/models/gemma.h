@@ -56,6 +56,7 @@ class GemmaDecoderLayer : public DecoderLayer {
   [[nodiscard]] std::string type_name() const override { return "GemmaDecoderLayer"; }
   array forward(const array& x, const MaskSpec& mask, KVCache* cache) override;
   [[nodiscard]] std::optional<int> window() const override { return self_attn->window(); }
+  void shard(const distributed::Group& group) override { shard_parts(*self_attn, *mlp, group); }
 
   std::shared_ptr<nn::UnaryModule> input_layernorm;
   std::shared_ptr<Attention> self_attn;

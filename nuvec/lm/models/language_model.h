@@ -5,6 +5,8 @@
 #include <string>
 
 #include "nuvec/core/array.h"
+#include "nuvec/core/error.h"
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/lm/cache/kv_cache.h"
 #include "nuvec/nn/module.h"
 
@@ -27,6 +29,20 @@ class LanguageModel : public nn::Module {
   [[nodiscard]] virtual int num_layers() const = 0;
   /// The longest context the model was trained for (max_position_embeddings), 0 when unknown.
   [[nodiscard]] virtual int max_context() const = 0;
+  /// Tensor parallelism (mlx-lm's shard): keeps this rank's share of the attention heads and feed-forward features
+  /// of every layer, so that each rank holds about 1/N of those weights. Every rank of `group` must then run the
+  /// model on the same tokens; each gets the whole logits. Families without it throw (unsupported).
+  virtual void shard(const distributed::Group& group) {
+    (void)group;
+    throw_unsupported(describe() + " " + model_type() + " models cannot be sharded.");
+  }
+  /// Pipeline parallelism: this rank runs only its run of the layers, taking the hidden states from the rank
+  /// before it and sending its own to the rank after it; every rank gets the whole logits. Every rank of `group`
+  /// must run the model on the same tokens. Families without it throw (unsupported).
+  virtual void pipeline(const distributed::Group& group) {
+    (void)group;
+    throw_unsupported(describe() + " " + model_type() + " models cannot be split into a pipeline.");
+  }
 };
 
 }  // namespace nuvec::lm

@@ -127,7 +127,7 @@ void quantize_child(nn::Module& parent, const std::string& name, const std::stri
   }
   try {
     if (auto* linear = dynamic_cast<nn::Linear*>(&child)) {
-      parent.set_child(name, std::make_shared<nn::QuantizedLinear>(*linear, p.group_size, p.bits, p.mode));
+      parent.set_child(name, linear->to_quantized(p.group_size, p.bits, p.mode));
     } else if (auto* embedding = dynamic_cast<nn::Embedding*>(&child)) {
       parent.set_child(name, std::make_shared<nn::QuantizedEmbedding>(*embedding, p.group_size, p.bits, p.mode));
     } else if (p.mode != "affine") {

@@ -1,14 +1,18 @@
 #include "nuvec/lm/models/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <sstream>
 
+#include "nuvec/core/eval.h"
 #include "nuvec/core/fast.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/shape.h"
+#include "nuvec/distributed/ops.h"
 #include "nuvec/lm/cache/rotating_cache.h"
 #include "nuvec/nn/activations.h"
+#include "nuvec/nn/distributed_linear.h"
 #include "nuvec/nn/normalization.h"
 
 namespace nuvec::lm {
@@ -114,6 +118,32 @@ array Attention::attend(const array& queries, const array& keys, const array& va
   return fast::scaled_dot_product_attention(queries, keys, values, scale_, mask.mode, mask.mask);
 }
 
+void Attention::shard(const distributed::Group& group) {
+  AttentionOptions& o = options_;
+  const int n = group.size();
+  if (o.num_heads % n != 0 || o.num_kv_heads % n != 0) {
+    fail("cannot split " + std::to_string(o.num_heads) + " heads and " + std::to_string(o.num_kv_heads) +
+         " key-value heads across " + std::to_string(n) + " ranks: the group size must divide both.");
+  }
+  // Rows are head after head, so equal shares are whole heads; query head i meets key-value head
+  // i / (num_heads / num_kv_heads) on the rank that holds both.
+  const int q_dims = o.num_heads * o.head_dim;
+  const int kv_dims = o.num_kv_heads * o.head_dim;
+  const auto equal = [n](int dims) { return std::vector<int>(static_cast<size_t>(n), dims / n); };
+  if (qkv_proj) {
+    const double total = q_dims + 2.0 * kv_dims;
+    set_child("qkv_proj", nn::shard_linear(*qkv_proj, nn::Sharding::all_to_sharded,
+                                           std::vector<double>{q_dims / total, (q_dims + kv_dims) / total}, group));
+  } else {
+    set_child("q_proj", nn::shard_linear(*q_proj, nn::Sharding::all_to_sharded, 1, group, equal(q_dims)));
+    set_child("k_proj", nn::shard_linear(*k_proj, nn::Sharding::all_to_sharded, 1, group, equal(kv_dims)));
+    set_child("v_proj", nn::shard_linear(*v_proj, nn::Sharding::all_to_sharded, 1, group, equal(kv_dims)));
+  }
+  set_child("o_proj", nn::shard_linear(*o_proj, nn::Sharding::sharded_to_all, 1, group, equal(q_dims)));
+  o.num_heads /= n;
+  o.num_kv_heads /= n;
+}
+
 // ---------------------------------------------------------------- feed-forward
 
 MLP::MLP(MLPOptions options) : options_(std::move(options)) {
@@ -142,7 +172,33 @@ array MLP::forward(const array& x) {
   return (*down_proj)(options_.activation((*gate_proj)(x)) * (*up_proj)(x));
 }
 
+void MLP::shard(const distributed::Group& group) {
+  if (gate_up_proj) {
+    set_child("gate_up_proj", nn::shard_linear(*gate_up_proj, nn::Sharding::all_to_sharded, 2, group));
+  } else {
+    set_child("gate_proj", nn::shard_linear(*gate_proj, nn::Sharding::all_to_sharded, 1, group));
+    set_child("up_proj", nn::shard_linear(*up_proj, nn::Sharding::all_to_sharded, 1, group));
+  }
+  set_child("down_proj", nn::shard_linear(*down_proj, nn::Sharding::sharded_to_all, 1, group));
+}
+
 // ---------------------------------------------------------------- layers
+
+void DecoderLayer::shard(const distributed::Group& group) {
+  (void)group;
+  throw_unsupported(describe() + " cannot be sharded.");
+}
+
+void DecoderLayer::shard_parts(Attention& attention, nn::UnaryModule& feed_forward,
+                               const distributed::Group& group) const {
+  auto* mlp = dynamic_cast<MLP*>(&feed_forward);
+  if (mlp == nullptr) {
+    throw_unsupported(describe() + " cannot be sharded: its feed-forward is a " + feed_forward.type_name() +
+                      ", not an MLP.");
+  }
+  attention.shard(group);
+  mlp->shard(group);
+}
 
 TransformerBlock::TransformerBlock(std::shared_ptr<Attention> attention, std::shared_ptr<nn::UnaryModule> feed_forward,
                                    int hidden_size, const NormFactory& norm, const std::string& feed_forward_name)
@@ -221,7 +277,12 @@ array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
   // One mask per kind of layer, taken from the layer's cache before any layer stores this call's positions.
   std::map<std::optional<int>, MaskSpec> masks;
   array h = embed(tokens);
-  for (int i = 0; i < count; ++i) {
+  const int begin = pipeline_ ? pipeline_->begin : 0;
+  const int end = pipeline_ ? pipeline_->end : count;
+  if (pipeline_ && pipeline_->group.rank() > 0) {
+    h = distributed::recv_like(h, pipeline_->group.rank() - 1, pipeline_->group);
+  }
+  for (int i = begin; i < end; ++i) {
     DecoderLayer& layer = (*model->layers)[i];
     KVCache* layer_cache = cache != nullptr ? (*cache)[i].get() : nullptr;
     if (cache != nullptr && layer_cache == nullptr) {
@@ -236,7 +297,37 @@ array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
     }
     h = layer.forward(h, mask->second, layer_cache);
   }
+  if (pipeline_) {
+    const distributed::Group& g = pipeline_->group;
+    if (g.rank() + 1 < g.size()) {
+      h = distributed::send(h, g.rank() + 1, g);
+    }
+    // Every rank takes the last rank's block of the gathered hidden states (gathering also sends this rank's).
+    const int batch = h.shape(0);
+    const array gathered = distributed::all_gather(h, g);
+    h = slice(gathered, {(g.size() - 1) * batch, 0, 0}, {g.size() * batch, h.shape(1), h.shape(2)});
+    // Evaluated now, so that every rank runs this call's exchanges, in call order, even when only the caches are
+    // read (a prefill): a rank that skipped its send would leave the next one waiting.
+    nuvec::eval(h);
+  }
   return (*model->norm)(h);
+}
+
+void TransformerModel::shard(const distributed::Group& group) {
+  for (size_t i = 0; i < model->layers->size(); ++i) {
+    (*model->layers)[i].shard(group);
+  }
+}
+
+void TransformerModel::pipeline(const distributed::Group& group) {
+  const int count = num_layers();
+  const int n = group.size();
+  if (count < n) {
+    fail("cannot split " + std::to_string(count) + " layers across " + std::to_string(n) + " ranks.");
+  }
+  const int r = group.rank();
+  const int begin = r * (count / n) + std::min(r, count % n);
+  pipeline_ = Pipeline{group, begin, begin + count / n + (r < count % n ? 1 : 0)};
 }
 
 Cache TransformerModel::make_cache() const {

@@ -63,6 +63,9 @@ class Attention : public nn::Module {
   [[nodiscard]] const AttentionOptions& options() const { return options_; }
   /// The factor on attention logits.
   [[nodiscard]] float scale() const { return scale_; }
+  /// Keeps this rank's heads: q, k and v projections all-to-sharded, o sharded-to-all (nn::shard_linear), and the
+  /// head counts divided by the group size, which must divide both.
+  void shard(const distributed::Group& group);
 
   std::shared_ptr<nn::Linear> q_proj;
   std::shared_ptr<nn::Linear> k_proj;
@@ -101,6 +104,8 @@ class MLP : public nn::UnaryModule {
   explicit MLP(MLPOptions options);
   [[nodiscard]] std::string type_name() const override { return "MLP"; }
   array forward(const array& x) override;
+  /// Keeps this rank's features: gate and up projections all-to-sharded, down sharded-to-all.
+  void shard(const distributed::Group& group);
 
   std::shared_ptr<nn::Linear> gate_proj;
   std::shared_ptr<nn::Linear> up_proj;
@@ -118,6 +123,12 @@ class DecoderLayer : public nn::Module {
   virtual array forward(const array& x, const MaskSpec& mask, KVCache* cache) = 0;
   /// The layer's sliding window (none: global attention); decides its mask and its kind of cache.
   [[nodiscard]] virtual std::optional<int> window() const = 0;
+  /// Tensor parallelism for this layer (LanguageModel::shard); layers without it throw (unsupported).
+  virtual void shard(const distributed::Group& group);
+
+ protected:
+  /// Shards `attention` and `feed_forward`, which must be an MLP.
+  void shard_parts(Attention& attention, nn::UnaryModule& feed_forward, const distributed::Group& group) const;
 };
 
 /// The pre-norm block of Llama and its kin: x + attn(norm(x)), then h + ff(norm(h)). The feed-forward is any
@@ -129,6 +140,7 @@ class TransformerBlock : public DecoderLayer {
   [[nodiscard]] std::string type_name() const override { return "TransformerBlock"; }
   array forward(const array& x, const MaskSpec& mask, KVCache* cache) override;
   [[nodiscard]] std::optional<int> window() const override { return self_attn->window(); }
+  void shard(const distributed::Group& group) override { shard_parts(*self_attn, *feed_forward, group); }
 
   std::shared_ptr<nn::UnaryModule> input_layernorm;
   std::shared_ptr<Attention> self_attn;
@@ -175,6 +187,14 @@ class TransformerModel : public LanguageModel {
   [[nodiscard]] int vocab_size() const override { return vocab_size_; }
   [[nodiscard]] int num_layers() const override { return static_cast<int>(model->layers->size()); }
   [[nodiscard]] int max_context() const override { return max_context_; }
+  /// Shards every layer; the embeddings, the final norm and lm_head stay whole on every rank.
+  void shard(const distributed::Group& group) override;
+  /// Rank r runs the r-th run of consecutive layers (the first ranks one more when the group size does not divide
+  /// the layers); the last rank's hidden states are gathered by every rank. Each rank still holds every layer's
+  /// parameters (mapped from the checkpoint, so the others are never read) and one cache entry per layer, of which
+  /// it fills its own (so prompt caches, which read the first entry, work on rank 0 only). Each call evaluates its
+  /// hidden states before it returns.
+  void pipeline(const distributed::Group& group) override;
   /// Adapts a checkpoint's weights to this model's parameters: drops what Hugging Face checkpoints carry that the
   /// model computes itself (rotary inv_freq) and lm_head when the embeddings are tied. Families that store
   /// weights differently (stacked experts) extend this.
@@ -190,9 +210,17 @@ class TransformerModel : public LanguageModel {
   virtual array logits(const array& hidden);
 
  private:
+  /// The group of a pipeline and this rank's layers [begin, end).
+  struct Pipeline {
+    distributed::Group group;
+    int begin;
+    int end;
+  };
+
   std::string model_type_;
   int vocab_size_;
   int max_context_;
+  std::optional<Pipeline> pipeline_;
 };
 
 /// The attention options of layer `layer` of a dense transformer (its window from config.layer_windows).
