@@ -9,18 +9,10 @@
 
 #include "nuvec/nn/average_gradients.h"
 #include "nuvec/nuvec.h"
+#include "tests/support/reference.h"
 
 namespace nuvec::distributed {
 namespace {
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 class SingleProcess : public ::testing::Test {
  protected:
@@ -44,13 +36,13 @@ TEST_F(SingleProcess, InitGivesAGroupOfOne) {
 }
 
 TEST_F(SingleProcess, StrictInitWithoutALauncherThrows) {
-  EXPECT_EQ(message_of([] { init(true); }),
+  EXPECT_EQ(test::error_of([] { init(true); }),
             "[distributed::init] No distributed backend is running: start the program with nuvec launch (ring) or "
             "mpirun (mpi).");
-  EXPECT_EQ(message_of([] { init(true, "ring"); }),
+  EXPECT_EQ(test::error_of([] { init(true, "ring"); }),
             "[distributed::init] No ring backend is running: start the program with nuvec launch (ring) or mpirun "
             "(mpi).");
-  EXPECT_EQ(message_of([] { init(false, "gloo"); }),
+  EXPECT_EQ(test::error_of([] { init(false, "gloo"); }),
             "[distributed::init] The backend must be \"any\", \"mpi\", \"ring\" or \"nccl\"; got \"gloo\".");
 }
 
@@ -74,13 +66,13 @@ TEST_F(SingleProcess, AverageGradientsOfOneProcessAreTheGradients) {
 }
 
 TEST_F(SingleProcess, ArgumentsAreCheckedWhenTheNodeIsBuilt) {
-  EXPECT_EQ(message_of([] { send(array(1.0f), 0); }),
+  EXPECT_EQ(test::error_of([] { send(array(1.0f), 0); }),
             "[send] The peer must be another rank of the group, in [0, 1) and not 0; got 0.");
-  EXPECT_EQ(message_of([] { recv({2}, float32, 1); }),
+  EXPECT_EQ(test::error_of([] { recv({2}, float32, 1); }),
             "[recv] The peer must be another rank of the group, in [0, 1) and not 0; got 1.");
-  EXPECT_EQ(message_of([] { all_max(array({1.0f, 2.0f}) * array(complex64_t(0, 1))); }),
+  EXPECT_EQ(test::error_of([] { all_max(array({1.0f, 2.0f}) * array(complex64_t(0, 1))); }),
             "[all_max] complex64 values have no order.");
-  EXPECT_EQ(message_of([] { sum_scatter(array(1.0f)); }),
+  EXPECT_EQ(test::error_of([] { sum_scatter(array(1.0f)); }),
             "[sum_scatter] The group's 1 processes must divide axis 0 of the array; got shape ().");
 }
 

@@ -5,25 +5,16 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "nuvec/lm/lm.h"
 #include "nuvec/nn/nn.h"
 #include "nuvec/nuvec.h"
+#include "tests/support/reference.h"
 
 namespace nuvec::nn {
 namespace {
-
-std::string message_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 distributed::Group one_process() {
   for (const char* name : {"NUVEC_HOSTFILE", "MLX_HOSTFILE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"}) {
@@ -54,21 +45,21 @@ TEST(TensorParallelOneProcess, ShardedLayersOfAGroupOfOneAreTheLayerItself) {
 TEST(TensorParallelOneProcess, BadSizesAndSegmentsAreNamed) {
   const distributed::Group g = one_process();
   Linear linear(12, 10);
-  EXPECT_EQ(message_of([&] { AllToShardedLinear(12, 10, true, g, std::vector<int>{4}); }),
+  EXPECT_EQ(test::error_of([&] { AllToShardedLinear(12, 10, true, g, std::vector<int>{4}); }),
             "[AllToShardedLinear] expected 1 sizes that sum to the output size 10; given (4).");
-  EXPECT_EQ(message_of([&] { (void)shard_linear(linear, Sharding::all_to_sharded, 2, g, std::vector<int>{10}); }),
+  EXPECT_EQ(test::error_of([&] { (void)shard_linear(linear, Sharding::all_to_sharded, 2, g, std::vector<int>{10}); }),
             "[AllToShardedLinear] explicit sizes need a single segment.");
-  EXPECT_EQ(message_of([&] { (void)shard_linear(linear, Sharding::all_to_sharded, 3, g); }),
+  EXPECT_EQ(test::error_of([&] { (void)shard_linear(linear, Sharding::all_to_sharded, 3, g); }),
             "[shard] weight: cannot split an axis of 10 into 3 equal segments.");
-  EXPECT_EQ(message_of([&] {
+  EXPECT_EQ(test::error_of([&] {
               (void)shard_linear(linear, Sharding::all_to_sharded, std::vector<double>{0.6, 0.5}, g);
             }),
             "[shard] weight: segment fractions must increase inside (0, 1); given 0.500000 after a boundary at 6 of "
             "10.");
-  EXPECT_EQ(message_of([&] { QuantizedShardedToAllLinear(64, 8, true, 32, 4, "affine", g, std::vector<int>{64}); }),
-            "");
+  EXPECT_EQ(test::error_of([&] { QuantizedShardedToAllLinear(64, 8, true, 32, 4, "affine", g, std::vector<int>{64}); }),
+            "(no error)");
   // A quantized sharded-to-all layer's shares must be whole groups of 32.
-  EXPECT_EQ(message_of([&] { QuantizedShardedToAllLinear(48, 8, true, 32, 4, "affine", g); }),
+  EXPECT_EQ(test::error_of([&] { QuantizedShardedToAllLinear(48, 8, true, 32, 4, "affine", g); }),
             "[QuantizedShardedToAllLinear] expected 1 sizes that sum to the input size 48; given (32).");
 }
 
@@ -79,7 +70,7 @@ TEST(TensorParallelOneProcess, ModelsWithoutAnMLPCannotBeSharded) {
                                  {"intermediate_size", 64},      {"num_local_experts", 2},   {"num_experts_per_tok", 1},
                                  {"max_position_embeddings", 64}};
   auto model = lm::create_model(config);
-  EXPECT_EQ(message_of([&] { model->shard(g); }),
+  EXPECT_EQ(test::error_of([&] { model->shard(g); }),
             "[TransformerBlock model.layers.0] cannot be sharded: its feed-forward is a SparseMoeBlock, not an MLP.");
 }
 

@@ -35,9 +35,9 @@ void read_until_first_token(HttpResponse& response) {
   }
 }
 
-TEST(Scheduler, ConcurrentGreedyStreamsEqualTheSameRequestsOneAtATime) {
-  test::TestServer server(SchedulerOptions{.parallel = 4, .max_queue = 16});
-  const std::vector<std::string> prompts = {"w10 w11", "w20", "w30 w31 w32 w33", "w40 w41 w42", "w50", "w60 w61"};
+/// Streams each prompt's greedy completion one at a time, then all at once from their own threads, and expects the
+/// same texts.
+void expect_together_equal_alone(test::TestServer& server, const std::vector<std::string>& prompts) {
   std::vector<std::string> alone;
   for (const std::string& prompt : prompts) {
     HttpResponse response = server.api.handle(test::post("/v1/completions", stream_request(prompt, 24)));
@@ -60,30 +60,17 @@ TEST(Scheduler, ConcurrentGreedyStreamsEqualTheSameRequestsOneAtATime) {
   }
 }
 
+TEST(Scheduler, ConcurrentGreedyStreamsEqualTheSameRequestsOneAtATime) {
+  test::TestServer server(SchedulerOptions{.parallel = 4, .max_queue = 16});
+  const std::vector<std::string> prompts = {"w10 w11", "w20", "w30 w31 w32 w33", "w40 w41 w42", "w50", "w60 w61"};
+  expect_together_equal_alone(server, prompts);
+}
+
 TEST(Scheduler, StreamsPreemptedWhenTheKVCacheRunsOutEqualTheSameRequestsAlone) {
   // Three blocks of 16 positions: each request fits alone, four together do not.
   test::TestServer server(SchedulerOptions{.parallel = 4, .max_queue = 16, .kv_cache_tokens = 48});
   const std::vector<std::string> prompts = {"w10 w11", "w20", "w30 w31 w32 w33", "w40 w41 w42"};
-  std::vector<std::string> alone;
-  for (const std::string& prompt : prompts) {
-    HttpResponse response = server.api.handle(test::post("/v1/completions", stream_request(prompt, 24)));
-    alone.push_back(test::assemble(test::sse_events(read_body(response)), 1)[0]);
-  }
-  std::vector<std::string> together(prompts.size());
-  std::vector<std::thread> clients;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    clients.emplace_back([&, i] {
-      HttpResponse response = server.api.handle(test::post("/v1/completions", stream_request(prompts[i], 24)));
-      together[i] = test::assemble(test::sse_events(read_body(response)), 1)[0];
-    });
-  }
-  for (std::thread& client : clients) {
-    client.join();
-  }
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    EXPECT_FALSE(alone[i].empty());
-    EXPECT_EQ(together[i], alone[i]) << prompts[i];
-  }
+  expect_together_equal_alone(server, prompts);
   const std::string metrics = server.api.handle(test::get("/metrics")).body;
   const std::string counter = "nuvec_num_preemptions_total{model=\"tiny\"} ";
   const size_t at = metrics.find(counter);
