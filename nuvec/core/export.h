@@ -39,11 +39,10 @@ using StateT = std::variant<bool, int, size_t, float, double, Dtype, Shape, Stri
 
 /// One event of a callback export, keyed by field: "type" is "inputs", "keyword_inputs", "outputs", "constants" or
 /// "primitive"; values are named "A", "B", ..., "Z", "AA", ... in the order the events first mention them.
-using ExportCallbackInput =
-    std::unordered_map<std::string, std::variant<std::vector<std::tuple<std::string, Shape, Dtype>>,
-                                                 std::vector<std::pair<std::string, array>>,
-                                                 std::vector<std::pair<std::string, std::string>>,
-                                                 std::vector<StateT>, std::string>>;
+using ExportCallbackInput = std::unordered_map<
+    std::string,
+    std::variant<std::vector<std::tuple<std::string, Shape, Dtype>>, std::vector<std::pair<std::string, array>>,
+                 std::vector<std::pair<std::string, std::string>>, std::vector<StateT>, std::string>>;
 using ExportCallback = std::function<void(const ExportCallbackInput&)>;
 
 namespace detail {
@@ -96,8 +95,7 @@ struct FunctionExporter {
   friend FunctionExporter exporter(const std::string&, const std::function<std::vector<array>(const Kwargs&)>&, bool);
   friend FunctionExporter exporter(const std::string&,
                                    const std::function<std::vector<array>(const Args&, const Kwargs&)>&, bool);
-  friend FunctionExporter exporter(const ExportCallback&, const std::function<std::vector<array>(const Args&)>&,
-                                   bool);
+  friend FunctionExporter exporter(const ExportCallback&, const std::function<std::vector<array>(const Args&)>&, bool);
   friend FunctionExporter exporter(const ExportCallback&, const std::function<std::vector<array>(const Kwargs&)>&,
                                    bool);
   friend FunctionExporter exporter(const ExportCallback&,
