@@ -10,12 +10,18 @@
 // version, the shapeless flag, the number of traces, then each trace as a length, its bytes and a checksum. Importing
 // checks all of it: a file that is truncated, damaged, of another format or of a newer version throws
 // std::runtime_error.
+//
+// The ExportCallback overloads hand the same traced graph to a callback instead of a file, as a series of events.
 
 #include <functional>
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <tuple>
+#include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "nuvec/core/array.h"
@@ -24,6 +30,20 @@ namespace nuvec {
 
 using Args = std::vector<array>;
 using Kwargs = std::map<std::string, array>;
+
+/// One parameter of a primitive as an ExportCallback receives it (MLX's alternatives; Shape and std::vector<int> are
+/// one type here as in MLX, and nuvec reports integer lists as the Shape alternative, index 6).
+using StateT = std::variant<bool, int, size_t, float, double, Dtype, Shape, Strides, std::vector<int>,
+                            std::vector<size_t>, std::vector<std::tuple<bool, bool, bool>>,
+                            std::vector<std::variant<bool, int, float>>, std::optional<float>, std::string>;
+
+/// One event of a callback export, keyed by field: "type" is "inputs", "keyword_inputs", "outputs", "constants" or
+/// "primitive"; values are named "A", "B", ..., "Z", "AA", ... in the order the events first mention them.
+using ExportCallbackInput = std::unordered_map<
+    std::string,
+    std::variant<std::vector<std::tuple<std::string, Shape, Dtype>>, std::vector<std::pair<std::string, array>>,
+                 std::vector<std::pair<std::string, std::string>>, std::vector<StateT>, std::string>>;
+using ExportCallback = std::function<void(const ExportCallbackInput&)>;
 
 namespace detail {
 struct ExportState;
@@ -41,8 +61,20 @@ FunctionExporter exporter(const std::string& path,
                           const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun,
                           bool shapeless = false);
 
-/// Writes traces of one function to one file: each call traces the function on its arguments (a signature, by
-/// shapes and dtypes, may be exported once); close() ends it. The file is complete after every call.
+/// An exporter handing each trace of `fun` to `callback` as events: "inputs" (name, shape, dtype of each input),
+/// "keyword_inputs" (keyword, input name), "outputs", "constants" (name and array of each constant not reported by
+/// an earlier trace of this exporter), then one "primitive" per node in order ("name", "inputs", "outputs",
+/// "arguments": its parameters). A trace that cannot be exported throws before its first event.
+FunctionExporter exporter(const ExportCallback& callback, const std::function<std::vector<array>(const Args&)>& fun,
+                          bool shapeless = false);
+FunctionExporter exporter(const ExportCallback& callback, const std::function<std::vector<array>(const Kwargs&)>& fun,
+                          bool shapeless = false);
+FunctionExporter exporter(const ExportCallback& callback,
+                          const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun,
+                          bool shapeless = false);
+
+/// Writes traces of one function to one file or callback: each call traces the function on its arguments (a
+/// signature, by shapes and dtypes, may be exported once); close() ends it. The file is complete after every call.
 struct FunctionExporter {
   void operator()(const std::initializer_list<array>& args) { this->operator()(Args(args)); }
   void operator()(const Args& args);
@@ -63,7 +95,14 @@ struct FunctionExporter {
   friend FunctionExporter exporter(const std::string&, const std::function<std::vector<array>(const Kwargs&)>&, bool);
   friend FunctionExporter exporter(const std::string&,
                                    const std::function<std::vector<array>(const Args&, const Kwargs&)>&, bool);
+  friend FunctionExporter exporter(const ExportCallback&, const std::function<std::vector<array>(const Args&)>&, bool);
+  friend FunctionExporter exporter(const ExportCallback&, const std::function<std::vector<array>(const Kwargs&)>&,
+                                   bool);
+  friend FunctionExporter exporter(const ExportCallback&,
+                                   const std::function<std::vector<array>(const Args&, const Kwargs&)>&, bool);
   FunctionExporter(const std::string& path, std::function<std::vector<array>(const Args&, const Kwargs&)> fun,
+                   bool shapeless);
+  FunctionExporter(ExportCallback callback, std::function<std::vector<array>(const Args&, const Kwargs&)> fun,
                    bool shapeless);
 
   std::unique_ptr<detail::ExportState> state_;
@@ -77,6 +116,15 @@ void export_function(const std::string& path, const std::function<std::vector<ar
                      const Kwargs& kwargs, bool shapeless = false);
 void export_function(const std::string& path, const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun,
                      const Args& args, const Kwargs& kwargs, bool shapeless = false);
+
+/// Traces `fun` on the arguments and hands the trace to `callback` (exporter's events); collectives throw as above.
+void export_function(const ExportCallback& callback, const std::function<std::vector<array>(const Args&)>& fun,
+                     const Args& args, bool shapeless = false);
+void export_function(const ExportCallback& callback, const std::function<std::vector<array>(const Kwargs&)>& fun,
+                     const Kwargs& kwargs, bool shapeless = false);
+void export_function(const ExportCallback& callback,
+                     const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun, const Args& args,
+                     const Kwargs& kwargs, bool shapeless = false);
 
 /// A function read from a file: calling it rebuilds the trace that matches the arguments (same count, keyword names
 /// and dtypes; same shapes unless exported shapeless) on them, lazily, and returns its outputs. No matching trace

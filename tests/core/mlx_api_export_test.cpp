@@ -71,6 +71,37 @@ TEST(MlxApiExport, ExporterForms) {
   std::filesystem::remove(path);
 }
 
+TEST(MlxApiExport, CallbackForms) {
+  int events = 0;
+  ExportCallback callback = [&events](const ExportCallbackInput& input) {
+    events += std::holds_alternative<std::string>(input.at("type")) ? 1 : 0;
+  };
+  auto x = array({1.0F, 2.0F});
+  std::function<std::vector<array>(const Args&)> fun = [](const Args& args) { return Args{exp(args[0])}; };
+  std::function<std::vector<array>(const Kwargs&)> kwfun = [](const Kwargs& kw) { return Args{kw.at("x") * 2.0F}; };
+  std::function<std::vector<array>(const Args&, const Kwargs&)> both = [](const Args& args, const Kwargs& kw) {
+    return Args{args[0] - kw.at("y")};
+  };
+  export_function(callback, fun, {x});
+  export_function(callback, fun, Args{x}, /* shapeless = */ true);
+  export_function(callback, kwfun, {{"x", x}});
+  export_function(callback, kwfun, Kwargs{{"x", x}}, false);
+  export_function(callback, both, {x}, {{"y", x}});
+  export_function([&](const ExportCallbackInput& input) { callback(input); }, both, Args{x}, Kwargs{{"y", x}}, true);
+  EXPECT_EQ(events, 6 * 5);  // inputs, keyword_inputs, outputs, constants and one primitive each
+
+  FunctionExporter ex = exporter(callback, fun);
+  ex({ones({3})});
+  ex.close();
+  auto kw_ex = exporter(callback, kwfun, true);
+  kw_ex({{"x", ones({2})}});
+  auto both_ex = exporter(callback, both);
+  both_ex({ones({2})}, {{"y", ones({2})}});
+  EXPECT_EQ(events, 9 * 5);
+  StateT state = 1.5F;
+  EXPECT_EQ(std::get<float>(state), 1.5F);
+}
+
 // graph_utils.h's export_to_dot, beside print_graph.
 TEST(MlxApiExport, ExportToDot) {
   auto a = array({1.0F, 2.0F});

@@ -1,4 +1,4 @@
-// FunctionExporter: traces a function per signature and appends each trace to its file.
+// FunctionExporter: traces a function per signature and appends each trace to its file or hands it to its callback.
 
 #include <algorithm>
 #include <fstream>
@@ -7,6 +7,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/export.h"
 #include "nuvec/core/export/flatten.h"
+#include "nuvec/core/export/trace_events.h"
 #include "nuvec/core/export/trace_io.h"
 
 namespace nuvec {
@@ -16,6 +17,8 @@ namespace detail {
 struct ExportState {
   std::string path;
   std::ofstream file;
+  /// Set for a callback export, which has no file.
+  ExportCallback callback;
   std::function<std::vector<array>(const Args&, const Kwargs&)> fun;
   bool shapeless = false;
   uint32_t count = 0;
@@ -76,6 +79,14 @@ FunctionExporter::FunctionExporter(const std::string& path,
   s.check_file("to write");
 }
 
+FunctionExporter::FunctionExporter(ExportCallback callback,
+                                   std::function<std::vector<array>(const Args&, const Kwargs&)> fun, bool shapeless)
+    : state_(std::make_unique<detail::ExportState>()) {
+  state_->callback = std::move(callback);
+  state_->fun = std::move(fun);
+  state_->shapeless = shapeless;
+}
+
 FunctionExporter::FunctionExporter(FunctionExporter&& other) noexcept = default;
 FunctionExporter& FunctionExporter::operator=(FunctionExporter&& other) noexcept = default;
 FunctionExporter::~FunctionExporter() = default;
@@ -122,6 +133,12 @@ void FunctionExporter::operator()(const Args& args, const Kwargs& kwargs) {
   detail::simplify_graph(trace.graph);
   detail::flatten_graph(trace.graph);
 
+  if (s.callback) {
+    detail::report_trace(s.callback, trace, s.constants);
+    s.signatures.push_back(std::move(key));
+    return;
+  }
+
   // Serialize first, so a primitive that cannot be exported leaves the file as it was.
   detail::ConstantTable constants = s.constants;
   const std::string content = detail::write_trace(trace, constants);
@@ -155,6 +172,23 @@ FunctionExporter exporter(const std::string& path,
   return FunctionExporter(path, fun, shapeless);
 }
 
+FunctionExporter exporter(const ExportCallback& callback, const std::function<std::vector<array>(const Args&)>& fun,
+                          bool shapeless) {
+  return FunctionExporter(
+      callback, [fun](const Args& args, const Kwargs&) { return fun(args); }, shapeless);
+}
+
+FunctionExporter exporter(const ExportCallback& callback, const std::function<std::vector<array>(const Kwargs&)>& fun,
+                          bool shapeless) {
+  return FunctionExporter(
+      callback, [fun](const Args&, const Kwargs& kwargs) { return fun(kwargs); }, shapeless);
+}
+
+FunctionExporter exporter(const ExportCallback& callback,
+                          const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun, bool shapeless) {
+  return FunctionExporter(callback, fun, shapeless);
+}
+
 void export_function(const std::string& path, const std::function<std::vector<array>(const Args&)>& fun,
                      const Args& args, bool shapeless) {
   exporter(path, fun, shapeless)(args);
@@ -168,6 +202,22 @@ void export_function(const std::string& path, const std::function<std::vector<ar
 void export_function(const std::string& path, const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun,
                      const Args& args, const Kwargs& kwargs, bool shapeless) {
   exporter(path, fun, shapeless)(args, kwargs);
+}
+
+void export_function(const ExportCallback& callback, const std::function<std::vector<array>(const Args&)>& fun,
+                     const Args& args, bool shapeless) {
+  exporter(callback, fun, shapeless)(args);
+}
+
+void export_function(const ExportCallback& callback, const std::function<std::vector<array>(const Kwargs&)>& fun,
+                     const Kwargs& kwargs, bool shapeless) {
+  exporter(callback, fun, shapeless)(kwargs);
+}
+
+void export_function(const ExportCallback& callback,
+                     const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun, const Args& args,
+                     const Kwargs& kwargs, bool shapeless) {
+  exporter(callback, fun, shapeless)(args, kwargs);
 }
 
 }  // namespace nuvec

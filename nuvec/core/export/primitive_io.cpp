@@ -1,5 +1,6 @@
 // The parameter rule of every primitive. `fields(ar, p)` hands each parameter to the archive `ar`, which writes it
-// (Save) or reads it back into p (Load); primitives hold no parameter that is not listed here.
+// (Save), reads it back into p (Load) or collects it for an ExportCallback (Collect); primitives hold no parameter
+// that is not listed here.
 
 #include "nuvec/core/export/primitive_io.h"
 
@@ -59,6 +60,32 @@ struct Load {
     v = in.get_enum<E>(enum_count<E>);
   }
 };
+
+/// Each parameter as the StateT alternative of its type; a parameter type without one fails to compile here.
+struct Collect {
+  std::vector<StateT>& out;
+  template <class... T>
+  void operator()(const T&... values) {
+    (add(values), ...);
+  }
+
+ private:
+  void add(bool v) { out.emplace_back(v); }
+  void add(int v) { out.emplace_back(v); }
+  void add(size_t v) { out.emplace_back(v); }
+  void add(float v) { out.emplace_back(v); }
+  void add(double v) { out.emplace_back(v); }
+  void add(Dtype v) { out.emplace_back(v); }
+  void add(const Strides& v) { out.emplace_back(v); }
+  /// Shape and std::vector<int> are one type, listed twice in StateT: every integer list (shapes and axes) takes
+  /// the Shape alternative.
+  void add(const Shape& v) { out.emplace_back(std::in_place_index<6>, v); }
+  /// An enum as its enumerator's value, as MLX reports its primitives' enums (nuvec's own enumerator order).
+  template <class E>
+  requires std::is_enum_v<E>
+  void add(E v) { out.emplace_back(static_cast<int>(v)); }
+};
+static_assert(std::is_same_v<std::variant_alternative_t<6, StateT>, Shape>);
 
 // ---- element-wise and creation
 template <class Ar, class P>
@@ -377,6 +404,18 @@ void write_primitive(ByteWriter& out, const Primitive& p) {
         fields(save, prim);
       },
       copy);
+}
+
+std::vector<StateT> primitive_state(const Primitive& p) {
+  Primitive copy = p;
+  std::vector<StateT> state;
+  Collect collect{state};
+  std::visit([&](auto& prim) { fields(collect, prim); }, copy);
+  return state;
+}
+
+std::string_view primitive_name(const Primitive& p) {
+  return std::visit([](const auto& prim) { return std::string_view(prim.name); }, p);
 }
 
 Primitive read_primitive(ByteReader& in) {
