@@ -52,14 +52,15 @@ struct FunctionTable;
 
 struct FunctionExporter;
 
-/// An exporter writing traces of `fun` to `path` (created or truncated now; error(io) when it cannot be).
+/// An exporter writing traces of `fun` to `path` (created or truncated now; error(io) when it cannot be), with
+/// `metadata`, a string of the caller's that the file keeps (ImportedFunction::metadata).
 FunctionExporter exporter(const std::string& path, const std::function<std::vector<array>(const Args&)>& fun,
-                          bool shapeless = false);
+                          bool shapeless = false, const std::string& metadata = "");
 FunctionExporter exporter(const std::string& path, const std::function<std::vector<array>(const Kwargs&)>& fun,
-                          bool shapeless = false);
+                          bool shapeless = false, const std::string& metadata = "");
 FunctionExporter exporter(const std::string& path,
                           const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun,
-                          bool shapeless = false);
+                          bool shapeless = false, const std::string& metadata = "");
 
 /// An exporter handing each trace of `fun` to `callback` as events: "inputs" (name, shape, dtype of each input),
 /// "keyword_inputs" (keyword, input name), "outputs", "constants" (name and array of each constant not reported by
@@ -91,31 +92,35 @@ struct FunctionExporter {
   ~FunctionExporter();
 
  private:
-  friend FunctionExporter exporter(const std::string&, const std::function<std::vector<array>(const Args&)>&, bool);
-  friend FunctionExporter exporter(const std::string&, const std::function<std::vector<array>(const Kwargs&)>&, bool);
+  friend FunctionExporter exporter(const std::string&, const std::function<std::vector<array>(const Args&)>&, bool,
+                                   const std::string&);
+  friend FunctionExporter exporter(const std::string&, const std::function<std::vector<array>(const Kwargs&)>&, bool,
+                                   const std::string&);
   friend FunctionExporter exporter(const std::string&,
-                                   const std::function<std::vector<array>(const Args&, const Kwargs&)>&, bool);
+                                   const std::function<std::vector<array>(const Args&, const Kwargs&)>&, bool,
+                                   const std::string&);
   friend FunctionExporter exporter(const ExportCallback&, const std::function<std::vector<array>(const Args&)>&, bool);
   friend FunctionExporter exporter(const ExportCallback&, const std::function<std::vector<array>(const Kwargs&)>&,
                                    bool);
   friend FunctionExporter exporter(const ExportCallback&,
                                    const std::function<std::vector<array>(const Args&, const Kwargs&)>&, bool);
   FunctionExporter(const std::string& path, std::function<std::vector<array>(const Args&, const Kwargs&)> fun,
-                   bool shapeless);
+                   bool shapeless, const std::string& metadata);
   FunctionExporter(ExportCallback callback, std::function<std::vector<array>(const Args&, const Kwargs&)> fun,
                    bool shapeless);
 
   std::unique_ptr<detail::ExportState> state_;
 };
 
-/// Traces `fun` on the arguments and writes it to `path`. Primitives that a file cannot carry (collectives) throw
-/// std::invalid_argument naming the primitive.
+/// Traces `fun` on the arguments and writes it to `path`, with `metadata` (see exporter). Primitives that a file
+/// cannot carry (collectives) throw std::invalid_argument naming the primitive.
 void export_function(const std::string& path, const std::function<std::vector<array>(const Args&)>& fun,
-                     const Args& args, bool shapeless = false);
+                     const Args& args, bool shapeless = false, const std::string& metadata = "");
 void export_function(const std::string& path, const std::function<std::vector<array>(const Kwargs&)>& fun,
-                     const Kwargs& kwargs, bool shapeless = false);
+                     const Kwargs& kwargs, bool shapeless = false, const std::string& metadata = "");
 void export_function(const std::string& path, const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun,
-                     const Args& args, const Kwargs& kwargs, bool shapeless = false);
+                     const Args& args, const Kwargs& kwargs, bool shapeless = false,
+                     const std::string& metadata = "");
 
 /// Traces `fun` on the arguments and hands the trace to `callback` (exporter's events); collectives throw as above.
 void export_function(const ExportCallback& callback, const std::function<std::vector<array>(const Args&)>& fun,
@@ -134,6 +139,8 @@ struct ImportedFunction {
   std::vector<array> operator()(const Args& args) const;
   std::vector<array> operator()(const Kwargs& kwargs) const;
   std::vector<array> operator()(const Args& args, const Kwargs& kwargs) const;
+  /// The metadata the file was exported with ("" when none).
+  [[nodiscard]] const std::string& metadata() const;
 
  private:
   friend ImportedFunction import_function(const std::string& path);

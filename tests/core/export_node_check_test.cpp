@@ -20,7 +20,7 @@ namespace {
 
 using V = std::vector<array>;
 
-constexpr size_t trace_start = 8 + 4 + 1 + 4;  // magic, version, shapeless flag, trace count
+constexpr size_t trace_start = 8 + 4 + 1 + 4 + 8;  // magic, version, shapeless flag, trace count, empty metadata
 
 std::string temp_path(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("nuvec_node_check_" + std::to_string(getpid()) + "_" + name))

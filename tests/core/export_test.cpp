@@ -60,6 +60,7 @@ std::set<std::string> exported_primitives(const std::string& path) {
   detail::ByteReader in(bytes.data(), bytes.size());
   in.take(detail::export_count_offset);
   const auto count = in.get<uint32_t>();
+  in.get_string();  // the metadata
   std::vector<array> constants;
   std::set<std::string> names;
   for (uint32_t i = 0; i < count; ++i) {
@@ -408,6 +409,23 @@ TEST(Export, KeywordArguments) {
   std::filesystem::remove(path);
 }
 
+TEST(Export, MetadataTravelsWithTheFile) {
+  const std::string path = temp_path("metadata.nuvecfn");
+  const std::string metadata = std::string("{\"model\": \"mlp\", \"note\": \"caf\xc3\xa9\"}\n") + '\0' + "end";
+  auto fun = [](const Args& a) { return V{a[0] * 2.0F}; };
+  export_function(path, fun, {ones({2})}, false, metadata);
+  EXPECT_EQ(import_function(path).metadata(), metadata);
+  auto ex = exporter(path, fun, true, "shapeless");
+  ex({ones({2})});
+  ex({ones({2, 3})});
+  auto imported = import_function(path);
+  EXPECT_EQ(imported.metadata(), "shapeless");
+  EXPECT_TRUE(same(imported({ones({5})}), fun({ones({5})})));
+  export_function(path, fun, {ones({2})});
+  EXPECT_EQ(import_function(path).metadata(), "");
+  std::filesystem::remove(path);
+}
+
 TEST(Export, ShapelessReplaysNewShapes) {
   const std::string path = temp_path("shapeless.nuvecfn");
   auto fun = [](const Args& a) {
@@ -488,8 +506,8 @@ TEST(Export, DamagedFilesThrow) {
   other[0] = 'X';
   EXPECT_NE(message(other).find("Not a nuvec exported function"), std::string::npos);
   std::string newer = bytes;
-  newer[8] = 3;
-  EXPECT_NE(message(newer).find("format version 3; this nuvec reads version 2"), std::string::npos);
+  newer[8] = 4;
+  EXPECT_NE(message(newer).find("format version 4; this nuvec reads version 3"), std::string::npos);
   EXPECT_NE(message(bytes + "x").find("bytes after the last trace"), std::string::npos);
   std::filesystem::remove(path);
   std::filesystem::remove(bad);

@@ -21,6 +21,7 @@ struct ExportState {
   ExportCallback callback;
   std::function<std::vector<array>(const Args&, const Kwargs&)> fun;
   bool shapeless = false;
+  std::string metadata;
   uint32_t count = 0;
   bool closed = false;
   /// The signatures exported so far: keyword names, then dtypes and shapes (ranks when shapeless).
@@ -33,6 +34,7 @@ struct ExportState {
     header.put(export_version);
     header.put(static_cast<uint8_t>(shapeless));
     header.put(count);
+    header.put(std::string_view(metadata));
     file.seekp(0);
     file.write(header.bytes().data(), static_cast<std::streamsize>(header.bytes().size()));
   }
@@ -65,12 +67,14 @@ std::vector<int64_t> signature(const std::vector<array>& inputs, bool shapeless)
 }  // namespace
 
 FunctionExporter::FunctionExporter(const std::string& path,
-                                   std::function<std::vector<array>(const Args&, const Kwargs&)> fun, bool shapeless)
+                                   std::function<std::vector<array>(const Args&, const Kwargs&)> fun, bool shapeless,
+                                   const std::string& metadata)
     : state_(std::make_unique<detail::ExportState>()) {
   auto& s = *state_;
   s.path = path;
   s.fun = std::move(fun);
   s.shapeless = shapeless;
+  s.metadata = metadata;
   s.file.open(path, std::ios::binary | std::ios::out | std::ios::trunc);
   if (!s.file.is_open()) {
     throw_error(ErrorKind::io, std::string("[export_function] Failed to open ").append(path).append("."));
@@ -156,20 +160,21 @@ void FunctionExporter::operator()(const Args& args, const Kwargs& kwargs) {
 }
 
 FunctionExporter exporter(const std::string& path, const std::function<std::vector<array>(const Args&)>& fun,
-                          bool shapeless) {
+                          bool shapeless, const std::string& metadata) {
   return FunctionExporter(
-      path, [fun](const Args& args, const Kwargs&) { return fun(args); }, shapeless);
+      path, [fun](const Args& args, const Kwargs&) { return fun(args); }, shapeless, metadata);
 }
 
 FunctionExporter exporter(const std::string& path, const std::function<std::vector<array>(const Kwargs&)>& fun,
-                          bool shapeless) {
+                          bool shapeless, const std::string& metadata) {
   return FunctionExporter(
-      path, [fun](const Args&, const Kwargs& kwargs) { return fun(kwargs); }, shapeless);
+      path, [fun](const Args&, const Kwargs& kwargs) { return fun(kwargs); }, shapeless, metadata);
 }
 
 FunctionExporter exporter(const std::string& path,
-                          const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun, bool shapeless) {
-  return FunctionExporter(path, fun, shapeless);
+                          const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun, bool shapeless,
+                          const std::string& metadata) {
+  return FunctionExporter(path, fun, shapeless, metadata);
 }
 
 FunctionExporter exporter(const ExportCallback& callback, const std::function<std::vector<array>(const Args&)>& fun,
@@ -190,18 +195,18 @@ FunctionExporter exporter(const ExportCallback& callback,
 }
 
 void export_function(const std::string& path, const std::function<std::vector<array>(const Args&)>& fun,
-                     const Args& args, bool shapeless) {
-  exporter(path, fun, shapeless)(args);
+                     const Args& args, bool shapeless, const std::string& metadata) {
+  exporter(path, fun, shapeless, metadata)(args);
 }
 
 void export_function(const std::string& path, const std::function<std::vector<array>(const Kwargs&)>& fun,
-                     const Kwargs& kwargs, bool shapeless) {
-  exporter(path, fun, shapeless)(kwargs);
+                     const Kwargs& kwargs, bool shapeless, const std::string& metadata) {
+  exporter(path, fun, shapeless, metadata)(kwargs);
 }
 
 void export_function(const std::string& path, const std::function<std::vector<array>(const Args&, const Kwargs&)>& fun,
-                     const Args& args, const Kwargs& kwargs, bool shapeless) {
-  exporter(path, fun, shapeless)(args, kwargs);
+                     const Args& args, const Kwargs& kwargs, bool shapeless, const std::string& metadata) {
+  exporter(path, fun, shapeless, metadata)(args, kwargs);
 }
 
 void export_function(const ExportCallback& callback, const std::function<std::vector<array>(const Args&)>& fun,

@@ -15,6 +15,7 @@ namespace detail {
 
 struct FunctionTable {
   bool shapeless = false;
+  std::string metadata;
   std::vector<ExportedTrace> traces;
 };
 
@@ -97,6 +98,7 @@ std::string read_file(const std::string& path) {
 ImportedFunction::ImportedFunction(std::shared_ptr<const detail::FunctionTable> table) : table_(std::move(table)) {}
 
 std::vector<array> ImportedFunction::operator()(const Args& args) const { return (*this)(args, Kwargs{}); }
+const std::string& ImportedFunction::metadata() const { return table_->metadata; }
 std::vector<array> ImportedFunction::operator()(const Kwargs& kwargs) const { return (*this)(Args{}, kwargs); }
 
 std::vector<array> ImportedFunction::operator()(const Args& args, const Kwargs& kwargs) const {
@@ -142,6 +144,7 @@ ImportedFunction import_function(const std::string& path) {
     }
     table->shapeless = in.get_bool();
     const auto count = in.get<uint32_t>();
+    table->metadata = in.get_string();
     const Stream stream = default_stream(default_device());
     std::vector<array> constants;
     for (uint32_t i = 0; i < count; ++i) {

@@ -1,10 +1,11 @@
 #pragma once
 
-// nuvec's exported-function file (export.h), version 2 (version 1 lacked the quantization mode of Quantize and
-// GatherQMM). All values little-endian; a list is a u64 count then its items; a string is a list of bytes; a dtype
+// nuvec's exported-function file (export.h), version 3 (version 1 lacked the quantization mode of Quantize and
+// GatherQMM, version 2 the metadata). All values little-endian; a list is a u64 count then its items; a string is a list of bytes; a dtype
 // is one byte (its index in all_dtypes); a shape a list of i32.
 //
-//   header: "NUVECFN\0", u32 version, u8 shapeless, u32 number of traces (rewritten after each trace)
+//   header: "NUVECFN\0", u32 version, u8 shapeless, u32 number of traces (rewritten after each trace), string
+//           metadata (the exporter's, as given)
 //   trace:  u64 length, `length` bytes of content, u64 FNV-1a of the content
 //   content:
 //     list of string  keyword-argument names (sorted; their inputs follow the positional ones)
@@ -29,7 +30,7 @@
 namespace nuvec::detail {
 
 inline constexpr std::string_view export_magic{"NUVECFN\0", 8};
-inline constexpr uint32_t export_version = 2;
+inline constexpr uint32_t export_version = 3;
 /// Where the header's trace count sits.
 inline constexpr size_t export_count_offset = 8 + 4 + 1;
 
