@@ -15,7 +15,6 @@
 
 #include <functional>
 #include <initializer_list>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,7 +28,7 @@
 namespace nuvec {
 
 using Args = std::vector<array>;
-using Kwargs = std::map<std::string, array>;
+using Kwargs = std::unordered_map<std::string, array>;
 
 /// One parameter of a primitive as an ExportCallback receives it (MLX's alternatives; Shape and std::vector<int> are
 /// one type here as in MLX, and nuvec reports integer lists as the Shape alternative, index 6).

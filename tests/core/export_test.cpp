@@ -402,6 +402,25 @@ TEST(Export, KeywordArguments) {
   EXPECT_THROW(imported({x}, {{"scale", array(1.0F)}, {"offset", ones({3})}}), std::invalid_argument);
   EXPECT_THROW(imported({x}), std::invalid_argument);
 
+  // Kwargs is unordered, as MLX's: maps of the same keys iterating in other orders (other insertion orders and
+  // bucket counts) find the same trace and give each keyword its own input.
+  auto weighted = [](const Kwargs& kw) {
+    array total = zeros({2});
+    for (int i = 0; i < 12; ++i) {
+      total = total + kw.at(std::string("k").append(std::to_string(i))) * static_cast<float>(i + 1);
+    }
+    return V{total};
+  };
+  Kwargs forward;
+  Kwargs backward;
+  backward.reserve(257);
+  for (int i = 0; i < 12; ++i) {
+    forward.emplace(std::string("k").append(std::to_string(i)), full({2}, static_cast<float>(i)));
+    backward.emplace(std::string("k").append(std::to_string(11 - i)), full({2}, static_cast<float>(11 - i)));
+  }
+  export_function(path, weighted, forward);
+  EXPECT_TRUE(same(import_function(path)(backward), weighted(forward)));
+
   auto only_kw = [](const Kwargs& kw) { return V{kw.at("a") - kw.at("b")}; };
   export_function(path, only_kw, {{"a", ones({2})}, {"b", ones({2})}});
   Kwargs ab{{"a", array({5.0F, 6.0F})}, {"b", array({1.0F, 2.0F})}};

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <unordered_map>
 
 #include "nuvec/nuvec.h"
 
@@ -37,6 +38,9 @@ TEST(MlxApiExport, ExportAndImportForms) {
   export_function(path, kwfun, {{"x", x}});
   EXPECT_EQ(import_function(path)({{"x", x}})[0].shape(), Shape{2});
   export_function(path, kwfun, Kwargs{{"x", x}}, false);
+  std::unordered_map<std::string, array> declared{{"x", x}};  // MLX's Kwargs type, spelled out
+  export_function(path, kwfun, declared, false, "metadata");
+  EXPECT_EQ(import_function(path).metadata(), "metadata");
   EXPECT_EQ(import_function(path)(Kwargs{{"x", x}}).size(), 1U);
 
   export_function(path, both, {x}, {{"y", y}});

@@ -112,7 +112,7 @@ void FunctionExporter::operator()(const Args& args, const Kwargs& kwargs) {
   auto& s = *state_;
   detail::ExportedTrace trace;
   std::vector<array> inputs = args;
-  for (const auto& [key, value] : kwargs) {
+  for (const auto& [key, value] : detail::sorted_kwargs(kwargs)) {
     trace.kwarg_keys.push_back(key);
     inputs.push_back(value);
   }

@@ -40,7 +40,7 @@ bool matches(const detail::ExportedTrace& t, bool shapeless, const Args& args, c
     return false;
   }
   size_t k = 0;
-  for (const auto& [key, value] : kwargs) {
+  for (const auto& [key, value] : detail::sorted_kwargs(kwargs)) {
     if (key != t.kwarg_keys[k++]) {
       return false;
     }
@@ -61,7 +61,7 @@ bool matches(const detail::ExportedTrace& t, bool shapeless, const Args& args, c
   for (const auto& a : args) {
     msg << " " << shape_text(a.shape()) << " " << a.dtype();
   }
-  for (const auto& [key, a] : kwargs) {
+  for (const auto& [key, a] : detail::sorted_kwargs(kwargs)) {
     msg << " \"" << key << "\": " << shape_text(a.shape()) << " " << a.dtype();
   }
   msg << ". Exported" << (table.shapeless ? " (shapeless, any shapes of these ranks)" : "") << ":";
@@ -103,7 +103,7 @@ std::vector<array> ImportedFunction::operator()(const Kwargs& kwargs) const { re
 
 std::vector<array> ImportedFunction::operator()(const Args& args, const Kwargs& kwargs) const {
   std::vector<array> inputs = args;
-  for (const auto& [key, value] : kwargs) {
+  for (const auto& [key, value] : detail::sorted_kwargs(kwargs)) {
     inputs.push_back(value);
   }
   for (const auto& t : table_->traces) {

@@ -1,5 +1,6 @@
 #include "nuvec/core/export/trace_io.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "nuvec/core/allocator.h"
@@ -212,6 +213,12 @@ ExportedTrace read_trace(ByteReader& in, std::vector<array>& constants, Stream s
     ByteReader::corrupt("bytes after the trace");
   }
   return trace;
+}
+
+std::vector<std::pair<std::string, array>> sorted_kwargs(const Kwargs& kwargs) {
+  std::vector<std::pair<std::string, array>> sorted(kwargs.begin(), kwargs.end());
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  return sorted;
 }
 
 }  // namespace nuvec::detail

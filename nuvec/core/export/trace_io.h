@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "nuvec/core/compile/graph.h"
+#include "nuvec/core/export.h"
 #include "nuvec/core/export/bytes.h"
 
 namespace nuvec::detail {
@@ -33,6 +34,9 @@ inline constexpr std::string_view export_magic{"NUVECFN\0", 8};
 inline constexpr uint32_t export_version = 3;
 /// Where the header's trace count sits.
 inline constexpr size_t export_count_offset = 8 + 4 + 1;
+
+/// Keyword arguments in the order a trace keeps them: sorted by keyword (Kwargs is unordered, as MLX's).
+std::vector<std::pair<std::string, array>> sorted_kwargs(const Kwargs& kwargs);
 
 /// One exported trace: its keyword names and graph (inputs first, constants with their data).
 struct ExportedTrace {
