@@ -12,7 +12,7 @@
 #include <cmath>
 #include <vector>
 
-#include "nuvec/cpu/gemm.h"
+#include "nuvec/cpu/decoded_gemm.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/quantized.h"
 #include "nuvec/cpu/thread_pool.h"
@@ -192,32 +192,22 @@ void scaled_product(const float* x, int64_t rows, int64_t k, const ScaledMatrix&
     std::fill_n(out, rows * n, 0.F);
     return;
   }
-  const int64_t tile = std::min(n, tile_cols);
-  std::vector<float> decoded(static_cast<size_t>(tile * k));
-  std::vector<float> scratch(tile < n ? static_cast<size_t>(rows * tile) : 0);
-  const MatrixBatch a{x, 0, k, 1};
-  for (int64_t t0 = 0; t0 < n; t0 += tile) {
-    const int64_t count = std::min(tile, n - t0);
-    if (transpose) {  // rows t0.. of w (N, K) become columns of b
-      parallel_for(static_cast<size_t>(count), 1, [&](size_t r0, size_t r1) {
-        const auto first = static_cast<int64_t>(r0);
-        decode_rows(m, t0 + first, t0 + static_cast<int64_t>(r1), 0, k, decoded.data() + first * k, k, &as_is);
-      });
-    } else {  // columns t0.. of every row of w (K, N)
-      parallel_for(static_cast<size_t>(k), 1, [&](size_t r0, size_t r1) {
-        const auto first = static_cast<int64_t>(r0);
-        decode_rows(m, first, static_cast<int64_t>(r1), t0, count, decoded.data() + first * count, count, &as_is);
-      });
-    }
-    const MatrixBatch b = transpose ? MatrixBatch{decoded.data(), 0, 1, k} : MatrixBatch{decoded.data(), 0, count, 1};
-    float* c = count == n ? out : scratch.data();
-    gemm(float32, 1, rows, count, k, 1.F, a, b, 0.F, c);
-    if (c != out) {
-      for (int64_t r = 0; r < rows; ++r) {
-        std::copy_n(c + r * count, count, out + r * n + t0);
-      }
-    }
-  }
+  decoded_gemm(
+      x, rows, k, n, tile_cols, transpose ? TileLayout::by_column : TileLayout::by_row,
+      [&](int64_t t0, int64_t count, float* decoded) {
+        if (transpose) {  // rows t0.. of w (N, K) become columns of b
+          parallel_for(static_cast<size_t>(count), 1, [&](size_t r0, size_t r1) {
+            const auto first = static_cast<int64_t>(r0);
+            decode_rows(m, t0 + first, t0 + static_cast<int64_t>(r1), 0, k, decoded + first * k, k, &as_is);
+          });
+        } else {  // columns t0.. of every row of w (K, N)
+          parallel_for(static_cast<size_t>(k), 1, [&](size_t r0, size_t r1) {
+            const auto first = static_cast<int64_t>(r0);
+            decode_rows(m, first, static_cast<int64_t>(r1), t0, count, decoded + first * count, count, &as_is);
+          });
+        }
+      },
+      out);
 }
 
 }  // namespace nuvec::cpu::quant

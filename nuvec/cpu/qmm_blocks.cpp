@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "nuvec/cpu/block_quants.h"
-#include "nuvec/cpu/gemm.h"
+#include "nuvec/cpu/decoded_gemm.h"
 #include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -40,25 +40,16 @@ constexpr int64_t prefetch_bytes = 1 << 14;  // how far ahead of its rows a task
 
 void prefill(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
   const int64_t row_bytes = k / block_layout(mode).values * block_layout(mode).bytes;
-  const int64_t tile = std::min(n, tile_rows);
-  std::vector<float> values(static_cast<size_t>(tile * k));
-  std::vector<float> scratch(tile < n ? static_cast<size_t>(rows * tile) : 0);
-  const MatrixBatch a{x, 0, k, 1};
-  for (int64_t t0 = 0; t0 < n; t0 += tile) {
-    const int64_t count = std::min(tile, n - t0);
-    parallel_for(static_cast<size_t>(count), 1, [&](size_t r0, size_t r1) {
-      for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
-        dequantize_row(mode, w + (t0 + r) * row_bytes, k, values.data() + r * k);
-      }
-    });
-    float* c = count == n ? out : scratch.data();
-    gemm(float32, 1, rows, count, k, 1.F, a, MatrixBatch{values.data(), 0, 1, k}, 0.F, c);
-    if (c != out) {
-      for (int64_t r = 0; r < rows; ++r) {
-        std::copy_n(c + r * count, count, out + r * n + t0);
-      }
-    }
-  }
+  decoded_gemm(
+      x, rows, k, n, tile_rows, TileLayout::by_column,
+      [&](int64_t t0, int64_t count, float* values) {
+        parallel_for(static_cast<size_t>(count), 1, [&](size_t r0, size_t r1) {
+          for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
+            dequantize_row(mode, w + (t0 + r) * row_bytes, k, values + r * k);
+          }
+        });
+      },
+      out);
 }
 
 #if NUVEC_BLOCKS_VNNI
