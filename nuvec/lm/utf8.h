@@ -38,4 +38,11 @@ size_t valid_utf8_prefix(std::string_view text);
 /// Whether all of `text` is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF).
 inline bool is_valid_utf8(std::string_view text) { return valid_utf8_prefix(text) == text.size(); }
 
+/// How many bytes at the end of `text` begin a character that is cut short (0 to 3): bytes that later bytes could
+/// still complete. A streaming decoder holds exactly these back; anything else already has its final text.
+size_t partial_character_length(std::string_view text);
+
+/// Rust's String::from_utf8_lossy: each maximal ill-formed subsequence becomes one U+FFFD.
+std::string utf8_lossy(std::string_view bytes);
+
 }  // namespace nuvec::lm::detail

@@ -1,21 +1,23 @@
 #include "nuvec/serve/response_json.h"
 
 #include <random>
-#include <span>
 #include <utility>
+
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::serve {
 
 namespace {
 
+/// A token's text as the logprobs show it: its bytes, with a part of a character as U+FFFD (the exact bytes go in
+/// the "bytes" list).
 std::string token_text(const lm::Tokenizer& tokenizer, int32_t id) {
-  const int32_t ids[] = {id};
-  return tokenizer.decode(std::span<const int32_t>(ids));
+  return lm::detail::utf8_lossy(tokenizer.token_bytes(id));
 }
 
-nlohmann::json byte_list(const std::string& text) {
+nlohmann::json byte_list(const lm::Tokenizer& tokenizer, int32_t id) {
   nlohmann::json bytes = nlohmann::json::array();
-  for (unsigned char c : text) {
+  for (unsigned char c : tokenizer.token_bytes(id)) {
     bytes.push_back(static_cast<int>(c));
   }
   return bytes;
@@ -25,13 +27,16 @@ nlohmann::json byte_list(const std::string& text) {
 nlohmann::json chat_logprobs(const lm::Tokenizer& tokenizer, const std::vector<lm::GenerationResponse>& tokens) {
   nlohmann::json content = nlohmann::json::array();
   for (const lm::GenerationResponse& t : tokens) {
-    const std::string text = token_text(tokenizer, t.token);
     nlohmann::json top = nlohmann::json::array();
     for (const lm::TokenLogprob& candidate : t.top_logprobs) {
-      const std::string candidate_text = token_text(tokenizer, candidate.token);
-      top.push_back({{"token", candidate_text}, {"logprob", candidate.logprob}, {"bytes", byte_list(candidate_text)}});
+      top.push_back({{"token", token_text(tokenizer, candidate.token)},
+                     {"logprob", candidate.logprob},
+                     {"bytes", byte_list(tokenizer, candidate.token)}});
     }
-    content.push_back({{"token", text}, {"logprob", t.logprob}, {"bytes", byte_list(text)}, {"top_logprobs", top}});
+    content.push_back({{"token", token_text(tokenizer, t.token)},
+                       {"logprob", t.logprob},
+                       {"bytes", byte_list(tokenizer, t.token)},
+                       {"top_logprobs", top}});
   }
   return {{"content", content}, {"refusal", nullptr}};
 }

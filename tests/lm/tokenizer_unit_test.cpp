@@ -8,6 +8,8 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/lm/lm.h"
+#include "nuvec/lm/tokenizer/byte_level.h"
+#include "nuvec/lm/utf8.h"
 #include "tests/lm/reference_files.h"
 #include "tests/lm/reference_test_util.h"
 
@@ -119,6 +121,86 @@ TEST(TokenizerDecoders, ByteFallbackJoinsBytesAndReplacesBrokenOnes) {
   EXPECT_EQ(stream.add(15), "");
   EXPECT_EQ(stream.add(2), "\u20ACb");
   EXPECT_EQ(stream.finish(), "");
+}
+
+// A byte-level vocabulary whose tokens are "a", "b", the three bytes of the euro sign one by one and a lone
+// continuation byte, with an added special token.
+Tokenizer byte_level_tokenizer() {
+  auto spelled = [](std::string_view bytes) {
+    std::string out;
+    detail::to_byte_level(bytes, out);
+    return out;
+  };
+  json file = bpe_file({}, {{"type", "ByteLevel"}});
+  file["model"]["vocab"] = {{"a", 0}, {"b", 1}, {spelled("\xE2"), 2}, {spelled("\x82"), 3}, {spelled("\xAC"), 4},
+                            {spelled("\xE2\x82"), 5}};
+  file["model"]["merges"] = json::array();
+  file["added_tokens"] = {{{"id", 6},
+                           {"content", "<|end|>"},
+                           {"special", true},
+                           {"single_word", false},
+                           {"lstrip", false},
+                           {"rstrip", false},
+                           {"normalized", false}}};
+  return Tokenizer::from_json(file.dump());
+}
+
+TEST(TokenizerBytes, ByteLevelTokensGiveTheirBytesEvenInsideACharacter) {
+  Tokenizer tokenizer = byte_level_tokenizer();
+  EXPECT_EQ(tokenizer.token_bytes(0), "a");
+  EXPECT_EQ(tokenizer.token_bytes(2), "\xE2");
+  EXPECT_EQ(tokenizer.token_bytes(5), "\xE2\x82");
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{2}), "\uFFFD");  // decode() alone is lossy
+  EXPECT_EQ(tokenizer.token_bytes(6), "<|end|>");
+  std::string message = expect_error([&] { (void)tokenizer.token_bytes(7); }, ErrorKind::invalid_argument);
+  EXPECT_NE(message.find('7'), std::string::npos) << message;
+}
+
+TEST(TokenizerBytes, SentencePiecePiecesKeepTheirSpaceAndByteTokensTheirByte) {
+  json file = bpe_file({}, {{"type", "Sequence"},
+                            {"decoders",
+                             {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                              {{"type", "ByteFallback"}},
+                              {{"type", "Fuse"}},
+                              {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}});
+  file["model"]["vocab"]["\u2581ab"] = 13;
+  file["model"]["vocab"]["<0xE2>"] = 14;
+  Tokenizer tokenizer = Tokenizer::from_json(file.dump());
+  EXPECT_EQ(tokenizer.decode(std::vector<int32_t>{13}), "ab");  // the first token loses its space
+  EXPECT_EQ(tokenizer.token_bytes(13), " ab");
+  EXPECT_EQ(tokenizer.token_bytes(14), "\xE2");
+  EXPECT_EQ(tokenizer.token_bytes(4), "ab");
+}
+
+TEST(TokenizerBytes, StreamHoldsOnlyWhatLaterBytesCouldComplete) {
+  Tokenizer tokenizer = byte_level_tokenizer();
+  StreamingDetokenizer stream = tokenizer.detokenizer();
+  EXPECT_EQ(stream.add(0), "a");
+  EXPECT_EQ(stream.add(2), "");  // E2 starts a three-byte character
+  EXPECT_EQ(stream.add(3), "");
+  EXPECT_EQ(stream.add(4), "\u20AC");
+  // A continuation byte with no lead can never become a character: it goes out at once, as decode() gives it.
+  EXPECT_EQ(stream.add(3), "\uFFFD");
+  EXPECT_EQ(stream.add(4), "\uFFFD");
+  // A cut-short character followed by a byte that cannot continue it is final too.
+  EXPECT_EQ(stream.add(5), "");
+  EXPECT_EQ(stream.add(0), "\uFFFDa");
+  EXPECT_EQ(stream.add(2), "");
+  EXPECT_EQ(stream.finish(), "\uFFFD");
+
+  // The pieces always add up to decode() of all the ids, skipped special tokens included.
+  const std::vector<int32_t> ids = {2, 6, 3, 4, 3, 0, 5, 4, 6, 1, 2, 3};
+  for (bool skip : {false, true}) {
+    StreamingDetokenizer pieces = tokenizer.detokenizer(skip);
+    std::string text;
+    for (int32_t id : ids) {
+      std::string piece = pieces.add(id);
+      EXPECT_TRUE(detail::is_valid_utf8(piece)) << piece;
+      text += piece;
+    }
+    text += pieces.finish();
+    EXPECT_EQ(text, tokenizer.decode(ids, skip)) << "skip " << skip;
+  }
 }
 
 TEST(TokenizerErrors, NameTheFieldAndPath) {

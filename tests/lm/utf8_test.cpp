@@ -21,6 +21,30 @@ TEST(Utf8, ValidPrefixStopsAtTheFirstMalformedSequence) {
   EXPECT_EQ(valid_utf8_prefix("\xF0\x9F\x98\x80!"), 5u);  // an emoji then '!'
 }
 
+TEST(Utf8, PartialCharacterIsWhatLaterBytesCouldComplete) {
+  EXPECT_EQ(partial_character_length(""), 0u);
+  EXPECT_EQ(partial_character_length("abc"), 0u);
+  EXPECT_EQ(partial_character_length("a\xE2"), 1u);
+  EXPECT_EQ(partial_character_length("a\xE2\x82"), 2u);
+  EXPECT_EQ(partial_character_length("a\xE2\x82\xAC"), 0u);      // complete
+  EXPECT_EQ(partial_character_length("\xF0\x9F\x98"), 3u);
+  EXPECT_EQ(partial_character_length("\x82"), 0u);              // a lone continuation byte
+  EXPECT_EQ(partial_character_length("\xE2\x41"), 0u);          // broken by what follows
+  EXPECT_EQ(partial_character_length("\xC0"), 0u);              // never a lead byte
+  EXPECT_EQ(partial_character_length("\xED\xA0"), 0u);          // only a surrogate could follow
+  EXPECT_EQ(partial_character_length("\xF4\x90"), 0u);          // past U+10FFFF
+  EXPECT_EQ(partial_character_length("\xE0\xA0"), 2u);
+}
+
+TEST(Utf8, LossyReplacesEachMaximalIllFormedPart) {
+  // The examples of the Unicode standard's "U+FFFD substitution of maximal subparts".
+  EXPECT_EQ(utf8_lossy("a\xF1\x80\x80\xE1\x80\xC2" "b"), "a\uFFFD\uFFFD\uFFFDb");
+  EXPECT_EQ(utf8_lossy("\xC0\xAF"), "\uFFFD\uFFFD");
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), "\uFFFD\uFFFD\uFFFD");
+  EXPECT_EQ(utf8_lossy("\xE2\x82\xAC\xE2"), "\u20AC\uFFFD");
+  EXPECT_EQ(utf8_lossy("plain"), "plain");
+}
+
 TEST(Utf8, CodePointsRoundTrip) {
   for (char32_t cp : {U'\0', U'A', U'\u00E9', U'\u2581', U'\uFFFD', U'\U0001F600', U'\U0010FFFF'}) {
     std::string encoded;

@@ -112,7 +112,7 @@ TEST(ChatCompletions, LogprobsEqualGenerates) {
   const json content = body_json(response)["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), expected.tokens.size());
   for (size_t i = 0; i < content.size(); ++i) {
-    const std::string token = reference_model().tokenizer.decode(std::vector<int32_t>{expected.tokens[i]});
+    const std::string token = reference_model().tokenizer.token_bytes(expected.tokens[i]);
     EXPECT_EQ(content[i]["token"], token);
     EXPECT_NEAR(content[i]["logprob"].get<double>(), expected.logprobs[i], 1e-4);
     ASSERT_EQ(content[i]["top_logprobs"].size(), 3U);

@@ -11,6 +11,7 @@
 
 #include "nuvec/lm/load_model.h"
 #include "nuvec/lm/utf8.h"
+#include "nuvec/serve/response_json.h"
 #include "tests/serve/serve_test_util.h"
 
 namespace nuvec::serve {
@@ -71,6 +72,37 @@ TEST(StreamingText, WholeResponseHoldsTheCharacter) {
                                                                         {"response_format", euro_format}}));
   ASSERT_EQ(whole.status, 200) << whole.body;
   EXPECT_EQ(test::body_json(whole)["choices"][0]["text"], "\"€\"");
+}
+
+TEST(StreamingText, LogprobsCarryEachTokensOwnBytes) {
+  // Chat's logprobs of the three byte tokens of "€": each token's "bytes" is its own byte (together the character),
+  // where its text can only be U+FFFD.
+  const lm::LoadedModel model = lm::load_model(test::byte_model_dir());
+  ResponseContext context;
+  context.endpoint = Endpoint::chat;
+  context.tokenizer = &model.tokenizer;
+  context.logprobs = true;
+  std::vector<lm::GenerationResponse> tokens;
+  for (int32_t id : {4, 5, 6}) {
+    lm::GenerationResponse token;
+    token.token = id;
+    token.logprob = -0.5F;
+    token.top_logprobs = {{id, -0.5F}, {3, -2.0F}};
+    tokens.push_back(token);
+  }
+  const json chunk = text_chunk(context, 0, "€", tokens);
+  const json content = chunk["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), 3U) << chunk.dump();
+  std::string bytes;
+  for (const json& token : content) {
+    EXPECT_EQ(token["token"], "\uFFFD");
+    ASSERT_EQ(token["bytes"].size(), 1U);
+    bytes.push_back(static_cast<char>(token["bytes"][0].get<int>()));
+    EXPECT_EQ(token["top_logprobs"][0]["bytes"], token["bytes"]);
+    EXPECT_EQ(token["top_logprobs"][1]["token"], "\"");
+    EXPECT_EQ(token["top_logprobs"][1]["bytes"], json::array({'"'}));
+  }
+  EXPECT_EQ(bytes, "€");
 }
 
 }  // namespace

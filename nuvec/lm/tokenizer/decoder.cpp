@@ -228,6 +228,7 @@ struct Decoder::Impl {
                             ReplaceDecoder, WordPieceDecoder, BpeDecoder, CtcDecoder, SequenceDecoder>;
   Kind kind;
   bool joins_byte_tokens = false;
+  bool maps_byte_level = false;
 
   Tokens decode(Tokens tokens) const {
     return std::visit(Overload{[&](const SequenceDecoder& sequence) {
@@ -249,12 +250,12 @@ Decoder Decoder::from_json(const JsonField& field) {
     return decoder;
   }
   std::string type = field["type"].string();
-  auto make = [&](Impl::Kind kind, bool joins_byte_tokens = false) {
-    decoder.impl_ = std::make_shared<Impl>(Impl{std::move(kind), joins_byte_tokens});
+  auto make = [&](Impl::Kind kind, bool joins_byte_tokens = false, bool maps_byte_level = false) {
+    decoder.impl_ = std::make_shared<Impl>(Impl{std::move(kind), joins_byte_tokens, maps_byte_level});
     return decoder;
   };
   if (type == "ByteLevel") {
-    return make(ByteLevelDecoder{});
+    return make(ByteLevelDecoder{}, false, true);
   }
   if (type == "ByteFallback") {
     return make(ByteFallbackDecoder{}, true);
@@ -295,11 +296,13 @@ Decoder Decoder::from_json(const JsonField& field) {
     JsonField list = field["decoders"];
     SequenceDecoder sequence;
     bool joins_byte_tokens = false;
+    bool maps_byte_level = false;
     for (size_t i = 0; i < list.size(); ++i) {
       sequence.decoders.push_back(from_json(list.at(i)));
       joins_byte_tokens = joins_byte_tokens || sequence.decoders.back().joins_byte_tokens();
+      maps_byte_level = maps_byte_level || sequence.decoders.back().maps_byte_level();
     }
-    return make(std::move(sequence), joins_byte_tokens);
+    return make(std::move(sequence), joins_byte_tokens, maps_byte_level);
   }
   field["type"].unsupported("unknown decoder type '" + type + "'");
 }
@@ -319,39 +322,7 @@ std::string Decoder::decode(std::vector<std::string> tokens) const {
 }
 
 bool Decoder::joins_byte_tokens() const { return impl_ && impl_->joins_byte_tokens; }
-
-std::string utf8_lossy(std::string_view bytes) {
-  std::string out;
-  out.reserve(bytes.size());
-  size_t pos = 0;
-  while (pos < bytes.size()) {
-    size_t valid = valid_utf8_prefix(bytes.substr(pos));
-    out.append(bytes.substr(pos, valid));
-    pos += valid;
-    if (pos == bytes.size()) {
-      break;
-    }
-    // The maximal prefix of a well-formed sequence that starts here (at least one byte) becomes one U+FFFD.
-    auto byte = [&](size_t i) { return static_cast<unsigned char>(bytes[pos + i]); };
-    unsigned char lead = byte(0);
-    size_t length = 1;
-    if (lead >= 0xC2 && lead <= 0xF4) {
-      size_t expected = utf8_length(lead);
-      unsigned char low = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
-      unsigned char high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
-      while (length < expected && pos + length < bytes.size()) {
-        unsigned char next = byte(length);
-        if (next < (length == 1 ? low : 0x80) || next > (length == 1 ? high : 0xBF)) {
-          break;
-        }
-        ++length;
-      }
-    }
-    out += "\xEF\xBF\xBD";
-    pos += length;
-  }
-  return out;
-}
+bool Decoder::maps_byte_level() const { return impl_ && impl_->maps_byte_level; }
 
 std::string clean_up_tokenization(std::string text) {
   for (auto [from, to] : {std::pair{" .", "."},

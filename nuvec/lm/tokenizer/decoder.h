@@ -23,15 +23,14 @@ class Decoder {
   [[nodiscard]] std::string decode(std::vector<std::string> tokens) const;
   /// Whether the chain joins <0xXX> byte tokens (the streaming detokenizer holds those back until a run ends).
   [[nodiscard]] bool joins_byte_tokens() const;
+  /// Whether the chain maps GPT-2's byte alphabet back to bytes (a ByteLevel decoder).
+  [[nodiscard]] bool maps_byte_level() const;
 
   struct Impl;
 
  private:
   std::shared_ptr<const Impl> impl_;
 };
-
-/// Rust's String::from_utf8_lossy: each maximal ill-formed subsequence becomes one U+FFFD.
-std::string utf8_lossy(std::string_view bytes);
 
 /// The clean-up of tokenization spaces (" ." -> ".", " n't" -> "n't", ...), as transformers' decode does it.
 std::string clean_up_tokenization(std::string text);

@@ -2,14 +2,16 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/lm/tokenizer/tokenizer_state.h"
+#include "nuvec/lm/utf8.h"
 
 namespace nuvec::lm {
 
 // The window holds context ids (already returned) and the ids not yet returned. Decoding the whole window and
 // dropping the context's text gives the new text with the context's influence on it (a Strip or Metaspace decoder
 // treats only the first token differently, WordPiece joins "##" pieces to the one before). Text is held back while
-// it ends in U+FFFD (an incomplete character) or while the last id is a byte token a ByteFallback decoder may still
-// join with the next ones.
+// the bytes of the ids not yet returned end inside a character that later bytes could complete, or while the last id
+// is a byte token a ByteFallback decoder may still join with the next ones. Bytes that can never become a character
+// (a lone continuation byte) go out at once as U+FFFD, as decode() gives them.
 
 StreamingDetokenizer::StreamingDetokenizer(std::shared_ptr<const detail::TokenizerState> state,
                                            bool skip_special_tokens)
@@ -25,8 +27,7 @@ std::string StreamingDetokenizer::add(int32_t id) {
     return {};
   }
   std::string text = state_->decode(ids_, skip_special_tokens_);
-  if (text.size() <= prefix_.size() || text.compare(0, prefix_.size(), prefix_) != 0 ||
-      text.ends_with("\xEF\xBF\xBD")) {
+  if (text.size() <= prefix_.size() || text.compare(0, prefix_.size(), prefix_) != 0 || ends_inside_character()) {
     return {};
   }
   std::string out = text.substr(prefix_.size());
@@ -35,6 +36,16 @@ std::string StreamingDetokenizer::add(int32_t id) {
   prefix_ = state_->decode(ids_, skip_special_tokens_);
   prefix_ids_ = ids_.size();
   return out;
+}
+
+bool StreamingDetokenizer::ends_inside_character() const {
+  std::string bytes;
+  for (size_t i = prefix_ids_; i < ids_.size(); ++i) {
+    if (!skip_special_tokens_ || !state_->special[ids_[i]]) {
+      bytes += state_->token_bytes(ids_[i]);
+    }
+  }
+  return detail::partial_character_length(bytes) > 0;
 }
 
 std::string StreamingDetokenizer::finish() {

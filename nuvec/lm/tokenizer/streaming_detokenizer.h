@@ -24,6 +24,8 @@ class StreamingDetokenizer {
  private:
   friend class Tokenizer;
   StreamingDetokenizer(std::shared_ptr<const detail::TokenizerState> state, bool skip_special_tokens);
+  /// Whether the bytes of the ids not yet returned end in a character that later bytes could still complete.
+  [[nodiscard]] bool ends_inside_character() const;
 
   std::shared_ptr<const detail::TokenizerState> state_;
   bool skip_special_tokens_;

@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "nuvec/core/error.h"
+#include "nuvec/lm/tokenizer/byte_level.h"
 #include "nuvec/lm/tokenizer/tokenizer_state.h"
 #include "nuvec/lm/utf8.h"
 
@@ -63,6 +64,40 @@ std::string TokenizerState::decode(std::span<const int32_t> ids, bool skip_speci
     }
   }
   return decoder.decode(std::move(tokens));
+}
+
+std::string TokenizerState::token_bytes(int32_t id) const {
+  const std::string* piece = token(id);
+  if (piece == nullptr) {
+    throw_invalid("token_bytes: id " + std::to_string(id) + " is outside the vocabulary (size " +
+                  std::to_string(vocab_size) + ")");
+  }
+  if (added_tokens.contains(id)) {
+    return *piece;
+  }
+  // A decoder may treat a token alone differently (dropping its leading space, or turning part of a character into
+  // U+FFFD), so the piece is read where its form is known: <0xXX> byte tokens, GPT-2's byte alphabet and
+  // SentencePiece's U+2581 for a space; decode() gives the rest.
+  if (held_back[id]) {
+    return std::string(1, static_cast<char>(std::stoi(piece->substr(3, 2), nullptr, 16)));
+  }
+  if (decoder.maps_byte_level()) {
+    if (std::optional<std::string> bytes = from_byte_level(*piece)) {
+      return *bytes;
+    }
+  }
+  static const std::string metaspace = "\xE2\x96\x81";
+  if (piece->find(metaspace) != std::string::npos) {
+    std::string text;
+    for (size_t i = 0; i < piece->size();) {
+      const bool space = piece->compare(i, metaspace.size(), metaspace) == 0;
+      text += space ? std::string(" ") : piece->substr(i, 1);
+      i += space ? metaspace.size() : 1;
+    }
+    return text;
+  }
+  const int32_t ids[] = {id};
+  return decode(ids, false);
 }
 
 std::shared_ptr<const TokenizerState> build_state(const nlohmann::json& tokenizer, const std::string& source,
@@ -207,6 +242,8 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
   std::string text = state_->decode(ids, skip_special_tokens);
   return clean_up_tokenization_spaces ? detail::clean_up_tokenization(std::move(text)) : text;
 }
+
+std::string Tokenizer::token_bytes(int32_t id) const { return state_->token_bytes(id); }
 
 StreamingDetokenizer Tokenizer::detokenizer(bool skip_special_tokens) const {
   return StreamingDetokenizer(state_, skip_special_tokens);

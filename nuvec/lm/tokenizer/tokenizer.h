@@ -40,6 +40,10 @@ class Tokenizer {
   /// is off by default, as in Hugging Face's Rust library.
   [[nodiscard]] std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false,
                                    bool clean_up_tokenization_spaces = false) const;
+  /// The bytes `id` adds in the middle of a text: a byte token's byte, a byte-level token's bytes even where they
+  /// are part of a character, a SentencePiece piece with its leading space, an added token's text. This is what
+  /// OpenAI's logprobs call a token's `bytes`; decode() of the id alone may differ (lossy, or without the space).
+  [[nodiscard]] std::string token_bytes(int32_t id) const;
   /// A detokenizer that turns ids into text one at a time.
   [[nodiscard]] StreamingDetokenizer detokenizer(bool skip_special_tokens = false) const;
 

@@ -55,6 +55,8 @@ struct TokenizerState {
   [[nodiscard]] const std::string* token(int32_t id) const;
   /// Tokenizer::decode without the clean-up.
   [[nodiscard]] std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
+  /// Tokenizer::token_bytes.
+  [[nodiscard]] std::string token_bytes(int32_t id) const;
 
  private:
   mutable std::mutex chat_templates_mutex_;
