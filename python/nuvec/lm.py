@@ -1,10 +1,11 @@
-"""mlx_lm's generation API (load, generate, stream_generate, make_sampler, make_logits_processors) over nuvec's C++
-lm library."""
+"""mlx_lm's generation API (load, generate, stream_generate, make_sampler, make_logits_processors, and its
+TokenizerWrapper with apply_chat_template and a streaming detokenizer) over nuvec's C++ lm library."""
 
+import json
 import queue
 import threading
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple, Union
+from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import nuvec.core  # noqa: F401  (registers the translation of nuvec's errors into Python exceptions)
 from nuvec import _lm
@@ -21,21 +22,146 @@ class Model:
         return self._loaded.model_type
 
 
+class StreamingDetokenizer:
+    """mlx_lm's streaming detokenizer: add_token one id at a time, then `last_segment` is the text that became final
+    since it was last read (never part of a character), `text` all of it and `tokens` the ids; finalize() adds what
+    was held back."""
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+        self.reset()
+
+    def reset(self):
+        self._stream = self._tokenizer.detokenizer()
+        self.text = ""
+        self.tokens = []
+        self.offset = 0
+
+    def add_token(self, token: int):
+        self.tokens.append(int(token))
+        self.text += self._stream.add(int(token))
+
+    def finalize(self):
+        self.text += self._stream.finish()
+
+    @property
+    def last_segment(self) -> str:
+        segment = self.text[self.offset:]
+        self.offset = len(self.text)
+        return segment
+
+
 class TokenizerWrapper:
-    """The model's tokenizer, with mlx_lm's encode, decode and eos_token_id."""
+    """The model's tokenizer with mlx_lm's TokenizerWrapper surface: encode, decode, the special tokens, eos_token_ids,
+    a streaming detokenizer and transformers' apply_chat_template."""
 
     def __init__(self, loaded):
         self._loaded = loaded
+        self._tokenizer = loaded.tokenizer
+        self._detokenizer = StreamingDetokenizer(self._tokenizer)
 
     def encode(self, text: str, add_special_tokens: bool = True) -> List[int]:
-        return self._loaded.encode(text, add_special_tokens)
+        return self._tokenizer.encode(text, add_special_tokens)
 
-    def decode(self, ids: List[int], skip_special_tokens: bool = False) -> str:
-        return self._loaded.decode(list(ids), skip_special_tokens)
+    def decode(self, ids, skip_special_tokens: bool = False) -> str:
+        return self._tokenizer.decode([int(t) for t in ids], skip_special_tokens)
+
+    def convert_tokens_to_ids(self, tokens):
+        """transformers': the id of a token (None when unknown), or a list of them."""
+        if isinstance(tokens, str):
+            return self._tokenizer.token_to_id(tokens)
+        return [self._tokenizer.token_to_id(t) for t in tokens]
+
+    def convert_ids_to_tokens(self, ids):
+        """transformers': the token of an id, or a list of them."""
+        if isinstance(ids, int):
+            return self._tokenizer.id_to_token(ids)
+        return [self._tokenizer.id_to_token(int(i)) for i in ids]
+
+    @property
+    def vocab_size(self) -> int:
+        return self._tokenizer.vocab_size
+
+    @property
+    def bos_token(self) -> Optional[str]:
+        return self._tokenizer.bos_token
+
+    @property
+    def bos_token_id(self) -> Optional[int]:
+        return self._tokenizer.bos_id
+
+    @property
+    def eos_token(self) -> Optional[str]:
+        return self._tokenizer.eos_token
 
     @property
     def eos_token_id(self) -> Optional[int]:
-        return self._loaded.eos_token_id
+        return self._tokenizer.eos_id
+
+    @property
+    def eos_token_ids(self) -> Set[int]:
+        """What ends generation: the generation config's EOS ids, the tokenizer's EOS and end-of-turn ids."""
+        ids = set(self._loaded.eos_token_ids)
+        ids.update(i for i in (self._tokenizer.eos_id, self._tokenizer.eot_id) if i is not None)
+        return ids
+
+    @property
+    def chat_template(self) -> Optional[str]:
+        templates = dict(self._tokenizer.chat_templates)
+        return templates.get("default")
+
+    @property
+    def detokenizer(self) -> StreamingDetokenizer:
+        """The wrapper's streaming detokenizer (call reset() before a new text, as with mlx_lm's)."""
+        return self._detokenizer
+
+    def token_bytes(self, token: int) -> bytes:
+        """The bytes a token adds in the middle of a text, part of a character included."""
+        return self._tokenizer.token_bytes(int(token))
+
+    def apply_chat_template(
+        self,
+        conversation,
+        tools=None,
+        documents=None,
+        chat_template: Optional[str] = None,
+        add_generation_prompt: bool = False,
+        continue_final_message: bool = False,
+        tokenize: bool = True,
+        return_dict: bool = False,
+        **kwargs,
+    ):
+        """transformers' apply_chat_template: the prompt the chat template makes of `conversation` (a list of
+        {"role", "content"} dicts), as token ids (tokenize=True, the default, without adding special tokens again),
+        or as text. chat_template names one of the tokenizer's templates or is a template's source; the other keyword
+        arguments become template variables (enable_thinking=..., ...)."""
+        if continue_final_message and add_generation_prompt:
+            raise ValueError("continue_final_message and add_generation_prompt are not compatible: use one of them.")
+        names = {name for name, _ in self._tokenizer.chat_templates}
+        template_name = chat_template if chat_template in names else ""
+        template_source = chat_template if chat_template is not None and chat_template not in names else ""
+        text = self._tokenizer.apply_chat_template(
+            json.dumps(list(conversation)), json.dumps(tools), json.dumps(documents), add_generation_prompt,
+            json.dumps(kwargs), template_name, template_source)
+        if continue_final_message:
+            text = _cut_after_final_message(text, conversation[-1]["content"])
+        if not tokenize:
+            return text
+        ids = self.encode(text, add_special_tokens=False)
+        return {"input_ids": ids, "attention_mask": [1] * len(ids)} if return_dict else ids
+
+
+def _cut_after_final_message(text: str, content) -> str:
+    """transformers' continue_final_message: the prompt ends where the last message's text does, so the model goes on
+    with it instead of starting a new turn."""
+    if isinstance(content, (list, tuple)):
+        texts = [part["text"] for part in content if isinstance(part, dict) and "text" in part]
+        content = texts[-1] if texts else ""
+    final = str(content).strip()
+    end = text.rfind(final)
+    if not final or end < 0:
+        raise ValueError("continue_final_message: the final message's text does not appear in the rendered prompt.")
+    return text[:end + len(final)]
 
 
 @dataclass
@@ -136,7 +262,12 @@ def _sampling_params(temp, top_p, top_k, seed, sampler, logits_processors):
 
 
 def _prompt_ids(tokenizer, prompt) -> List[int]:
-    return tokenizer.encode(prompt) if isinstance(prompt, str) else [int(t) for t in prompt]
+    """mlx_lm's rule: a text prompt gets the tokenizer's special tokens unless it already starts with the BOS token
+    (a chat template's text usually does)."""
+    if not isinstance(prompt, str):
+        return [int(t) for t in prompt]
+    bos = tokenizer.bos_token
+    return tokenizer.encode(prompt, add_special_tokens=bos is None or not prompt.startswith(bos))
 
 
 def stream_generate(

@@ -12,6 +12,7 @@
 
 #include "nuvec/core/eval.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/lm/chat_template.h"
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/load_model.h"
 #include "nuvec/lm/sample/logits_processors.h"
@@ -92,20 +93,62 @@ py::dict response_dict(const lm::GenerationResponse& r) {
 PYBIND11_MODULE(_lm, m) {
   using namespace nuvec;
   using namespace nuvec::python;
-  py::class_<lm::LoadedModel, std::shared_ptr<lm::LoadedModel>>(m, "LoadedModel")
+  py::class_<lm::StreamingDetokenizer>(m, "StreamingDetokenizer")
+      .def("add", &lm::StreamingDetokenizer::add, py::arg("id"), "Adds an id; returns the text that became final.")
+      .def("finish", &lm::StreamingDetokenizer::finish, "Returns the text held back and starts a new stream.");
+  py::class_<lm::Tokenizer>(m, "Tokenizer")
       .def(
           "encode",
-          [](const lm::LoadedModel& self, const std::string& text, bool add_special_tokens) {
-            return self.tokenizer.encode(text, add_special_tokens);
+          [](const lm::Tokenizer& self, const std::string& text, bool add_special_tokens) {
+            return self.encode(text, add_special_tokens);
           },
           py::arg("text"), py::arg("add_special_tokens") = true)
       .def(
           "decode",
-          [](const lm::LoadedModel& self, const std::vector<int32_t>& ids, bool skip_special_tokens) {
-            return self.tokenizer.decode(ids, skip_special_tokens);
+          [](const lm::Tokenizer& self, const std::vector<int32_t>& ids, bool skip_special_tokens) {
+            return self.decode(ids, skip_special_tokens);
           },
           py::arg("ids"), py::arg("skip_special_tokens") = false)
-      .def_property_readonly("eos_token_id", [](const lm::LoadedModel& self) { return self.tokenizer.eos_id(); })
+      .def("detokenizer", &lm::Tokenizer::detokenizer, py::arg("skip_special_tokens") = false)
+      .def("token_to_id", &lm::Tokenizer::token_to_id, py::arg("token"))
+      .def("id_to_token", &lm::Tokenizer::id_to_token, py::arg("id"))
+      .def(
+          "token_bytes", [](const lm::Tokenizer& self, int32_t id) { return py::bytes(self.token_bytes(id)); },
+          py::arg("id"))
+      .def_property_readonly("vocab_size", &lm::Tokenizer::vocab_size)
+      .def_property_readonly("bos_token", &lm::Tokenizer::bos_token)
+      .def_property_readonly("bos_id", &lm::Tokenizer::bos_id)
+      .def_property_readonly("eos_token", &lm::Tokenizer::eos_token)
+      .def_property_readonly("eos_id", &lm::Tokenizer::eos_id)
+      .def_property_readonly("eot_id", &lm::Tokenizer::eot_id)
+      .def_property_readonly("chat_templates", &lm::Tokenizer::chat_templates)
+      .def(
+          "apply_chat_template",
+          [](const lm::Tokenizer& self, const std::string& messages, const std::string& tools,
+             const std::string& documents, bool add_generation_prompt, const std::string& extra,
+             const std::string& template_name, const std::string& template_source) {
+            lm::ChatTemplateOptions options;
+            options.tools = nlohmann::ordered_json::parse(tools);
+            options.documents = nlohmann::ordered_json::parse(documents);
+            options.add_generation_prompt = add_generation_prompt;
+            options.extra = nlohmann::ordered_json::parse(extra);
+            const auto conversation = nlohmann::ordered_json::parse(messages);
+            if (template_source.empty()) {
+              return self.apply_chat_template(conversation, std::move(options), template_name);
+            }
+            options.bos_token = self.bos_token().value_or("");
+            options.eos_token = self.eos_token().value_or("");
+            return lm::ChatTemplate(template_source).render(conversation, options);
+          },
+          py::arg("messages"), py::arg("tools"), py::arg("documents"), py::arg("add_generation_prompt"),
+          py::arg("extra"), py::arg("template_name"), py::arg("template_source"),
+          "The chat template's prompt; the JSON arguments come as text (nuvec.lm's TokenizerWrapper writes them).");
+  py::class_<lm::LoadedModel, std::shared_ptr<lm::LoadedModel>>(m, "LoadedModel")
+      .def_property_readonly(
+          "tokenizer", [](const lm::LoadedModel& self) -> const lm::Tokenizer& { return self.tokenizer; },
+          py::return_value_policy::reference_internal)
+      .def_property_readonly("eos_token_ids",
+                             [](const lm::LoadedModel& self) { return self.generation.eos_token_ids; })
       .def_property_readonly(
           "model_type", [](const lm::LoadedModel& self) { return self.config.value("model_type", std::string()); });
   m.def(

@@ -184,3 +184,89 @@ def test_generation_takes_samplers_and_logits_processors(folder):
     assert isinstance(text, str)
     with pytest.raises(TypeError, match="make_sampler"):
         lm.generate(model, tokenizer, prompt, max_tokens=2, sampler=lambda logprobs: mx.argmax(logprobs, -1))
+
+
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ 'w10' if m['role'] == 'user' else 'w11' }} "
+                 "{{ m['content'] }} {% endfor %}{% if flag %}w12 {% endif %}{% if add_generation_prompt %}w11 "
+                 "{% endif %}")
+
+
+@pytest.fixture(scope="module")
+def chat_folder(folder, tmp_path_factory):
+    """The tiny model with a chat template, and a tokenizer that adds BOS to what it encodes."""
+    path = tmp_path_factory.mktemp("tiny_chat_llama")
+    for name in ("model.safetensors", "config.json"):
+        (path / name).write_bytes((folder / name).read_bytes())
+    tokenizer = json.loads((folder / "tokenizer.json").read_text())
+    tokenizer["post_processor"] = {
+        "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                                                 {"Sequence": {"id": "A", "type_id": 0}}],
+        "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}}
+    (path / "tokenizer.json").write_text(json.dumps(tokenizer))
+    (path / "tokenizer_config.json").write_text(json.dumps({
+        "bos_token": "<s>", "eos_token": "</s>", "chat_template": CHAT_TEMPLATE}))
+    return path
+
+
+def test_tokenizer_wrapper_has_mlx_lms_surface(chat_folder):
+    _, tokenizer = lm.load(chat_folder)
+    assert (tokenizer.bos_token, tokenizer.bos_token_id) == ("<s>", 1)
+    assert (tokenizer.eos_token, tokenizer.eos_token_id) == ("</s>", 2)
+    assert 2 in tokenizer.eos_token_ids
+    assert tokenizer.vocab_size == 64
+    assert tokenizer.convert_tokens_to_ids("w5") == 5
+    assert tokenizer.convert_tokens_to_ids(["w5", "nothing"]) == [5, None]
+    assert tokenizer.convert_ids_to_tokens([5, 6]) == ["w5", "w6"]
+    assert tokenizer.token_bytes(7) == b"w7"
+    assert tokenizer.chat_template == CHAT_TEMPLATE
+    assert tokenizer.encode("w5") == [1, 5]
+
+
+def test_apply_chat_template_as_transformers(chat_folder):
+    _, tokenizer = lm.load(chat_folder)
+    messages = [{"role": "user", "content": "w5 w6"}, {"role": "assistant", "content": "w7"}]
+    text = tokenizer.apply_chat_template(messages, tokenize=False)
+    assert text == "<s>w10 w5 w6 w11 w7 "
+    assert tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False).endswith("w7 w11 ")
+    assert tokenizer.apply_chat_template(messages, tokenize=False, flag=True).endswith("w7 w12 ")
+    # Token ids by default, without a second BOS.
+    ids = tokenizer.apply_chat_template(messages)
+    assert ids == [1, 10, 5, 6, 11, 7]
+    assert tokenizer.apply_chat_template(messages, return_dict=True) == {"input_ids": ids, "attention_mask": [1] * 6}
+    # A template given as its source, and the final message continued instead of closed.
+    assert tokenizer.apply_chat_template(messages, chat_template="{{ messages[0]['content'] }}", tokenize=False) \
+        == "w5 w6"
+    assert tokenizer.apply_chat_template(messages, continue_final_message=True, tokenize=False) \
+        == "<s>w10 w5 w6 w11 w7"
+    with pytest.raises(ValueError, match="not compatible"):
+        tokenizer.apply_chat_template(messages, continue_final_message=True, add_generation_prompt=True)
+    with pytest.raises((ValueError, RuntimeError), match="line 1"):
+        tokenizer.apply_chat_template(messages, chat_template="{% if %}")
+
+
+def test_generate_on_a_chat_prompt_adds_no_second_bos(chat_folder):
+    model, tokenizer = lm.load(chat_folder)
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "w5"}], add_generation_prompt=True,
+                                         tokenize=False)
+    responses = list(lm.stream_generate(model, tokenizer, text, max_tokens=2))
+    assert responses[-1].prompt_tokens == len(tokenizer.apply_chat_template([{"role": "user", "content": "w5"}],
+                                                                            add_generation_prompt=True))
+    assert list(lm.stream_generate(model, tokenizer, "w5 w6", max_tokens=1))[-1].prompt_tokens == 3  # BOS added
+
+
+def test_streaming_detokenizer_as_mlx_lms(folder):
+    _, tokenizer = lm.load(folder)
+    detokenizer = tokenizer.detokenizer
+    detokenizer.reset()
+    ids = [5, 17, 33, 9]
+    segments = []
+    for token in ids:
+        detokenizer.add_token(token)
+        segments.append(detokenizer.last_segment)
+    detokenizer.finalize()
+    segments.append(detokenizer.last_segment)
+    assert "".join(segments) == detokenizer.text == tokenizer.decode(ids)
+    assert detokenizer.tokens == ids
+    detokenizer.reset()
+    assert detokenizer.text == "" and detokenizer.tokens == []
