@@ -11,6 +11,8 @@
 //                                               copy, called again and again (it stays in the L3 cache, so it may beat
 //                                               the floor); float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0,
 //                                               no int8 dot products
+//                                               Affine 4- and 8-bit (group 64) in both layouts, and MLX's microscaled
+//                                               modes (mxfp4, mxfp8, nvfp4) with w (N, K).
 //   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
@@ -124,20 +126,27 @@ int main(int argc, char** argv) {
   constexpr int n = 4096;
   auto w = random_matrix({n, k}, rng);
   auto x = random_matrix({rows, k}, rng);
-  for (int bits : {4, 8}) {
-    auto q = nuvec::quantize(w, 64, bits);
+  // One decode row per format and layout: `product` multiplies x by a packed weight (its arrays as quantize gave them).
+  using Product = std::function<array(const std::vector<array>& wq, bool transpose)>;
+  auto decode_rows = [&](const std::string& format, std::vector<array> q, const Product& product,
+                         std::vector<bool> layouts) {
     nuvec::eval(q);
-    const double bytes = static_cast<double>(q[0].nbytes() + q[1].nbytes() + q[2].nbytes());
+    double bytes = 0;
+    for (const auto& part : q) {
+      bytes += static_cast<double>(part.nbytes());
+    }
     const auto copies = static_cast<size_t>(std::ceil(double(size_t{96} << 20) / bytes));
     std::vector<std::vector<array>> weights;
     for (size_t c = 0; c < copies; ++c) {
-      weights.push_back({nuvec::copy(q[0]), nuvec::copy(q[1]), nuvec::copy(q[2])});
-      nuvec::eval(weights.back());
+      std::vector<array> copy;
+      for (const auto& part : q) {
+        copy.push_back(nuvec::copy(part));
+      }
+      nuvec::eval(copy);
+      weights.push_back(std::move(copy));
     }
-    for (bool transpose : {true, false}) {
-      auto decode = [&](const std::vector<array>& wq) {
-        return nuvec::quantized_matmul(x, wq[0], wq[1], wq[2], transpose, 64, bits);
-      };
+    for (bool transpose : layouts) {
+      auto decode = [&](const std::vector<array>& wq) { return product(wq, transpose); };
       // Decodes of one copy and reads of the next, turn about, so that both meet the same state of the machine.
       decode(weights[0]).eval();
       std::vector<double> decode_ms;
@@ -154,10 +163,10 @@ int main(int argc, char** argv) {
       const double ms = median(decode_ms);
       const double floor_ms = median(read_ms);
       const double cached_ms = time_ms(reps, [&](int) { return decode(q); });
-      std::printf("row decode_%dbit_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f read_gbs=%.1f cached_ms=%.3f", bits,
-                  transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms, bytes / (floor_ms * 1e-3) / 1e9,
-                  cached_ms);
-      if (transpose) {  // the int8 kernels take w (N, K) only
+      std::printf("row decode_%s_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f read_gbs=%.1f cached_ms=%.3f",
+                  format.c_str(), transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms,
+                  bytes / (floor_ms * 1e-3) / 1e9, cached_ms);
+      if (transpose && q.size() == 3) {  // the int8 kernels take affine w (N, K) only
         setenv("NUVEC_QMM_INT8", "0", 1);
         std::printf(" float_path_ms=%.3f",
                     time_ms(reps, [&](int rep) { return decode(weights[static_cast<size_t>(rep) % copies]); }));
@@ -165,6 +174,21 @@ int main(int argc, char** argv) {
       }
       std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
     }
+  };
+  for (int bits : {4, 8}) {
+    decode_rows(std::to_string(bits).append("bit"), nuvec::quantize(w, 64, bits),
+                [&](const std::vector<array>& wq, bool transpose) {
+                  return nuvec::quantized_matmul(x, wq[0], wq[1], wq[2], transpose, 64, bits);
+                },
+                {true, false});
+  }
+  for (const std::string mode : {"mxfp4", "mxfp8", "nvfp4"}) {
+    decode_rows(mode, nuvec::quantize(w, std::nullopt, std::nullopt, mode),
+                [&](const std::vector<array>& wq, bool transpose) {
+                  return nuvec::quantized_matmul(x, wq[0], wq[1], std::nullopt, transpose, std::nullopt,
+                                                 std::nullopt, mode);
+                },
+                {true});
   }
 
   auto xp = random_matrix({512, k}, rng);

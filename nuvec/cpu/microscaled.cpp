@@ -25,10 +25,6 @@ constexpr size_t grain_values = size_t{1} << 14;  // values of work per thread b
 constexpr int64_t tile_cols = 512;                // output columns per decoded tile of a product
 constexpr float nvfp4_range = 448.F * 6.F;        // the largest scale code times the largest value code
 
-/// FP4 E2M1 values by code; bit 3 is the sign.
-constexpr std::array<float, 16> fp4_values{0.F,  0.5F,  1.F,  1.5F,  2.F,  3.F,  4.F,  6.F,
-                                           -0.F, -0.5F, -1.F, -1.5F, -2.F, -3.F, -4.F, -6.F};
-
 /// The E2M1 code of x: nearest value, a tie to the even code, saturating at +-6; NaN gives 6, as MLX's kernels.
 uint8_t fp4_encode(float x) {
   if (std::isnan(x)) {
@@ -190,6 +186,10 @@ void scaled_product(const float* x, int64_t rows, int64_t k, const ScaledMatrix&
   }
   if (k == 0) {
     std::fill_n(out, rows * n, 0.F);
+    return;
+  }
+  if (transpose && rows <= gemv_rows) {
+    scaled_gemv(x, rows, k, m, out);
     return;
   }
   decoded_gemm(

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,7 +67,7 @@ def mx_values(wq, sc, mode, g=None):
     fp8 = mode == 'mxfp8'
     b = np.ascontiguousarray(wq).view(np.uint8).astype(np.int64)
     codes = b if fp8 else np.stack([b & 15, b >> 4], -1).reshape(b.shape[:-1] + (-1,))
-    mag = E4M3[codes & 0x7f] if fp8 else F4[codes & 7]
+    mag = np.append(E4M3, np.nan)[codes & 0x7f] if fp8 else F4[codes & 7]  # 0x7f: NaN
     val = np.where((codes >> (7 if fp8 else 3)) & 1, -mag, mag)
     scale = E4M3[sc] if mode == 'nvfp4' else np.exp2(sc.astype(np.float64) - 127)
     if g is not None:
@@ -221,6 +222,52 @@ TEST_F(MicroscaledTest, QuantizedMatmulMatchesTheDecodedProduct) {
   EXPECT_EQ(out.dtype(), bfloat16);
   EXPECT_EQ(out.shape(), (Shape{2, 3, 600}));
   EXPECT_TRUE(matches(out, reference(product_code("mxfp4", true), {x, q[0], q[1]})[0], 2e-2, 5e-2, false));
+}
+
+TEST_F(MicroscaledTest, FewRowsDecodeTheWeightInRegisters) {
+  // 1 to 8 rows of x meet w (N, K) decoded in registers; 9 take the tiles and the sgemm. K leaves a part of a block
+  // for nvfp4 (7 groups of 16), and N splits across the pool's threads.
+  for (std::string mode : modes) {
+    const int gs = group_of(mode);
+    const int k = mode == "nvfp4" ? gs * 7 : gs * 5;
+    auto q = quantize(rand({1100, k}), std::nullopt, std::nullopt, mode);
+    for (int m : {1, 2, 3, 5, 8, 9}) {
+      SCOPED_TRACE(mode + " m=" + std::to_string(m));
+      auto x = rand({m, k});
+      auto out = quantized_matmul(x, q[0], q[1], std::nullopt, true, std::nullopt, std::nullopt, mode);
+      EXPECT_TRUE(matches(out, reference(product_code(mode, true), {x, q[0], q[1]})[0], 1e-5, 1e-4));
+    }
+  }
+}
+
+TEST_F(MicroscaledTest, FewRowsDecodeEveryCode) {
+  // Weight rows holding every element code once (256 fp8 codes, or 16 x 16 fp4 pairs) with unit scales, read back
+  // through one-hot rows of x, eight at a time: each value exact, subnormal codes included. The first row has
+  // E4M3's NaN codes replaced by their neighbours; in the second they make every product NaN.
+  std::vector<uint8_t> bytes(512);
+  for (int c = 0; c < 256; ++c) {
+    bytes[c] = static_cast<uint8_t>((c & 0x7F) == 0x7F ? c - 1 : c);
+    bytes[256 + c] = static_cast<uint8_t>(c);
+  }
+  auto codes = view(array(bytes.data(), {2, 256}, uint8), uint32);
+  for (std::string mode : modes) {
+    SCOPED_TRACE(mode);
+    const int k = 256 * 8 / bits_of(mode);
+    const uint8_t unit = mode == "nvfp4" ? 0x38 : 127;
+    auto scales = full({2, k / group_of(mode)}, array(unit, uint8));
+    auto identity = eye(k);
+    for (int p = 0; p < k; p += 8) {
+      auto x = slice(identity, {p, 0}, {p + 8, k});
+      auto out = quantized_matmul(x, codes, scales, std::nullopt, true, std::nullopt, std::nullopt, mode);
+      ASSERT_TRUE(matches(out, reference(product_code(mode, true), {x, codes, scales})[0], 0.0, 0.0))
+          << "codes from " << p;
+    }
+    std::vector<float> xv(k, 0.5F);
+    xv[3] = std::numeric_limits<float>::infinity();
+    auto x = array(xv.data(), {1, k}, float32);
+    auto out = quantized_matmul(x, codes, scales, std::nullopt, true, std::nullopt, std::nullopt, mode);
+    EXPECT_TRUE(matches(out, reference(product_code(mode, true), {x, codes, scales})[0], 1e-6, 1e-5));
+  }
 }
 
 TEST_F(MicroscaledTest, BatchedWeightsAndGatherQmm) {
