@@ -25,10 +25,8 @@ class Writer {
   explicit Writer(Change change) { put(change); }
 
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  void put(const T& value) {
-    append(&value, sizeof(T));
-  }
+  requires std::is_trivially_copyable_v<T>
+  void put(const T& value) { append(&value, sizeof(T)); }
   template <class T>
   void put(const std::optional<T>& value) {
     put(value.has_value());
@@ -67,10 +65,8 @@ class Reader {
   explicit Reader(const std::vector<uint8_t>& bytes) : bytes_(bytes) {}
 
   template <class T>
-    requires std::is_trivially_copyable_v<T>
-  void get(T& value) {
-    take(&value, sizeof(T));
-  }
+  requires std::is_trivially_copyable_v<T>
+  void get(T& value) { take(&value, sizeof(T)); }
   template <class T>
   void get(std::optional<T>& value) {
     bool has = false;

@@ -30,7 +30,7 @@ struct ModelOptions {
   int max_tokens = 0;
   /// The ranks the model is sharded across (tensor parallel), this one being rank 0: the others follow its
   /// scheduler (follow_leader). Unset, or a group of one: not sharded.
-  std::optional<distributed::Group> group;
+  std::optional<distributed::Group> group = std::nullopt;
 };
 
 /// The context a model whose own is `own` positions (0: unknown) is served with: --ctx-size can only narrow it.

@@ -10,10 +10,10 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/lm/load_model.h"
-#include "nuvec/serve/lockstep.h"
 #include "nuvec/serve/api.h"
 #include "nuvec/serve/grpc_server.h"
 #include "nuvec/serve/http_server.h"
+#include "nuvec/serve/lockstep.h"
 #include "nuvec/serve/metrics.h"
 #include "nuvec/serve/model_registry.h"
 #include "nuvec/serve/request_log.h"

@@ -55,7 +55,7 @@ struct ServeOptions {
   /// How long running requests may go on after a stop signal before they are ended.
   double drain_seconds = 30.0;
   /// The ranks to shard the model across (one model, no draft); unset or a group of one: this process alone.
-  std::optional<distributed::Group> group;
+  std::optional<distributed::Group> group = std::nullopt;
 };
 
 /// Serves until SIGTERM or SIGINT; returns the exit status (0 after a clean stop). Startup messages go to `err`.

@@ -144,10 +144,10 @@ TEST(ShardedModel, FewerKeyValueHeadsThanRanksAreRefused) {
     model->shard(g);
     ADD_FAILURE() << "expected an error";
   } catch (const error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot split 8 heads and 1 key-value heads across " +
-                                         std::to_string(g.size()) +
-                                         " ranks: each rank needs a key-value head of its own."),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("cannot split 8 heads and 1 key-value heads across " + std::to_string(g.size()) +
+                                   " ranks: each rank needs a key-value head of its own."),
+        std::string::npos)
         << e.what();
   }
 }
@@ -190,9 +190,8 @@ TEST(ShardedCheckpoint, GGUFLlamaAndGemma2EqualTheWholeModel) {
     test::write_gguf_model(
         path, config, named_weights(*tiny_model(config, 11)),
         [](const std::string& name) {
-          return name.find("norm") == std::string::npos && name.find("embed") == std::string::npos
-                     ? io::GGMLType::F16
-                     : io::GGMLType::F32;
+          return name.find("norm") == std::string::npos && name.find("embed") == std::string::npos ? io::GGMLType::F16
+                                                                                                   : io::GGMLType::F32;
         },
         test::byte_level_vocabulary(300));
     auto whole = load_model(path).model;
@@ -303,10 +302,11 @@ TEST(ShardedCheckpoint, EachRankHoldsItsSlicesOfTheFile) {
   }
   // The mapped pages are reported, not checked: the kernel maps whole page-cache folios (up to megabytes on ext4)
   // around each fault, so they count more than the bytes a rank reads.
-  std::printf("rank %d of %d: holds %zu of the model's %zu bytes of weights; %zu of the file's %zu bytes mapped (the "
-              "whole model: %zu)\n",
-              g.rank(), g.size(), held, whole, sharded_mapped, static_cast<size_t>(std::filesystem::file_size(file)),
-              whole_mapped);
+  std::printf(
+      "rank %d of %d: holds %zu of the model's %zu bytes of weights; %zu of the file's %zu bytes mapped (the "
+      "whole model: %zu)\n",
+      g.rank(), g.size(), held, whole, sharded_mapped, static_cast<size_t>(std::filesystem::file_size(file)),
+      whole_mapped);
   std::filesystem::remove_all(dir);
 }
 
