@@ -171,7 +171,8 @@ test::NamedArrays named_weights(const LanguageModel& model) {
 TEST(ShardedCheckpoint, GGUFLlamaAndGemma2EqualTheWholeModel) {
   const distributed::Group g = distributed::init(true);
   // A byte-level vocabulary of at least 258 tokens; llama's Q and K rows as the converter permutes them, Gemma 2's
-  // norms plus 1, its soft caps and sliding window. Matrices in F16, the rest in F32.
+  // norms plus 1, its soft caps and sliding window. Matrices in F16, or in Q8_0 blocks (cut at whole blocks), the
+  // rest in F32.
   nlohmann::json llama = tiny_config("llama");
   llama["vocab_size"] = 300;
   llama["bos_token_id"] = 298;
@@ -185,20 +186,23 @@ TEST(ShardedCheckpoint, GGUFLlamaAndGemma2EqualTheWholeModel) {
   gemma2["final_logit_softcapping"] = 10.0;
   gemma2["sliding_window"] = 5;
   for (const nlohmann::json& config : {llama, gemma2}) {
-    const std::string type = config["model_type"];
-    const std::string path = temp_path(type + ".gguf");
-    test::write_gguf_model(
-        path, config, named_weights(*tiny_model(config, 11)),
-        [](const std::string& name) {
-          return name.find("norm") == std::string::npos && name.find("embed") == std::string::npos ? io::GGMLType::F16
-                                                                                                   : io::GGMLType::F32;
-        },
-        test::byte_level_vocabulary(300));
-    auto whole = load_model(path).model;
-    auto sharded = load_model(path).model;
-    sharded->shard(g);
-    expect_same_model(whole, sharded, type + " from GGUF", 1e-3);
-    std::filesystem::remove(path);
+    for (const io::GGMLType matrices : {io::GGMLType::F16, io::GGMLType::Q8_0}) {
+      const std::string what = config["model_type"].get<std::string>().append(
+          matrices == io::GGMLType::F16 ? " F16 from GGUF" : " Q8_0 from GGUF");
+      const std::string path = temp_path("model.gguf");
+      test::write_gguf_model(
+          path, config, named_weights(*tiny_model(config, 11)),
+          [matrices](const std::string& name) {
+            const bool matrix = name.find("norm") == std::string::npos && name.find("embed") == std::string::npos;
+            return matrix ? matrices : io::GGMLType::F32;
+          },
+          test::byte_level_vocabulary(300));
+      auto whole = load_model(path).model;
+      auto sharded = load_model(path).model;
+      sharded->shard(g);
+      expect_same_model(whole, sharded, what, 1e-3);
+      std::filesystem::remove(path);
+    }
   }
 }
 
