@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "apps/cli/options.h"
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/serve/serve_loop.h"
 
 namespace nuvec::serve_cli {
@@ -129,6 +130,8 @@ int run_serve(int argc, char** argv, std::FILE* err) {
   if (o.num_draft < 1) {
     throw std::invalid_argument("--num-draft must be >= 1");
   }
+  // Under nuvec launch (or mpirun) the model is sharded across the ranks.
+  o.group = distributed::init();
   return serve::serve(o, err);
 }
 

@@ -8,6 +8,7 @@
 #include "nuvec/nn/conv.h"
 #include "nuvec/nn/distributed_linear.h"
 #include "nuvec/nn/dropout.h"
+#include "nuvec/nn/fully_shard.h"
 #include "nuvec/nn/init.h"
 #include "nuvec/nn/linear.h"
 #include "nuvec/nn/losses.h"

@@ -318,6 +318,14 @@ HttpResponse serve_completion(ModelRegistry& registry, const CompletionRequest& 
                           "response_format");
   }
   const std::shared_ptr<const lm::JsonSchema> schema = call_schema ? call_schema : request.response_schema;
+  if (schema && model->sharded) {
+    // A constraint lives in rank 0's memory, where the other ranks' generators cannot follow it.
+    throw invalid_request(std::string("Model '")
+                              .append(model->name)
+                              .append("' is sharded across ranks and takes no ")
+                              .append(call_schema ? "tool_choice that forces a call." : "response_format schema."),
+                          call_schema ? "tool_choice" : "response_format");
+  }
   const std::shared_ptr<const lm::TokenTexts> token_texts =
       schema ? model->token_texts() : std::shared_ptr<const lm::TokenTexts>();
 

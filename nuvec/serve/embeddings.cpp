@@ -96,6 +96,12 @@ HttpResponse embeddings(const ModelRegistry& registry, const nlohmann::json& bod
     throw invalid_request("The request body must be a JSON object.");
   }
   const auto model = requested_model(registry, body);
+  if (model->sharded) {
+    // Its forward passes need every rank, and the other ranks follow the scheduler's batches alone.
+    throw invalid_request(
+        std::string("Model '").append(model->name).append("' is sharded across ranks and serves no embeddings."),
+        "model");
+  }
   const nlohmann::json* input = field::find(body, "input");
   if (input == nullptr) {
     throw invalid_request("'input' is required.", "input");

@@ -18,6 +18,21 @@ std::shared_ptr<const lm::TokenTexts> ServedModel::token_texts() {
   return texts_;
 }
 
+int served_context(const ModelOptions& options, int own) {
+  // The batch generator refuses prompts past the model's own context, so --ctx-size can only narrow it.
+  return options.context > 0 && own > 0 ? std::min(options.context, own) : std::max(options.context, own);
+}
+
+SchedulerOptions served_scheduler(const ModelOptions& options, int context) {
+  SchedulerOptions scheduler = options.scheduler;
+  // By default every running sequence can fill the context: what the server allowed before the cache had a size.
+  if (scheduler.kv_cache_tokens <= 0) {
+    scheduler.kv_cache_tokens = static_cast<int>(
+        std::min<int64_t>(static_cast<int64_t>(scheduler.parallel) * context, std::numeric_limits<int>::max()));
+  }
+  return scheduler;
+}
+
 ModelRegistry::ModelRegistry(Metrics& metrics) : metrics_(metrics) {}
 
 ModelRegistry::~ModelRegistry() { shutdown("The server is shutting down."); }
@@ -40,26 +55,24 @@ void ModelRegistry::add(const std::string& name, lm::LoadedModel loaded, const M
                   " tokens) is not the vocabulary of model '" + name + "' (" +
                   std::to_string(loaded.model->vocab_size()) + " tokens).");
   }
+  const bool sharded = options.group && options.group->size() > 1;
+  if (draft && sharded) {
+    throw_invalid("[serve] model '" + name + "' is sharded across ranks: it cannot have a draft model.");
+  }
   auto served = std::make_shared<ServedModel>(name, std::move(loaded));
+  served->sharded = sharded;
   served->draft = std::move(draft);
-  const int own = served->loaded.model->max_context();
-  // The batch generator refuses prompts past the model's own context, so --ctx-size can only narrow it.
-  served->context = options.context > 0 && own > 0 ? std::min(options.context, own) : std::max(options.context, own);
+  served->context = served_context(options, served->loaded.model->max_context());
   served->max_tokens = options.max_tokens;
   if (served->context <= 0) {
     throw_invalid("[serve] model '" + name + "' does not say its context length; give --ctx-size.");
   }
-  SchedulerOptions scheduler = options.scheduler;
-  // By default every running sequence can fill the context: what the server allowed before the cache had a size.
-  if (scheduler.kv_cache_tokens <= 0) {
-    scheduler.kv_cache_tokens = static_cast<int>(
-        std::min<int64_t>(static_cast<int64_t>(scheduler.parallel) * served->context, std::numeric_limits<int>::max()));
-  }
+  const SchedulerOptions scheduler = served_scheduler(options, served->context);
   served->kv_cache_tokens = scheduler.kv_cache_tokens;
   served->created =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   served->scheduler = std::make_unique<Scheduler>(served->loaded, name, scheduler, metrics_.model(name), compute_,
-                                                  served->draft ? &*served->draft : nullptr);
+                                                  served->draft ? &*served->draft : nullptr, options.group);
   std::lock_guard lock(mutex_);
   if (std::find(announced_.begin(), announced_.end(), name) == announced_.end()) {
     announced_.push_back(name);
@@ -79,6 +92,9 @@ void ModelRegistry::load(const std::string& name, const std::string& path, const
   {
     std::lock_guard compute(compute_);
     loaded = lm::load_model(path);
+    if (options.group && options.group->size() > 1) {
+      loaded->model->shard(*options.group);
+    }
     if (!draft_path.empty()) {
       draft = lm::load_model(draft_path);
     }

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/lm/constrain/token_texts.h"
 #include "nuvec/lm/models/load.h"
 #include "nuvec/serve/metrics.h"
@@ -27,7 +28,16 @@ struct ModelOptions {
   int context = 0;
   /// The most tokens one completion may ask for (0: the rest of the context).
   int max_tokens = 0;
+  /// The ranks the model is sharded across (tensor parallel), this one being rank 0: the others follow its
+  /// scheduler (follow_leader). Unset, or a group of one: not sharded.
+  std::optional<distributed::Group> group = std::nullopt;
 };
+
+/// The context a model whose own is `own` positions (0: unknown) is served with: --ctx-size can only narrow it.
+int served_context(const ModelOptions& options, int own);
+/// The scheduler options of a model served with `context` positions: by default the KV cache lets every running
+/// sequence fill the context.
+SchedulerOptions served_scheduler(const ModelOptions& options, int context);
 
 /// A loaded model and its scheduler.
 struct ServedModel {
@@ -42,6 +52,9 @@ struct ServedModel {
   /// Positions the KV cache holds for all of the model's sequences together: no request may need more.
   int kv_cache_tokens = 0;
   int64_t created = 0;
+  /// Whether the model is sharded across ranks: requests that need more than the batch generator's changes
+  /// (embeddings, response_format constraints) are refused.
+  bool sharded = false;
   /// The model's draft for speculative decoding (same vocabulary), if it has one.
   std::optional<lm::LoadedModel> draft;
   std::unique_ptr<Scheduler> scheduler;
@@ -70,7 +83,8 @@ class ModelRegistry {
   /// vocabulary), requests decoding alone use speculative decoding.
   void add(const std::string& name, lm::LoadedModel loaded, const ModelOptions& options,
            std::optional<lm::LoadedModel> draft = std::nullopt);
-  /// Loads the model at `path` (lm::load_model), and its draft at `draft_path` unless empty, and adds them.
+  /// Loads the model at `path` (lm::load_model), and its draft at `draft_path` unless empty, and adds them. With a
+  /// group of several ranks in `options`, the model is sharded across them (and takes no draft).
   void load(const std::string& name, const std::string& path, const ModelOptions& options,
             const std::string& draft_path = "");
   /// Answers requests for `route.name` with its targets, drawn by weight with an engine seeded by `seed`. Throws

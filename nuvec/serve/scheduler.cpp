@@ -5,6 +5,7 @@
 #include <set>
 #include <utility>
 
+#include "nuvec/core/error.h"
 #include "nuvec/serve/api_error.h"
 
 namespace nuvec::serve {
@@ -18,25 +19,28 @@ double seconds_between(std::chrono::steady_clock::time_point from, std::chrono::
   return std::chrono::duration<double>(to - from).count();
 }
 
-std::unique_ptr<lm::BatchGenerator> make_generator(const lm::LoadedModel& model, const SchedulerOptions& scheduler) {
+}  // namespace
+
+lm::BatchOptions batch_options(const SchedulerOptions& scheduler) {
   lm::BatchOptions options;
   options.max_batch_size = scheduler.parallel;
   options.prefix_cache_size = scheduler.prefix_cache;
   options.kv_cache_tokens = scheduler.kv_cache_tokens;
-  return std::make_unique<lm::BatchGenerator>(model, options);
+  return options;
 }
 
-}  // namespace
-
 Scheduler::Scheduler(const lm::LoadedModel& model, std::string name, SchedulerOptions options, ModelMetrics& metrics,
-                     std::mutex& compute, const lm::LoadedModel* draft)
+                     std::mutex& compute, const lm::LoadedModel* draft, std::optional<distributed::Group> group)
     : model_(model),
       draft_(draft),
       name_(std::move(name)),
       options_(options),
       metrics_(metrics),
       compute_(compute),
-      generator_(make_generator(model, options)) {
+      generator_(model, batch_options(options), std::move(group)) {
+  if (draft_ != nullptr && generator_.leads()) {
+    throw_invalid("[serve] a model sharded across ranks cannot have a draft model.");
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -99,10 +103,17 @@ void Scheduler::loop() {
     admit();
     if (!running_.empty()) {
       step();
+    } else {
+      std::lock_guard compute(compute_);
+      generator_.keep_alive();
     }
     publish_gauges();
   }
   fail_running(stop_reason_);
+  {
+    std::lock_guard compute(compute_);
+    generator_.stop();
+  }
   std::deque<Queued> left;
   {
     std::lock_guard lock(mutex_);
@@ -127,7 +138,7 @@ void Scheduler::admit() {
       front = &queue_.front();
     }
     // Only this thread pops the queue, so `front` stays valid while other threads push behind it.
-    const int room = options_.parallel - generator_->active() - generator_->waiting();
+    const int room = options_.parallel - generator_.generator().active() - generator_.generator().waiting();
     if (room <= 0) {
       return;
     }
@@ -139,7 +150,7 @@ void Scheduler::admit() {
       const auto& prompt = front->job.prompts[i];
       try {
         std::lock_guard compute(compute_);
-        const uint64_t uid = generator_->insert(prompt, front->job.options[i]);
+        const uint64_t uid = generator_.insert(prompt, front->job.options[i]);
         running_[uid] = Running{front->state, static_cast<int>(i), std::nullopt};
         metrics_.add_prompt_tokens(static_cast<int>(prompt.size()));
       } catch (const std::exception& e) {
@@ -158,7 +169,7 @@ bool Scheduler::decode_alone() {
   Queued alone;
   {
     std::lock_guard lock(mutex_);
-    if (draft_ == nullptr || !running_.empty() || generator_->has_work() || queue_.size() != 1 ||
+    if (draft_ == nullptr || !running_.empty() || generator_.generator().has_work() || queue_.size() != 1 ||
         queue_.front().job.prompts.size() != 1 || queue_.front().job.options.front().constraint) {
       return false;
     }
@@ -224,8 +235,8 @@ void Scheduler::drop_cancelled() {
     }
     {
       std::lock_guard compute(compute_);
-      generator_->remove(it->first);
-      const lm::KVCacheStats kv = generator_->kv_cache_stats();
+      generator_.remove(it->first);
+      const lm::KVCacheStats kv = generator_.generator().kv_cache_stats();
       metrics_.set_kv_cache(static_cast<double>(kv.used_blocks) / kv.blocks, kv.preemptions);
     }
     --it->second.state->open;
@@ -254,10 +265,10 @@ void Scheduler::step() {
   std::vector<lm::BatchResponse> responses;
   try {
     std::lock_guard compute(compute_);
-    responses = generator_->next();
-    const lm::PrefixCacheStats& prefix = generator_->prefix_cache_stats();
-    metrics_.set_prefix_cache(prefix.queries, prefix.hits, generator_->prefix_cache_positions());
-    const lm::KVCacheStats kv = generator_->kv_cache_stats();
+    responses = generator_.next();
+    const lm::PrefixCacheStats& prefix = generator_.generator().prefix_cache_stats();
+    metrics_.set_prefix_cache(prefix.queries, prefix.hits, generator_.generator().prefix_cache_positions());
+    const lm::KVCacheStats kv = generator_.generator().kv_cache_stats();
     metrics_.set_kv_cache(static_cast<double>(kv.used_blocks) / kv.blocks, kv.preemptions);
   } catch (const std::exception& e) {
     fail_running(std::string("Generation failed: ").append(e.what()));
@@ -320,7 +331,7 @@ void Scheduler::fail_running(const std::string& message) {
   }
   running_.clear();
   std::lock_guard compute(compute_);
-  generator_ = make_generator(model_, options_);
+  generator_.reset();
 }
 
 void Scheduler::publish_gauges() {

@@ -17,9 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/lm/generate/batch_generator.h"
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/models/load.h"
+#include "nuvec/serve/lockstep.h"
 #include "nuvec/serve/metrics.h"
 #include "nuvec/serve/request_channel.h"
 
@@ -38,6 +40,9 @@ struct SchedulerOptions {
   int kv_cache_tokens = 0;
 };
 
+/// The batch generator's options for a scheduler's.
+lm::BatchOptions batch_options(const SchedulerOptions& scheduler);
+
 /// A request's sequences (one per choice, in index order) and where their tokens go.
 struct GenerationJob {
   std::vector<std::vector<int32_t>> prompts;
@@ -51,9 +56,12 @@ class Scheduler {
   /// `model` (and `draft`, when given) must outlive the scheduler. `compute` is held around every model
   /// computation, so the schedulers of several models never compute at once (nuvec's evaluation is not meant to be
   /// driven from several threads). With a `draft` model (same vocabulary), a sequence that would decode alone is
-  /// decoded by speculative decoding instead of in the batch (not one under a response_format constraint).
+  /// decoded by speculative decoding instead of in the batch (not one under a response_format constraint). With a
+  /// `group` of several ranks (the model sharded across them), this is rank 0's scheduler and the other ranks follow
+  /// its generator (LockstepGenerator); no draft then.
   Scheduler(const lm::LoadedModel& model, std::string name, SchedulerOptions options, ModelMetrics& metrics,
-            std::mutex& compute, const lm::LoadedModel* draft = nullptr);
+            std::mutex& compute, const lm::LoadedModel* draft = nullptr,
+            std::optional<distributed::Group> group = std::nullopt);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -117,7 +125,7 @@ class Scheduler {
   ModelMetrics& metrics_;
   std::mutex& compute_;
   /// Touched by the scheduler's thread alone.
-  std::unique_ptr<lm::BatchGenerator> generator_;
+  LockstepGenerator generator_;
   std::map<uint64_t, Running> running_;
 
   mutable std::mutex mutex_;

@@ -9,9 +9,11 @@
 #include <thread>
 
 #include "nuvec/core/error.h"
+#include "nuvec/lm/load_model.h"
 #include "nuvec/serve/api.h"
 #include "nuvec/serve/grpc_server.h"
 #include "nuvec/serve/http_server.h"
+#include "nuvec/serve/lockstep.h"
 #include "nuvec/serve/metrics.h"
 #include "nuvec/serve/model_registry.h"
 #include "nuvec/serve/request_log.h"
@@ -57,11 +59,36 @@ struct FileCloser {
 
 constexpr std::chrono::milliseconds poll_interval{50};
 
+/// A rank other than 0 of a sharded server: loads and shards the model as rank 0 does, then follows rank 0's
+/// batches until it stops. Stop signals are left to rank 0, which drains before it stops the others.
+int follow(const ServeOptions& options, const ModelOptions& model_options, std::FILE* err) {
+  const SignalScope signals;
+  const distributed::Group& group = *options.group;
+  lm::LoadedModel loaded = lm::load_model(options.models.front().second);
+  loaded.model->shard(group);
+  std::fprintf(err, "nuvec serve: rank %d of %d follows rank 0\n", group.rank(), group.size());
+  std::fflush(err);
+  const int context = served_context(model_options, loaded.model->max_context());
+  follow_leader(loaded, batch_options(served_scheduler(model_options, context)), group);
+  return 0;
+}
+
 }  // namespace
 
 int serve(const ServeOptions& options, std::FILE* err) {
   if (options.models.empty()) {
     throw_invalid("[serve] no model given: pass --model PATH (or --model NAME=PATH, as often as needed).");
+  }
+  const bool sharded = options.group && options.group->size() > 1;
+  if (sharded && (options.models.size() != 1 || !options.draft_model.empty() || !options.routes.empty())) {
+    throw_invalid("[serve] across " + std::to_string(options.group->size()) +
+                  " ranks the server shards one model: give one --model, and no --draft-model or --route.");
+  }
+  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache,
+                                                    options.num_draft, options.kv_cache_tokens},
+                                   options.ctx_size, options.max_tokens, options.group};
+  if (sharded && options.group->rank() != 0) {
+    return follow(options, model_options, err);
   }
   SignalScope signals;
   std::unique_ptr<std::FILE, FileCloser> log_file;
@@ -94,9 +121,6 @@ int serve(const ServeOptions& options, std::FILE* err) {
   }
   std::fflush(err);
 
-  const ModelOptions model_options{SchedulerOptions{options.parallel, options.max_queue, options.prefix_cache,
-                                                    options.num_draft, options.kv_cache_tokens},
-                                   options.ctx_size, options.max_tokens};
   for (const auto& [name, path] : options.models) {
     if (stop_signal != 0) {
       break;

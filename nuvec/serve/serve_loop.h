@@ -2,7 +2,8 @@
 
 // `nuvec serve` as a library call: listen, load the models (answering /health with 503 meanwhile), serve until
 // SIGTERM or SIGINT, then drain: refuse new requests, let running ones finish for a while, end the rest with an
-// error event, close, return 0.
+// error event, close, return 0. With a group of several ranks (under nuvec launch) the model is sharded across
+// them: rank 0 serves and the others follow its batches (lockstep.h) until it stops.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/serve/grpc_server.h"
 #include "nuvec/serve/model_route.h"
 
@@ -52,6 +54,8 @@ struct ServeOptions {
   size_t max_body_bytes = size_t{8} << 20;
   /// How long running requests may go on after a stop signal before they are ended.
   double drain_seconds = 30.0;
+  /// The ranks to shard the model across (one model, no draft); unset or a group of one: this process alone.
+  std::optional<distributed::Group> group = std::nullopt;
 };
 
 /// Serves until SIGTERM or SIGINT; returns the exit status (0 after a clean stop). Startup messages go to `err`.

@@ -121,27 +121,44 @@ array Attention::attend(const array& queries, const array& keys, const array& va
 void Attention::shard(const distributed::Group& group) {
   AttentionOptions& o = options_;
   const int n = group.size();
-  if (o.num_heads % n != 0 || o.num_kv_heads % n != 0) {
+  const int r = group.rank();
+  if (o.num_kv_heads < n || o.num_heads % o.num_kv_heads != 0) {
     fail("cannot split " + std::to_string(o.num_heads) + " heads and " + std::to_string(o.num_kv_heads) +
-         " key-value heads across " + std::to_string(n) + " ranks: the group size must divide both.");
+         " key-value heads across " + std::to_string(n) + " ranks: each rank needs a key-value head of its own.");
   }
-  // Rows are head after head, so equal shares are whole heads; query head i meets key-value head
-  // i / (num_heads / num_kv_heads) on the rank that holds both.
-  const int q_dims = o.num_heads * o.head_dim;
-  const int kv_dims = o.num_kv_heads * o.head_dim;
-  const auto equal = [n](int dims) { return std::vector<int>(static_cast<size_t>(n), dims / n); };
+  // Rows are head after head. Each rank takes whole key-value heads (the first num_kv_heads % n ranks one more)
+  // with the query heads that meet them, query head i meeting key-value head i / (num_heads / num_kv_heads).
+  const int group_heads = o.num_heads / o.num_kv_heads;
+  std::vector<int> kv_heads;
+  for (int i = 0; i < n; ++i) {
+    kv_heads.push_back(o.num_kv_heads / n + (i < o.num_kv_heads % n ? 1 : 0));
+  }
+  const auto dims = [&](int heads_per_kv) {
+    std::vector<int> sizes;
+    for (int heads : kv_heads) {
+      sizes.push_back(heads * heads_per_kv * o.head_dim);
+    }
+    return sizes;
+  };
+  const bool even = o.num_kv_heads % n == 0;
   if (qkv_proj) {
+    if (!even) {
+      fail("cannot split the fused qkv_proj of " + std::to_string(o.num_kv_heads) + " key-value heads across " +
+           std::to_string(n) + " ranks: the group size must divide them.");
+    }
+    const double q_dims = o.num_heads * o.head_dim;
+    const double kv_dims = o.num_kv_heads * o.head_dim;
     const double total = q_dims + 2.0 * kv_dims;
     set_child("qkv_proj", nn::shard_linear(*qkv_proj, nn::Sharding::all_to_sharded,
                                            std::vector<double>{q_dims / total, (q_dims + kv_dims) / total}, group));
   } else {
-    set_child("q_proj", nn::shard_linear(*q_proj, nn::Sharding::all_to_sharded, 1, group, equal(q_dims)));
-    set_child("k_proj", nn::shard_linear(*k_proj, nn::Sharding::all_to_sharded, 1, group, equal(kv_dims)));
-    set_child("v_proj", nn::shard_linear(*v_proj, nn::Sharding::all_to_sharded, 1, group, equal(kv_dims)));
+    set_child("q_proj", nn::shard_linear(*q_proj, nn::Sharding::all_to_sharded, 1, group, dims(group_heads)));
+    set_child("k_proj", nn::shard_linear(*k_proj, nn::Sharding::all_to_sharded, 1, group, dims(1)));
+    set_child("v_proj", nn::shard_linear(*v_proj, nn::Sharding::all_to_sharded, 1, group, dims(1)));
   }
-  set_child("o_proj", nn::shard_linear(*o_proj, nn::Sharding::sharded_to_all, 1, group, equal(q_dims)));
-  o.num_heads /= n;
-  o.num_kv_heads /= n;
+  set_child("o_proj", nn::shard_linear(*o_proj, nn::Sharding::sharded_to_all, 1, group, dims(group_heads)));
+  o.num_kv_heads = kv_heads[static_cast<size_t>(r)];
+  o.num_heads = o.num_kv_heads * group_heads;
 }
 
 // ---------------------------------------------------------------- feed-forward

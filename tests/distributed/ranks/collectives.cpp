@@ -119,6 +119,47 @@ TEST(Collectives, LargeArraysTakeBothDirectionsOfTheRing) {
               slice(sum, {2 * g.rank(), 0}, {2 * g.rank() + 2, 65539}), "sum_scatter");
 }
 
+TEST(Collectives, LargeOddSizesOnEveryDtypeTakeBothDirections) {
+  const Group g = world();
+  // From 256 KiB the ring splits an array in two halves, one per direction, and each half in one block per rank:
+  // odd counts just past that size leave the halves, and the blocks of 3 or 4 ranks, of different sizes.
+  for (Dtype dtype : all_dtypes) {
+    const int items = (256 << 10) / static_cast<int>(dtype.size);
+    const Shape flat{items + 13};
+    const Shape block{items / 2 + 13};
+    const std::string what(dtype_name(dtype));
+    const array x = input(g.rank(), dtype, flat);
+    expect_same(all_sum(x), reference(CollectiveKind::all_sum, dtype, flat, g.size()), "all_sum " + what);
+    if (dtype != complex64) {
+      expect_same(all_max(x), reference(CollectiveKind::all_max, dtype, flat, g.size()), "all_max " + what);
+      expect_same(all_min(x), reference(CollectiveKind::all_min, dtype, flat, g.size()), "all_min " + what);
+    }
+    std::vector<array> parts;
+    for (int r = 0; r < g.size(); ++r) {
+      parts.push_back(input(r, dtype, block));
+    }
+    expect_same(all_gather(parts[static_cast<size_t>(g.rank())]), concatenate(parts, 0), "all_gather " + what);
+    const Shape tall{block[0] * g.size()};
+    const array sum = reference(CollectiveKind::all_sum, dtype, tall, g.size());
+    expect_same(sum_scatter(input(g.rank(), dtype, tall)),
+                slice(sum, {g.rank() * block[0]}, {(g.rank() + 1) * block[0]}), "sum_scatter " + what);
+  }
+}
+
+TEST(Collectives, SumScatterRefusesAnAxisTheGroupDoesNotDivide) {
+  const Group g = world();
+  if (g.size() == 1) {
+    GTEST_SKIP() << "one rank divides every axis";
+  }
+  try {
+    (void)sum_scatter(zeros({g.size() + 1, 2}, float32));
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("[sum_scatter]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(std::to_string(g.size() + 1)), std::string::npos) << e.what();
+  }
+}
+
 TEST(Collectives, NaNWinsMaxAndMin) {
   const Group g = world();
   const float nan = std::numeric_limits<float>::quiet_NaN();

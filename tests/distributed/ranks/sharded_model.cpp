@@ -1,16 +1,26 @@
 // LanguageModel::shard and pipeline on every rank: tiny random models built from the same seed on each rank, one
 // kept whole and one sharded (or split into a pipeline) across the group, give the same logits, and greedy decoding
-// through their KV caches the same tokens.
+// through their KV caches the same tokens. With 3 ranks the heads split unevenly (by whole key-value heads). Models
+// loaded from checkpoints (GGUF files as llama.cpp writes them, safetensors folders) and sharded equal the whole
+// model loaded from the same file, and a rank keeps only its slices of the file's sharded weights.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "nuvec/io/safetensors.h"
 #include "nuvec/lm/lm.h"
 #include "nuvec/nn/nn.h"
 #include "nuvec/nuvec.h"
+#include "tests/lm/reference/gguf_writer.h"
 
 namespace nuvec::lm {
 namespace {
@@ -67,6 +77,9 @@ void expect_same_model(const std::shared_ptr<LanguageModel>& whole, const std::s
   EXPECT_EQ(greedy(*sharded, 8), greedy(*whole, 8)) << what;
 }
 
+/// The key-value heads of 4 that `rank` of `size` holds: whole heads, the first 4 % size ranks one more.
+int kv_heads_of(int rank, int size) { return 4 / size + (rank < 4 % size ? 1 : 0); }
+
 TEST(ShardedModel, LogitsAndGreedyTokensEqualTheUnshardedModel) {
   const distributed::Group g = distributed::init(true);
   // llama: separate q, k, v; qwen2: with q/k/v biases; qwen3: q/k norms; phi3: fused qkv_proj and gate_up_proj.
@@ -74,11 +87,16 @@ TEST(ShardedModel, LogitsAndGreedyTokensEqualTheUnshardedModel) {
     const nlohmann::json config = tiny_config(type);
     auto whole = tiny_model(config, 7);
     auto sharded = tiny_model(config, 7);
+    if (type == "phi3" && 4 % g.size() != 0) {
+      EXPECT_THROW(sharded->shard(g), std::invalid_argument) << "a fused qkv_proj split unevenly";
+      continue;
+    }
     sharded->shard(g);
     auto& attention =
         *dynamic_cast<TransformerBlock&>((*dynamic_cast<TransformerModel&>(*sharded).model->layers)[0]).self_attn;
-    EXPECT_EQ(attention.options().num_heads, 8 / g.size()) << type;
-    EXPECT_EQ(attention.options().num_kv_heads, 4 / g.size()) << type;
+    // Each key-value head keeps its 2 query heads on its rank.
+    EXPECT_EQ(attention.options().num_kv_heads, kv_heads_of(g.rank(), g.size())) << type;
+    EXPECT_EQ(attention.options().num_heads, 2 * kv_heads_of(g.rank(), g.size())) << type;
     expect_same_model(whole, sharded, type, 1e-4);
   }
 }
@@ -114,7 +132,7 @@ TEST(PipelinedModel, LogitsAndGreedyTokensEqualTheUnsplitModel) {
   }
 }
 
-TEST(ShardedModel, HeadsTheGroupDoesNotDivideAreRefused) {
+TEST(ShardedModel, FewerKeyValueHeadsThanRanksAreRefused) {
   const distributed::Group g = distributed::init(true);
   if (g.size() == 1) {
     GTEST_SKIP() << "one rank divides everything";
@@ -126,11 +144,174 @@ TEST(ShardedModel, HeadsTheGroupDoesNotDivideAreRefused) {
     model->shard(g);
     ADD_FAILURE() << "expected an error";
   } catch (const error& e) {
-    EXPECT_NE(std::string(e.what()).find("cannot split 8 heads and 1 key-value heads across " +
-                                         std::to_string(g.size()) + " ranks"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("cannot split 8 heads and 1 key-value heads across " + std::to_string(g.size()) +
+                                   " ranks: each rank needs a key-value head of its own."),
+        std::string::npos)
         << e.what();
   }
+}
+
+/// A temporary file name of this rank's (every rank writes its own copy of each checkpoint).
+std::string temp_path(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("nuvec_sharded_checkpoint_" + std::to_string(::getpid()) + "_" + name))
+      .string();
+}
+
+/// The parameters of `model` by name: the Hugging Face names a checkpoint holds.
+test::NamedArrays named_weights(const LanguageModel& model) {
+  test::NamedArrays weights;
+  for (const auto& [name, value] : model.parameters()) {
+    weights.insert_or_assign(name, value);
+  }
+  return weights;
+}
+
+TEST(ShardedCheckpoint, GGUFLlamaAndGemma2EqualTheWholeModel) {
+  const distributed::Group g = distributed::init(true);
+  // A byte-level vocabulary of at least 258 tokens; llama's Q and K rows as the converter permutes them, Gemma 2's
+  // norms plus 1, its soft caps and sliding window. Matrices in F16, or in Q8_0 blocks (cut at whole blocks), the
+  // rest in F32.
+  nlohmann::json llama = tiny_config("llama");
+  llama["vocab_size"] = 300;
+  llama["bos_token_id"] = 298;
+  llama["eos_token_id"] = 299;
+  nlohmann::json gemma2 = llama;
+  gemma2["model_type"] = "gemma2";
+  gemma2["tie_word_embeddings"] = true;
+  gemma2["query_pre_attn_scalar"] = 16;
+  gemma2["hidden_activation"] = "gelu_pytorch_tanh";
+  gemma2["attn_logit_softcapping"] = 5.0;
+  gemma2["final_logit_softcapping"] = 10.0;
+  gemma2["sliding_window"] = 5;
+  for (const nlohmann::json& config : {llama, gemma2}) {
+    for (const io::GGMLType matrices : {io::GGMLType::F16, io::GGMLType::Q8_0}) {
+      const std::string what = config["model_type"].get<std::string>().append(
+          matrices == io::GGMLType::F16 ? " F16 from GGUF" : " Q8_0 from GGUF");
+      const std::string path = temp_path("model.gguf");
+      test::write_gguf_model(
+          path, config, named_weights(*tiny_model(config, 11)),
+          [matrices](const std::string& name) {
+            const bool matrix = name.find("norm") == std::string::npos && name.find("embed") == std::string::npos;
+            return matrix ? matrices : io::GGMLType::F32;
+          },
+          test::byte_level_vocabulary(300));
+      auto whole = load_model(path).model;
+      auto sharded = load_model(path).model;
+      sharded->shard(g);
+      expect_same_model(whole, sharded, what, 1e-3);
+      std::filesystem::remove(path);
+    }
+  }
+}
+
+/// A safetensors folder of `model` (config.json and model.safetensors; no tokenizer: read back with load_weights).
+void write_folder(const std::string& dir, const LanguageModel& model, const nlohmann::json& config) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/config.json") << config.dump();
+  save_safetensors(dir + "/model.safetensors", named_weights(model));
+}
+
+/// The model of a folder write_folder wrote, its weights mapped from the file.
+std::shared_ptr<LanguageModel> read_folder(const std::string& dir, const nlohmann::json& config) {
+  std::shared_ptr<LanguageModel> model = create_model(config);
+  load_weights_into(*model, load_folder_weights(dir), config);
+  return model;
+}
+
+TEST(ShardedCheckpoint, Gemma3FolderEqualsTheWholeModel) {
+  const distributed::Group g = distributed::init(true);
+  // Gemma 3: q/k norms, sliding-window layers (window 4) with their own RoPE base, and a global one.
+  nlohmann::json config = tiny_config("gemma3_text");
+  config["hidden_activation"] = "gelu_pytorch_tanh";
+  config["tie_word_embeddings"] = true;
+  config["query_pre_attn_scalar"] = 16;
+  config["sliding_window"] = 4;
+  config["sliding_window_pattern"] = 2;
+  config["rope_local_base_freq"] = 20000.0;
+  const std::string dir = temp_path("gemma3");
+  write_folder(dir, *tiny_model(config, 12), config);
+  auto whole = read_folder(dir, config);
+  auto sharded = read_folder(dir, config);
+  sharded->shard(g);
+  expect_same_model(whole, sharded, "gemma3_text from safetensors", 1e-4);
+  std::filesystem::remove_all(dir);
+}
+
+/// The bytes of `file` mapped into this process and resident: the Rss of its mappings in /proc/self/smaps.
+size_t resident_bytes_of(const std::string& file) {
+  std::ifstream smaps("/proc/self/smaps");
+  const std::string target = std::filesystem::canonical(file).string();
+  size_t kib = 0;
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (first.find('-') != std::string::npos && first.back() != ':') {
+      // A mapping's header: address range, permissions, offset, device, inode, path.
+      std::string skip;
+      std::string path;
+      fields >> skip >> skip >> skip >> skip >> path;
+      inside = path == target;
+    } else if (inside && first == "Rss:") {
+      size_t value = 0;
+      fields >> value;
+      kib += value;
+    }
+  }
+  return kib * 1024;
+}
+
+TEST(ShardedCheckpoint, EachRankHoldsItsSlicesOfTheFile) {
+  const distributed::Group g = distributed::init(true);
+  // Weights of 128 KiB to 1 MiB (hidden 256, head_dim 32, feed-forward 1024, float32).
+  nlohmann::json config = tiny_config("llama");
+  config["hidden_size"] = 256;
+  config["head_dim"] = 32;
+  config["intermediate_size"] = 1024;
+  const std::string dir = temp_path("llama_slices");
+  write_folder(dir, *tiny_model(config, 13), config);
+  const std::string file = dir + "/model.safetensors";
+  const auto measure = [&](bool shard) {
+    auto model = read_folder(dir, config);
+    if (shard) {
+      model->shard(g);
+    }
+    eval((*model)(prompt));
+    std::map<std::string, size_t> held;
+    for (const auto& [name, value] : model->parameters()) {
+      held[name] = value.nbytes();
+    }
+    return std::pair{resident_bytes_of(file), held};
+  };
+  // One model at a time: the other's mapping is gone when it is measured.
+  const auto [sharded_mapped, sharded_held] = measure(true);
+  const auto [whole_mapped, whole_held] = measure(false);
+  // The attention's share is this rank's key-value heads of 4, the feed-forward's its features of 1024; embeddings,
+  // norms and lm_head stay whole.
+  const size_t features = 1024 / g.size() + (g.rank() < 1024 % g.size() ? 1 : 0);
+  size_t held = 0;
+  size_t whole = 0;
+  for (const auto& [name, bytes] : whole_held) {
+    const size_t want = name.find("self_attn.") != std::string::npos ? bytes / 4 * kv_heads_of(g.rank(), g.size())
+                        : name.find("mlp.") != std::string::npos     ? bytes / 1024 * features
+                                                                     : bytes;
+    ASSERT_TRUE(sharded_held.contains(name)) << name;
+    EXPECT_EQ(sharded_held.at(name), want) << name;
+    held += sharded_held.at(name);
+    whole += bytes;
+  }
+  // The mapped pages are reported, not checked: the kernel maps whole page-cache folios (up to megabytes on ext4)
+  // around each fault, so they count more than the bytes a rank reads.
+  std::printf(
+      "rank %d of %d: holds %zu of the model's %zu bytes of weights; %zu of the file's %zu bytes mapped (the "
+      "whole model: %zu)\n",
+      g.rank(), g.size(), held, whole, sharded_mapped, static_cast<size_t>(std::filesystem::file_size(file)),
+      whole_mapped);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -114,32 +114,32 @@ TEST(TensorParallel, SegmentsSplitEachPartOfAFusedWeight) {
   const distributed::Group g = world();
   const int n = g.size();
   const int r = g.rank();
-  // A fused q|k|v: 8 query rows, then 4 key and 4 value rows.
-  auto fused = seeded_linear(6, 16, true, 8);
+  // A fused q|k|v: 24 query rows, then 12 key and 12 value rows (each part split evenly by 1 to 4 ranks).
+  auto fused = seeded_linear(6, 48, true, 8);
   const array x = input({2, 6}, 9);
   const array y = (*fused)(x);
   auto sharded = shard_linear(*fused, Sharding::all_to_sharded, std::vector<double>{0.5, 0.75});
-  ASSERT_EQ(sharded->output_dims(), 16 / n);
+  ASSERT_EQ(sharded->output_dims(), 48 / n);
   const array want =
-      concatenate({columns(y, 1, r * 8 / n, (r + 1) * 8 / n), columns(y, 1, 8 + r * 4 / n, 8 + (r + 1) * 4 / n),
-                   columns(y, 1, 12 + r * 4 / n, 12 + (r + 1) * 4 / n)},
+      concatenate({columns(y, 1, r * 24 / n, (r + 1) * 24 / n), columns(y, 1, 24 + r * 12 / n, 24 + (r + 1) * 12 / n),
+                   columns(y, 1, 36 + r * 12 / n, 36 + (r + 1) * 12 / n)},
                   1);
   expect_close((*sharded)(x), want, "fractions {0.5, 0.75}");
   // Two equal parts (a fused gate|up).
   auto two = shard_linear(*fused, Sharding::all_to_sharded, 2);
-  const array want_two =
-      concatenate({columns(y, 1, r * 8 / n, (r + 1) * 8 / n), columns(y, 1, 8 + r * 8 / n, 8 + (r + 1) * 8 / n)}, 1);
+  const array want_two = concatenate(
+      {columns(y, 1, r * 24 / n, (r + 1) * 24 / n), columns(y, 1, 24 + r * 24 / n, 24 + (r + 1) * 24 / n)}, 1);
   expect_close((*two)(x), want_two, "2 segments");
   // shard_inplace cuts the same rows of the module's own parameters.
-  auto in_place = seeded_linear(6, 16, true, 8);
+  auto in_place = seeded_linear(6, 48, true, 8);
   shard_inplace(*in_place, Sharding::all_to_sharded, std::vector<double>{0.5, 0.75});
   expect_close(in_place->weight, sharded->weight, "shard_inplace weight");
   expect_close(*in_place->bias, *sharded->bias, "shard_inplace bias");
-  // Segments that the group does not divide are refused with the segment's size.
+  // Segments that the group does not divide are refused with the segment's size: n + 1 segments of n + 1 rows.
   if (n > 1) {
-    auto odd = seeded_linear(6, 3 * (n + 1), false, 10);
+    auto odd = seeded_linear(6, (n + 1) * (n + 1), false, 10);
     try {
-      (void)shard_linear(*odd, Sharding::all_to_sharded, 3);
+      (void)shard_linear(*odd, Sharding::all_to_sharded, n + 1);
       ADD_FAILURE() << "expected an error";
     } catch (const error& e) {
       EXPECT_NE(std::string(e.what()).find("cannot shard the output size"), std::string::npos) << e.what();
@@ -149,7 +149,7 @@ TEST(TensorParallel, SegmentsSplitEachPartOfAFusedWeight) {
 
 TEST(TensorParallel, QuantizedFormsEqualTheUnshardedQuantizedLayer) {
   const distributed::Group g = world();
-  // 128 inputs in groups of 32: whole groups for up to 4 ranks.
+  // 128 inputs in groups of 32: whole groups for up to 4 ranks, unevenly on 3.
   auto linear = seeded_linear(128, 64, true, 11);
   QuantizedLinear full(*linear, 32, 4);
   const array x = input({3, 128}, 12);
@@ -165,7 +165,8 @@ TEST(TensorParallel, QuantizedFormsEqualTheUnshardedQuantizedLayer) {
   ASSERT_TRUE(cols);
   const int in_begin = offset_of(cols->sizes(), g.rank());
   const int in_end = in_begin + cols->sizes()[static_cast<size_t>(g.rank())];
-  EXPECT_EQ(in_end - in_begin, 128 / g.size());
+  // The 4 groups of a row split as evenly as whole groups go (2, 1, 1 on 3 ranks).
+  EXPECT_EQ(in_end - in_begin, 32 * (4 / g.size() + (g.rank() < 4 % g.size() ? 1 : 0)));
   expect_close((*cols)(columns(x, 1, in_begin, in_end)), y, "quantized sharded-to-all", 1e-4);
 
   // shard_inplace cuts the packed weight, the scales and the biases at the same features.
@@ -175,8 +176,9 @@ TEST(TensorParallel, QuantizedFormsEqualTheUnshardedQuantizedLayer) {
   expect_close(in_place.scales, cols->scales, "shard_inplace scales");
   expect_close(in_place.biases, cols->biases, "shard_inplace biases");
 
-  // Quantizing a sharded float layer gives the quantized sharded layer (whole groups stay whole).
-  Sequential model({shard_linear(*linear, Sharding::sharded_to_all)});
+  // Quantizing a sharded float layer gives the quantized sharded layer (whole groups stay whole: the float layer is
+  // cut at the quantized one's sizes, which an even split of 128 features on 3 ranks would not give).
+  Sequential model({shard_linear(*linear, Sharding::sharded_to_all, 1, g, cols->sizes())});
   quantize(model, 32, 4);
   auto quantized = std::dynamic_pointer_cast<QuantizedShardedToAllLinear>(model[0]);
   ASSERT_TRUE(quantized) << model[0]->type_name();
