@@ -407,6 +407,27 @@ TEST(LayoutTransposingCopy, LargeOutputsAreStreamedIntact) {
   }
 }
 
+TEST(LayoutTransposingCopy, LargeDenseConversionsAreSplitAndStreamed) {
+  // A dense conversion is split between threads, and one whose output is 32 MiB or more is converted a block at a
+  // time and streamed: float32 to bfloat16 (round to nearest even, NaN kept quiet: NumPy's bit arithmetic as the
+  // reference) and to float16 (NumPy's astype), with NaN, +-Inf, ties, denormals and a source one element in.
+  std::mt19937 rng(25);
+  const int n = (1 << 24) + 3;
+  auto x = random_array({n + 1}, float32, rng, -70000, 70000);
+  const std::vector<float> specials = {NAN, -NAN, INFINITY, -INFINITY, -0.0F, 1e-40F, -3e-39F, 1.00390625F, 1.01171875F,
+                                       65504.0F, 65520.0F, 3.4e38F};
+  x = concatenate({array(specials.begin(), Shape{static_cast<int>(specials.size())}, float32), x});
+  auto source = slice(x, {1}, {x.shape(0)});
+  const std::string bits =
+      "u = a.view(np.uint32)\n"
+      "r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)\n"
+      "out = np.where((u & 0x7FFFFFFF) > 0x7F800000, ((u >> 16) | 0x40).astype(np.uint16), r)";
+  EXPECT_TRUE(same_as_numpy(view(astype(source, bfloat16), uint16), bits, {contiguous(source)}, 0));
+  EXPECT_TRUE(same_as_numpy(astype(source, float16), "a.astype(np.float16)", {contiguous(source)}, 0));
+  auto small = slice(source, {0}, {1000});
+  EXPECT_TRUE(same_as_numpy(view(astype(small, bfloat16), uint16), bits, {contiguous(small)}, 0));
+}
+
 // ---------------------------------------------------------------- flip
 
 TEST(LayoutFlip, MatchesNumpyAndIsAView) {
