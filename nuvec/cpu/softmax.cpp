@@ -92,13 +92,16 @@ void softmax_row(const A* x, A* y, int64_t n, A* scratch = nullptr) {
 /// passes interleaved so that memory is read and written all the time: step k reads row k for its max while row
 /// k - 1, read by the step before and now in the cache, has its exponentials stored to a scratch row and summed, and
 /// row k - 2's exponentials are scaled into y with streaming stores. Done a row at a time, the max pass waits on
-/// memory while the other two passes leave it idle. A row whose max is not finite is scaled by NaN (all NaN).
+/// memory while the other two passes leave it idle. The reads are prefetched 4 KiB ahead: on 4096x4096 float32 (2
+/// cores, loaded machine, medians of 7 alternated runs) 23.6 ms interleaved alone, 20.7 ms row by row with the
+/// prefetch, 11.6 ms with both (19.3 ms before). A row whose max is not finite is scaled by NaN (all NaN).
 template <class A>
 void softmax_rows_interleaved(const A* x, A* y, int64_t n, size_t count, std::vector<A>& scratch) {
   const hn::ScalableTag<A> d;
   const auto lanes = static_cast<int64_t>(hn::Lanes(d));
   scratch.resize(static_cast<size_t>(2 * n));
   A* exps[2] = {scratch.data(), scratch.data() + n};
+  constexpr int64_t prefetch_distance = 4096 / sizeof(A);
   A cur_max = 0;     // of row k - 1
   A prev_scale = 0;  // 1 / sum of row k - 2's exponentials, or NaN
   for (size_t k = 0; k < count + 2; ++k) {
@@ -117,6 +120,8 @@ void softmax_rows_interleaved(const A* x, A* y, int64_t n, size_t count, std::ve
     const auto scale = hn::Set(d, prev_scale);
     for (int64_t i = 0; i < n; i += lanes) {
       if (next) {
+        // One core's sequential reads outrun the hardware prefetcher here: ask for lines 4 KiB ahead.
+        __builtin_prefetch(next_row + i + prefetch_distance, 0, 2);
         const auto v = hn::LoadU(d, next_row + i);
         m = hn::Max(m, v);
         nan = hn::Or(nan, hn::IsNaN(v));
