@@ -63,21 +63,6 @@ void convert_run(const From* src, int64_t src_stride, To* dst, int64_t dst_strid
   }
 }
 
-/// Copies `bytes` bytes to dst with streaming stores from dst's first vector-aligned byte on (the caller flushes them).
-void stream_bytes(void* dst, const void* src, size_t bytes) {
-  const hn::ScalableTag<uint8_t> d;
-  const size_t lanes = hn::Lanes(d);
-  auto* out = static_cast<uint8_t*>(dst);
-  const auto* in = static_cast<const uint8_t*>(src);
-  const size_t head = std::min(bytes, (lanes - reinterpret_cast<uintptr_t>(out) % lanes) % lanes);
-  std::memcpy(out, in, head);
-  size_t i = head;
-  for (; i + lanes <= bytes; i += lanes) {
-    hn::Stream(hn::LoadU(d, in + i), d, out + i);
-  }
-  std::memcpy(out + i, in + i, bytes - i);
-}
-
 /// convert_run of a dense run whose output is too large for the caches: converted a block at a time into a buffer
 /// in L1 (the conversion loop stays the vectorized one), which is then streamed to dst. That saves memory the read
 /// for ownership of each output line: a third of the traffic of a float32 to bfloat16 conversion.
@@ -88,7 +73,7 @@ void convert_streamed(const From* src, To* dst, int64_t n) {
   for (int64_t i = 0; i < n; i += block) {
     const int64_t m = std::min(block, n - i);
     convert_run(src + i, 1, buffer.data(), 1, m);
-    stream_bytes(dst + i, buffer.data(), static_cast<size_t>(m) * sizeof(To));
+    stream_copy(dst + i, buffer.data(), static_cast<size_t>(m) * sizeof(To));
   }
   hwy::FlushStream();  // order the streamed lines before parallel_for reports this work done
 }
@@ -250,6 +235,20 @@ bool all_ones_or(const Shape& shape, const Strides& strides, const Strides& expe
 }
 
 }  // namespace
+
+void stream_copy(void* dst, const void* src, size_t bytes) {
+  const hn::ScalableTag<uint8_t> d;
+  const size_t lanes = hn::Lanes(d);
+  auto* out = static_cast<uint8_t*>(dst);
+  const auto* in = static_cast<const uint8_t*>(src);
+  const size_t head = std::min(bytes, (lanes - reinterpret_cast<uintptr_t>(out) % lanes) % lanes);
+  std::memcpy(out, in, head);
+  size_t i = head;
+  for (; i + lanes <= bytes; i += lanes) {
+    hn::Stream(hn::LoadU(d, in + i), d, out + i);
+  }
+  std::memcpy(out + i, in + i, bytes - i);
+}
 
 Layout layout_of(const Shape& shape, const Strides& strides) {
   size_t size = shape_size(shape);
