@@ -81,8 +81,8 @@ void convert_streamed(const From* src, To* dst, int64_t n) {
 /// Moves one buffered tile (buffer[c][r]: column c of the source, see copy_tiled) to the output in blocks transposed
 /// in registers, streamed when asked. Returns false when the tile is partial or its elements have no such block.
 template <class From, class To, size_t Rows>
-bool transpose_tile(const std::array<std::array<From, Rows>, Rows>& buffer, int64_t height, int64_t width,
-                    To* tile_out, int64_t out_row, bool stream) {
+bool transpose_tile(const std::array<std::array<From, Rows>, Rows>& buffer, int64_t height, int64_t width, To* tile_out,
+                    int64_t out_row, bool stream) {
   constexpr int64_t side = transpose_block_side(sizeof(From));
   constexpr auto tile = static_cast<int64_t>(Rows);
   if constexpr (std::is_same_v<From, To> && side > 0) {
@@ -122,7 +122,8 @@ bool transpose_tile(const std::array<std::array<From, Rows>, Rows>& buffer, int6
 /// registers (transpose_block.h), others one by one; the next tile's columns are prefetched into L2 meanwhile. An
 /// output too large for the caches is written with streaming stores, which saves memory the read for ownership of
 /// every output line (a third of the traffic). A 4096x4096 float32 transpose on 2 cores: 27-31 ms before, 7.5 ms
-/// buffered, 5.9-6.9 ms with the prefetch (a copy: 3.5 ms). Returns false when the layout is not of that kind.
+/// buffered, 5.9-6.9 ms with the prefetch (a copy: 3.5 ms); on a machine loaded by other builds, 24.4 ms without
+/// the streaming and 12.5 ms with it (medians of 7 alternated runs). Returns false when the layout is not of that kind.
 template <class From, class To>
 bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
   const size_t nd = layout.shape.size();

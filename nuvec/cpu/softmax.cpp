@@ -136,8 +136,8 @@ void softmax_rows_interleaved(const A* x, A* y, int64_t n, size_t count, std::ve
       }
     }
     if (cur) {
-      prev_scale = std::isfinite(cur_max) ? A{1} / hn::GetLane(hn::SumOfLanes(d, sum))
-                                          : std::numeric_limits<A>::quiet_NaN();
+      prev_scale =
+          std::isfinite(cur_max) ? A{1} / hn::GetLane(hn::SumOfLanes(d, sum)) : std::numeric_limits<A>::quiet_NaN();
     }
     if (next) {
       cur_max = hn::AllFalse(d, nan) ? hn::GetLane(hn::MaxOfLanes(d, m)) : std::numeric_limits<A>::quiet_NaN();

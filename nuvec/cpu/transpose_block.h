@@ -89,8 +89,7 @@ inline void transpose_block(const char* in, int64_t in_stride, char* out, int64_
     }
     for (int k = 0; k < 4; ++k) {
       store_row<Stream>(out + k * out_stride, _mm256_castps_si256(_mm256_permute2f128_ps(q[k], q[k + 4], 0x20)));
-      store_row<Stream>(out + (k + 4) * out_stride,
-                        _mm256_castps_si256(_mm256_permute2f128_ps(q[k], q[k + 4], 0x31)));
+      store_row<Stream>(out + (k + 4) * out_stride, _mm256_castps_si256(_mm256_permute2f128_ps(q[k], q[k + 4], 0x31)));
     }
   } else {
     static_assert(Bytes == 8, "transpose_block: 2-, 4- or 8-byte elements");

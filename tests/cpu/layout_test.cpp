@@ -414,8 +414,8 @@ TEST(LayoutTransposingCopy, LargeDenseConversionsAreSplitAndStreamed) {
   std::mt19937 rng(25);
   const int n = (1 << 24) + 3;
   auto x = random_array({n + 1}, float32, rng, -70000, 70000);
-  const std::vector<float> specials = {NAN, -NAN, INFINITY, -INFINITY, -0.0F, 1e-40F, -3e-39F, 1.00390625F, 1.01171875F,
-                                       65504.0F, 65520.0F, 3.4e38F};
+  const std::vector<float> specials = {NAN,     -NAN,        INFINITY,    -INFINITY, -0.0F,    1e-40F,
+                                       -3e-39F, 1.00390625F, 1.01171875F, 65504.0F,  65520.0F, 3.4e38F};
   x = concatenate({array(specials.begin(), Shape{static_cast<int>(specials.size())}, float32), x});
   auto source = slice(x, {1}, {x.shape(0)});
   const std::string bits =
