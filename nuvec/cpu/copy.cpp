@@ -3,17 +3,19 @@
 #include <array>
 #include <cstring>
 
-#ifdef __AVX__
-#include <immintrin.h>
-#endif
-
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/scalar_math.h"
 #include "nuvec/cpu/element_types.h"
+#include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/strided.h"
 #include "nuvec/cpu/thread_pool.h"
+#include "nuvec/cpu/transpose_block.h"
+
+// Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
+#include <hwy/cache_control.h>
 
 namespace nuvec::cpu {
 
@@ -61,41 +63,67 @@ void convert_run(const From* src, int64_t src_stride, To* dst, int64_t dst_strid
   }
 }
 
-#ifdef __AVX__
-/// Transposes the 8x8 block of 4-byte elements at `in` (rows `in_stride` apart, 32-byte aligned) into the rows of
-/// `out` (`out_stride` apart): unpack pairs, then pairs of pairs, then swap the 128-bit halves.
-inline void transpose_8x8(const float* in, int64_t in_stride, float* out, int64_t out_stride) {
-  __m256 r[8];
-  for (int k = 0; k < 8; ++k) {
-    r[k] = _mm256_load_ps(in + k * in_stride);
+/// convert_run of a dense run whose output is too large for the caches: converted a block at a time into a buffer
+/// in L1 (the conversion loop stays the vectorized one), which is then streamed to dst. That saves memory the read
+/// for ownership of each output line: a third of the traffic of a float32 to bfloat16 conversion.
+template <class From, class To>
+void convert_streamed(const From* src, To* dst, int64_t n) {
+  constexpr int64_t block = 4096 / sizeof(To);
+  alignas(64) std::array<To, block> buffer;
+  for (int64_t i = 0; i < n; i += block) {
+    const int64_t m = std::min(block, n - i);
+    convert_run(src + i, 1, buffer.data(), 1, m);
+    stream_copy(dst + i, buffer.data(), static_cast<size_t>(m) * sizeof(To));
   }
-  __m256 t[8];
-  for (int k = 0; k < 8; k += 2) {
-    t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]);
-    t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
-  }
-  __m256 q[8];
-  for (int k = 0; k < 8; k += 4) {
-    q[k] = _mm256_shuffle_ps(t[k], t[k + 2], 0x44);
-    q[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], 0xEE);
-    q[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0x44);
-    q[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], 0xEE);
-  }
-  for (int k = 0; k < 4; ++k) {
-    _mm256_storeu_ps(out + k * out_stride, _mm256_permute2f128_ps(q[k], q[k + 4], 0x20));
-    _mm256_storeu_ps(out + (k + 4) * out_stride, _mm256_permute2f128_ps(q[k], q[k + 4], 0x31));
+  hwy::FlushStream();  // order the streamed lines before parallel_for reports this work done
+}
+
+/// Moves one buffered tile (buffer[c][r]: column c of the source, see copy_tiled) to the output in blocks transposed
+/// in registers, streamed when asked. Returns false when the tile is partial or its elements have no such block.
+template <class From, class To, size_t Rows>
+bool transpose_tile(const std::array<std::array<From, Rows>, Rows>& buffer, int64_t height, int64_t width, To* tile_out,
+                    int64_t out_row, bool stream) {
+  constexpr int64_t side = transpose_block_side(sizeof(From));
+  constexpr auto tile = static_cast<int64_t>(Rows);
+  if constexpr (std::is_same_v<From, To> && side > 0) {
+    if (height != tile || width != tile) {
+      return false;
+    }
+    const auto in_stride = tile * static_cast<int64_t>(sizeof(From));
+    const auto out_stride = out_row * static_cast<int64_t>(sizeof(To));
+    // Row-block outer, column-block inner: each output row's lines are completed by consecutive stores, which the
+    // write-combining buffers need for streamed lines.
+    const auto blocks = [&]<bool Stream>() {
+      for (int64_t r = 0; r < tile; r += side) {
+        for (int64_t c = 0; c < tile; c += side) {
+          transpose_block<sizeof(From), Stream>(reinterpret_cast<const char*>(&buffer[c][r]), in_stride,
+                                                reinterpret_cast<char*>(tile_out + r * out_row + c), out_stride);
+        }
+      }
+    };
+    constexpr auto row_bytes = static_cast<uintptr_t>(transpose_block_row_bytes(sizeof(From)));
+    if (stream && reinterpret_cast<uintptr_t>(tile_out) % row_bytes == 0 &&
+        static_cast<uintptr_t>(out_stride) % row_bytes == 0) {
+      blocks.template operator()<true>();
+    } else {
+      blocks.template operator()<false>();
+    }
+    return true;
+  } else {
+    return false;
   }
 }
-#endif
 
 /// A transposing copy (the source is unit-stride along the destination's second last axis), walked in square
 /// tiles. Each tile's source columns are first copied whole into a buffer in L1, a contiguous read per column:
 /// read in place, the tile's 64 columns lie 64 row strides apart and a power-of-two stride maps them all to the
 /// same few cache sets, which evicted each line before its next use (a 4096x4096 float32 transpose at 8.5x the
-/// time of a copy). From the buffer, 4-byte elements that keep their type move as 8x8 blocks transposed in
-/// registers, others one by one; the next tile's columns are prefetched into L2 meanwhile. A 4096x4096 float32
-/// transpose on 2 cores: 27-31 ms before, 7.5 ms buffered, 5.9-6.9 ms with the prefetch (a copy: 3.5 ms). Returns
-/// false when the layout is not of that kind.
+/// time of a copy). From the buffer, 2-, 4- and 8-byte elements that keep their type move as blocks transposed in
+/// registers (transpose_block.h), others one by one; the next tile's columns are prefetched into L2 meanwhile. An
+/// output too large for the caches is written with streaming stores, which saves memory the read for ownership of
+/// every output line (a third of the traffic). A 4096x4096 float32 transpose on 2 cores: 27-31 ms before, 7.5 ms
+/// buffered, 5.9-6.9 ms with the prefetch (a copy: 3.5 ms); on a machine loaded by other builds, 24.4 ms without
+/// the streaming and 12.5 ms with it (medians of 7 alternated runs). Returns false when the layout is not of that kind.
 template <class From, class To>
 bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
   const size_t nd = layout.shape.size();
@@ -118,6 +146,7 @@ bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
     outer *= static_cast<size_t>(layout.shape[i]);
   }
   const size_t units = outer * static_cast<size_t>(row_tiles);
+  const bool stream = shape_size(layout.shape) * sizeof(To) >= streaming_bytes;
   const size_t grain = std::max<size_t>(1, elementwise_grain / static_cast<size_t>(tile * std::max<int64_t>(cols, 1)));
   parallel_for(units, grain, [&](size_t begin, size_t end) {
     // buffer[c][r]: the tile's column c (source elements along r, contiguous).
@@ -147,25 +176,18 @@ bool copy_tiled(const StridedLayout<2>& layout, const From* in, To* dst) {
           }
         }
         To* tile_out = dst + out_offset + r0 * out_row + c0;
-#ifdef __AVX__
-        if constexpr (std::is_same_v<From, To> && sizeof(From) == 4) {
-          if (height == tile && width == tile) {
-            for (int64_t r = 0; r < tile; r += 8) {
-              for (int64_t c = 0; c < tile; c += 8) {
-                transpose_8x8(reinterpret_cast<const float*>(&buffer[c][r]), tile,
-                              reinterpret_cast<float*>(tile_out + r * out_row + c), out_row);
-              }
-            }
-            continue;
-          }
+        if (transpose_tile(buffer, height, width, tile_out, out_row, stream)) {
+          continue;
         }
-#endif
         for (int64_t r = 0; r < height; ++r) {
           for (int64_t c = 0; c < width; ++c) {
             tile_out[r * out_row + c] = cast<To>(buffer[c][r]);
           }
         }
       }
+    }
+    if (stream) {
+      hwy::FlushStream();  // order the streamed lines before parallel_for reports this work done
     }
   });
   return true;
@@ -180,13 +202,20 @@ void copy_typed(const Shape& shape, const From* in, const Strides& src_strides, 
   const auto inner = layout.inner_size();
   const auto in_stride = layout.inner_stride(0);
   const auto out_stride = layout.inner_stride(1);
-  if constexpr (std::is_same_v<From, To>) {
-    if (in_stride == 1 && out_stride == 1 && layout.rows() == 1) {
-      // One dense run: split it between threads as plain memcpy.
-      parallel_for(static_cast<size_t>(inner), elementwise_grain,
-                   [&](size_t b, size_t e) { std::memcpy(dst + b, in + b, (e - b) * sizeof(To)); });
-      return;
-    }
+  if (in_stride == 1 && out_stride == 1 && layout.rows() == 1) {
+    // One dense run: split it between threads, as plain memcpy when the type is kept (which streams large copies
+    // itself), else converted and streamed past the caches when too large for them.
+    const bool stream = static_cast<size_t>(inner) * sizeof(To) >= streaming_bytes;
+    parallel_for(static_cast<size_t>(inner), elementwise_grain, [&](size_t b, size_t e) {
+      if constexpr (std::is_same_v<From, To>) {
+        std::memcpy(dst + b, in + b, (e - b) * sizeof(To));
+      } else if (stream) {
+        convert_streamed(in + b, dst + b, static_cast<int64_t>(e - b));
+      } else {
+        convert_run(in + b, 1, dst + b, 1, static_cast<int64_t>(e - b));
+      }
+    });
+    return;
   }
   const size_t rows = layout.rows();
   const size_t grain = std::max<size_t>(1, elementwise_grain / static_cast<size_t>(std::max<int64_t>(inner, 1)));
@@ -207,6 +236,20 @@ bool all_ones_or(const Shape& shape, const Strides& strides, const Strides& expe
 }
 
 }  // namespace
+
+void stream_copy(void* dst, const void* src, size_t bytes) {
+  const hn::ScalableTag<uint8_t> d;
+  const size_t lanes = hn::Lanes(d);
+  auto* out = static_cast<uint8_t*>(dst);
+  const auto* in = static_cast<const uint8_t*>(src);
+  const size_t head = std::min(bytes, (lanes - reinterpret_cast<uintptr_t>(out) % lanes) % lanes);
+  std::memcpy(out, in, head);
+  size_t i = head;
+  for (; i + lanes <= bytes; i += lanes) {
+    hn::Stream(hn::LoadU(d, in + i), d, out + i);
+  }
+  std::memcpy(out + i, in + i, bytes - i);
+}
 
 Layout layout_of(const Shape& shape, const Strides& strides) {
   size_t size = shape_size(shape);

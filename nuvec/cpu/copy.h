@@ -22,6 +22,10 @@ void copy_strided(const array& src, void* dst_data, const Strides& dst_strides, 
 /// Gives `out` a fresh row-contiguous buffer holding src's elements converted to out's dtype.
 void copy_to_new(const array& src, array& out);
 
+/// Copies `bytes` bytes to dst with streaming stores (past the caches) from dst's first vector-aligned byte on, for
+/// outputs too large for the caches; the caller orders them with hwy::FlushStream before reporting its work done.
+void stream_copy(void* dst, const void* src, size_t bytes);
+
 /// Allocates out's row-contiguous buffer, reusing `candidate`'s when it may be donated.
 void allocate_or_donate(array& out, const array& candidate);
 

@@ -2,14 +2,29 @@
 // runs on the unsigned integer of the element's size; out-of-range indices are clamped (indexing.h).
 //
 // Gather computes the start of every slice once, then copies the slices as runs, split across threads by output
-// element: a take of rows from a dense matrix (the embedding lookup) is one memcpy per row.
+// element: a take of rows from a dense matrix (the embedding lookup) is one copy per row, streamed when large.
+
+#include <algorithm>
 
 #include "nuvec/cpu/copy.h"
+#include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/highway.h"
 #include "nuvec/cpu/indexing.h"
 #include "nuvec/cpu/kernels.h"
+#include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/thread_pool.h"
 
+// Highway's extras, included once nuvec/cpu/highway.h has chosen static dispatch.
+#include <hwy/cache_control.h>
+
 namespace nuvec::cpu {
+
+namespace {
+
+/// How much of the next slice a gather fetches ahead.
+constexpr int64_t prefetch_bytes = 4096;
+
+}  // namespace
 
 std::vector<int64_t> load_indices(const array& indices) {
   std::vector<int64_t> values(indices.size());
@@ -57,15 +72,31 @@ void run(const Gather& p, const Inputs& in, Outputs& out) {
     }
   }
   const StridedLayout<2> layout(p.slice_sizes, {a.strides(), row_major_strides(p.slice_sizes)});
+  // Contiguous slices into an output too large for the caches (the embedding lookup) are streamed out, which saves
+  // the read for ownership of each output line, and the next slice's first lines are fetched while one is copied,
+  // since the hardware prefetcher only starts on a new slice after a few of its lines missed.
+  const bool stream = o.nbytes() >= streaming_bytes && layout.inner_stride(0) == 1 && layout.inner_stride(1) == 1;
   dispatch_bytes(a.itemsize(), [&]<class U>(type_tag<U>) {
     const auto* src = static_cast<const U*>(a.raw_data());
     auto* dst = static_cast<U*>(o.raw_data());
     parallel_for(count * slice_size, elementwise_grain, [&](size_t begin, size_t end) {
       for_each_slice_run(layout, slice_size, begin, end,
                          [&](size_t n, const std::array<int64_t, 2>& offsets, int64_t length) {
-                           move_run(dst + n * slice_size + offsets[1], layout.inner_stride(1),
-                                    src + start[n] + offsets[0], layout.inner_stride(0), length);
+                           U* to = dst + n * slice_size + offsets[1];
+                           const U* from = src + start[n] + offsets[0];
+                           if (!stream) {
+                             move_run(to, layout.inner_stride(1), from, layout.inner_stride(0), length);
+                             return;
+                           }
+                           const auto bytes = length * static_cast<int64_t>(sizeof(U));
+                           if (n + 1 < count) {
+                             prefetch_l2(src + start[n + 1] + offsets[0], std::min<int64_t>(bytes, prefetch_bytes));
+                           }
+                           stream_copy(to, from, static_cast<size_t>(bytes));
                          });
+      if (stream) {
+        hwy::FlushStream();  // order the streamed lines before parallel_for reports this work done
+      }
     });
   });
 }

@@ -148,6 +148,26 @@ TEST(Indexing, EmbeddingLookupThreaded) {
   EXPECT_TRUE(same(out, numpy_ref("np.take(a, b, axis=0)", {table, tokens})));
 }
 
+TEST(Indexing, LargeEmbeddingLookupsAreStreamed) {
+  // Outputs of 32 MiB or more are streamed a row at a time (rows whose bytes are no multiple of a vector, so the
+  // rows' heads and tails are stored plainly), with repeated, negative and NaN-holding rows; and a strided table,
+  // which keeps the plain path.
+  std::mt19937 rng(7);
+  for (auto [dtype, cols] : {std::pair{float32, 4100}, std::pair{float16, 8191}, std::pair{float64, 2049}}) {
+    auto table = random_array({600, cols}, dtype, rng);
+    table = where(equal(random_indices({600, cols}, 0, 50, int32, rng), array(0)), array(NAN, dtype), table);
+    const int rows = static_cast<int>((size_t{33} << 20) / (static_cast<size_t>(cols) * size_of(dtype)));
+    auto ids = random_indices({rows}, -600, 600, int32, rng);
+    auto out = take(table, ids, 0);
+    SCOPED_TRACE(dtype_name(dtype));
+    EXPECT_TRUE(same(out, numpy_ref("np.take(a, b, axis=0)", {table, ids})));
+  }
+  auto wide = random_array({300, 2 * 8192}, float32, rng);
+  auto strided = slice(wide, {0, 0}, {300, 2 * 8192}, {1, 2});
+  auto ids = random_indices({1100}, 0, 300, int32, rng);
+  EXPECT_TRUE(same(take(strided, ids, 0), numpy_ref("np.take(a, b, axis=0)", {strided, ids})));
+}
+
 TEST(Indexing, GatherOutOfRangeClampsAndNeverCrashes) {
   std::mt19937 rng(6);
   auto a = random_array({4, 5}, int32, rng);

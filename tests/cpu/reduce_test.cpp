@@ -474,6 +474,35 @@ TEST(ReduceLayout, SoftmaxAndLogSumExpRows) {
   }
 }
 
+TEST(ReduceLayout, LargeSoftmaxRowsInterleavedMatchNumpy) {
+  // Outputs of 16 MiB or more are streamed, and rows whose length fills whole vectors have their passes interleaved
+  // (softmax.cpp): rows of NaN, +inf, all -inf and some -inf among them, one long row per thread chunk, a length that
+  // does not fill vectors, and a strided input.
+  std::mt19937 rng(12);
+  std::uniform_real_distribution<float> uniform(-20.0F, 20.0F);
+  const std::string code =
+      "x = a.astype(np.float64)\ne = np.exp(x - x.max(-1, keepdims=True))\n"
+      "out = (e / e.sum(-1, keepdims=True)).astype(np.float32)";
+  for (const Shape& shape : {Shape{1024, 4096}, Shape{64, 65536}, Shape{4099, 1024}, Shape{1003, 4200}}) {
+    std::vector<float> v(shape_size(shape));
+    for (auto& e : v) {
+      e = uniform(rng);
+    }
+    const auto n = static_cast<size_t>(shape[1]);
+    v[3] = NAN;
+    v[n + 5] = INFINITY;
+    std::fill(v.begin() + static_cast<int64_t>(2 * n), v.begin() + static_cast<int64_t>(3 * n), -INFINITY);
+    v[3 * n + 1] = -INFINITY;
+    v[v.size() - 1] = NAN;  // the last row, the last one a thread streams
+    auto x = array(v.begin(), shape, float32);
+    SCOPED_TRACE(shape_string(shape));
+    EXPECT_TRUE(matches(softmax(x, -1), numpy_ref(code, {x}), 1e-5, 1e-7, false));
+  }
+  auto wide = random_array({1024, 8192}, float32, rng, -20, 20);
+  auto strided = slice(wide, {0, 0}, {1024, 8192}, {1, 2});
+  EXPECT_TRUE(matches(softmax(strided, -1), numpy_ref(code, {strided}), 1e-5, 1e-7, false));
+}
+
 TEST(ReduceLayout, SoftmaxAndLogSumExpOverOuterAxes) {
   // Outer axes reach the kernels as rows stored side by side (a transposed layout), handled a vector of rows at a
   // time; widths that are not a multiple of the vector width leave rows for the one-row path.
