@@ -245,16 +245,16 @@ void run_and_detach(array& a) {
 /// Whether `outputs` is one node whose inputs are all computed: the eager-style
 /// case of one new op, which needs no graph, and is on the per-op path from
 /// Python.
-bool is_one_ready_node(const std::vector<array>& outputs) {
-  if (outputs.size() != 1 || !needs_eval(outputs[0])) {
+bool is_one_ready_node(const array& a) {
+  if (!needs_eval(a)) {
     return false;
   }
-  const auto& inputs = outputs[0].inputs();
+  const auto& inputs = a.inputs();
   return std::none_of(inputs.begin(), inputs.end(), needs_eval);
 }
 
 void eval_locked(const std::vector<array>& outputs) {
-  if (is_one_ready_node(outputs)) {
+  if (outputs.size() == 1 && is_one_ready_node(outputs[0])) {
     array node = outputs[0];
     run_and_detach(node);
     return;
@@ -382,6 +382,31 @@ std::vector<array> schedule(const std::vector<array>& outputs) {
   std::vector<array> order;
   graph.walk([&](int i) { order.push_back(*graph.entries[i].node); });
   return order;
+}
+
+bool detail::try_eval_small_node(const array& a, size_t max_bytes) {
+  // Tracers take eval's path, which checks that none of them stands for a value not known yet.
+  if (a.is_tracer()) {
+    return false;
+  }
+  std::unique_lock lock(eval_mutex(), std::try_to_lock);
+  if (!lock.owns_lock() || !is_one_ready_node(a)) {
+    return false;
+  }
+  size_t bytes = a.nbytes();
+  for (const auto& in : a.inputs()) {
+    bytes += in.nbytes();
+  }
+  if (bytes > max_bytes) {
+    return false;
+  }
+  array node = a;
+  run_and_detach(node);
+  lock.unlock();
+  if (auto error = a.error()) {
+    std::rethrow_exception(error);
+  }
+  return true;
 }
 
 int get_max_eval_width() { return max_eval_width.load(); }
