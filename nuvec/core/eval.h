@@ -50,8 +50,8 @@ std::vector<array> schedule(const std::vector<array>& outputs);
 
 namespace detail {
 
-/// Computes `a` now, on the calling thread, when it is one node whose inputs are computed and hold, with `a`, at most
-/// `max_bytes`, and no evaluation is running; otherwise returns false, having done nothing. It never waits for the
+/// Computes `a` now when its graph is small (an op and the few nodes it adds, outputs and inputs of at most
+/// `max_bytes`) and no evaluation is running; otherwise returns false, having done nothing. It never waits for the
 /// evaluation lock, so a caller holding a lock that evaluation may take (Python's GIL, which frees Python objects
 /// held by graph nodes) can try it before releasing that lock for eval. Throws the error of a failed evaluation.
 bool try_eval_small_node(const array& a, size_t max_bytes);
