@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "nuvec/core/backend.h"
+#include "nuvec/core/eval_small.h"
 #include "nuvec/core/profile.h"
 #include "nuvec/core/profile_hook.h"
 
@@ -243,9 +244,8 @@ void run_and_detach(array& a) {
   }
 }
 
-/// Whether `outputs` is one node whose inputs are all computed: the eager-style
-/// case of one new op, which needs no graph, and is on the per-op path from
-/// Python.
+/// Whether `a` is one node whose inputs are all computed: the eager-style case
+/// of one new op, which needs no graph.
 bool is_one_ready_node(const array& a) {
   if (!needs_eval(a)) {
     return false;

@@ -48,16 +48,6 @@ class EvalStatus {
 /// independent nodes sit together, with the number of live intermediates bounded.
 std::vector<array> schedule(const std::vector<array>& outputs);
 
-namespace detail {
-
-/// Computes `a` now when its graph is small (an op and the few nodes it adds, outputs and inputs of at most
-/// `max_bytes`) and no evaluation is running; otherwise returns false, having done nothing. It never waits for the
-/// evaluation lock, so a caller holding a lock that evaluation may take (Python's GIL, which frees Python objects
-/// held by graph nodes) can try it before releasing that lock for eval. Throws the error of a failed evaluation.
-bool try_eval_small_node(const array& a, size_t max_bytes);
-
-}  // namespace detail
-
 /// The most intermediates evaluation keeps alive before it turns depth-first.
 int get_max_eval_width();
 void set_max_eval_width(int width);

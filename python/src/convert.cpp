@@ -8,7 +8,7 @@
 #include <string>
 
 #include "nuvec/core/dispatch.h"
-#include "nuvec/core/eval.h"
+#include "nuvec/core/eval_small.h"
 #include "python/src/dlpack.h"
 
 namespace nuvec::python {

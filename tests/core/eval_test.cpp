@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "nuvec/core/eval_small.h"
 #include "nuvec/nuvec.h"
 
 namespace nuvec {
