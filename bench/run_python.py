@@ -3,7 +3,8 @@
 
 - per call: `a + b` on two 4-element float32 arrays, evaluated (nuvec: mx.eval(a + b)), against NumPy's and
   PyTorch's `a + b` (eager, so already computed), and the ratios; then the same op only built (nuvec's lazy node),
-  with a Python scalar, and converted to NumPy (np.asarray of the result);
+  with a Python scalar, and converted to NumPy (np.asarray of the result); a reduction as a function and as a
+  method (evaluated), and two views (a.reshape, a.T: built only, as NumPy's are views too);
 - a large element-wise op: x + y over 2^24 float32 from Python, against the same row of the C++ benchmark
   (nuvec_bench --rows add), and the ratio.
 
@@ -46,6 +47,10 @@ SMALL_OPS = [
     ("a + b, built only", "a + b", "x + y", "s + u"),
     ("a * 2.0, evaluated", "mx.eval(a * 2.0)", "x * 2.0", "s * 2.0"),
     ("np.asarray(a + b)", "np.asarray(a + b)", "np.asarray(x + y)", "np.asarray(s + u)"),
+    ("sum(a), evaluated", "mx.eval(mx.sum(a))", "np.sum(x)", "torch.sum(s)"),
+    ("a.sum(), evaluated", "mx.eval(a.sum())", "x.sum()", "s.sum()"),
+    ("a.reshape(2, 2)", "a.reshape(2, 2)", "x.reshape(2, 2)", "s.reshape(2, 2)"),
+    ("a.T", "a.T", "x.T", "s.t()"),
 ]
 
 
@@ -56,7 +61,7 @@ def small_ops():
         import torch
 
         torch.set_num_threads(1)
-        names.update(s=torch.from_numpy(x), u=torch.from_numpy(x + 1))
+        names.update(torch=torch, s=torch.from_numpy(x), u=torch.from_numpy(x + 1))
     except ImportError:
         torch = None
     rows = []

@@ -315,8 +315,29 @@ const std::shared_ptr<array::Data>& array::data_shared_ptr() const { return desc
 void array::set_tracer(bool is_tracer) { desc_->is_tracer = is_tracer; }
 bool array::is_tracer() const { return desc_->is_tracer && detail::in_tracing(); }
 
+namespace {
+
+bool has_row_major_strides(const Shape& shape, const Strides& strides) {
+  if (strides.size() != shape.size()) {
+    return false;
+  }
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (strides[i] != expected) {
+      return false;
+    }
+    expected *= shape[i];
+  }
+  return true;
+}
+
+}  // namespace
+
 void array::set_data(allocator::Buffer buffer, Deleter deleter) {
-  set_data(buffer, size(), row_major_strides(shape()), Flags{}, std::move(deleter));
+  // An output keeps the row-major strides it was built with: computing them again would allocate on every eval.
+  Strides strides =
+      has_row_major_strides(shape(), desc_->strides) ? std::move(desc_->strides) : row_major_strides(shape());
+  set_data(buffer, size(), std::move(strides), Flags{}, std::move(deleter));
   desc_->flags.col_contiguous = ndim() <= 1 || size() <= 1;
   if (!desc_->flags.col_contiguous) {
     // A row-major buffer is also column-major when at most one axis has size > 1.

@@ -2,6 +2,8 @@
 
 #include <sys/utsname.h>
 
+#include <atomic>
+#include <cstdint>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -26,7 +28,6 @@ Device& default_device_storage() {
 
 struct StreamTable {
   std::mutex mutex;
-  std::vector<Stream> defaults{Stream{0, Device::cpu}};
   std::vector<Stream> created{Stream{0, Device::cpu}};
   int next_index = 1;
 };
@@ -34,6 +35,24 @@ struct StreamTable {
 StreamTable& streams() {
   static StreamTable table;
   return table;
+}
+
+// The default stream packed into one word, so that every op reads it without a lock: the stream's index in the high
+// half, the device type in the top bit of the low half and the device's index below it.
+uint64_t pack(const Stream& s) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(s.index)) << 32) |
+         (static_cast<uint64_t>(s.device.type == Device::gpu) << 31) | static_cast<uint32_t>(s.device.index);
+}
+
+Stream unpack(uint64_t word) {
+  auto device_index = static_cast<int>(word & 0x7fffffffU);
+  auto type = (word >> 31 & 1U) != 0 ? Device::gpu : Device::cpu;
+  return Stream{static_cast<int>(static_cast<uint32_t>(word >> 32)), Device(type, device_index)};
+}
+
+std::atomic<uint64_t>& default_stream_word() {
+  static std::atomic<uint64_t> word{pack(Stream{0, Device::cpu})};
+  return word;
 }
 
 /// The calling thread's streams for each thread-local stream (by its index).
@@ -93,14 +112,10 @@ Stream default_stream(Device d) {
   if (!is_available(d)) {
     throw_error(ErrorKind::unsupported, "[default_stream] Device is not available: this build has no GPU backend.");
   }
-  std::lock_guard lock(streams().mutex);
-  return streams().defaults.front();
+  return unpack(default_stream_word().load(std::memory_order_acquire));
 }
 
-void set_default_stream(Stream s) {
-  std::lock_guard lock(streams().mutex);
-  streams().defaults.front() = s;
-}
+void set_default_stream(Stream s) { default_stream_word().store(pack(s), std::memory_order_release); }
 
 Stream new_stream(Device d) {
   check_available(d, "new_stream");

@@ -1,6 +1,7 @@
 #include "nuvec/core/eval.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -9,6 +10,7 @@
 #include <thread>
 
 #include "nuvec/core/backend.h"
+#include "nuvec/core/eval_small.h"
 #include "nuvec/core/profile.h"
 #include "nuvec/core/profile_hook.h"
 
@@ -242,19 +244,18 @@ void run_and_detach(array& a) {
   }
 }
 
-/// Whether `outputs` is one node whose inputs are all computed: the eager-style
-/// case of one new op, which needs no graph, and is on the per-op path from
-/// Python.
-bool is_one_ready_node(const std::vector<array>& outputs) {
-  if (outputs.size() != 1 || !needs_eval(outputs[0])) {
+/// Whether `a` is one node whose inputs are all computed: the eager-style case
+/// of one new op, which needs no graph.
+bool is_one_ready_node(const array& a) {
+  if (!needs_eval(a)) {
     return false;
   }
-  const auto& inputs = outputs[0].inputs();
+  const auto& inputs = a.inputs();
   return std::none_of(inputs.begin(), inputs.end(), needs_eval);
 }
 
 void eval_locked(const std::vector<array>& outputs) {
-  if (is_one_ready_node(outputs)) {
+  if (outputs.size() == 1 && is_one_ready_node(outputs[0])) {
     array node = outputs[0];
     run_and_detach(node);
     return;
@@ -382,6 +383,76 @@ std::vector<array> schedule(const std::vector<array>& outputs) {
   std::vector<array> order;
   graph.walk([&](int i) { order.push_back(*graph.entries[i].node); });
   return order;
+}
+
+namespace {
+
+/// The unevaluated nodes behind `out`, inputs first, when they are few and their outputs and computed inputs hold at
+/// most `max_bytes` together; empty otherwise. A bounded walk that gives up past the bound; a node reached twice is
+/// listed twice (counting against the bound) and runs once. Small graphs skip Graph's tables and heaps, which cost
+/// more than their kernels.
+std::vector<array> small_graph_order(const array& out, size_t max_bytes) {
+  constexpr size_t max_nodes = 8;
+  struct Frame {
+    const array* a;
+    size_t next_input;
+  };
+  std::array<Frame, max_nodes> stack{};
+  std::vector<array> order;
+  order.reserve(max_nodes);
+  size_t depth = 0;
+  size_t visits = 1;
+  size_t bytes = out.nbytes();
+  stack[depth++] = {&out, 0};
+  while (depth > 0) {
+    auto& frame = stack[depth - 1];
+    const auto& inputs = frame.a->inputs();
+    if (frame.next_input == inputs.size()) {
+      order.push_back(*frame.a);
+      --depth;
+      continue;
+    }
+    const array& in = inputs[frame.next_input++];
+    bytes += in.nbytes();
+    if (bytes > max_bytes) {
+      return {};
+    }
+    if (needs_eval(in)) {
+      if (++visits > max_nodes) {
+        return {};
+      }
+      stack[depth++] = {&in, 0};
+    }
+  }
+  return order;
+}
+
+}  // namespace
+
+bool detail::try_eval_small_node(const array& a, size_t max_bytes) {
+  // Tracers take eval's path, which checks that none of them stands for a value not known yet.
+  if (a.is_tracer()) {
+    return false;
+  }
+  std::unique_lock lock(eval_mutex(), std::try_to_lock);
+  if (!lock.owns_lock() || !needs_eval(a)) {
+    return false;
+  }
+  auto order = small_graph_order(a, max_bytes);
+  if (order.empty()) {
+    return false;
+  }
+  for (auto& node : order) {
+    if (needs_eval(node)) {
+      run_and_detach(node);
+    }
+  }
+  order.clear();  // intermediates go while the lock is held, as eval's
+  lock.unlock();
+  if (auto error = a.error()) {
+    std::rethrow_exception(error);
+  }
+  return true;
 }
 
 int get_max_eval_width() { return max_eval_width.load(); }

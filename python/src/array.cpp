@@ -45,6 +45,21 @@ array from_state(const py::bytes& data, const Shape& shape, Dtype dtype) {
   return array(buffer, shape, dtype);
 }
 
+/// a.T as a C getter: pybind11's properties go through its dispatcher, which costs more than the transpose.
+PyObject* transposed(PyObject* self, void* /*closure*/) {
+  try {
+    return wrap(transpose(array_of(self))).release().ptr();
+  } catch (...) {
+    set_python_error();
+    return nullptr;
+  }
+}
+
+// The first line is the getter's signature, as pybind11 writes a property's (the stubs read it).
+PyGetSetDef transposed_def = {"T", &transposed, nullptr,
+                              "(self: nuvec.core.array) -> nuvec.core.array\n\nThe array with its axes reversed.",
+                              nullptr};
+
 }  // namespace
 
 py::class_<array> init_array(py::module_& m) {
@@ -71,14 +86,10 @@ py::class_<array> init_array(py::module_& m) {
       .def_property_readonly("size", &array::size)
       .def_property_readonly("itemsize", &array::itemsize)
       .def_property_readonly("nbytes", &array::nbytes)
-      .def_property_readonly("T", [](const array& a) { return transpose(a); })
       .def_property_readonly("real", [](const array& a) { return real(a); })
       .def_property_readonly("imag", [](const array& a) { return imag(a); })
       .def("item", &to_scalar, "The value of a one-element array as a Python scalar.")
       .def("tolist", &to_list, "The elements as nested lists of Python scalars.")
-      .def(
-          "astype", [](const array& a, Dtype dtype, StreamOrDevice s) { return astype(a, dtype, s); },
-          py::arg("dtype"), py::arg("stream") = py::none())
       .def("__repr__",
            [](array a) {
              eval_released(a);
@@ -112,12 +123,18 @@ py::class_<array> init_array(py::module_& m) {
            })
       .def("__hash__", [](const array& a) { return static_cast<py::ssize_t>(a.id()); })
       .def("__copy__", [](const array& a) { return copy(a); })
-      .def("__deepcopy__", [](const array& a, const py::object&) { return copy(a); }, py::arg("memo"))
-      .def(py::pickle(
-          [](const array& a) { return py::make_tuple(state_bytes(a), py::cast(a.shape()), a.dtype()); },
-          [](const py::tuple& t) {
-            return from_state(t[0].cast<py::bytes>(), t[1].cast<Shape>(), t[2].cast<Dtype>());
-          }));
+      .def(
+          "__deepcopy__", [](const array& a, const py::object&) { return copy(a); }, py::arg("memo"))
+      .def(py::pickle([](const array& a) { return py::make_tuple(state_bytes(a), py::cast(a.shape()), a.dtype()); },
+                      [](const py::tuple& t) {
+                        return from_state(t[0].cast<py::bytes>(), t[1].cast<Shape>(), t[2].cast<Dtype>());
+                      }));
+  auto transposed_descriptor =
+      py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()), &transposed_def));
+  if (!transposed_descriptor) {
+    throw py::error_already_set();
+  }
+  cls.attr("T") = transposed_descriptor;
 
   return cls;
 }

@@ -2,7 +2,6 @@
 // memory without a copy. Each exported view holds its own handle to the array, so the memory outlives any later
 // rebinding of the Python object (a[...] = ...) for as long as the view exists.
 
-#include <string>
 #include <vector>
 
 #include "python/src/bindings.h"
@@ -10,12 +9,10 @@
 namespace nuvec::python {
 namespace {
 
-/// What one exported view owns.
+/// What one exported view owns: the array and, in one allocation, its shape then its strides in bytes.
 struct Exported {
   array source;
-  std::vector<Py_ssize_t> shape;
-  std::vector<Py_ssize_t> strides;
-  std::string format;
+  std::vector<Py_ssize_t> layout;
 };
 
 const char* buffer_format(Dtype dtype) {
@@ -66,10 +63,13 @@ int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
     if (!needs_strides && !a.flags().row_contiguous) {
       throw py::buffer_error("[array] The array is not contiguous; ask for a strided buffer.");
     }
-    auto* exported = new Exported{a, {}, {}, format};
-    for (int axis = 0; axis < a.ndim(); ++axis) {
-      exported->shape.push_back(a.shape(axis));
-      exported->strides.push_back(static_cast<Py_ssize_t>(a.strides(axis) * static_cast<int64_t>(a.itemsize())));
+    const auto ndim = static_cast<size_t>(a.ndim());
+    auto* exported = new Exported{a, std::vector<Py_ssize_t>(2 * ndim)};
+    Py_ssize_t* shape = exported->layout.data();
+    Py_ssize_t* strides = shape + ndim;
+    for (size_t axis = 0; axis < ndim; ++axis) {
+      shape[axis] = a.shape()[axis];
+      strides[axis] = static_cast<Py_ssize_t>(a.strides()[axis] * static_cast<int64_t>(a.itemsize()));
     }
     static char empty = 0;  // a valid address for arrays without elements
     view->buf = a.size() == 0 || a.raw_data() == nullptr ? &empty : a.raw_data();
@@ -77,10 +77,11 @@ int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
     view->len = static_cast<Py_ssize_t>(a.nbytes());
     view->readonly = 0;
     view->itemsize = static_cast<Py_ssize_t>(a.itemsize());
-    view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? exported->format.data() : nullptr;
+    // Py_buffer's format is not const, but its readers never write to it.
+    view->format = (flags & PyBUF_FORMAT) == PyBUF_FORMAT ? const_cast<char*>(format) : nullptr;
     view->ndim = a.ndim();
-    view->shape = exported->shape.data();
-    view->strides = needs_strides ? exported->strides.data() : nullptr;
+    view->shape = shape;
+    view->strides = needs_strides ? strides : nullptr;
     view->suboffsets = nullptr;
     view->internal = exported;
     return 0;

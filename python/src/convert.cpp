@@ -1,13 +1,14 @@
 #include "python/src/convert.h"
 
+#include <pybind11/complex.h>
+
 #include <complex>
 #include <cstring>
 #include <limits>
 #include <string>
 
-#include <pybind11/complex.h>
-
 #include "nuvec/core/dispatch.h"
+#include "nuvec/core/eval_small.h"
 #include "python/src/dlpack.h"
 
 namespace nuvec::python {
@@ -276,7 +277,10 @@ std::optional<array> to_optional_array(py::handle value) {
 }
 
 void eval_released(array& a) {
-  if (a.is_available()) {
+  // A small node whose inputs are computed runs at once with the GIL held: releasing and taking back the GIL would
+  // cost more than its kernel.
+  constexpr size_t small_node_bytes = 64 * 1024;
+  if (a.is_available() || detail::try_eval_small_node(a, small_node_bytes)) {
     return;
   }
   py::gil_scoped_release release;

@@ -51,11 +51,11 @@ bool is_array_like(py::handle value);
 /// An optional array argument (None gives nothing).
 std::optional<array> to_optional_array(py::handle value);
 
-/// The array's elements as nested Python lists of Python scalars (evaluates with the GIL released).
+/// The array's elements as nested Python lists of Python scalars (evaluates as eval_released).
 py::object to_list(array a);
 /// The single element of `a` as a Python scalar.
 py::object to_scalar(array a);
-/// Evaluates `a` with the GIL released.
+/// Evaluates `a` with the GIL released (a small node whose inputs are computed runs at once, keeping it).
 void eval_released(array& a);
 
 /// Every axis of `a` when `axes` is empty, else the axes given.

@@ -55,8 +55,8 @@ PYBIND11_MODULE(core, m) {
   init_indexing(cls);
   init_ops_creation(m);
   init_ops_elementwise(m);
-  init_ops_reduce(m);
-  init_ops_layout(m);
+  init_ops_reduce(m, cls);
+  init_ops_layout(m, cls);
   init_ops_indexing(m);
   init_ops_products(m);
   init_ops_utilities(m);

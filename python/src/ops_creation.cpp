@@ -1,4 +1,4 @@
-// Array creation: arange, linspace, full, zeros, ones, eye, identity, tri, tril, triu, meshgrid, windows, astype.
+// Array creation: arange, linspace, full, zeros, ones, eye, identity, tri, tril, triu, meshgrid, windows, view, copy.
 
 #include "python/src/bindings.h"
 
@@ -123,9 +123,6 @@ void init_ops_creation(py::module_& m) {
         },
         py::arg("M"), py::kw_only(), py::arg("stream") = py::none());
   }
-  m.def(
-      "astype", [](py::object a, Dtype dtype, StreamOrDevice s) { return astype(to_array(a), dtype, s); },
-      py::arg("a"), py::arg("dtype"), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "view", [](py::object a, Dtype dtype, StreamOrDevice s) { return view(to_array(a), dtype, s); }, py::arg("a"),
       py::arg("dtype"), py::kw_only(), py::arg("stream") = py::none());

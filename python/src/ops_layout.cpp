@@ -1,6 +1,9 @@
-// Shape and layout: reshape, transpose, squeeze, expand_dims, concatenate, stack, split, pad, roll, diagonal...
+// Shape and layout: reshape, transpose, squeeze, expand_dims, astype, concatenate, stack, split, pad, roll,
+// diagonal... The per-call ones (reshape to broadcast_to, astype) take the fast-call path (fast_function.h), as
+// functions and as array methods.
 
 #include "python/src/bindings.h"
+#include "python/src/fast_function.h"
 
 namespace nuvec::python {
 namespace {
@@ -48,62 +51,81 @@ std::vector<std::pair<int, int>> pad_widths(py::handle width, int ndim) {
 
 }  // namespace
 
-void init_ops_layout(py::module_& m) {
-  m.def(
-      "reshape", [](py::object a, Shape shape, StreamOrDevice s) { return reshape(to_array(a), shape, s); },
-      py::arg("a"), py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "flatten",
-      [](py::object a, int start_axis, int end_axis, StreamOrDevice s) {
-        return flatten(to_array(a), start_axis, end_axis, s);
-      },
-      py::arg("a"), py::arg("start_axis") = 0, py::arg("end_axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+void init_ops_layout(py::module_& m, py::class_<array>& cls) {
+  // Each is a function and, where MLX has one, an array method with the same parameters after the array.
+  auto def_both = [&](const std::string& name, const std::string& parameters, const FastBody& body) {
+    def_fast(m, name + "(a: object" + parameters + ") -> nuvec.core.array", body);
+    def_fast_method(cls, name + "(self: nuvec.core.array" + parameters + ") -> nuvec.core.array", body);
+  };
+  const std::string stream = std::string(", *, ").append(stream_parameter);
+  def_fast(m, "reshape(a: object, shape: List[int]" + stream + ") -> nuvec.core.array",
+           [](const Arguments& args) { return wrap(reshape(args.to_array(0), args.to_ints(1), args.to_stream(2))); });
+  def_fast_method(
+      cls,
+      std::string("reshape(self: nuvec.core.array, *shape: int, ")
+          .append(stream_parameter)
+          .append(") -> nuvec.core.array"),
+      [](const Arguments& args) { return wrap(reshape(args.to_array(0), args.to_packed_ints(1), args.to_stream(2))); });
+  def_both("flatten", ", start_axis: int = 0, end_axis: int = -1" + stream, [](const Arguments& args) {
+    return wrap(flatten(args.to_array(0), args.to_int(1, 0), args.to_int(2, -1), args.to_stream(3)));
+  });
   m.def(
       "unflatten",
       [](py::object a, int axis, Shape shape, StreamOrDevice s) { return unflatten(to_array(a), axis, shape, s); },
       py::arg("a"), py::arg("axis"), py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "squeeze",
-      [](py::object a, Axes axis, StreamOrDevice s) {
-        auto x = to_array(a);
-        return axis ? squeeze(x, axes_or_all(axis, x), s) : squeeze(x, s);
-      },
-      py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "expand_dims",
-      [](py::object a, std::variant<int, std::vector<int>> axis, StreamOrDevice s) {
-        auto x = to_array(a);
-        return expand_dims(x, axes_or_all(axis, x), s);
-      },
-      py::arg("a"), py::arg("axis"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "transpose",
-      [](py::object a, std::optional<std::vector<int>> axes, StreamOrDevice s) {
-        auto x = to_array(a);
-        return axes ? transpose(x, *axes, s) : transpose(x, s);
-      },
-      py::arg("a"), py::arg("axes") = py::none(), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "permute_dims",
-      [](py::object a, std::optional<std::vector<int>> axes, StreamOrDevice s) {
-        auto x = to_array(a);
-        return axes ? transpose(x, *axes, s) : transpose(x, s);
-      },
-      py::arg("a"), py::arg("axes") = py::none(), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "swapaxes",
-      [](py::object a, int axis1, int axis2, StreamOrDevice s) { return swapaxes(to_array(a), axis1, axis2, s); },
-      py::arg("a"), py::arg("axis1"), py::arg("axis2"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "moveaxis",
-      [](py::object a, int source, int destination, StreamOrDevice s) {
-        return moveaxis(to_array(a), source, destination, s);
-      },
-      py::arg("a"), py::arg("source"), py::arg("destination"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "broadcast_to",
-      [](py::object a, Shape shape, StreamOrDevice s) { return broadcast_to(to_array(a), shape, s); }, py::arg("a"),
-      py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
+  def_both("squeeze", ", axis: Optional[Union[int, List[int]]] = None" + stream, [](const Arguments& args) {
+    auto x = args.to_array(0);
+    auto axis = args.to_axes(1);
+    auto s = args.to_stream(2);
+    return wrap(axis ? squeeze(x, axes_or_all(axis, x), s) : squeeze(x, s));
+  });
+  def_fast(m, "expand_dims(a: object, axis: Union[int, List[int]]" + stream + ") -> nuvec.core.array",
+           [](const Arguments& args) {
+             auto x = args.to_array(0);
+             return wrap(expand_dims(x, axes_or_all(args.to_axes(1), x), args.to_stream(2)));
+           });
+  auto transpose_body = [](const Arguments& args) {
+    auto x = args.to_array(0);
+    auto s = args.to_stream(2);
+    return wrap(args.given(1) ? transpose(x, args.to_ints(1), s) : transpose(x, s));
+  };
+  for (const char* name : {"transpose", "permute_dims"}) {
+    def_fast(m,
+             std::string(name)
+                 .append("(a: object, axes: Optional[List[int]] = None")
+                 .append(stream)
+                 .append(") -> nuvec.core.array"),
+             transpose_body);
+  }
+  def_fast_method(cls,
+                  std::string("transpose(self: nuvec.core.array, *axes: int, ")
+                      .append(stream_parameter)
+                      .append(") -> nuvec.core.array"),
+                  [](const Arguments& args) {
+                    auto x = args.to_array(0);
+                    auto s = args.to_stream(2);
+                    auto axes = py::reinterpret_borrow<py::tuple>(args[1]);
+                    bool all = axes.empty() || (axes.size() == 1 && axes[0].is_none());
+                    return wrap(all ? transpose(x, s) : transpose(x, args.to_packed_ints(1), s));
+                  });
+  def_both("swapaxes", ", axis1: int, axis2: int" + stream, [](const Arguments& args) {
+    return wrap(swapaxes(args.to_array(0), args.to_int(1), args.to_int(2), args.to_stream(3)));
+  });
+  def_both("moveaxis", ", source: int, destination: int" + stream, [](const Arguments& args) {
+    return wrap(moveaxis(args.to_array(0), args.to_int(1), args.to_int(2), args.to_stream(3)));
+  });
+  def_fast(m, "broadcast_to(a: object, shape: List[int]" + stream + ") -> nuvec.core.array", [](const Arguments& args) {
+    return wrap(broadcast_to(args.to_array(0), args.to_ints(1), args.to_stream(2)));
+  });
+  // MLX's astype method takes the stream by position too.
+  def_fast(m, "astype(a: object, dtype: nuvec.core.Dtype" + stream + ") -> nuvec.core.array",
+           [](const Arguments& args) { return wrap(astype(args.to_array(0), args.to_dtype(1), args.to_stream(2))); });
+  def_fast_method(
+      cls,
+      std::string("astype(self: nuvec.core.array, dtype: nuvec.core.Dtype, ")
+          .append(stream_parameter)
+          .append(") -> nuvec.core.array"),
+      [](const Arguments& args) { return wrap(astype(args.to_array(0), args.to_dtype(1), args.to_stream(2))); });
   m.def(
       "broadcast_arrays",
       [](const py::args& arrays, StreamOrDevice s) { return to_tuple(broadcast_arrays(to_array_list(arrays), s)); },

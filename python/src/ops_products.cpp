@@ -190,8 +190,8 @@ void init_ops_products(py::module_& m) {
   m.def(
       "quantize",
       [](py::object w, std::optional<int> group_size, std::optional<int> bits, const std::string& mode,
-         StreamOrDevice s) {
-        auto out = quantize(to_array(w), group_size, bits, mode, std::nullopt, s);
+         py::object global_scale, StreamOrDevice s) {
+        auto out = quantize(to_array(w), group_size, bits, mode, to_optional_array(global_scale), s);
         py::tuple t(out.size());
         for (size_t i = 0; i < out.size(); ++i) {
           t[i] = py::cast(out[i]);
@@ -199,17 +199,18 @@ void init_ops_products(py::module_& m) {
         return t;
       },
       py::arg("w"), py::arg("group_size") = py::none(), py::arg("bits") = py::none(), py::arg("mode") = "affine",
-      py::kw_only(), py::arg("stream") = py::none());
+      py::kw_only(), py::arg("global_scale") = py::none(), py::arg("stream") = py::none());
+  // As MLX's: global_scale (nvfp4's float32 scale of the whole tensor) and dtype may be given by position too.
   m.def(
       "dequantize",
       [](py::object w, py::object scales, py::object biases, std::optional<int> group_size, std::optional<int> bits,
-         const std::string& mode, std::optional<Dtype> dtype, StreamOrDevice s) {
+         const std::string& mode, py::object global_scale, std::optional<Dtype> dtype, StreamOrDevice s) {
         return dequantize(to_array(w), to_array(scales), to_optional_array(biases), group_size, bits, mode,
-                          std::nullopt, dtype, s);
+                          to_optional_array(global_scale), dtype, s);
       },
       py::arg("w"), py::arg("scales"), py::arg("biases") = py::none(), py::arg("group_size") = py::none(),
-      py::arg("bits") = py::none(), py::arg("mode") = "affine", py::kw_only(), py::arg("dtype") = py::none(),
-      py::arg("stream") = py::none());
+      py::arg("bits") = py::none(), py::arg("mode") = "affine", py::arg("global_scale") = py::none(),
+      py::arg("dtype") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "quantized_matmul",
       [](py::object x, py::object w, py::object scales, py::object biases, bool transpose,

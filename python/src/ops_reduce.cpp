@@ -1,35 +1,63 @@
-// Reductions, arg-reductions, softmax, sorting and cumulative ops.
+// Reductions, arg-reductions, softmax, sorting and cumulative ops. The reductions and arg-reductions take the
+// fast-call path (fast_function.h), as functions and as array methods.
 
 #include "python/src/bindings.h"
+#include "python/src/fast_function.h"
 
 namespace nuvec::python {
 namespace {
 
 using Reduce = array (*)(const array&, const std::vector<int>&, bool, StreamOrDevice);
-
-void def_reduce(py::module_& m, const char* name, Reduce fn) {
-  m.def(
-      name,
-      [fn](py::object a, Axes axis, bool keepdims, StreamOrDevice s) {
-        auto x = to_array(a);
-        return fn(x, axes_or_all(axis, x), keepdims, s);
-      },
-      py::arg("a"), py::arg("axis") = py::none(), py::arg("keepdims") = false, py::kw_only(),
-      py::arg("stream") = py::none());
-}
-
 using ArgReduce = array (*)(const array&, int, bool, StreamOrDevice);
 using ArgReduceAll = array (*)(const array&, bool, StreamOrDevice);
 
-void def_arg_reduce(py::module_& m, const char* name, ArgReduce fn, ArgReduceAll all) {
-  m.def(
-      name,
-      [fn, all](py::object a, std::optional<int> axis, bool keepdims, StreamOrDevice s) {
-        auto x = to_array(a);
-        return axis ? fn(x, *axis, keepdims, s) : all(x, keepdims, s);
-      },
-      py::arg("a"), py::arg("axis") = py::none(), py::arg("keepdims") = false, py::kw_only(),
-      py::arg("stream") = py::none());
+// The parameters after `a`, as the signatures spell them; the reductions are also array methods (a.sum(...)).
+constexpr const char* reduce_parameters = "axis: Optional[Union[int, List[int]]] = None, keepdims: bool = False, *, ";
+constexpr const char* arg_reduce_parameters = "axis: Optional[int] = None, keepdims: bool = False, *, ";
+
+/// name(a, axis=None, keepdims=False, *, stream=None) and the method a.name(axis=None, keepdims=False, *, ...).
+void def_reduce(py::module_& m, py::class_<array>& cls, const char* name, Reduce fn) {
+  auto body = [fn](const Arguments& args) {
+    auto x = args.to_array(0);
+    return wrap(fn(x, axes_or_all(args.to_axes(1), x), args.to_bool(2, false), args.to_stream(3)));
+  };
+  def_fast(m,
+           std::string(name)
+               .append("(a: object, ")
+               .append(reduce_parameters)
+               .append(stream_parameter)
+               .append(") -> nuvec.core.array"),
+           body);
+  def_fast_method(cls,
+                  std::string(name)
+                      .append("(self: nuvec.core.array, ")
+                      .append(reduce_parameters)
+                      .append(stream_parameter)
+                      .append(") -> nuvec.core.array"),
+                  body);
+}
+
+void def_arg_reduce(py::module_& m, py::class_<array>& cls, const char* name, ArgReduce fn, ArgReduceAll all) {
+  auto body = [fn, all](const Arguments& args) {
+    auto x = args.to_array(0);
+    bool keepdims = args.to_bool(2, false);
+    auto s = args.to_stream(3);
+    return wrap(args.given(1) ? fn(x, args.to_int(1), keepdims, s) : all(x, keepdims, s));
+  };
+  def_fast(m,
+           std::string(name)
+               .append("(a: object, ")
+               .append(arg_reduce_parameters)
+               .append(stream_parameter)
+               .append(") -> nuvec.core.array"),
+           body);
+  def_fast_method(cls,
+                  std::string(name)
+                      .append("(self: nuvec.core.array, ")
+                      .append(arg_reduce_parameters)
+                      .append(stream_parameter)
+                      .append(") -> nuvec.core.array"),
+                  body);
 }
 
 using Sort = array (*)(const array&, int, StreamOrDevice);
@@ -61,7 +89,7 @@ void def_scan(py::module_& m, const char* name, Scan fn, ScanAll all) {
 
 }  // namespace
 
-void init_ops_reduce(py::module_& m) {
+void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
   const std::pair<const char*, Reduce> reductions[] = {
       {"all", &nuvec::all},   {"any", &nuvec::any},   {"sum", &nuvec::sum},
       {"prod", &nuvec::prod}, {"max", &nuvec::max},   {"min", &nuvec::min},
@@ -69,22 +97,36 @@ void init_ops_reduce(py::module_& m) {
       {"count_nonzero", &nuvec::count_nonzero},
   };
   for (const auto& [name, fn] : reductions) {
-    def_reduce(m, name, fn);
+    def_reduce(m, cls, name, fn);
   }
   for (const char* name : {"var", "std"}) {
     bool is_var = name[0] == 'v';
-    m.def(
-        name,
-        [is_var](py::object a, Axes axis, bool keepdims, int ddof, StreamOrDevice s) {
-          auto x = to_array(a);
-          auto axes = axes_or_all(axis, x);
-          return is_var ? var(x, axes, keepdims, ddof, s) : nuvec::std(x, axes, keepdims, ddof, s);
-        },
-        py::arg("a"), py::arg("axis") = py::none(), py::arg("keepdims") = false, py::arg("ddof") = 0, py::kw_only(),
-        py::arg("stream") = py::none());
+    auto body = [is_var](const Arguments& args) {
+      auto x = args.to_array(0);
+      auto axes = axes_or_all(args.to_axes(1), x);
+      bool keepdims = args.to_bool(2, false);
+      int ddof = args.to_int(3, 0);
+      auto s = args.to_stream(4);
+      return wrap(is_var ? var(x, axes, keepdims, ddof, s) : nuvec::std(x, axes, keepdims, ddof, s));
+    };
+    const char* parameters = "axis: Optional[Union[int, List[int]]] = None, keepdims: bool = False, ddof: int = 0, *, ";
+    def_fast(m,
+             std::string(name)
+                 .append("(a: object, ")
+                 .append(parameters)
+                 .append(stream_parameter)
+                 .append(") -> nuvec.core.array"),
+             body);
+    def_fast_method(cls,
+                    std::string(name)
+                        .append("(self: nuvec.core.array, ")
+                        .append(parameters)
+                        .append(stream_parameter)
+                        .append(") -> nuvec.core.array"),
+                    body);
   }
-  def_arg_reduce(m, "argmax", &nuvec::argmax, &nuvec::argmax);
-  def_arg_reduce(m, "argmin", &nuvec::argmin, &nuvec::argmin);
+  def_arg_reduce(m, cls, "argmax", &nuvec::argmax, &nuvec::argmax);
+  def_arg_reduce(m, cls, "argmin", &nuvec::argmin, &nuvec::argmin);
   m.def(
       "softmax",
       [](py::object a, Axes axis, bool precise, StreamOrDevice s) {

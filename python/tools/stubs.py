@@ -130,8 +130,10 @@ def class_stub(name, cls, module):
         private = attr.startswith("_") and not attr.startswith("__")
         if private or (attr.startswith("__") and attr not in PUBLIC_DUNDERS):
             continue
-        if isinstance(value, property):
-            getter = GETTER.match((value.fget.__doc__ or "").split("\n")[0]) if value.fget else None
+        if isinstance(value, (property, types.GetSetDescriptorType)):
+            # A C getter (GetSetDescriptorType) carries the getter's signature on its own docstring.
+            fget = value.fget if isinstance(value, property) else value
+            getter = GETTER.match((fget.__doc__ or "").split("\n")[0]) if fget else None
             result = getter.group(2) or "Any" if getter else "Any"
             lines.append(f"    @property\n    def {attr}(self) -> {annotation(result, module)}: ...\n")
         elif callable(value) and hasattr(value, "__doc__"):

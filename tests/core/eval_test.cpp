@@ -3,6 +3,7 @@
 #include <atomic>
 #include <thread>
 
+#include "nuvec/core/eval_small.h"
 #include "nuvec/nuvec.h"
 
 namespace nuvec {
@@ -35,6 +36,38 @@ TEST(Eval, OneNodeOverComputedInputsRunsAlone) {
   eval(q);
   ASSERT_TRUE(r.is_available()) << "a sibling is computed with the output asked for";
   EXPECT_NEAR(std::abs(r.data<float>()[0]), 5.0F, 1e-5F);  // |R00| is the first column's norm, |(3, 4)|
+}
+
+TEST(Eval, SmallGraphsRunAtOnceWithoutWaitingForTheLock) {
+  // detail::try_eval_small_node, Python's path while it holds the GIL: a few small nodes run in dependency order
+  // (a shared one once) and detach; a graph past the bounds, or an evaluation already running, leaves it to eval.
+  auto x = array({1.0F, 2.0F});
+  auto shared = x + 1.0F;
+  auto y = shared * shared - x;  // (x + 1)^2 - x = {3, 7}
+  ASSERT_TRUE(detail::try_eval_small_node(y, 1024));
+  EXPECT_FALSE(y.has_primitive());
+  EXPECT_TRUE(shared.is_available()) << "computed on the way, once";
+  EXPECT_FLOAT_EQ(y.data<float>()[0], 3.0F);
+  EXPECT_FLOAT_EQ(y.data<float>()[1], 7.0F);
+  EXPECT_FALSE(detail::try_eval_small_node(y, 1024)) << "nothing left to compute";
+
+  auto big = exp(zeros({1024}));  // 4 KiB out, 4 KiB in
+  EXPECT_FALSE(detail::try_eval_small_node(big, 1024));
+  EXPECT_EQ(big.status(), Status::unscheduled);
+  auto deep = x;
+  for (int i = 0; i < 9; ++i) {
+    deep = deep + 1.0F;
+  }
+  EXPECT_FALSE(detail::try_eval_small_node(deep, 1 << 20)) << "nine nodes are past the bound";
+  eval(deep);
+  EXPECT_FLOAT_EQ(deep.data<float>()[0], 10.0F);
+
+  // A failed small node throws as eval does.
+  auto failed = x * 3.0F;  // built before the limit: the scalar's buffer is allocated with it
+  auto previous = set_memory_limit(1);
+  EXPECT_THROW(detail::try_eval_small_node(failed, 1024), nuvec::error);
+  set_memory_limit(previous);
+  EXPECT_EQ(failed.status(), Status::failed);
 }
 
 TEST(Eval, ScheduleIsBreadthFirstFromTheOutputs) {

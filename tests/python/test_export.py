@@ -82,3 +82,52 @@ def test_export_to_dot():
     text = out.getvalue()
     assert text.startswith("digraph {")
     assert 'label="Exp"' in text and 'label="Add"' in text
+
+
+def test_metadata_round_trips(tmp_path):
+    # MLX's Python API: metadata is a string kept in the file; import_function(..., return_metadata=True) gives it.
+    path = tmp_path / "meta.nuvecfn"
+    mx.export_function(path, lambda x: x * 2, mx.ones((2,)), metadata='{"version": 3}')
+    fn, metadata = mx.import_function(path, return_metadata=True)
+    assert metadata == '{"version": 3}'
+    assert fn(mx.array([1.0, 2.0]))[0].tolist() == [2.0, 4.0]
+    mx.export_function(path, lambda x: x * 2, mx.ones((2,)))
+    assert mx.import_function(str(path), return_metadata=True)[1] == ""
+    with mx.exporter(path, lambda x: x + 1, metadata="several shapes") as ex:
+        ex(mx.ones((2,)))
+        ex(mx.ones((3,)))
+    fn, metadata = mx.import_function(path, True)
+    assert metadata == "several shapes" and fn(mx.zeros((3,)))[0].tolist() == [1.0, 1.0, 1.0]
+
+
+def test_callback_export_events():
+    # The events of tests/core/export_callback_test.cpp, as dicts: inputs, keyword inputs, outputs, constants, then
+    # one per primitive with its inputs, outputs and parameters.
+    c = mx.array([[1.0, 2.0], [3.0, 4.0]])
+    events = []
+
+    def fun(x, y, *, bias):
+        return mx.exp(x @ y.T) + c + bias
+
+    mx.export_function(events.append, fun, mx.zeros((2, 3)), mx.zeros((2, 3)), bias=mx.zeros((2, 2)))
+    assert [e["type"] for e in events] == ["inputs", "keyword_inputs", "outputs", "constants"] + ["primitive"] * 5
+    assert events[0]["inputs"] == [("A", [2, 3], mx.float32), ("B", [2, 3], mx.float32), ("C", [2, 2], mx.float32)]
+    assert events[1]["keywords"] == [("bias", "C")]
+    assert events[2]["outputs"] == [("D", [2, 2], mx.float32)]
+    (name, constant), = events[3]["constants"]
+    assert name == "E" and constant.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert [e["name"] for e in events[4:]] == ["Transpose", "Matmul", "Exp", "Add", "Add"]
+    assert events[4]["inputs"] == [("B", [2, 3], mx.float32)]
+    assert events[4]["arguments"] == [[1, 0]]  # Transpose's axes
+    assert events[5]["arguments"] == []
+
+
+def test_callback_export_rejects_metadata_and_packed_inputs():
+    with pytest.raises(ValueError, match="metadata argument is only supported when exporting to a file"):
+        mx.export_function(lambda event: None, lambda x: x, mx.ones((2,)), metadata="m")
+    # MLX's packed form: one tuple of positional arrays and one dict of keyword arrays.
+    events = []
+    mx.export_function(events.append, lambda x, *, y: x + y, (mx.ones((2,)),), {"y": mx.ones((2,))})
+    assert events[1]["keywords"] == [("y", "B")]
+    with pytest.raises(ValueError, match="a single tuple and/or dictionary of arrays"):
+        mx.export_function(events.append, lambda x: x, (mx.ones((2,)),), mx.ones((2,)))

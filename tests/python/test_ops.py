@@ -279,3 +279,26 @@ def test_dynamic_slices_quantization_and_fp8():
     codes = mx.to_fp8(mx.array([1.0, -2.0, 0.5]))
     assert codes.dtype == mx.uint8
     assert mx.from_fp8(codes, mx.float32).tolist() == [1.0, -2.0, 0.5]
+
+
+def test_nvfp4_global_scale():
+    # Hand-computed as tests/cpu/quantized_microscaled_test.cpp: a group of 16 whose largest value is 6 has scale 1
+    # (E4M3 code 0x38) and codes 7 (6) and 2 (1); the global scale 6 turns its scale code into 448's (0x7E).
+    w = np.zeros((1, 16), np.float32)
+    w[0, :2] = [6.0, 1.0]
+    q, scales = mx.quantize(mx.array(w), mode="nvfp4")
+    assert (q[0, 0].item() & 0xFF, scales[0, 0].item()) == (7 | 2 << 4, 0x38)
+    g = mx.array(6.0)
+    q, scales = mx.quantize(mx.array(w), mode="nvfp4", global_scale=g)
+    assert (q[0, 0].item() & 0xFF, scales[0, 0].item()) == (7 | 2 << 4, 0x7E)
+    # MLX's dequantize takes global_scale and dtype by position or keyword.
+    for back in [mx.dequantize(q, scales, None, None, None, "nvfp4", g, mx.float32),
+                 mx.dequantize(q, scales, mode="nvfp4", global_scale=g, dtype=mx.float32)]:
+        assert back.dtype == mx.float32
+        np.testing.assert_allclose(np.array(back), w, atol=1e-6)
+    with pytest.raises(TypeError):
+        mx.quantize(mx.array(w), None, None, "nvfp4", g)  # keyword-only in quantize, as MLX's
+    with pytest.raises(ValueError, match=r"\[quantize\] Global scale is only supported for 'nvfp4'"):
+        mx.quantize(mx.array(np.zeros((1, 64), np.float32)), global_scale=g)
+    with pytest.raises(ValueError, match=r"\[dequantize\] Global scale must be a scalar"):
+        mx.dequantize(q, scales, mode="nvfp4", global_scale=mx.array([6.0, 6.0]))

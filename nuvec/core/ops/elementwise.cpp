@@ -48,7 +48,9 @@ array operand(const array& a, const Shape& shape, Dtype dtype, StreamOrDevice s)
 
 /// The operands converted to `compute` and broadcast together; the primitive's rules give the output.
 array binary(Primitive&& p, const array& a, const array& b, Dtype compute, StreamOrDevice s) {
-  const auto shape = broadcast_shapes(a.shape(), b.shape());
+  // Operands of one shape (the common case) need no broadcast shape of their own.
+  const Shape broadcast = a.shape() == b.shape() ? Shape{} : broadcast_shapes(a.shape(), b.shape());
+  const Shape& shape = a.shape() == b.shape() ? a.shape() : broadcast;
   return detail::make_node(std::move(p), {operand(a, shape, compute, s), operand(b, shape, compute, s)}, to_stream(s));
 }
 
