@@ -1,5 +1,9 @@
 #include "nuvec/lm/load_model.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include <filesystem>
 
 #include "nuvec/core/error.h"
@@ -7,7 +11,18 @@
 
 namespace nuvec::lm {
 
-LoadedModel load_model(const std::string& path) {
+namespace {
+
+/// Gives the heap the loaders freed back to the system. Building a tokenizer goes through tens of MiB of JSON (66 MiB
+/// for a 128k-token GGUF vocabulary) that glibc would otherwise keep, resident beside the weights for the life of
+/// the process.
+void release_freed_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+LoadedModel load_any(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
@@ -18,6 +33,14 @@ LoadedModel load_model(const std::string& path) {
   }
   // Any other file must be GGUF; the reader says so when its magic is wrong.
   return load_gguf_model(path);
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& path) {
+  LoadedModel loaded = load_any(path);
+  release_freed_heap();
+  return loaded;
 }
 
 }  // namespace nuvec::lm
