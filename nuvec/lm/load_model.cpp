@@ -1,26 +1,14 @@
 #include "nuvec/lm/load_model.h"
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include <filesystem>
 
+#include "nuvec/core/allocator.h"
 #include "nuvec/core/error.h"
 #include "nuvec/lm/models/gguf_model.h"
 
 namespace nuvec::lm {
 
 namespace {
-
-/// Gives the heap the loaders freed back to the system. Building a tokenizer goes through tens of MiB of JSON (66 MiB
-/// for a 128k-token GGUF vocabulary) that glibc would otherwise keep, resident beside the weights for the life of
-/// the process.
-void release_freed_heap() {
-#if defined(__GLIBC__)
-  malloc_trim(0);
-#endif
-}
 
 LoadedModel load_any(const std::string& path) {
   namespace fs = std::filesystem;
@@ -39,7 +27,9 @@ LoadedModel load_any(const std::string& path) {
 
 LoadedModel load_model(const std::string& path) {
   LoadedModel loaded = load_any(path);
-  release_freed_heap();
+  // Building a tokenizer goes through tens of MiB of JSON (66 MiB for a 128k-token GGUF vocabulary) that the C
+  // library would otherwise keep, resident beside the weights for the life of the process.
+  clear_cache();
   return loaded;
 }
 
