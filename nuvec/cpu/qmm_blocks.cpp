@@ -241,8 +241,8 @@ inline __m512 pair_scales(const uint8_t* first, const uint8_t* second) {
   uint16_t bits[2];
   std::memcpy(&bits[0], first, 2);
   std::memcpy(&bits[1], second, 2);
-  const __m256i halves = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(bits[1])),
-                                          _mm_set1_epi16(static_cast<int16_t>(bits[0])));
+  const __m256i halves =
+      _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(bits[1])), _mm_set1_epi16(static_cast<int16_t>(bits[0])));
   return _mm512_maskz_cvtph_ps(all16, halves);
 }
 
@@ -311,12 +311,11 @@ void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
       // The eight 6-bit scales and mins from three little-endian words of packed fields (quantization_mode.h).
       uint32_t packed[3];
       std::memcpy(packed, block + 4, sizeof(packed));
-      const uint64_t scale_bytes =
-          (packed[0] & 0x3F3F3F3FU) | uint64_t{(packed[2] & 0x0F0F0F0FU) | (((packed[0] >> 6) & 0x03030303U) << 4)}
-                                          << 32;
-      const uint64_t min_bytes =
-          (packed[1] & 0x3F3F3F3FU) |
-          uint64_t{((packed[2] >> 4) & 0x0F0F0F0FU) | (((packed[1] >> 6) & 0x03030303U) << 4)} << 32;
+      const uint64_t scale_bytes = (packed[0] & 0x3F3F3F3FU) |
+                                   uint64_t{(packed[2] & 0x0F0F0F0FU) | (((packed[0] >> 6) & 0x03030303U) << 4)} << 32;
+      const uint64_t min_bytes = (packed[1] & 0x3F3F3F3FU) |
+                                 uint64_t{((packed[2] >> 4) & 0x0F0F0F0FU) | (((packed[1] >> 6) & 0x03030303U) << 4)}
+                                     << 32;
       scales[c] = _mm512_mul_ps(
           _mm512_set1_ps(half_at(block)),
           _mm512_maskz_cvtepi32_ps(
@@ -363,10 +362,10 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
     for (int c = 0; c < C; ++c) {
       const uint8_t* block = w + c * row_bytes + b * 210;
       prefetch_l2(block + lead, 210);
-      scales[c] = _mm512_mul_ps(_mm512_set1_ps(half_at(block + 208)),
-                                _mm512_maskz_cvtepi32_ps(all16, _mm512_maskz_cvtepi8_epi32(
-                                                                    all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                                                                               block + 192)))));
+      scales[c] = _mm512_mul_ps(
+          _mm512_set1_ps(half_at(block + 208)),
+          _mm512_maskz_cvtepi32_ps(all16, _mm512_maskz_cvtepi8_epi32(
+                                              all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)))));
     }
     for (int n = 0; n < 2; ++n) {
       __m512i first[C];
@@ -421,7 +420,7 @@ void rows_of(QuantizationMode mode, const uint8_t* w, int64_t row_bytes, int64_t
 template <int C, int L>
 void rows_pass(QuantizationMode mode, const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks,
                const Levels& x, int64_t rows, int64_t j, int64_t n, float* out) {
-  auto store = [&]<int R>(int64_t r0, const float (&dots)[R][C]) {
+  auto store = [&]<int R>(int64_t r0, const float(&dots)[R][C]) {
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < C; ++c) {
         out[(r0 + r) * n + j + c] = dots[r][c];
