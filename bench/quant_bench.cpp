@@ -10,9 +10,10 @@
 //                                               apart judged the rows by another moment's machine. cached_ms: one
 //                                               copy, called again and again (it stays in the L3 cache, so it may beat
 //                                               the floor); float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0,
-//                                               no int8 dot products
-//                                               Affine 4- and 8-bit (group 64) in both layouts, and MLX's microscaled
-//                                               modes (mxfp4, mxfp8, nvfp4) with w (N, K).
+//                                               no int8 dot products; decode_gbs: the bytes read over median_ms.
+//                                               decode_q4_0_t_x1 ...: the GGML block formats (quantized_matmul(x,
+//                                               blocks, mode)), random codes and scales; decode_mxfp4_t_x1 ...: MLX's
+//                                               microscaled modes (mxfp4, mxfp8, nvfp4) of the same weight
 //   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
@@ -27,6 +28,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -100,6 +102,89 @@ double time_ms(int reps, const std::function<array(int)>& fn) {
   return median(times);
 }
 
+/// Copies of a weight's arrays, over 96 MiB in all (three times the L3 cache), so that a decode that takes the next
+/// copy each call reads its weight from memory.
+std::vector<std::vector<array>> copies_of(const std::vector<array>& weight) {
+  double bytes = 0;
+  for (const auto& a : weight) {
+    bytes += static_cast<double>(a.nbytes());
+  }
+  const auto count = static_cast<size_t>(std::ceil(double(size_t{96} << 20) / bytes));
+  std::vector<std::vector<array>> copies;
+  for (size_t c = 0; c < count; ++c) {
+    std::vector<array> copy;
+    for (const auto& a : weight) {
+      copy.push_back(nuvec::copy(a));
+    }
+    nuvec::eval(copy);
+    copies.push_back(copy);
+  }
+  return copies;
+}
+
+/// Times decode(copy) against reading the next copy (the floor), turn about so that both meet the same state of the
+/// machine; prints the decode row's fields and returns the reads' checksum.
+uint64_t time_streamed(int reps, const std::vector<std::vector<array>>& weights,
+                       const std::function<array(const std::vector<array>&)>& decode) {
+  double bytes = 0;
+  for (const auto& a : weights[0]) {
+    bytes += static_cast<double>(a.nbytes());
+  }
+  const size_t copies = weights.size();
+  decode(weights[0]).eval();
+  std::vector<double> decode_ms;
+  std::vector<double> read_ms;
+  uint64_t checksum = 0;
+  for (int rep = 0; rep < reps; ++rep) {
+    auto t0 = Clock::now();
+    decode(weights[static_cast<size_t>(2 * rep) % copies]).eval();
+    decode_ms.push_back(ms_since(t0));
+    t0 = Clock::now();
+    checksum += read_all(weights[static_cast<size_t>(2 * rep + 1) % copies]);
+    read_ms.push_back(ms_since(t0));
+  }
+  const double ms = median(decode_ms);
+  const double floor_ms = median(read_ms);
+  const double cached_ms = time_ms(reps, [&](int) { return decode(weights[0]); });
+  std::printf(" median_ms=%.3f floor_ms=%.3f ratio=%.2f read_gbs=%.1f decode_gbs=%.1f cached_ms=%.3f", ms, floor_ms,
+              ms / floor_ms, bytes / (floor_ms * 1e-3) / 1e9, bytes / (ms * 1e-3) / 1e9, cached_ms);
+  return checksum;
+}
+
+/// A GGML block format as quantized_matmul takes it, and the offsets of each block's float16 scales.
+struct BlockFormat {
+  const char* mode;
+  int values;
+  int bytes;
+  std::vector<int> scale_offsets;
+};
+
+const std::vector<BlockFormat>& block_formats() {
+  static const std::vector<BlockFormat> all = {
+      {"q4_0", 32, 18, {0}}, {"q8_0", 32, 34, {0}}, {"q4_k", 256, 144, {0, 2}}, {"q6_k", 256, 210, {208}}};
+  return all;
+}
+
+/// n rows of k values in a block format: random codes, each float16 scale drawn in [0.002, 0.05).
+array random_blocks(const BlockFormat& f, int n, int k, std::mt19937& rng) {
+  const size_t row_bytes = static_cast<size_t>(k / f.values * f.bytes);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n) * row_bytes);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.002F, 0.05F);
+  for (auto& b : bytes) {
+    b = static_cast<uint8_t>(byte(rng));
+  }
+  for (size_t block = 0; block < bytes.size() / static_cast<size_t>(f.bytes); ++block) {
+    for (int offset : f.scale_offsets) {
+      const nuvec::float16_t h(scale(rng));
+      std::memcpy(bytes.data() + block * static_cast<size_t>(f.bytes) + static_cast<size_t>(offset), &h.bits, 2);
+    }
+  }
+  array a(bytes.begin(), {n, static_cast<int>(row_bytes)}, nuvec::uint8);
+  a.eval();
+  return a;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -126,69 +211,39 @@ int main(int argc, char** argv) {
   constexpr int n = 4096;
   auto w = random_matrix({n, k}, rng);
   auto x = random_matrix({rows, k}, rng);
-  // One decode row per format and layout: `product` multiplies x by a packed weight (its arrays as quantize gave them).
-  using Product = std::function<array(const std::vector<array>& wq, bool transpose)>;
-  auto decode_rows = [&](const std::string& format, std::vector<array> q, const Product& product,
-                         std::vector<bool> layouts) {
+  for (int bits : {4, 8}) {
+    auto q = nuvec::quantize(w, 64, bits);
     nuvec::eval(q);
-    double bytes = 0;
-    for (const auto& part : q) {
-      bytes += static_cast<double>(part.nbytes());
-    }
-    const auto copies = static_cast<size_t>(std::ceil(double(size_t{96} << 20) / bytes));
-    std::vector<std::vector<array>> weights;
-    for (size_t c = 0; c < copies; ++c) {
-      std::vector<array> copy;
-      for (const auto& part : q) {
-        copy.push_back(nuvec::copy(part));
-      }
-      nuvec::eval(copy);
-      weights.push_back(std::move(copy));
-    }
-    for (bool transpose : layouts) {
-      auto decode = [&](const std::vector<array>& wq) { return product(wq, transpose); };
-      // Decodes of one copy and reads of the next, turn about, so that both meet the same state of the machine.
-      decode(weights[0]).eval();
-      std::vector<double> decode_ms;
-      std::vector<double> read_ms;
-      uint64_t checksum = 0;
-      for (int rep = 0; rep < reps; ++rep) {
-        auto t0 = Clock::now();
-        decode(weights[static_cast<size_t>(2 * rep) % copies]).eval();
-        decode_ms.push_back(ms_since(t0));
-        t0 = Clock::now();
-        checksum += read_all(weights[static_cast<size_t>(2 * rep + 1) % copies]);
-        read_ms.push_back(ms_since(t0));
-      }
-      const double ms = median(decode_ms);
-      const double floor_ms = median(read_ms);
-      const double cached_ms = time_ms(reps, [&](int) { return decode(q); });
-      std::printf("row decode_%s_%s_x%d median_ms=%.3f floor_ms=%.3f ratio=%.2f read_gbs=%.1f cached_ms=%.3f",
-                  format.c_str(), transpose ? "t" : "nt", rows, ms, floor_ms, ms / floor_ms,
-                  bytes / (floor_ms * 1e-3) / 1e9, cached_ms);
-      if (transpose && q.size() == 3) {  // the int8 kernels take affine w (N, K) only
+    const auto weights = copies_of(q);
+    for (bool transpose : {true, false}) {
+      auto decode = [&](const std::vector<array>& wq) {
+        return nuvec::quantized_matmul(x, wq[0], wq[1], wq[2], transpose, 64, bits);
+      };
+      std::printf("row decode_%dbit_%s_x%d", bits, transpose ? "t" : "nt", rows);
+      const uint64_t checksum = time_streamed(reps, weights, decode);
+      if (transpose) {  // the int8 kernels take w (N, K) only
         setenv("NUVEC_QMM_INT8", "0", 1);
         std::printf(" float_path_ms=%.3f",
-                    time_ms(reps, [&](int rep) { return decode(weights[static_cast<size_t>(rep) % copies]); }));
+                    time_ms(reps, [&](int rep) { return decode(weights[static_cast<size_t>(rep) % weights.size()]); }));
         unsetenv("NUVEC_QMM_INT8");
       }
       std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
     }
-  };
-  for (int bits : {4, 8}) {
-    decode_rows(std::to_string(bits).append("bit"), nuvec::quantize(w, 64, bits),
-                [&](const std::vector<array>& wq, bool transpose) {
-                  return nuvec::quantized_matmul(x, wq[0], wq[1], wq[2], transpose, 64, bits);
-                },
-                {true, false});
   }
   for (const std::string mode : {"mxfp4", "mxfp8", "nvfp4"}) {
-    decode_rows(mode, nuvec::quantize(w, std::nullopt, std::nullopt, mode),
-                [&](const std::vector<array>& wq, bool transpose) {
-                  return nuvec::quantized_matmul(x, wq[0], wq[1], std::nullopt, transpose, std::nullopt,
-                                                 std::nullopt, mode);
-                },
-                {true});
+    const auto weights = copies_of(nuvec::quantize(w, std::nullopt, std::nullopt, mode));
+    std::printf("row decode_%s_t_x%d", mode.c_str(), rows);
+    const uint64_t checksum = time_streamed(reps, weights, [&](const std::vector<array>& wq) {
+      return nuvec::quantized_matmul(x, wq[0], wq[1], std::nullopt, true, std::nullopt, std::nullopt, mode);
+    });
+    std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
+  }
+  for (const auto& format : block_formats()) {
+    const auto weights = copies_of({random_blocks(format, n, k, rng)});
+    std::printf("row decode_%s_t_x%d", format.mode, rows);
+    const uint64_t checksum = time_streamed(
+        reps, weights, [&](const std::vector<array>& wq) { return nuvec::quantized_matmul(x, wq[0], format.mode); });
+    std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
   }
 
   auto xp = random_matrix({512, k}, rng);

@@ -15,6 +15,10 @@
 
 #include "nuvec/core/error.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
 #include <unistd.h>
@@ -469,10 +473,18 @@ size_t set_cache_limit(size_t limit) {
 }
 
 void clear_cache() {
-  State& s = state();
-  Evicted evicted;
-  std::lock_guard lock(s.mutex);
-  s.evict_to(0, evicted);
+  {
+    State& s = state();
+    Evicted evicted;
+    std::lock_guard lock(s.mutex);
+    s.evict_to(0, evicted);
+  }
+#if defined(__GLIBC__)
+  // glibc keeps freed chunks under its mmap threshold (the cache's smaller buffers, and whatever else the program
+  // freed: a tokenizer's JSON, a prefill's graph) in its heap; trimming hands them to the system, as a caller who
+  // clears the cache expects.
+  malloc_trim(0);
+#endif
 }
 
 }  // namespace nuvec

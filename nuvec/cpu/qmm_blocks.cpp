@@ -4,12 +4,15 @@
 // Decode (a few rows of x): x is written as int8 levels, x ~ unit * (254^2 x_0 + 254 x_1 + x_2) per 32 values (x_0
 // from their largest |x| over 127, each further level the rounded rest). Three levels keep float32 accuracy (an error
 // of at most 1 / 16.4 million of that largest |x|); two, for half-precision outputs, 1 / 64516 (one level, llama.cpp's
-// int8 activations, leaves 1 / 254). Each
-// 64 values of a row of blocks are unpacked in registers into 64 unsigned codes in value order and meet both levels in
-// AVX-512 VNNI's vpdpbusd (sums of four code * x products in 16 int32 lanes); the lanes are converted and scaled by
-// their group's scale in a float accumulator, and the groups' offsets (value = scale * code + offset) come from the
-// sums of x per group. Threads split the rows of w and prefetch their rows ahead into L2; every row of x is computed
-// against a row of blocks while it is in L1, so w streams from memory once.
+// int8 activations, leaves 1 / 254). Each 64 values of a row of blocks are unpacked in registers into 64 unsigned
+// codes in value order and meet each level in AVX-512 VNNI's vpdpbusd (sums of four code * x products in 16 int32
+// lanes); the lanes are converted and scaled by their group's scale in a float accumulator. Where a format's codes
+// carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's integer sum starts at the offset
+// times the lane's sum of that level of x, so the lanes sum the offset codes times x exactly and no float bias term
+// is kept per block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w (q4_0, q8_0)
+// or two (q4_k, q6_k), sharing each load of x's levels and units. Threads split the rows of w; each block read asks
+// for the bytes a few passes ahead to be brought into L2, and every row of x is computed against the rows of blocks
+// while they are in L1, so w streams from memory once.
 //
 // Prefill (many rows), x holding infinities or NaNs, or a CPU without AVX-512 VNNI: tiles of w are decoded to float32
 // and multiplied by the sgemm.
@@ -105,22 +108,24 @@ inline __m512i group_lanes(int c) {
 }
 
 /// Rows of x as `levels` int8 levels in value order ([row][level][k]), with a unit per 32 values (so that an outlier
-/// coarsens only its own 32 values), laid out per 64-value chunk as the 16 lanes of vpdpbusd's sums see them; and the
-/// rows' sums per 16 and per 32 values.
+/// coarsens only its own 32 values), laid out per 64-value chunk as the 16 lanes of vpdpbusd's sums see them; the
+/// rows' sums per 32 values; and, for formats whose codes carry a fixed offset (value = scale * (code + offset)), the
+/// offset times each lane's sum of each level, which starts the lane's integer sum so that it is the sum of the
+/// offset codes times x exactly, with no float bias term per block.
 struct Levels {
   int64_t k;
   int levels;
   std::vector<int8_t> bytes;
-  std::vector<float> lane_units;  // [row][chunk][16]
-  std::vector<float> per16;
+  std::vector<float> lane_units;    // [row][chunk][16]
+  std::vector<int32_t> lane_start;  // [row][level][k / 4], empty without a code offset
   std::vector<float> per32;
 
-  Levels(const float* x, int64_t rows, int64_t k, int levels)
+  Levels(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
       : k(k),
         levels(levels),
         bytes(static_cast<size_t>(rows * levels * k)),
         lane_units(static_cast<size_t>(rows * (k / 4))),
-        per16(static_cast<size_t>(rows * (k / 16))),
+        lane_start(code_offset != 0 ? static_cast<size_t>(rows * levels * (k / 4)) : 0),
         per32(static_cast<size_t>(rows * (k / 32))) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = x + r * k;
@@ -150,33 +155,71 @@ struct Levels {
         }
         // Block b fills lanes (b % 2) * 8 to + 8 of chunk b / 2, with the unit of the last level.
         std::fill_n(lane_units.data() + r * (k / 4) + b * 8, 8, unit);
-        const float low = sum_lanes(_mm512_loadu_ps(row + 32 * b));
-        const float high = sum_lanes(_mm512_loadu_ps(row + 32 * b + 16));
-        per16[static_cast<size_t>(r * (k / 16) + 2 * b)] = low;
-        per16[static_cast<size_t>(r * (k / 16) + 2 * b + 1)] = high;
-        per32[static_cast<size_t>(r * (k / 32) + b)] = low + high;
+        per32[static_cast<size_t>(r * (k / 32) + b)] =
+            sum_lanes(_mm512_loadu_ps(row + 32 * b)) + sum_lanes(_mm512_loadu_ps(row + 32 * b + 16));
+      }
+      if (code_offset != 0) {
+        // The offsets are negative: -(|offset| * the sums by fours), the sums from vpdpbusd against |offset| bytes.
+        const __m512i magnitude = _mm512_set1_epi8(static_cast<char>(-code_offset));
+        for (int l = 0; l < levels; ++l) {
+          for (int64_t v = 0; v < k; v += 64) {
+            const __m512i sums =
+                _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, _mm512_loadu_si512(level(r, l) + v));
+            _mm512_storeu_si512(lane_start.data() + (r * levels + l) * (k / 4) + v / 4,
+                                _mm512_sub_epi32(_mm512_setzero_si512(), sums));
+          }
+        }
       }
     }
   }
   [[nodiscard]] const int8_t* level(int64_t r, int l) const { return bytes.data() + (r * levels + l) * k; }
   /// The units of the 16 lanes of the chunk at value v.
   [[nodiscard]] const float* units(int64_t r, int64_t v) const { return lane_units.data() + r * (k / 4) + v / 4; }
-  [[nodiscard]] const float* sums(int64_t r) const { return per16.data() + r * (k / 16); }
+  /// The starting integer sums of level l's 16 lanes of the chunk at value v (formats with a code offset).
+  [[nodiscard]] const int32_t* start(int64_t r, int l, int64_t v) const {
+    return lane_start.data() + (r * levels + l) * (k / 4) + v / 4;
+  }
   [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
 };
 
-/// The dot of 64 codes with value positions [v, v + 64) of R rows, all L levels, scaled per lane and added to
-/// acc.
-template <int R, int L>
-inline void accumulate(__m512i codes, __m512 lane_scales, const Levels& x, int64_t r0, int64_t v, __m512* acc) {
+/// The code offset of a block format whose values are scale * (code + offset) (0 where offsets vary per block).
+int code_offset(QuantizationMode mode) {
+  switch (mode) {
+    case QuantizationMode::affine:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+    case QuantizationMode::q4_k:
+      return 0;
+    case QuantizationMode::q4_0:
+      return -8;
+    case QuantizationMode::q8_0:
+      return -128;
+    case QuantizationMode::q6_k:
+      return -32;
+  }
+  return 0;
+}
+
+/// The dots of 64 codes of each of C rows of w with value positions [v, v + 64) of R rows of x, all L levels, scaled
+/// per lane and added to acc. The levels and units of x are read once for the C rows of w.
+template <int R, int C, int L, bool Offset>
+inline void accumulate(const __m512i (&codes)[C], const __m512 (&lane_scales)[C], const Levels& x, int64_t r0,
+                       int64_t v, __m512 (&acc)[R][C]) {
   for (int r = 0; r < R; ++r) {
-    __m512 combined = _mm512_setzero_ps();
+    __m512 combined[C];
     for (int l = 0; l < L; ++l) {
       const __m512i level = _mm512_loadu_si512(x.level(r0 + r, l) + v);
-      const __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes, level);
-      combined = _mm512_fmadd_ps(combined, _mm512_set1_ps(level_ratio), _mm512_maskz_cvtepi32_ps(all16, sums));
+      const __m512i start = Offset ? _mm512_loadu_si512(x.start(r0 + r, l, v)) : _mm512_setzero_si512();
+      for (int c = 0; c < C; ++c) {
+        const __m512 sums = _mm512_maskz_cvtepi32_ps(all16, _mm512_dpbusd_epi32(start, codes[c], level));
+        combined[c] = l == 0 ? sums : _mm512_fmadd_ps(combined[c], _mm512_set1_ps(level_ratio), sums);
+      }
     }
-    acc[r] = _mm512_fmadd_ps(combined, _mm512_mul_ps(lane_scales, _mm512_loadu_ps(x.units(r0 + r, v))), acc[r]);
+    const __m512 units = _mm512_loadu_ps(x.units(r0 + r, v));
+    for (int c = 0; c < C; ++c) {
+      acc[r][c] = _mm512_fmadd_ps(combined[c], _mm512_mul_ps(lane_scales[c], units), acc[r][c]);
+    }
   }
 }
 
@@ -193,132 +236,169 @@ inline __m512i nibbles(__m256i packed) {
   return _mm512_and_si512(_mm512_srlv_epi16(both, shift_counts(4, false)), _mm512_set1_epi8(0x0F));
 }
 
-/// Two 32-value blocks (q4_0, q8_0) of one row against R rows of x: per block, codes, a scale d and an offset
-/// `offset * d` per value.
-template <int R, int L, bool Q8>
-void rows_q32(const uint8_t* w, int64_t blocks, const Levels& x, int64_t r0, float* out) {
-  constexpr int bytes = Q8 ? 34 : 18;
-  constexpr float offset = Q8 ? -128.F : -8.F;
-  __m512 acc[R];
-  float bias[R];
+/// The float16 scales of two blocks as a vector: lanes 0-7 the first's, 8-15 the second's.
+inline __m512 pair_scales(const uint8_t* first, const uint8_t* second) {
+  uint16_t bits[2];
+  std::memcpy(&bits[0], first, 2);
+  std::memcpy(&bits[1], second, 2);
+  const __m256i halves =
+      _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(bits[1])), _mm_set1_epi16(static_cast<int16_t>(bits[0])));
+  return _mm512_maskz_cvtph_ps(all16, halves);
+}
+
+/// Sums each accumulator's lanes into out[r][c].
+template <int R, int C>
+inline void store_sums(const __m512 (&acc)[R][C], float (&out)[R][C]) {
   for (int r = 0; r < R; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    bias[r] = 0.F;
-  }
-  int64_t b = 0;
-  for (; b + 2 <= blocks; b += 2) {
-    const uint8_t* b0 = w + b * bytes;
-    const uint8_t* b1 = b0 + bytes;
-    const float d0 = half_at(b0);
-    const float d1 = half_at(b1);
-    __m512i codes;
-    if constexpr (Q8) {
-      const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
-      const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2));
-      const __m512i both = _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, c0), 0xF0, c1);
-      codes = _mm512_xor_si512(both, _mm512_set1_epi8(-128));
-    } else {
-      // 16-byte lanes [c0 c0 c1 c1], shifted by [0 4 0 4]: value order [low0 high0 low1 high1].
-      const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-      const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
-      const __m512i lanes = _mm512_mask_broadcast_i32x4(_mm512_maskz_broadcast_i32x4(0x00FF, c0), 0xFF00, c1);
-      codes = _mm512_and_si512(_mm512_srlv_epi16(lanes, shift_counts(4, true)), _mm512_set1_epi8(0x0F));
+    for (int c = 0; c < C; ++c) {
+      out[r][c] = sum_lanes(acc[r][c]);
     }
-    const __m512 scales = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(d0), _mm512_set1_ps(d1));
-    accumulate<R, L>(codes, scales, x, r0, b * 32, acc);
-    for (int r = 0; r < R; ++r) {
-      const float* s = x.sums32(r0 + r) + b;
-      bias[r] += offset * (d0 * s[0] + d1 * s[1]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    out[r] = sum_lanes(acc[r]) + bias[r];
   }
 }
 
-/// One q4_k row (blocks of 256: eight 32-value sub-blocks with 6-bit scales and mins) against R rows of x.
-template <int R, int L>
-void rows_q4_k(const uint8_t* w, int64_t blocks, const Levels& x, int64_t r0, float* out) {
-  __m512 acc[R];
-  __m256 bias[R];
+/// C rows of 32-value blocks (q4_0, q8_0), row_bytes apart, against R rows of x, two blocks at a time: codes and a
+/// scale d per block, the offset of the codes in the levels' starting sums.
+template <int R, int C, int L, bool Q8>
+void rows_q32(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x, int64_t r0,
+              float (&out)[R][C]) {
+  constexpr int bytes = Q8 ? 34 : 18;
+  __m512 acc[R][C];
+  for (auto& row : acc) {
+    std::fill_n(row, C, _mm512_setzero_ps());
+  }
+  for (int64_t b = 0; b < blocks; b += 2) {
+    __m512i codes[C];
+    __m512 scales[C];
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* b0 = w + c * row_bytes + b * bytes;
+      const uint8_t* b1 = b0 + bytes;
+      prefetch_l2(b0 + lead, 2 * bytes);
+      scales[c] = pair_scales(b0, b1);
+      if constexpr (Q8) {
+        // Signed codes as unsigned ones: code + 128, the offset -128 in the starting sums.
+        const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
+        const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2));
+        const __m512i both = _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, c0), 0xF0, c1);
+        codes[c] = _mm512_xor_si512(both, _mm512_set1_epi8(-128));
+      } else {
+        // 16-byte lanes [c0 c0 c1 c1], shifted by [0 4 0 4]: value order [low0 high0 low1 high1].
+        const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
+        const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
+        const __m512i lanes = _mm512_mask_broadcast_i32x4(_mm512_maskz_broadcast_i32x4(0x00FF, c0), 0xFF00, c1);
+        codes[c] = _mm512_and_si512(_mm512_srlv_epi16(lanes, shift_counts(4, true)), _mm512_set1_epi8(0x0F));
+      }
+    }
+    accumulate<R, C, L, true>(codes, scales, x, r0, b * 32, acc);
+  }
+  store_sums(acc, out);
+}
+
+/// C q4_k rows (blocks of 256: eight 32-value sub-blocks with 6-bit scales and mins) against R rows of x.
+template <int R, int C, int L>
+void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x, int64_t r0,
+               float (&out)[R][C]) {
+  __m512 acc[R][C];
+  __m256 bias[R][C];
   for (int r = 0; r < R; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    bias[r] = _mm256_setzero_ps();
+    std::fill_n(acc[r], C, _mm512_setzero_ps());
+    std::fill_n(bias[r], C, _mm256_setzero_ps());
   }
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = w + b * 144;
-    // The eight 6-bit scales and mins from three little-endian words of packed fields (quantization_mode.h).
-    uint32_t packed[3];
-    std::memcpy(packed, block + 4, sizeof(packed));
-    const uint64_t scale_bytes =
-        (packed[0] & 0x3F3F3F3FU) | uint64_t{(packed[2] & 0x0F0F0F0FU) | (((packed[0] >> 6) & 0x03030303U) << 4)} << 32;
-    const uint64_t min_bytes =
-        (packed[1] & 0x3F3F3F3FU) | uint64_t{((packed[2] >> 4) & 0x0F0F0F0FU) | (((packed[1] >> 6) & 0x03030303U) << 4)}
-                                        << 32;
-    const __m512 scales = _mm512_mul_ps(
-        _mm512_set1_ps(half_at(block)),
-        _mm512_maskz_cvtepi32_ps(
-            all16, _mm512_maskz_cvtepu8_epi32(all16, _mm_cvtsi64_si128(static_cast<int64_t>(scale_bytes)))));
-    const __m256 offsets =
-        _mm256_mul_ps(_mm256_set1_ps(-half_at(block + 2)),
-                      _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(min_bytes)))));
-    for (int r = 0; r < R; ++r) {
-      bias[r] = _mm256_fmadd_ps(offsets, _mm256_loadu_ps(x.sums32(r0 + r) + b * 8), bias[r]);
+    __m512 scales[C];
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* block = w + c * row_bytes + b * 144;
+      prefetch_l2(block + lead, 144);
+      // The eight 6-bit scales and mins from three little-endian words of packed fields (quantization_mode.h).
+      uint32_t packed[3];
+      std::memcpy(packed, block + 4, sizeof(packed));
+      const uint64_t scale_bytes = (packed[0] & 0x3F3F3F3FU) |
+                                   uint64_t{(packed[2] & 0x0F0F0F0FU) | (((packed[0] >> 6) & 0x03030303U) << 4)} << 32;
+      const uint64_t min_bytes = (packed[1] & 0x3F3F3F3FU) |
+                                 uint64_t{((packed[2] >> 4) & 0x0F0F0F0FU) | (((packed[1] >> 6) & 0x03030303U) << 4)}
+                                     << 32;
+      scales[c] = _mm512_mul_ps(
+          _mm512_set1_ps(half_at(block)),
+          _mm512_maskz_cvtepi32_ps(
+              all16, _mm512_maskz_cvtepu8_epi32(all16, _mm_cvtsi64_si128(static_cast<int64_t>(scale_bytes)))));
+      const __m256 offsets =
+          _mm256_mul_ps(_mm256_set1_ps(-half_at(block + 2)),
+                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(min_bytes)))));
+      for (int r = 0; r < R; ++r) {
+        bias[r][c] = _mm256_fmadd_ps(offsets, _mm256_loadu_ps(x.sums32(r0 + r) + b * 8), bias[r][c]);
+      }
     }
-    for (int c = 0; c < 4; ++c) {
-      const __m512i codes = nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * c)));
-      const __m512 lane_scales = _mm512_maskz_permutexvar_ps(all16, sub_block_lanes(c), scales);
-      accumulate<R, L>(codes, lane_scales, x, r0, b * 256 + 64 * c, acc);
+    for (int q = 0; q < 4; ++q) {
+      __m512i codes[C];
+      __m512 lane_scales[C];
+      for (int c = 0; c < C; ++c) {
+        const uint8_t* block = w + c * row_bytes + b * 144;
+        codes[c] = nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * q)));
+        lane_scales[c] = _mm512_maskz_permutexvar_ps(all16, sub_block_lanes(q), scales[c]);
+      }
+      accumulate<R, C, L, false>(codes, lane_scales, x, r0, b * 256 + 64 * q, acc);
     }
   }
   for (int r = 0; r < R; ++r) {
-    out[r] = sum_lanes(
-        _mm256_add_ps(_mm256_add_ps(_mm512_extractf32x8_ps(acc[r], 0), _mm512_extractf32x8_ps(acc[r], 1)), bias[r]));
+    for (int c = 0; c < C; ++c) {
+      acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_insertf32x8(_mm512_setzero_ps(), bias[r][c], 0));
+    }
   }
+  store_sums(acc, out);
 }
 
-/// One q6_k row (blocks of 256: 6-bit codes in two planes, an int8 scale per 16 values) against R rows of x.
-template <int R, int L>
-void rows_q6_k(const uint8_t* w, int64_t blocks, const Levels& x, int64_t r0, float* out) {
-  __m512 acc[R];
-  __m512 bias[R];
-  for (int r = 0; r < R; ++r) {
-    acc[r] = _mm512_setzero_ps();
-    bias[r] = _mm512_setzero_ps();
+/// C q6_k rows (blocks of 256: 6-bit codes in two planes, an int8 scale per 16 values) against R rows of x; the
+/// codes' offset -32 in the levels' starting sums.
+template <int R, int C, int L>
+void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x, int64_t r0,
+               float (&out)[R][C]) {
+  __m512 acc[R][C];
+  for (auto& row : acc) {
+    std::fill_n(row, C, _mm512_setzero_ps());
   }
   const __m512i low_mask = _mm512_set1_epi8(0x0F);
   const __m512i high_mask = _mm512_set1_epi8(0x30);
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = w + b * 210;
-    const __m512 scales = _mm512_mul_ps(
-        _mm512_set1_ps(half_at(block + 208)),
-        _mm512_maskz_cvtepi32_ps(
-            all16, _mm512_maskz_cvtepi8_epi32(all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)))));
-    for (int r = 0; r < R; ++r) {
-      bias[r] = _mm512_fmadd_ps(scales, _mm512_loadu_ps(x.sums(r0 + r) + b * 16), bias[r]);
+    __m512 scales[C];
+    for (int c = 0; c < C; ++c) {
+      const uint8_t* block = w + c * row_bytes + b * 210;
+      prefetch_l2(block + lead, 210);
+      scales[c] = _mm512_mul_ps(
+          _mm512_set1_ps(half_at(block + 208)),
+          _mm512_maskz_cvtepi32_ps(all16, _mm512_maskz_cvtepi8_epi32(
+                                              all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)))));
     }
     for (int n = 0; n < 2; ++n) {
-      const __m512i low = _mm512_loadu_si512(block + 64 * n);
-      const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * n));
-      // Bits 0-1 of the high plane belong to values 0-31, bits 2-3 to 32-63, 4-5 to 64-95, 6-7 to 96-127.
-      const __m512i h = _mm512_srlv_epi16(_mm512_maskz_broadcast_i64x4(all8, high), shift_counts(2, false));
-      const __m512i first =
-          _mm512_or_si512(_mm512_and_si512(low, low_mask), _mm512_and_si512(_mm512_slli_epi16(h, 4), high_mask));
-      const __m512i second =
-          _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), low_mask), _mm512_and_si512(h, high_mask));
+      __m512i first[C];
+      __m512i second[C];
+      __m512 first_scales[C];
+      __m512 second_scales[C];
+      for (int c = 0; c < C; ++c) {
+        const uint8_t* block = w + c * row_bytes + b * 210;
+        const __m512i low = _mm512_loadu_si512(block + 64 * n);
+        const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * n));
+        // Bits 0-1 of the high plane belong to values 0-31, bits 2-3 to 32-63, 4-5 to 64-95, 6-7 to 96-127.
+        const __m512i h = _mm512_srlv_epi16(_mm512_maskz_broadcast_i64x4(all8, high), shift_counts(2, false));
+        first[c] =
+            _mm512_or_si512(_mm512_and_si512(low, low_mask), _mm512_and_si512(_mm512_slli_epi16(h, 4), high_mask));
+        second[c] =
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), low_mask), _mm512_and_si512(h, high_mask));
+        first_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n), scales[c]);
+        second_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n + 1), scales[c]);
+      }
       const int64_t v = b * 256 + 128 * n;
-      accumulate<R, L>(first, _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n), scales), x, r0, v, acc);
-      accumulate<R, L>(second, _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n + 1), scales), x, r0, v + 64, acc);
+      accumulate<R, C, L, true>(first, first_scales, x, r0, v, acc);
+      accumulate<R, C, L, true>(second, second_scales, x, r0, v + 64, acc);
     }
   }
-  for (int r = 0; r < R; ++r) {
-    out[r] = sum_lanes(_mm512_fmadd_ps(_mm512_set1_ps(-32.F), bias[r], acc[r]));
-  }
+  store_sums(acc, out);
 }
 
-/// One row of w against R rows of x on L levels.
-template <int R, int L>
-void rows_of(QuantizationMode mode, const uint8_t* w, int64_t blocks, const Levels& x, int64_t r0, float* out) {
+/// C rows of w (row_bytes apart) against R rows of x on L levels: out[r][c]. Each block read asks for the bytes
+/// `lead` past it to be brought into L2, one line per line read: a burst of prefetches per row left the rows of
+/// several passes in flight at once and slowed the stream.
+template <int R, int C, int L>
+void rows_of(QuantizationMode mode, const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x,
+             int64_t r0, float (&out)[R][C]) {
   switch (mode) {
     case QuantizationMode::affine:
     case QuantizationMode::mxfp4:
@@ -326,46 +406,73 @@ void rows_of(QuantizationMode mode, const uint8_t* w, int64_t blocks, const Leve
     case QuantizationMode::nvfp4:
       return;  // not block formats: the ops never send them here
     case QuantizationMode::q4_0:
-      return rows_q32<R, L, false>(w, blocks, x, r0, out);
+      return rows_q32<R, C, L, false>(w, row_bytes, lead, blocks, x, r0, out);
     case QuantizationMode::q8_0:
-      return rows_q32<R, L, true>(w, blocks, x, r0, out);
+      return rows_q32<R, C, L, true>(w, row_bytes, lead, blocks, x, r0, out);
     case QuantizationMode::q4_k:
-      return rows_q4_k<R, L>(w, blocks, x, r0, out);
+      return rows_q4_k<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
     case QuantizationMode::q6_k:
-      return rows_q6_k<R, L>(w, blocks, x, r0, out);
+      return rows_q6_k<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
   }
+}
+
+/// C rows of w, from row j, against every row of x: two rows of x at a time, then one.
+template <int C, int L>
+void rows_pass(QuantizationMode mode, const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks,
+               const Levels& x, int64_t rows, int64_t j, int64_t n, float* out) {
+  auto store = [&]<int R>(int64_t r0, const float(&dots)[R][C]) {
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < C; ++c) {
+        out[(r0 + r) * n + j + c] = dots[r][c];
+      }
+    }
+  };
+  int64_t r = 0;
+  for (; r + 2 <= rows; r += 2) {
+    float dots[2][C] = {};
+    rows_of<2, C, L>(mode, w + j * row_bytes, row_bytes, lead, blocks, x, r, dots);
+    store(r, dots);
+  }
+  for (; r < rows; ++r) {
+    float dots[1][C] = {};
+    rows_of<1, C, L>(mode, w + j * row_bytes, row_bytes, lead, blocks, x, r, dots);
+    store(r, dots);
+  }
+}
+
+/// Every row of w against the rows of x, C rows of w a pass: threads split the rows of w.
+template <int C, int L>
+void stream_rows(QuantizationMode mode, const Levels& x, int64_t rows, const uint8_t* w, int64_t n, float* out) {
+  const BlockLayout layout = block_layout(mode);
+  const int64_t blocks = x.k / layout.values;
+  const int64_t row_bytes = blocks * layout.bytes;
+  // Whole passes ahead, at least prefetch_bytes.
+  const int64_t pass_bytes = C * row_bytes;
+  const int64_t lead = (prefetch_bytes + pass_bytes - 1) / pass_bytes * pass_bytes;
+  const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / std::max<int64_t>(1, row_bytes)));
+  parallel_for(static_cast<size_t>(n), grain, [&](size_t n0, size_t n1) {
+    const auto end = static_cast<int64_t>(n1);
+    auto j = static_cast<int64_t>(n0);
+    for (; j + C <= end; j += C) {
+      rows_pass<C, L>(mode, w, row_bytes, lead, blocks, x, rows, j, n, out);
+    }
+    for (; j < end; ++j) {
+      rows_pass<1, L>(mode, w, row_bytes, lead, blocks, x, rows, j, n, out);
+    }
+  });
 }
 
 template <int L>
 void int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
                   float* out) {
-  const Levels x(xf, rows, k, L);
-  const BlockLayout layout = block_layout(mode);
-  const int64_t blocks = k / layout.values;
-  const int64_t row_bytes = blocks * layout.bytes;
-  const int64_t ahead = std::max<int64_t>(1, prefetch_bytes / std::max<int64_t>(1, row_bytes));
-  const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / std::max<int64_t>(1, row_bytes)));
-  parallel_for(static_cast<size_t>(n), grain, [&](size_t n0, size_t n1) {
-    const auto end = static_cast<int64_t>(n1);
-    float dots[4];
-    for (auto j = static_cast<int64_t>(n0); j < end; ++j) {
-      if (j + ahead < end) {
-        prefetch_l2(w + (j + ahead) * row_bytes, row_bytes);
-      }
-      const uint8_t* row = w + j * row_bytes;
-      int64_t r = 0;
-      for (; r + 4 <= rows; r += 4) {
-        rows_of<4, L>(mode, row, blocks, x, r, dots);
-        for (int i = 0; i < 4; ++i) {
-          out[(r + i) * n + j] = dots[i];
-        }
-      }
-      for (; r < rows; ++r) {
-        rows_of<1, L>(mode, row, blocks, x, r, dots);
-        out[r * n + j] = dots[0];
-      }
-    }
-  });
+  const Levels x(xf, rows, k, L, code_offset(mode));
+  // The 32-value formats unpack cheaply: four rows of w a pass share x's loads. The k-quants' unpacking needs the
+  // registers that more rows would take.
+  if (mode == QuantizationMode::q4_0 || mode == QuantizationMode::q8_0) {
+    stream_rows<4, L>(mode, x, rows, w, n, out);
+  } else {
+    stream_rows<2, L>(mode, x, rows, w, n, out);
+  }
 }
 
 #endif

@@ -1,12 +1,15 @@
 // Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k), read from the blocks as a
 // GGUF file holds them. The weights are random blocks (random codes, sub-block scales and mins, and random float16
 // scales), decoded for reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate
-// implementation) and multiplied in float64 here. Covered: the decode row counts of the integer kernel (1 to 5 rows,
-// several row groups of 4), the decoded-tile path (40 rows, and rows not a multiple of 64 values), half-precision x,
-// infinities in x, empty products, the gradient with respect to x, vmap, and the errors.
+// implementation) and multiplied in float64 here. Covered: the decode row counts of the integer kernel (1 to 9 rows
+// of x, computed two at a time; 1 to 300 rows of w, computed four or two at a time, with 1 to 3 left over), the
+// extreme codes (every code at its least or greatest, against x at the limits of its levels), the decoded-tile path
+// (40 rows, and rows not a multiple of 64 values), half-precision x, infinities in x, empty products, the gradient
+// with respect to x, vmap, and the errors.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -158,7 +161,7 @@ TEST(QuantizedBlocks, ProductsEqualTheDecodedWeightsProduct) {
   std::mt19937 rng(2);
   for (const auto& f : formats()) {
     for (int k : {256, 768}) {
-      for (int n : {1, 13, 300}) {
+      for (int n : {1, 2, 3, 13, 300}) {
         array blocks = random_blocks(f, n, k, rng);
         const auto values = reference_values(f, blocks, n, k);
         for (int m : {1, 2, 3, 5, 9, 40}) {
@@ -167,6 +170,42 @@ TEST(QuantizedBlocks, ProductsEqualTheDecodedWeightsProduct) {
           ASSERT_EQ(out.shape(), Shape({m, n}));
           EXPECT_TRUE(within_level_error(out, x, values, m, n, k)) << f.mode << " m=" << m << " n=" << n << " k=" << k;
         }
+      }
+    }
+  }
+}
+
+// Every code at its format's least or greatest value (q4_0 -8 and 7, q8_0 -128 and 127, q6_k -32 and 31, q4_k 0 and
+// 15 with the largest scales and mins), against x of equal magnitudes with an outlier: the integer sums, started at the
+// offset times the sums of x, reach their largest magnitudes.
+TEST(QuantizedBlocks, ExtremeCodesKeepTheLevelError) {
+  std::mt19937 rng(7);
+  for (const auto& f : formats()) {
+    for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}, uint8_t{0x80}}) {
+      const int n = 5;
+      const int k = 512;
+      array random = random_blocks(f, n, k, rng);
+      random.eval();
+      std::vector<uint8_t> bytes(random.data<uint8_t>(), random.data<uint8_t>() + random.size());
+      for (size_t block = 0; block < bytes.size() / static_cast<size_t>(f.bytes); ++block) {
+        for (int b = 0; b < f.bytes; ++b) {
+          const bool scale = std::any_of(f.scale_offsets.begin(), f.scale_offsets.end(),
+                                         [&](int offset) { return b == offset || b == offset + 1; });
+          if (!scale) {
+            bytes[block * static_cast<size_t>(f.bytes) + static_cast<size_t>(b)] = fill;
+          }
+        }
+      }
+      array blocks(bytes.begin(), random.shape(), uint8);
+      const auto values = reference_values(f, blocks, n, k);
+      for (int m : {1, 3}) {
+        std::vector<float> x(static_cast<size_t>(m * k));
+        for (size_t i = 0; i < x.size(); ++i) {
+          x[i] = i / 32 % 2 == 0 ? 3.F : -3.F;  // whole blocks of one sign: the lanes' sums do not cancel
+        }
+        x[7] = 1000.F;
+        array out = quantized_matmul(array(x.begin(), {m, k}, float32), blocks, f.mode);
+        EXPECT_TRUE(within_level_error(out, x, values, m, n, k)) << f.mode << " fill=" << int{fill} << " m=" << m;
       }
     }
   }

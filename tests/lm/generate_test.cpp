@@ -470,6 +470,30 @@ TEST(Generate, PeakMemoryCountsFromTheStartOfTheGeneration) {
   }
 }
 
+// The prefill empties the allocator's cache (as mlx-lm's does): buffers freed before it, or by its chunks, are not
+// kept resident through the decode steps.
+TEST(Generate, PrefillEmptiesTheAllocatorCache) {
+  const auto model_owner = tiny_llama(22);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  const size_t big = size_t{64} << 20;
+  {
+    array scratch = arange(0, static_cast<int>(big / sizeof(float)), float32);
+    scratch.eval();
+  }
+  ASSERT_GE(get_cache_memory(), big);
+  GenerateOptions options;
+  options.max_tokens = 2;
+  options.prefill_chunk_size = 3;
+  std::vector<size_t> cached;
+  stream_generate(model, tokenizer, {4, 8, 15, 16, 23, 42, 7}, options, [&](const GenerationResponse&) {
+    cached.push_back(get_cache_memory());
+    return true;
+  });
+  ASSERT_EQ(cached.size(), 2U);
+  EXPECT_LT(cached[0], big / 16);
+}
+
 TEST(Generate, BadRequestsGiveClearErrors) {
   const auto model_owner = tiny_llama(9, 16);
   LanguageModel& model = *model_owner;

@@ -142,6 +142,10 @@ void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int coun
     // Only the cache is evaluated: the logits of the prefill are never computed.
     (void)model.forward(array(tokens + start, {1, n}, int32), &cache);
     eval_cache(cache);
+    // As mlx-lm's prefill: the chunk's activations are sizes the decode steps never ask for again, and kept in the
+    // allocator's cache they stayed resident beside the weights (63 MiB of a 1B model's 512-token prompt, and 17 MiB
+    // of the C library's heap).
+    clear_cache();
   }
 }
 
