@@ -1,12 +1,15 @@
 // The paged KV cache of the batch generator: the block pool's bookkeeping (holders, registered prefixes, least
 // recently used first), sequences in scattered blocks against a fresh cache, requests sharing a prefix's blocks,
-// preemption when the pool runs out (streams equal to the requests alone), cancelled sequences giving back every
-// block, and the requests the pool cannot hold.
+// a conversation's next turn sharing the blocks its answer filled, preemption when the pool runs out (streams equal
+// to the requests alone) and the admission margin that keeps a preempted sequence from going again at once,
+// cancelled sequences giving back every block, and the requests the pool cannot hold.
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -247,6 +250,99 @@ TEST(BatchGenerator, RefusesARequestThePoolCannotHoldAlone) {
   BatchOptions negative;
   negative.kv_cache_tokens = -1;
   EXPECT_THROW(BatchGenerator(*model_owner, tokenizer, negative), nuvec::error);
+}
+
+TEST(BatchGenerator, AConversationsNextTurnReusesTheBlocksItsAnswerFilled) {
+  const auto model_owner = tiny_llama(97);
+  Recording model(*model_owner);
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(101);
+  const std::vector<int32_t> question = random_prompt(rng, 20);
+  const std::vector<int32_t> follow_up = random_prompt(rng, 7);
+  GenerateOptions options;
+  options.max_tokens = 30;
+  for (bool overlap : {false, true}) {
+    const std::string what = overlap ? ", overlapped" : "";
+    BatchOptions batch_options;
+    batch_options.prefix_cache_size = 256;
+    batch_options.overlap_steps = overlap;
+    BatchGenerator generator(model, tokenizer, batch_options);
+    const std::vector<GenerationResult> first = run_batch(generator, {generator.insert(question, options)});
+    expect_same_run(first[0], generate(*model_owner, tokenizer, question, options), "the first turn" + what);
+    // The question and the answer but its last token (never fed back) fill 20 + 29 = 49 positions: three whole
+    // blocks, two of them filled by generated tokens.
+    EXPECT_EQ(generator.prefix_cache_positions(), 48) << what;
+    // The next turn's prompt holds the question, the answer and a new message: 57 tokens, of which the 56 before
+    // the last are stored; the three blocks are shared, so only 8 positions are computed.
+    std::vector<int32_t> next = question;
+    next.insert(next.end(), first[0].tokens.begin(), first[0].tokens.end());
+    next.insert(next.end(), follow_up.begin(), follow_up.end());
+    model.inputs.clear();
+    const std::vector<GenerationResult> second = run_batch(generator, {generator.insert(next, options)});
+    expect_same_run(second[0], generate(*model_owner, tokenizer, next, options), "the next turn" + what);
+    EXPECT_EQ(generator.prefix_cache_stats().hits, 48U) << what;
+    EXPECT_EQ(model.inputs.front(), (Shape{1, 8})) << what;
+    EXPECT_EQ(generator.kv_cache_stats().used_blocks, 0) << what;
+  }
+}
+
+TEST(BatchGenerator, APreemptedSequenceComesBackOnlyWithRoomToGrow) {
+  const auto model_owner = tiny_llama(103);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(109);
+  std::uniform_int_distribution<int> length(4, 14);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 6; ++i) {
+    prompts.push_back(random_prompt(rng, length(rng)));
+  }
+  GenerateOptions options;
+  options.max_tokens = 20;
+  // Without a margin a sequence comes back as soon as its context fits and is the first to go again: one is
+  // preempted twice. With the default margin none is.
+  for (int margin : {0, BatchOptions{}.admission_margin}) {
+    const std::string what = "margin " + std::to_string(margin);
+    // Twelve blocks of 4 positions for six requests that grow to 6 or 8 blocks each.
+    BatchOptions batch_options;
+    batch_options.kv_block_size = 4;
+    batch_options.kv_cache_tokens = 48;
+    batch_options.admission_margin = margin;
+    BatchGenerator generator(model, tokenizer, batch_options);
+    std::map<uint64_t, size_t> which;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      which[generator.insert(prompts[i], options)] = i;
+    }
+    // A sequence that gave a token, had not finished, and gives none at the next step was preempted.
+    std::vector<GenerationResult> got(prompts.size());
+    std::vector<int> preempted(prompts.size(), 0);
+    std::set<uint64_t> going;
+    for (int step = 0; generator.has_work(); ++step) {
+      ASSERT_LT(step, 200) << what;
+      std::set<uint64_t> gave;
+      std::set<uint64_t> still;
+      for (const BatchResponse& r : generator.next()) {
+        GenerationResult& result = got[which.at(r.uid)];
+        result.tokens.push_back(r.response.token);
+        result.logprobs.push_back(r.response.logprob);
+        result.text += r.response.text;
+        result.finish_reason = r.response.finish_reason.value_or("");
+        gave.insert(r.uid);
+        if (!r.response.finish_reason) {
+          still.insert(r.uid);
+        }
+      }
+      for (uint64_t uid : going) {
+        preempted[which.at(uid)] += gave.contains(uid) ? 0 : 1;
+      }
+      going = std::move(still);
+    }
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      expect_same_run(got[i], generate(model, tokenizer, prompts[i], options), what + ", sequence " + std::to_string(i));
+    }
+    const int most = *std::max_element(preempted.begin(), preempted.end());
+    EXPECT_EQ(most, margin == 0 ? 2 : 1) << what;
+    EXPECT_EQ(generator.kv_cache_stats().used_blocks, 0) << what;
+  }
 }
 
 }  // namespace
