@@ -23,58 +23,22 @@
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
 #include "nuvec/lm/lm.h"
-#include "tests/lm/model_test_util.h"
+#include "tests/lm/generate_test_util.h"
 
 namespace nuvec::lm {
 namespace {
 
 using nlohmann::json;
-
-constexpr int kVocab = 64;
-
-std::shared_ptr<LanguageModel> tiny_llama(uint64_t seed, int context = 256) {
-  return test::random_tiny_llama(seed, kVocab, context);
-}
-
-/// Token texts: single letters and a few longer pieces, so a stop string can span tokens.
-std::string token_text(int id) {
-  static const std::vector<std::string> pieces = {"<unk>", "</s>", " ", ".", "th", "ing", "ab", "xyz", "lo", "ve"};
-  if (id < static_cast<int>(pieces.size())) {
-    return pieces[id];
-  }
-  const int letter = id - static_cast<int>(pieces.size());
-  return std::string(1, static_cast<char>(letter < 26 ? 'a' + letter : 'A' + (letter - 26)));
-}
-
-/// A BPE tokenizer over kVocab tokens whose decode is the concatenation of the token texts; `eos`, when given, is
-/// the EOS token of its tokenizer_config.json.
-Tokenizer make_tokenizer(std::optional<int> eos = std::nullopt) {
-  json vocab = json::object();
-  for (int id = 0; id < kVocab; ++id) {
-    vocab[token_text(id)] = id;
-  }
-  json file = {{"version", "1.0"},
-               {"added_tokens", json::array()},
-               {"normalizer", nullptr},
-               {"pre_tokenizer", nullptr},
-               {"post_processor", nullptr},
-               {"decoder", {{"type", "Fuse"}}},
-               {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array()}}}};
-  json config = json::object();
-  if (eos) {
-    config["eos_token"] = token_text(*eos);
-  }
-  return Tokenizer::from_json(file.dump(), eos ? config.dump() : std::string());
-}
-
-std::vector<int32_t> random_prompt(std::mt19937& rng, int length) {
-  std::uniform_int_distribution<int32_t> id(2, kVocab - 1);
-  std::vector<int32_t> prompt(length);
-  for (auto& t : prompt) {
-    t = id(rng);
-  }
-  return prompt;
-}
+using test::expect_cache_holds;
+using test::expect_error;
+using test::expect_same_run;
+using test::kVocab;
+using test::make_tokenizer;
+using test::random_prompt;
+using test::Recording;
+using test::run_batch;
+using test::tiny_llama;
+using test::token_text;
 
 /// The reference: each step recomputes the whole sequence without a cache and takes the argmax of the last
 /// position; log-probabilities are the float64 log-softmax of those logits.
@@ -102,51 +66,11 @@ NaiveRun naive_greedy(LanguageModel& model, std::vector<int32_t> sequence, int s
   return run;
 }
 
-void expect_same_run(const GenerationResult& got, const GenerationResult& want, const std::string& what) {
-  EXPECT_EQ(got.tokens, want.tokens) << what;
-  EXPECT_EQ(got.text, want.text) << what;
-  EXPECT_EQ(got.finish_reason, want.finish_reason) << what;
-  ASSERT_EQ(got.logprobs.size(), want.logprobs.size()) << what;
-  for (size_t i = 0; i < got.logprobs.size(); ++i) {
-    EXPECT_NEAR(got.logprobs[i], want.logprobs[i], 1e-4) << what << " token " << i;
-  }
-}
-
 GenerationResult alone(LanguageModel& model, const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
                        int max_tokens) {
   GenerateOptions options;
   options.max_tokens = max_tokens;
   return generate(model, tokenizer, prompt, options);
-}
-
-/// Checks that every layer of `cache` holds the keys and values a fresh cache gets from `tokens`.
-void expect_cache_holds(LanguageModel& model, const Cache& cache, const std::vector<int32_t>& tokens,
-                        const std::string& what) {
-  ASSERT_EQ(cache.front()->offset(), static_cast<int>(tokens.size())) << what;
-  if (tokens.empty()) {
-    return;
-  }
-  Cache fresh = model.make_cache();
-  (void)model.forward(array(tokens.begin(), {1, static_cast<int>(tokens.size())}, int32), &fresh);
-  for (size_t layer = 0; layer < cache.size(); ++layer) {
-    const std::vector<array> got = cache[layer]->state();
-    const std::vector<array> want = fresh[layer]->state();
-    ASSERT_EQ(got.size(), want.size()) << what;
-    for (size_t i = 0; i < got.size(); ++i) {
-      ASSERT_EQ(got[i].shape(), want[i].shape()) << what;
-      EXPECT_LT(max(abs(subtract(got[i], want[i]))).item<float>(), 1e-4F) << what << ", layer " << layer;
-    }
-  }
-}
-
-std::string expect_error(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an error";
-  return {};
 }
 
 TEST(Generate, GreedyEqualsNaiveRecomputation) {
@@ -651,49 +575,6 @@ TEST(BatchGenerator, StopsEachSequenceOnItsOwnTerms) {
   EXPECT_NE(expect_error([&] { (void)generator.insert({}); }).find("the prompt is empty"), std::string::npos);
 }
 
-/// A model that records the shape of every input it is given.
-class Recording : public LanguageModel {
- public:
-  explicit Recording(LanguageModel& model) : model_(model) {}
-  [[nodiscard]] std::string type_name() const override { return "Recording"; }
-  array forward(const array& tokens, Cache* cache) override {
-    inputs.push_back(tokens.shape());
-    return model_.forward(tokens, cache);
-  }
-  array hidden_states(const array& tokens, Cache* cache) override { return model_.hidden_states(tokens, cache); }
-  [[nodiscard]] Cache make_cache() const override { return model_.make_cache(); }
-  [[nodiscard]] const std::string& model_type() const override { return model_.model_type(); }
-  [[nodiscard]] int vocab_size() const override { return model_.vocab_size(); }
-  [[nodiscard]] int num_layers() const override { return model_.num_layers(); }
-  [[nodiscard]] int max_context() const override { return model_.max_context(); }
-
-  std::vector<Shape> inputs;
-
- private:
-  LanguageModel& model_;
-};
-
-/// Runs every request to its end; the results by request.
-std::vector<GenerationResult> run_batch(BatchGenerator& generator, const std::vector<uint64_t>& uids) {
-  std::vector<GenerationResult> got(uids.size());
-  int steps = 0;
-  while (generator.has_work()) {
-    for (const BatchResponse& r : generator.next()) {
-      const size_t i = std::find(uids.begin(), uids.end(), r.uid) - uids.begin();
-      got.at(i).tokens.push_back(r.response.token);
-      got[i].logprobs.push_back(r.response.logprob);
-      got[i].text += r.response.text;
-      got[i].finish_reason = r.response.finish_reason.value_or("");
-      got[i].stats = r.response.stats;
-    }
-    EXPECT_LT(++steps, 100);
-    if (steps >= 100) {
-      break;
-    }
-  }
-  return got;
-}
-
 TEST(BatchGenerator, AdmitsPromptsInGroupsOfSimilarLength) {
   const auto model_owner = tiny_llama(22);
   Recording model(*model_owner);
@@ -838,228 +719,6 @@ TEST(BatchGenerator, PrefixCacheComputesOnlyWhatAPromptDoesNotShare) {
   BatchOptions negative;
   negative.prefix_cache_size = -1;
   EXPECT_THROW(BatchGenerator(model, tokenizer, negative), nuvec::error);
-}
-
-// ---------------------------------------------------------------- the paged KV cache
-
-TEST(BlockPool, SharesRegisteredBlocksAndForgetsTheLeastRecentlyUsedFirst) {
-  BlockPool pool(4, 2, 4);
-  const std::vector<int32_t> tokens = {5, 6, 7, 8, 9};
-  std::vector<int> first;
-  for (int i = 0; i < pool.blocks_for(5); ++i) {
-    first.push_back(*pool.allocate());
-  }
-  EXPECT_EQ(first, (std::vector<int>{0, 1, 2}));  // the lowest free blocks
-  pool.publish(tokens, first);
-  EXPECT_EQ(pool.registered(), 2);  // the two full blocks; the third holds one token
-  // A prompt that starts the same way takes the blocks whose tokens match, in a row.
-  EXPECT_EQ(pool.match(std::vector<int32_t>{5, 6, 7, 8, 1}), (std::vector<int>{0, 1}));
-  EXPECT_EQ(pool.match(std::vector<int32_t>{5, 6, 1, 8}), (std::vector<int>{0}));
-  EXPECT_EQ(pool.match(std::vector<int32_t>{7, 8}), std::vector<int>{});  // block 1 follows block 0 only
-  EXPECT_EQ(pool.used(), 3);
-  pool.release({0, 1});
-  pool.release({0});
-  pool.release(first);
-  EXPECT_EQ(pool.used(), 0);
-  EXPECT_EQ(pool.available(), 4);
-  // Free blocks go first, then registered ones nobody holds: the tail of the last release (block 1) before block 0.
-  EXPECT_EQ(*pool.allocate(), 2);
-  EXPECT_EQ(*pool.allocate(), 3);
-  EXPECT_EQ(*pool.allocate(), 1);
-  EXPECT_EQ(pool.registered(), 1);
-  EXPECT_EQ(pool.match(tokens), (std::vector<int>{0}));
-  EXPECT_FALSE(pool.allocate().has_value());
-  EXPECT_EQ(pool.used(), 4);
-
-  // At most one registered block waits unheld: the head of a released prompt outlives its tail.
-  BlockPool small(4, 2, 1);
-  const std::vector<int> held = {*small.allocate(), *small.allocate()};
-  small.publish(tokens, held);
-  small.release(held);
-  EXPECT_EQ(small.registered(), 1);
-  EXPECT_EQ(small.match(tokens), (std::vector<int>{0}));
-  EXPECT_THROW(BlockPool(0, 16, 0), nuvec::error);
-}
-
-TEST(PagedKVStore, SequencesInScatteredBlocksDecodeAsAlone) {
-  const auto model_owner = tiny_llama(41);
-  LanguageModel& model = *model_owner;
-  std::mt19937 rng(71);
-  std::vector<int32_t> a = random_prompt(rng, 5);
-  std::vector<int32_t> b = random_prompt(rng, 2);
-  // Blocks of 2 positions, out of order, with room for two more positions each.
-  PagedKVStore store(model.num_layers(), 8, 2);
-  const std::vector<int> table_a = {5, 2, 7};
-  const std::vector<int> table_b = {0, 3};
-  for (const auto& [prompt, table] : {std::pair{&a, &table_a}, std::pair{&b, &table_b}}) {
-    Cache prefill = make_batch_cache(model, {0});
-    const int length = static_cast<int>(prompt->size()) - 1;
-    (void)model.forward(array(prompt->begin(), {1, length}, int32), &prefill);
-    store.write(prefill, 0, 0, length, *table);
-  }
-  store.eval();
-  // The last position's logits of the whole sequence, computed without a cache.
-  auto last_logits = [&](const std::vector<int32_t>& tokens) {
-    const array logits = model.forward(array(tokens.begin(), {1, static_cast<int>(tokens.size())}, int32), nullptr);
-    return reshape(slice(logits, {0, logits.shape(1) - 1, 0}, {1, logits.shape(1), logits.shape(2)}), {-1});
-  };
-  for (int step = 0; step < 2; ++step) {
-    Cache view = store.view({&table_a, &table_b}, {static_cast<int>(a.size()) - 1, static_cast<int>(b.size()) - 1});
-    const std::vector<int32_t> inputs = {a.back(), b.back()};
-    const array logits = model.forward(array(inputs.begin(), {2, 1}, int32), &view);
-    const array got_a = reshape(slice(logits, {0, 0, 0}, {1, 1, kVocab}), {-1});
-    const array got_b = reshape(slice(logits, {1, 0, 0}, {2, 1, kVocab}), {-1});
-    EXPECT_LT(max(abs(subtract(got_a, last_logits(a)))).item<float>(), 1e-4F) << "step " << step;
-    EXPECT_LT(max(abs(subtract(got_b, last_logits(b)))).item<float>(), 1e-4F) << "step " << step;
-    a.push_back(static_cast<int32_t>(2 + step));
-    b.push_back(static_cast<int32_t>(9 + step));
-  }
-  // Read back in order, the blocks hold what a fresh cache computes.
-  expect_cache_holds(model, store.read(table_a, 6), std::vector<int32_t>(a.begin(), a.end() - 1), "sequence a");
-  expect_cache_holds(model, store.read(table_b, 3), std::vector<int32_t>(b.begin(), b.end() - 1), "sequence b");
-}
-
-TEST(BatchGenerator, RequestsWithACommonPrefixHoldTheSameBlocks) {
-  const auto model_owner = tiny_llama(43);
-  Recording model(*model_owner);
-  const Tokenizer tokenizer = make_tokenizer();
-  std::mt19937 rng(73);
-  const std::vector<int32_t> system = random_prompt(rng, 48);  // three blocks of 16
-  std::vector<int32_t> first = system;
-  std::vector<int32_t> second = system;
-  for (int32_t t : random_prompt(rng, 10)) {
-    first.push_back(t);
-  }
-  for (int32_t t : random_prompt(rng, 10)) {
-    second.push_back(t);
-  }
-  GenerateOptions options;
-  options.max_tokens = 6;
-  BatchOptions batch_options;
-  batch_options.prefix_cache_size = 256;
-  BatchGenerator generator(model, tokenizer, batch_options);
-  std::map<uint64_t, GenerationResult> got;
-  auto collect = [&](const std::vector<BatchResponse>& responses) {
-    for (const BatchResponse& r : responses) {
-      got[r.uid].tokens.push_back(r.response.token);
-      got[r.uid].logprobs.push_back(r.response.logprob);
-      got[r.uid].text += r.response.text;
-      got[r.uid].finish_reason = r.response.finish_reason.value_or("");
-    }
-  };
-  const uint64_t a = generator.insert(first, options);
-  collect(generator.next());
-  // 57 positions and the one the next step writes: four blocks.
-  EXPECT_EQ(generator.kv_cache_stats().used_blocks, 4);
-  model.inputs.clear();
-  const uint64_t b = generator.insert(second, options);
-  collect(generator.next());
-  // The second request holds the first's three system blocks and one of its own: five blocks, not eight.
-  EXPECT_EQ(generator.kv_cache_stats().used_blocks, 5);
-  EXPECT_EQ(generator.prefix_cache_stats().hits, 48U);
-  EXPECT_EQ(model.inputs.front(), (Shape{1, 9}));  // only its own tokens before the last are computed
-  while (generator.has_work()) {
-    collect(generator.next());
-  }
-  expect_same_run(got[a], generate(*model_owner, tokenizer, first, options), "the first request");
-  expect_same_run(got[b], generate(*model_owner, tokenizer, second, options), "the second request");
-  EXPECT_EQ(generator.kv_cache_stats().used_blocks, 0);
-  EXPECT_EQ(generator.kv_cache_stats().preemptions, 0U);
-}
-
-TEST(BatchGenerator, ARequestPreemptedWhenThePoolRunsOutContinuesItsStream) {
-  const auto model_owner = tiny_llama(47);
-  LanguageModel& model = *model_owner;
-  const Tokenizer tokenizer = make_tokenizer();
-  std::mt19937 rng(79);
-  const std::vector<std::vector<int32_t>> prompts = {random_prompt(rng, 9), random_prompt(rng, 12),
-                                                     random_prompt(rng, 7)};
-  auto options_for = [](size_t i) {
-    GenerateOptions options;
-    options.max_tokens = 20;
-    options.sampling.top_logprobs = static_cast<int>(i) + 1;
-    return options;
-  };
-  for (bool prefix_cache : {false, true}) {
-    for (bool overlap : {false, true}) {
-      // Four blocks of 16: each request fits alone, but the three outgrow the pool once they pass 16 positions.
-      BatchOptions batch_options;
-      batch_options.kv_cache_tokens = 64;
-      batch_options.prefix_cache_size = prefix_cache ? 64 : 0;
-      batch_options.overlap_steps = overlap;
-      BatchGenerator generator(model, tokenizer, batch_options);
-      std::vector<uint64_t> uids;
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        uids.push_back(generator.insert(prompts[i], options_for(i)));
-      }
-      const std::vector<GenerationResult> got = run_batch(generator, uids);
-      const std::string what = std::string(prefix_cache ? "prefix cache" : "no prefix cache") +
-                               (overlap ? ", overlapped" : "") + ", sequence ";
-      EXPECT_GT(generator.kv_cache_stats().preemptions, 0U) << what;
-      for (size_t i = 0; i < prompts.size(); ++i) {
-        expect_same_run(got[i], generate(model, tokenizer, prompts[i], options_for(i)), what + std::to_string(i));
-      }
-      EXPECT_EQ(generator.kv_cache_stats().used_blocks, 0) << what;
-    }
-  }
-}
-
-TEST(BatchGenerator, CancelledSequencesGiveBackEveryBlock) {
-  const auto model_owner = tiny_llama(53);
-  LanguageModel& model = *model_owner;
-  const Tokenizer tokenizer = make_tokenizer();
-  std::mt19937 rng(83);
-  GenerateOptions options;
-  options.max_tokens = 30;
-  BatchOptions batch_options;
-  batch_options.max_batch_size = 3;
-  batch_options.prefill_chunk_size = 8;
-  batch_options.prefix_cache_size = 32;
-  batch_options.kv_cache_tokens = 160;
-  BatchGenerator generator(model, tokenizer, batch_options);
-  const uint64_t decoding = generator.insert(random_prompt(rng, 20), options);
-  (void)generator.next();
-  const uint64_t prefilling = generator.insert(random_prompt(rng, 40), options);
-  (void)generator.next();  // its prompt is one chunk in
-  const uint64_t kept = generator.insert(random_prompt(rng, 5), options);
-  const uint64_t waiting = generator.insert(random_prompt(rng, 6), options);
-  (void)generator.next();  // `kept` takes the batch's last place; `waiting` waits
-  EXPECT_EQ(generator.active() + generator.waiting(), 4);
-  EXPECT_GT(generator.kv_cache_stats().used_blocks, 0);
-  EXPECT_TRUE(generator.remove(prefilling));  // half-way through its prompt
-  EXPECT_TRUE(generator.remove(waiting));
-  (void)generator.next();
-  EXPECT_TRUE(generator.remove(decoding));
-  while (generator.has_work()) {
-    for (const BatchResponse& r : generator.next()) {
-      EXPECT_EQ(r.uid, kept);
-    }
-  }
-  const KVCacheStats stats = generator.kv_cache_stats();
-  EXPECT_EQ(stats.used_blocks, 0);
-  EXPECT_EQ(stats.blocks, 10);
-  EXPECT_LE(generator.prefix_cache_positions(), 32);
-}
-
-TEST(BatchGenerator, RefusesARequestThePoolCannotHoldAlone) {
-  const auto model_owner = tiny_llama(59);
-  const Tokenizer tokenizer = make_tokenizer();
-  BatchOptions batch_options;
-  batch_options.kv_cache_tokens = 40;  // three blocks of 16: 48 positions
-  BatchGenerator generator(*model_owner, tokenizer, batch_options);
-  std::mt19937 rng(89);
-  GenerateOptions options;
-  options.max_tokens = 40;
-  const std::string message = expect_error([&] { (void)generator.insert(random_prompt(rng, 10), options); });
-  EXPECT_NE(message.find("the KV cache holds 48 positions for all sequences together; this request may need 50 (10 "
-                         "in the prompt, 40 to generate)"),
-            std::string::npos)
-      << message;
-  options.max_tokens = 38;
-  (void)generator.insert(random_prompt(rng, 10), options);
-  BatchOptions negative;
-  negative.kv_cache_tokens = -1;
-  EXPECT_THROW(BatchGenerator(*model_owner, tokenizer, negative), nuvec::error);
 }
 
 TEST(BatchGenerator, PromptCacheEqualsTheRequestWithout) {

@@ -1,6 +1,7 @@
 #include "nuvec/lm/generate/batch_generator.h"
 
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -92,6 +93,8 @@ struct BatchGenerator::Sequence {
   int shared = 0;
   /// Positions its blocks hold, or will once the steps built so far are computed.
   int stored = 0;
+  /// Its leading full blocks offered to the prefix cache so far.
+  int published = 0;
   /// When it was last admitted: the latest goes first when the pool runs out.
   uint64_t admitted = 0;
 };
@@ -119,9 +122,11 @@ BatchOptions checked(BatchOptions options) {
   check(options.prefill_batch_size, "prefill_batch_size");
   check(options.prefill_chunk_size, "prefill_chunk_size");
   check(options.kv_block_size, "kv_block_size");
-  if (options.prefix_cache_size < 0 || options.kv_cache_tokens < 0) {
-    throw_invalid("[BatchGenerator] prefix_cache_size and kv_cache_tokens must not be negative; got " +
-                  std::to_string(options.prefix_cache_size) + " and " + std::to_string(options.kv_cache_tokens) + ".");
+  if (options.prefix_cache_size < 0 || options.kv_cache_tokens < 0 || options.admission_margin < 0) {
+    throw_invalid(
+        "[BatchGenerator] prefix_cache_size, kv_cache_tokens and admission_margin must not be negative; got " +
+        std::to_string(options.prefix_cache_size) + ", " + std::to_string(options.kv_cache_tokens) + " and " +
+        std::to_string(options.admission_margin) + ".");
   }
   return options;
 }
@@ -197,8 +202,13 @@ bool BatchGenerator::reserve(Sequence& sequence) {
   if (sequence.cached == 0 && options_.prefix_cache_size > 0) {
     blocks = pool_.match(sequence.context);
   }
-  const int needed = pool_.blocks_for(static_cast<int>(sequence.context.size()) + 1);
-  if (needed - static_cast<int>(blocks.size()) > pool_.available()) {
+  const int positions = static_cast<int>(sequence.context.size()) + 1;
+  const int needed = pool_.blocks_for(positions);
+  // Room to grow as well: a sequence admitted with no block to spare is the first preempted when the batch grows,
+  // and one just preempted would come back only to go again.
+  const int most = pool_.blocks_for(positions + sequence.max_tokens - sequence.output.generated());
+  const int margin = std::min(options_.admission_margin, most - needed);
+  if (needed + margin - static_cast<int>(blocks.size()) > pool_.available()) {
     pool_.release(blocks);
     return false;
   }
@@ -311,9 +321,7 @@ void BatchGenerator::join(Prefill prefill) {
     sequence.stored = length;
     sequence.cached = 0;
     sequence.prefix.clear();
-    if (options_.prefix_cache_size > 0) {
-      pool_.publish(sequence.context, sequence.blocks);
-    }
+    publish(sequence);
   }
   prefill.cache.clear();
   store_.eval();
@@ -344,6 +352,18 @@ SampledTokens BatchGenerator::step(const std::vector<Sequence*>& sequences, cons
   }
   Cache view = store_.view(tables, lengths);
   return decode(model_, view, inputs, rows);
+}
+
+void BatchGenerator::publish(Sequence& sequence) {
+  // Stored positions whose tokens are known: a step under way (overlapped) stores a token not read back yet.
+  const int known = std::min(sequence.stored, static_cast<int>(sequence.context.size()));
+  const int full = known / pool_.block_size();
+  if (options_.prefix_cache_size == 0 || full <= sequence.published) {
+    return;
+  }
+  pool_.publish(std::span<const int32_t>(sequence.context.data(), static_cast<size_t>(full) * pool_.block_size()),
+                sequence.blocks);
+  sequence.published = full;
 }
 
 bool BatchGenerator::make_room(bool may_preempt) {
@@ -398,6 +418,7 @@ void BatchGenerator::requeue(std::unique_ptr<Sequence> sequence) {
   sequence->blocks.clear();
   sequence->shared = 0;
   sequence->stored = 0;
+  sequence->published = 0;
   sequence->cached = 0;
   sequence->prefix.clear();
   waiting_.push_front(std::move(sequence));
@@ -486,6 +507,8 @@ std::vector<BatchResponse> BatchGenerator::next() {
     if (overlap) {
       sequence.context.push_back(sequence.next);  // fed to the step already under way
     }
+    // Blocks that generated tokens filled serve later requests too (a conversation's next turn holds this answer).
+    publish(sequence);
     responses.push_back(std::move(out));
   }
   for (const auto& sequence : drop_rows(finished)) {

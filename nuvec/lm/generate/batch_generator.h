@@ -6,15 +6,16 @@
 // joining group's prompts go in one chunk per step, so running sequences keep getting a token every step while a
 // long prompt arrives.
 //
-// Keys and values live in one pool of blocks shared by every sequence (BlockPool for the bookkeeping, PagedKVStore
-// for the arrays), of BatchOptions::kv_cache_tokens positions in all. Each sequence holds a table of the blocks its
-// positions are in. A waiting sequence joins only when the pool can hold its prompt; a prompt whose leading full
-// blocks are already registered (a shared system prompt, earlier turns of a conversation, a sequence computed before)
-// takes those blocks, held by both, and computes only the rest. A step that needs a block when none is free (after
-// forgetting registered blocks nobody holds, least recently used first) preempts the most recently admitted
+// Keys and values live in one pool of blocks shared by every sequence (BlockPool for the bookkeeping, PagedKVStore for
+// the arrays), of BatchOptions::kv_cache_tokens positions in all. Each sequence holds a table of the blocks its
+// positions are in. A waiting sequence joins only when the pool can hold its prompt and a few blocks of growth; a
+// prompt whose leading full blocks are already registered (a shared system prompt, earlier turns of a conversation with
+// their answers, a sequence computed before) takes those blocks, held by both, and computes only the rest: a block is
+// registered once full, whether the prompt or generated tokens filled it. A step that needs a block when none is free
+// (after forgetting registered blocks nobody holds, least recently used first) preempts the most recently admitted
 // sequence: its blocks go back to the pool and it waits again at the front of the queue, to be computed again later
-// from its prompt and the tokens it has generated (its sampler and output carry on, so its stream simply
-// continues). A request that could outgrow the whole pool alone is refused when it is inserted.
+// from its prompt and the tokens it has generated (its sampler and output carry on, so its stream simply continues). A
+// request that could outgrow the whole pool alone is refused when it is inserted.
 
 #include <cstdint>
 #include <deque>
@@ -52,6 +53,9 @@ struct BatchOptions {
   int kv_cache_tokens = 0;
   /// Positions per block of the pool.
   int kv_block_size = 16;
+  /// Blocks of growth a waiting sequence needs free besides those of its context to join (fewer when it cannot
+  /// grow that far), so that a sequence just admitted, or just preempted and back, is not preempted at once.
+  int admission_margin = 2;
   /// Ids that end every sequence, besides the tokenizer's EOS and end-of-turn ids and each sequence's own.
   std::vector<int32_t> stop_ids;
   /// Whether each step is built and started before the previous step's tokens are read back (unset: only when the
@@ -128,6 +132,8 @@ class BatchGenerator {
   /// Gives `sequence` blocks for every position it has to store and the one its next step writes, taking the
   /// registered blocks its context starts with; returns false (holding nothing) when the pool has too few.
   bool reserve(Sequence& sequence);
+  /// Registers the sequence's blocks that have filled since it last did, when the prefix cache is on.
+  void publish(Sequence& sequence);
   /// Gives every active sequence a block for the position the next step writes; when the pool runs out, preempts
   /// (when `may_preempt`) or returns false.
   bool make_room(bool may_preempt);
