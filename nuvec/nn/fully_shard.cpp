@@ -7,6 +7,7 @@
 #include "nuvec/core/ops.h"
 #include "nuvec/core/transforms.h"
 #include "nuvec/distributed/ops.h"
+#include "nuvec/nn/parameter_gradients.h"
 
 namespace nuvec::nn {
 
@@ -78,36 +79,10 @@ Params FullyShard::gathered() const {
 
 ModuleValueAndGradFn FullyShard::value_and_grad(LossFn loss) {
   return [this, loss = std::move(loss)](const std::vector<array>& inputs) {
-    const size_t n = shards_.size();
-    std::vector<array> primals;
-    primals.reserve(n + inputs.size());
-    for (const auto& [name, shard] : shards_) {
-      primals.push_back(shard);
-    }
-    primals.insert(primals.end(), inputs.begin(), inputs.end());
-    std::vector<int> argnums(n);
-    std::iota(argnums.begin(), argnums.end(), 0);
-    auto traced = [&](const std::vector<array>& args) -> std::vector<array> {
-      Params whole;
-      whole.reserve(n);
-      for (size_t i = 0; i < n; ++i) {
-        whole.emplace_back(shards_[i].first, gather(args[i], i));
-      }
-      model_.update(whole);
-      return {loss(std::vector<array>(args.begin() + static_cast<std::ptrdiff_t>(n), args.end()))};
-    };
-    // The model gets the gathers of its shards back, not the transform's tracers, even when the loss throws.
-    struct Restore {
-      FullyShard& self;
-      ~Restore() { self.model_.update(self.gathered()); }
-    } restore{*this};
-    auto [values, grads] = nuvec::value_and_grad(traced, argnums)(primals);
-    Params named;
-    named.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      named.emplace_back(shards_[i].first, grads[i]);
-    }
-    return std::pair{values.at(0), named};
+    // The model gets the gathers of its shards back, not the transform's tracers.
+    return detail::parameter_value_and_grad(
+        model_, shards_, [this](const array& shard, size_t i) { return gather(shard, i); },
+        [this] { return gathered(); }, loss, inputs);
   };
 }
 

@@ -326,4 +326,10 @@ void def_fast_method(py::class_<array>& cls, const std::string& signature, FastB
   cls.attr(f.name.c_str()) = method;
 }
 
+void def_fast_both(py::module_& m, py::class_<array>& cls, const std::string& name, const std::string& parameters,
+                   const FastBody& body) {
+  def_fast(m, name + "(a: object" + parameters + ") -> nuvec.core.array", body);
+  def_fast_method(cls, name + "(self: nuvec.core.array" + parameters + ") -> nuvec.core.array", body);
+}
+
 }  // namespace nuvec::python

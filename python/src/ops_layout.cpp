@@ -53,10 +53,6 @@ std::vector<std::pair<int, int>> pad_widths(py::handle width, int ndim) {
 
 void init_ops_layout(py::module_& m, py::class_<array>& cls) {
   // Each is a function and, where MLX has one, an array method with the same parameters after the array.
-  auto def_both = [&](const std::string& name, const std::string& parameters, const FastBody& body) {
-    def_fast(m, name + "(a: object" + parameters + ") -> nuvec.core.array", body);
-    def_fast_method(cls, name + "(self: nuvec.core.array" + parameters + ") -> nuvec.core.array", body);
-  };
   const std::string stream = std::string(", *, ").append(stream_parameter);
   def_fast(m, "reshape(a: object, shape: List[int]" + stream + ") -> nuvec.core.array",
            [](const Arguments& args) { return wrap(reshape(args.to_array(0), args.to_ints(1), args.to_stream(2))); });
@@ -66,19 +62,20 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
           .append(stream_parameter)
           .append(") -> nuvec.core.array"),
       [](const Arguments& args) { return wrap(reshape(args.to_array(0), args.to_packed_ints(1), args.to_stream(2))); });
-  def_both("flatten", ", start_axis: int = 0, end_axis: int = -1" + stream, [](const Arguments& args) {
+  def_fast_both(m, cls, "flatten", ", start_axis: int = 0, end_axis: int = -1" + stream, [](const Arguments& args) {
     return wrap(flatten(args.to_array(0), args.to_int(1, 0), args.to_int(2, -1), args.to_stream(3)));
   });
   m.def(
       "unflatten",
       [](py::object a, int axis, Shape shape, StreamOrDevice s) { return unflatten(to_array(a), axis, shape, s); },
       py::arg("a"), py::arg("axis"), py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
-  def_both("squeeze", ", axis: Optional[Union[int, List[int]]] = None" + stream, [](const Arguments& args) {
-    auto x = args.to_array(0);
-    auto axis = args.to_axes(1);
-    auto s = args.to_stream(2);
-    return wrap(axis ? squeeze(x, axes_or_all(axis, x), s) : squeeze(x, s));
-  });
+  def_fast_both(m, cls, "squeeze", ", axis: Optional[Union[int, List[int]]] = None" + stream,
+                [](const Arguments& args) {
+                  auto x = args.to_array(0);
+                  auto axis = args.to_axes(1);
+                  auto s = args.to_stream(2);
+                  return wrap(axis ? squeeze(x, axes_or_all(axis, x), s) : squeeze(x, s));
+                });
   def_fast(m, "expand_dims(a: object, axis: Union[int, List[int]]" + stream + ") -> nuvec.core.array",
            [](const Arguments& args) {
              auto x = args.to_array(0);
@@ -108,10 +105,10 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
                     bool all = axes.empty() || (axes.size() == 1 && axes[0].is_none());
                     return wrap(all ? transpose(x, s) : transpose(x, args.to_packed_ints(1), s));
                   });
-  def_both("swapaxes", ", axis1: int, axis2: int" + stream, [](const Arguments& args) {
+  def_fast_both(m, cls, "swapaxes", ", axis1: int, axis2: int" + stream, [](const Arguments& args) {
     return wrap(swapaxes(args.to_array(0), args.to_int(1), args.to_int(2), args.to_stream(3)));
   });
-  def_both("moveaxis", ", source: int, destination: int" + stream, [](const Arguments& args) {
+  def_fast_both(m, cls, "moveaxis", ", source: int, destination: int" + stream, [](const Arguments& args) {
     return wrap(moveaxis(args.to_array(0), args.to_int(1), args.to_int(2), args.to_stream(3)));
   });
   def_fast(m, "broadcast_to(a: object, shape: List[int]" + stream + ") -> nuvec.core.array", [](const Arguments& args) {
@@ -168,8 +165,8 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
       "stack", [](py::object arrays, int axis, StreamOrDevice s) { return stack(to_array_list(arrays), axis, s); },
       py::arg("arrays"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
   m.def(
-      "unstack", [](py::object a, int axis, StreamOrDevice s) { return unstack(to_array(a), axis, s); },
-      py::arg("a"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+      "unstack", [](py::object a, int axis, StreamOrDevice s) { return unstack(to_array(a), axis, s); }, py::arg("a"),
+      py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "split",
       [](py::object a, py::object indices_or_sections, int axis, StreamOrDevice s) {
@@ -197,8 +194,7 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
       py::arg("a"), py::arg("reps"), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "pad",
-      [](py::object a, py::object pad_width, const std::string& mode, py::object constant_values,
-         StreamOrDevice s) {
+      [](py::object a, py::object pad_width, const std::string& mode, py::object constant_values, StreamOrDevice s) {
         auto x = to_array(a);
         return pad(x, pad_widths(pad_width, x.ndim()), to_array(constant_values), mode, s);
       },

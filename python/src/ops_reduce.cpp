@@ -21,20 +21,7 @@ void def_reduce(py::module_& m, py::class_<array>& cls, const char* name, Reduce
     auto x = args.to_array(0);
     return wrap(fn(x, axes_or_all(args.to_axes(1), x), args.to_bool(2, false), args.to_stream(3)));
   };
-  def_fast(m,
-           std::string(name)
-               .append("(a: object, ")
-               .append(reduce_parameters)
-               .append(stream_parameter)
-               .append(") -> nuvec.core.array"),
-           body);
-  def_fast_method(cls,
-                  std::string(name)
-                      .append("(self: nuvec.core.array, ")
-                      .append(reduce_parameters)
-                      .append(stream_parameter)
-                      .append(") -> nuvec.core.array"),
-                  body);
+  def_fast_both(m, cls, name, std::string(", ").append(reduce_parameters).append(stream_parameter), body);
 }
 
 void def_arg_reduce(py::module_& m, py::class_<array>& cls, const char* name, ArgReduce fn, ArgReduceAll all) {
@@ -44,20 +31,7 @@ void def_arg_reduce(py::module_& m, py::class_<array>& cls, const char* name, Ar
     auto s = args.to_stream(3);
     return wrap(args.given(1) ? fn(x, args.to_int(1), keepdims, s) : all(x, keepdims, s));
   };
-  def_fast(m,
-           std::string(name)
-               .append("(a: object, ")
-               .append(arg_reduce_parameters)
-               .append(stream_parameter)
-               .append(") -> nuvec.core.array"),
-           body);
-  def_fast_method(cls,
-                  std::string(name)
-                      .append("(self: nuvec.core.array, ")
-                      .append(arg_reduce_parameters)
-                      .append(stream_parameter)
-                      .append(") -> nuvec.core.array"),
-                  body);
+  def_fast_both(m, cls, name, std::string(", ").append(arg_reduce_parameters).append(stream_parameter), body);
 }
 
 using Sort = array (*)(const array&, int, StreamOrDevice);
@@ -91,10 +65,11 @@ void def_scan(py::module_& m, const char* name, Scan fn, ScanAll all) {
 
 void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
   const std::pair<const char*, Reduce> reductions[] = {
-      {"all", &nuvec::all},   {"any", &nuvec::any},   {"sum", &nuvec::sum},
-      {"prod", &nuvec::prod}, {"max", &nuvec::max},   {"min", &nuvec::min},
-      {"mean", &nuvec::mean}, {"logsumexp", &nuvec::logsumexp}, {"median", &nuvec::median},
-      {"count_nonzero", &nuvec::count_nonzero},
+      {"all", &nuvec::all},       {"any", &nuvec::any},
+      {"sum", &nuvec::sum},       {"prod", &nuvec::prod},
+      {"max", &nuvec::max},       {"min", &nuvec::min},
+      {"mean", &nuvec::mean},     {"logsumexp", &nuvec::logsumexp},
+      {"median", &nuvec::median}, {"count_nonzero", &nuvec::count_nonzero},
   };
   for (const auto& [name, fn] : reductions) {
     def_reduce(m, cls, name, fn);
@@ -110,20 +85,7 @@ void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
       return wrap(is_var ? var(x, axes, keepdims, ddof, s) : nuvec::std(x, axes, keepdims, ddof, s));
     };
     const char* parameters = "axis: Optional[Union[int, List[int]]] = None, keepdims: bool = False, ddof: int = 0, *, ";
-    def_fast(m,
-             std::string(name)
-                 .append("(a: object, ")
-                 .append(parameters)
-                 .append(stream_parameter)
-                 .append(") -> nuvec.core.array"),
-             body);
-    def_fast_method(cls,
-                    std::string(name)
-                        .append("(self: nuvec.core.array, ")
-                        .append(parameters)
-                        .append(stream_parameter)
-                        .append(") -> nuvec.core.array"),
-                    body);
+    def_fast_both(m, cls, name, std::string(", ").append(parameters).append(stream_parameter), body);
   }
   def_arg_reduce(m, cls, "argmax", &nuvec::argmax, &nuvec::argmax);
   def_arg_reduce(m, cls, "argmin", &nuvec::argmin, &nuvec::argmin);
