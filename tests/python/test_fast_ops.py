@@ -6,12 +6,12 @@ errors unchanged, reference counts over a loop, and threads."""
 
 import sys
 import threading
-import tracemalloc
 
 import numpy as np
 import pytest
 
 import nuvec.core as mx
+from leaks import assert_flat
 
 rng = np.random.default_rng(11)
 X = rng.uniform(0.5, 1.5, size=(2, 3, 4)).astype(np.float32)
@@ -134,15 +134,7 @@ def test_fast_ops_hold_no_references():
             mx.eval(c)
             c.shape, c.dtype, c[0, 0, 0].item()
 
-    run(1000)
-    active = mx.get_active_memory()
-    tracemalloc.start()
-    first, _ = tracemalloc.get_traced_memory()
-    run(20_000)
-    last, _ = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert last - first < 64 * 1024
-    assert mx.get_active_memory() <= active + 64 * 1024
+    assert_flat(run, 1000, 20_000)
 
 
 def test_fast_ops_from_threads():
