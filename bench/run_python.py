@@ -4,7 +4,8 @@
 - per call: `a + b` on two 4-element float32 arrays, evaluated (nuvec: mx.eval(a + b)), against NumPy's and
   PyTorch's `a + b` (eager, so already computed), and the ratios; then the same op only built (nuvec's lazy node),
   with a Python scalar, and converted to NumPy (np.asarray of the result); a reduction as a function and as a
-  method (evaluated), and two views (a.reshape, a.T: built only, as NumPy's are views too);
+  method (evaluated), and two views (a.reshape, a.T: built only, as NumPy's are views too); a unary function, a
+  cumulative method and a concatenation built only; two properties; np.asarray of an evaluated array;
 - a large element-wise op: x + y over 2^24 float32 from Python, against the same row of the C++ benchmark
   (nuvec_bench --rows add), and the ratio.
 
@@ -51,6 +52,12 @@ SMALL_OPS = [
     ("a.sum(), evaluated", "mx.eval(a.sum())", "x.sum()", "s.sum()"),
     ("a.reshape(2, 2)", "a.reshape(2, 2)", "x.reshape(2, 2)", "s.reshape(2, 2)"),
     ("a.T", "a.T", "x.T", "s.t()"),
+    ("mx.exp(a), built", "mx.exp(a)", "np.exp(x)", "torch.exp(s)"),
+    ("a.cumsum(0), built", "a.cumsum(0)", "x.cumsum(0)", "s.cumsum(0)"),
+    ("concatenate, built", "mx.concatenate([a, b])", "np.concatenate([x, y])", "torch.cat([s, u])"),
+    ("a.shape", "a.shape", "x.shape", "s.shape"),
+    ("a.dtype", "a.dtype", "x.dtype", "s.dtype"),
+    ("np.asarray(a)", "np.asarray(a)", "np.asarray(x)", "np.asarray(s)"),
 ]
 
 

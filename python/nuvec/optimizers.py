@@ -1,10 +1,13 @@
-"""Optimizers (mlx.optimizers): SGD, Adam, AdamW, RMSprop, Adagrad over trees of parameters.
+"""Optimizers (mlx.optimizers): SGD, Adam, AdamW, RMSprop, Adagrad over trees of parameters, and the learning-rate
+schedules (exponential_decay, step_decay, cosine_decay, linear_schedule, join_schedules).
 
 Names, arguments, defaults and update rules are MLX's, as nuvec::optimizers' in C++: Adam's bias_correction is off
 unless asked for, and SGD's momentum buffer starts at zero.
 """
 
-from typing import Callable, Union
+from typing import Callable, List, Union
+
+import math
 
 import nuvec.core as mx
 from nuvec.utils import tree_map
@@ -17,8 +20,12 @@ class Optimizer:
 
     def __init__(self, learning_rate: LearningRate):
         self._schedule = learning_rate if callable(learning_rate) else None
-        self.state = {"step": mx.array(0, mx.uint64),
-                      "learning_rate": mx.array(0.0 if callable(learning_rate) else learning_rate)}
+        self.state = {"step": mx.array(0, mx.uint64)}
+        self.state["learning_rate"] = self._scheduled_rate() if self._schedule else mx.array(learning_rate)
+
+    def _scheduled_rate(self) -> mx.array:
+        """The schedule at the steps taken so far: the rate of the next step (MLX's order, as nuvec::optimizers')."""
+        return mx.array(self._schedule(self.state["step"]), mx.float32)
 
     @property
     def step(self) -> mx.array:
@@ -49,11 +56,11 @@ class Optimizer:
     def apply_gradients(self, gradients: dict, parameters: dict) -> dict:
         """The new value of every parameter that has a gradient."""
         self.init(parameters)
+        if self._schedule is not None:
+            self.state["learning_rate"] = self._scheduled_rate()
+        lr = self.state["learning_rate"]
         step = self.state["step"] + 1
         self.state["step"] = step
-        if self._schedule is not None:
-            self.state["learning_rate"] = mx.array(self._schedule(step), mx.float32)
-        lr = self.state["learning_rate"]
         return tree_map(lambda g, p, s: self.apply_single(g.astype(p.dtype), p, s, lr, step), gradients, parameters,
                         self.state["params"], is_leaf=lambda x: isinstance(x, mx.array))
 
@@ -153,3 +160,52 @@ class Adagrad(Optimizer):
         v = state["v"] + mx.square(gradient)
         state["v"] = v
         return parameter - lr.astype(gradient.dtype) * gradient / (mx.sqrt(v) + self.eps)
+
+
+def exponential_decay(init: float, decay_rate: float) -> Callable:
+    """init * decay_rate ** step."""
+    def schedule(step):
+        return init * decay_rate ** step
+    return schedule
+
+
+def step_decay(init: float, decay_rate: float, step_size: int) -> Callable:
+    """init * decay_rate ** (step // step_size)."""
+    def schedule(step):
+        return init * decay_rate ** (step // step_size)
+    return schedule
+
+
+def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Callable:
+    """end + (init - end) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2."""
+    def schedule(step):
+        s = mx.minimum(step, decay_steps)
+        decay = 0.5 * (1.0 + mx.cos((math.pi / decay_steps) * s))
+        return end + decay * (init - end)
+    return schedule
+
+
+def linear_schedule(init: float, end: float, steps: int) -> Callable:
+    """From init to end over `steps` steps, then end."""
+    if steps < 1:
+        raise ValueError(f"steps must be greater than 0, but got {steps}.")
+
+    def schedule(step):
+        step = mx.minimum(step, steps)
+        return step * ((end - init) / steps) + init
+    return schedule
+
+
+def join_schedules(schedules: List[Callable], boundaries: List[int]) -> Callable:
+    """schedules[0] until boundaries[0], then schedules[i + 1] counted from boundaries[i] (e.g. warm-up, then decay)."""
+    if len(schedules) == 0:
+        raise ValueError("Must provide at least 1 schedule to join.")
+    if len(schedules) != len(boundaries) + 1:
+        raise ValueError(f"Received {len(boundaries)} boundaries but expected {len(schedules) - 1}.")
+
+    def schedule(step):
+        output = schedules[0](step)
+        for boundary, later in zip(boundaries, schedules[1:]):
+            output = mx.where(step < boundary, output, later(step - boundary))
+        return output
+    return schedule

@@ -1,11 +1,13 @@
 // nuvec.core.array: construction, properties, conversion to Python values, operators and pickling.
 
+#include <array>
 #include <cstring>
 #include <sstream>
 #include <string>
 
 #include "nuvec/core/print.h"
 #include "python/src/bindings.h"
+#include "python/src/fast_function.h"
 
 namespace nuvec::python {
 namespace {
@@ -45,20 +47,53 @@ array from_state(const py::bytes& data, const Shape& shape, Dtype dtype) {
   return array(buffer, shape, dtype);
 }
 
-/// a.T as a C getter: pybind11's properties go through its dispatcher, which costs more than the transpose.
-PyObject* transposed(PyObject* self, void* /*closure*/) {
+/// The dtype objects of the module (nuvec.core.float32, ...) by Dtype::Val, for the dtype getter.
+std::array<PyObject*, num_dtypes> dtype_objects{};
+
+/// The cheap properties as C getters (shape, dtype, ...): read in loops, and pybind11's properties go through its
+/// dispatcher, which costs several times the read.
+template <auto Read>
+PyObject* getter(PyObject* self, void* /*closure*/) {
   try {
-    return wrap(transpose(array_of(self))).release().ptr();
+    return Read(array_of(self)).release().ptr();
   } catch (...) {
     set_python_error();
     return nullptr;
   }
 }
 
-// The first line is the getter's signature, as pybind11 writes a property's (the stubs read it).
-PyGetSetDef transposed_def = {"T", &transposed, nullptr,
-                              "(self: nuvec.core.array) -> nuvec.core.array\n\nThe array with its axes reversed.",
-                              nullptr};
+py::object shape_of(const array& a) {
+  py::tuple shape(a.ndim());
+  for (int i = 0; i < a.ndim(); ++i) {
+    PyTuple_SET_ITEM(shape.ptr(), i, PyLong_FromLong(a.shape(i)));
+  }
+  return shape;
+}
+
+py::object dtype_of(const array& a) {
+  return py::reinterpret_borrow<py::object>(dtype_objects[static_cast<size_t>(a.dtype().val)]);
+}
+
+py::object ndim_of(const array& a) { return py::int_(a.ndim()); }
+py::object size_of_array(const array& a) { return py::int_(a.size()); }
+py::object itemsize_of(const array& a) { return py::int_(a.itemsize()); }
+py::object nbytes_of(const array& a) { return py::int_(a.nbytes()); }
+py::object transposed(const array& a) { return wrap(transpose(a)); }
+
+// Each doc's first line is the getter's signature, as pybind11 writes a property's (the stubs read it).
+std::array<PyGetSetDef, 7> getters = {{
+    {"shape", &getter<&shape_of>, nullptr, "(self: nuvec.core.array) -> tuple\n\nThe size of each axis.", nullptr},
+    {"dtype", &getter<&dtype_of>, nullptr, "(self: nuvec.core.array) -> nuvec.core.Dtype\n\nThe element type.",
+     nullptr},
+    {"ndim", &getter<&ndim_of>, nullptr, "(self: nuvec.core.array) -> int\n\nThe number of axes.", nullptr},
+    {"size", &getter<&size_of_array>, nullptr, "(self: nuvec.core.array) -> int\n\nThe number of elements.", nullptr},
+    {"itemsize", &getter<&itemsize_of>, nullptr, "(self: nuvec.core.array) -> int\n\nThe size of one element in bytes.",
+     nullptr},
+    {"nbytes", &getter<&nbytes_of>, nullptr, "(self: nuvec.core.array) -> int\n\nThe size of the elements in bytes.",
+     nullptr},
+    {"T", &getter<&transposed>, nullptr,
+     "(self: nuvec.core.array) -> nuvec.core.array\n\nThe array with its axes reversed.", nullptr},
+}};
 
 }  // namespace
 
@@ -73,23 +108,8 @@ py::class_<array> init_array(py::module_& m) {
   cls.def(py::init([](py::object val, std::optional<Dtype> dtype) { return to_array(val, dtype); }), py::arg("val"),
           py::arg("dtype") = py::none(),
           "An array from a scalar, a nested list or tuple, a NumPy array, a buffer or a DLPack object.")
-      .def_property_readonly("dtype", &array::dtype)
-      .def_property_readonly("shape",
-                             [](const array& a) {
-                               py::tuple shape(a.ndim());
-                               for (int i = 0; i < a.ndim(); ++i) {
-                                 shape[i] = a.shape(i);
-                               }
-                               return shape;
-                             })
-      .def_property_readonly("ndim", &array::ndim)
-      .def_property_readonly("size", &array::size)
-      .def_property_readonly("itemsize", &array::itemsize)
-      .def_property_readonly("nbytes", &array::nbytes)
       .def_property_readonly("real", [](const array& a) { return real(a); })
       .def_property_readonly("imag", [](const array& a) { return imag(a); })
-      .def("item", &to_scalar, "The value of a one-element array as a Python scalar.")
-      .def("tolist", &to_list, "The elements as nested lists of Python scalars.")
       .def("__repr__",
            [](array a) {
              eval_released(a);
@@ -129,12 +149,23 @@ py::class_<array> init_array(py::module_& m) {
                       [](const py::tuple& t) {
                         return from_state(t[0].cast<py::bytes>(), t[1].cast<Shape>(), t[2].cast<Dtype>());
                       }));
-  auto transposed_descriptor =
-      py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()), &transposed_def));
-  if (!transposed_descriptor) {
-    throw py::error_already_set();
+  for (Dtype t : all_dtypes) {
+    py::object dtype = m.attr(std::string(dtype_name(t)).c_str());
+    dtype_objects[static_cast<size_t>(t.val)] = dtype.release().ptr();  // the module's own: never released
   }
-  cls.attr("T") = transposed_descriptor;
+  for (auto& def : getters) {
+    auto descriptor =
+        py::reinterpret_steal<py::object>(PyDescr_NewGetSet(reinterpret_cast<PyTypeObject*>(cls.ptr()), &def));
+    if (!descriptor) {
+      throw py::error_already_set();
+    }
+    cls.attr(def.name) = descriptor;
+  }
+  // item() and tolist() end most eager loops.
+  def_fast_method(cls, "item(self: nuvec.core.array) -> object",
+                  [](const Arguments& args) { return to_scalar(array_of(args[0])); });
+  def_fast_method(cls, "tolist(self: nuvec.core.array) -> object",
+                  [](const Arguments& args) { return to_list(array_of(args[0])); });
 
   return cls;
 }

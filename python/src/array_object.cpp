@@ -23,8 +23,11 @@ array& array_of(py::handle value) {
   return *static_cast<array*>(instance->get_value_and_holder(array_type_info).value_ptr());
 }
 
-// What pybind11's cast of a returned array does (a new instance owning a moved value, registered, with its holder),
-// minus its two lookups of the type by C++ name.
+// What pybind11's cast of a returned array does (a new instance owning a moved value, with its holder), minus its two
+// lookups of the type by C++ name and its registration: pybind11 registers an instance (a hash map entry, inserted
+// here and erased at deallocation) only to return that same Python object when C++ later returns a reference to its
+// value, and a new result's value is reachable from no C++ reference. Unregistered, such a return gives a new
+// Python object holding a copy of the handle, the same array.
 py::object wrap(array a) {
   using Holder = py::class_<array>::holder_type;
   static_assert(std::is_same_v<Holder, std::unique_ptr<array>>, "wrap builds the holder py::class_<array> declares");
@@ -33,8 +36,6 @@ py::object wrap(array a) {
   auto value = instance->get_value_and_holder(array_type_info);
   value.value_ptr() = new array(std::move(a));
   instance->owned = true;
-  py::detail::register_instance(instance, value.value_ptr(), array_type_info);
-  value.set_instance_registered();  // so that deallocation deregisters it
   new (&value.holder<Holder>()) Holder(value.value_ptr<array>());
   value.set_holder_constructed();
   return object;

@@ -14,7 +14,7 @@ void init_buffer(py::class_<array>& cls);
 void init_dlpack(py::module_& m, py::class_<array>& cls);
 void init_indexing(py::class_<array>& cls);
 void init_ops_creation(py::module_& m);
-void init_ops_elementwise(py::module_& m);
+void init_ops_elementwise(py::module_& m, py::class_<array>& cls);
 void init_ops_reduce(py::module_& m, py::class_<array>& cls);
 void init_ops_layout(py::module_& m, py::class_<array>& cls);
 void init_ops_indexing(py::module_& m);

@@ -2,6 +2,9 @@
 // memory without a copy. Each exported view holds its own handle to the array, so the memory outlives any later
 // rebinding of the Python object (a[...] = ...) for as long as the view exists.
 
+#include <array>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "python/src/bindings.h"
@@ -9,10 +12,20 @@
 namespace nuvec::python {
 namespace {
 
-/// What one exported view owns: the array and, in one allocation, its shape then its strides in bytes.
-struct Exported {
-  array source;
-  std::vector<Py_ssize_t> layout;
+/// What one exported view owns: the array and its shape then its strides in bytes, held inline up to `inline_axes`
+/// axes (one allocation per export, as np.asarray in a loop makes one each time).
+class Exported {
+ public:
+  Exported(array source, size_t ndim) : source_(std::move(source)), heap_(ndim > inline_axes ? 2 * ndim : 0) {}
+
+  [[nodiscard]] const array& source() const { return source_; }
+  [[nodiscard]] Py_ssize_t* layout() { return heap_.empty() ? inline_.data() : heap_.data(); }
+
+ private:
+  static constexpr size_t inline_axes = 4;
+  array source_;
+  std::array<Py_ssize_t, 2 * inline_axes> inline_{};
+  std::vector<Py_ssize_t> heap_;
 };
 
 const char* buffer_format(Dtype dtype) {
@@ -51,7 +64,10 @@ const char* buffer_format(Dtype dtype) {
 
 int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
   try {
-    array a = array_of(obj);  // a copy: the object may be rebound while the GIL is released below
+    // A handle of the view's own: the object may be rebound while the GIL is released below, or later.
+    const array& held = array_of(obj);
+    auto exported = std::make_unique<Exported>(held, static_cast<size_t>(held.ndim()));
+    const array& a = exported->source();
     const char* format = buffer_format(a.dtype());
     if (format == nullptr) {
       throw py::buffer_error(
@@ -64,8 +80,7 @@ int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
       throw py::buffer_error("[array] The array is not contiguous; ask for a strided buffer.");
     }
     const auto ndim = static_cast<size_t>(a.ndim());
-    auto* exported = new Exported{a, std::vector<Py_ssize_t>(2 * ndim)};
-    Py_ssize_t* shape = exported->layout.data();
+    Py_ssize_t* shape = exported->layout();
     Py_ssize_t* strides = shape + ndim;
     for (size_t axis = 0; axis < ndim; ++axis) {
       shape[axis] = a.shape()[axis];
@@ -83,7 +98,7 @@ int get_buffer(PyObject* obj, Py_buffer* view, int flags) {
     view->shape = shape;
     view->strides = needs_strides ? strides : nullptr;
     view->suboffsets = nullptr;
-    view->internal = exported;
+    view->internal = exported.release();
     return 0;
   } catch (py::error_already_set& e) {
     e.restore();

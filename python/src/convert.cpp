@@ -276,15 +276,16 @@ std::optional<array> to_optional_array(py::handle value) {
   return to_array(value);
 }
 
-void eval_released(array& a) {
+void eval_released(const array& a) {
   // A small node whose inputs are computed runs at once with the GIL held: releasing and taking back the GIL would
   // cost more than its kernel.
   constexpr size_t small_node_bytes = 64 * 1024;
   if (a.is_available() || detail::try_eval_small_node(a, small_node_bytes)) {
     return;
   }
+  array held = a;  // `a` may belong to a Python object that another thread rebinds while the GIL is released
   py::gil_scoped_release release;
-  a.eval();
+  held.eval();
 }
 
 namespace {

@@ -55,8 +55,9 @@ std::optional<array> to_optional_array(py::handle value);
 py::object to_list(array a);
 /// The single element of `a` as a Python scalar.
 py::object to_scalar(array a);
-/// Evaluates `a` with the GIL released (a small node whose inputs are computed runs at once, keeping it).
-void eval_released(array& a);
+/// Evaluates `a` with the GIL released (a small node whose inputs are computed runs at once, keeping it). `a` may be
+/// the array of a Python object: evaluation holds a handle of its own.
+void eval_released(const array& a);
 
 /// Every axis of `a` when `axes` is empty, else the axes given.
 std::vector<int> axes_or_all(const Axes& axes, const array& a);

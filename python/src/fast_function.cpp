@@ -210,6 +210,13 @@ int Arguments::as_int(PyObject* item, size_t i, const char* expected) const {
 
 int Arguments::to_int(size_t i, int fallback) const { return given(i) ? to_int(i) : fallback; }
 
+std::optional<int> Arguments::to_optional_int(size_t i, std::optional<int> fallback) const {
+  if (absent(i)) {
+    return fallback;
+  }
+  return given(i) ? std::optional<int>(to_int(i)) : std::nullopt;
+}
+
 bool Arguments::to_bool(size_t i, bool fallback) const {
   if (!given(i)) {
     return fallback;

@@ -20,6 +20,8 @@ class Arguments {
       : function_(function), names_(names), slots_(slots) {}
 
   [[nodiscard]] bool given(size_t i) const { return slots_[i] != nullptr && slots_[i] != Py_None; }
+  /// Whether the call left parameter i out (None counts as given: a parameter whose None means something).
+  [[nodiscard]] bool absent(size_t i) const { return slots_[i] == nullptr; }
   [[nodiscard]] py::handle operator[](size_t i) const { return slots_[i]; }
 
   /// The argument as an array (to_array's conversions).
@@ -28,6 +30,8 @@ class Arguments {
   [[nodiscard]] int to_int(size_t i, int fallback) const;
   /// An int; a required argument.
   [[nodiscard]] int to_int(size_t i) const;
+  /// An int; `fallback` when left out, nothing when None (an axis whose None means the flattened array).
+  [[nodiscard]] std::optional<int> to_optional_int(size_t i, std::optional<int> fallback) const;
   [[nodiscard]] bool to_bool(size_t i, bool fallback) const;
   /// A sequence of ints (a shape or a list of axes).
   [[nodiscard]] std::vector<int> to_ints(size_t i) const;

@@ -13,8 +13,7 @@ namespace {
 PyObject* eval_args(PyObject* /*module*/, PyObject* const* args, Py_ssize_t nargs) {
   try {
     if (nargs == 1 && is_array(args[0])) {
-      array a = array_of(args[0]);  // a copy: another thread may rebind the object while the GIL is released
-      eval_released(a);
+      eval_released(array_of(args[0]));
       Py_RETURN_NONE;
     }
     std::vector<array> outputs;

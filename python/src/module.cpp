@@ -54,7 +54,7 @@ PYBIND11_MODULE(core, m) {
   init_dlpack(m, cls);
   init_indexing(cls);
   init_ops_creation(m);
-  init_ops_elementwise(m);
+  init_ops_elementwise(m, cls);
   init_ops_reduce(m, cls);
   init_ops_layout(m, cls);
   init_ops_indexing(m);

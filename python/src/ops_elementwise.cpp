@@ -1,6 +1,11 @@
 // Element-wise ops: unary math, binary arithmetic and comparisons (with MLX's scalar promotion), where and clip.
+// The unary and binary functions take the fast-call path (fast_function.h), with their array methods.
+
+#include <set>
+#include <string_view>
 
 #include "python/src/bindings.h"
+#include "python/src/fast_function.h"
 
 namespace nuvec::python {
 namespace {
@@ -8,25 +13,39 @@ namespace {
 using Unary = array (*)(const array&, StreamOrDevice);
 using Binary = array (*)(const array&, const array&, StreamOrDevice);
 
-void def_unary(py::module_& m, const char* name, Unary fn) {
-  m.def(
-      name, [fn](py::object a, StreamOrDevice s) { return Result{fn(to_array(a), s)}; }, py::arg("a"), py::kw_only(),
-      py::arg("stream") = py::none());
+// The element-wise functions that MLX also offers as array methods (a.exp()).
+const std::set<std::string_view> methods = {"abs",   "conj",   "conjugate", "cos",     "exp",        "log",
+                                            "log10", "log1p",  "log2",      "sin",     "reciprocal", "rsqrt",
+                                            "sqrt",  "square", "tan",       "maximum", "minimum"};
+
+/// name(a, *, stream=None), on the fast-call path: in eager-style loops these follow one another.
+void def_unary(py::module_& m, py::class_<array>& cls, const char* name, Unary fn) {
+  auto body = [fn](const Arguments& args) { return wrap(fn(args.to_array(0), args.to_stream(1))); };
+  auto parameters = std::string(", *, ").append(stream_parameter);
+  if (methods.contains(name)) {
+    def_fast_both(m, cls, name, parameters, body);
+  } else {
+    def_fast(m, std::string(name).append("(a: object").append(parameters).append(") -> nuvec.core.array"), body);
+  }
 }
 
-void def_binary(py::module_& m, const char* name, Binary fn) {
-  m.def(
-      name,
-      [fn](py::object a, py::object b, StreamOrDevice s) {
-        auto [x, y] = to_arrays(a, b);
-        return Result{fn(x, y, s)};
-      },
-      py::arg("a"), py::arg("b"), py::kw_only(), py::arg("stream") = py::none());
+/// name(a, b, *, stream=None) with MLX's scalar promotion, on the fast-call path.
+void def_binary(py::module_& m, py::class_<array>& cls, const char* name, Binary fn) {
+  auto body = [fn](const Arguments& args) {
+    auto [x, y] = to_arrays(args[0], args[1]);
+    return wrap(fn(x, y, args.to_stream(2)));
+  };
+  auto parameters = std::string(", b: object, *, ").append(stream_parameter);
+  if (methods.contains(name)) {
+    def_fast_both(m, cls, name, parameters, body);
+  } else {
+    def_fast(m, std::string(name).append("(a: object").append(parameters).append(") -> nuvec.core.array"), body);
+  }
 }
 
 }  // namespace
 
-void init_ops_elementwise(py::module_& m) {
+void init_ops_elementwise(py::module_& m, py::class_<array>& cls) {
   const std::pair<const char*, Unary> unary[] = {
       {"abs", &nuvec::abs},
       {"negative", &nuvec::negative},
@@ -75,7 +94,7 @@ void init_ops_elementwise(py::module_& m) {
       {"stop_gradient", &nuvec::stop_gradient},
   };
   for (const auto& [name, fn] : unary) {
-    def_unary(m, name, fn);
+    def_unary(m, cls, name, fn);
   }
   const std::pair<const char*, Binary> binary[] = {
       {"add", &nuvec::add},
@@ -109,7 +128,7 @@ void init_ops_elementwise(py::module_& m) {
       {"matmul", &nuvec::matmul},
   };
   for (const auto& [name, fn] : binary) {
-    def_binary(m, name, fn);
+    def_binary(m, cls, name, fn);
   }
   m.def(
       "divmod",

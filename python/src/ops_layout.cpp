@@ -1,6 +1,6 @@
 // Shape and layout: reshape, transpose, squeeze, expand_dims, astype, concatenate, stack, split, pad, roll,
 // diagonal... The per-call ones (reshape to broadcast_to, astype) take the fast-call path (fast_function.h), as
-// functions and as array methods.
+// functions and as array methods, and concatenate and stack as functions.
 
 #include "python/src/bindings.h"
 #include "python/src/fast_function.h"
@@ -147,23 +147,18 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
         },
         py::kw_only(), py::arg("stream") = py::none());
   }
-  m.def(
-      "concatenate",
-      [](py::object arrays, std::optional<int> axis, StreamOrDevice s) {
-        auto inputs = to_array_list(arrays);
-        return axis ? concatenate(inputs, *axis, s) : concatenate(inputs, s);
-      },
-      py::arg("arrays"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "concat",
-      [](py::object arrays, std::optional<int> axis, StreamOrDevice s) {
-        auto inputs = to_array_list(arrays);
-        return axis ? concatenate(inputs, *axis, s) : concatenate(inputs, s);
-      },
-      py::arg("arrays"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "stack", [](py::object arrays, int axis, StreamOrDevice s) { return stack(to_array_list(arrays), axis, s); },
-      py::arg("arrays"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+  for (const char* name : {"concatenate", "concat"}) {
+    def_fast(m, std::string(name).append("(arrays: object, axis: Optional[int] = 0") + stream + ") -> nuvec.core.array",
+             [](const Arguments& args) {
+               auto inputs = to_array_list(args[0]);
+               auto axis = args.to_optional_int(1, 0);
+               auto s = args.to_stream(2);
+               return wrap(axis ? concatenate(inputs, *axis, s) : concatenate(inputs, s));
+             });
+  }
+  def_fast(m, "stack(arrays: object, axis: int = 0" + stream + ") -> nuvec.core.array", [](const Arguments& args) {
+    return wrap(stack(to_array_list(args[0]), args.absent(1) ? 0 : args.to_int(1), args.to_stream(2)));
+  });
   m.def(
       "unstack", [](py::object a, int axis, StreamOrDevice s) { return unstack(to_array(a), axis, s); }, py::arg("a"),
       py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());

@@ -1,5 +1,5 @@
-// Reductions, arg-reductions, softmax, sorting and cumulative ops. The reductions and arg-reductions take the
-// fast-call path (fast_function.h), as functions and as array methods.
+// Reductions, arg-reductions, softmax, sorting and cumulative ops. The reductions, arg-reductions and cumulative ops
+// take the fast-call path (fast_function.h) as functions and as array methods, softmax and the sorts as functions.
 
 #include "python/src/bindings.h"
 #include "python/src/fast_function.h"
@@ -37,28 +37,38 @@ void def_arg_reduce(py::module_& m, py::class_<array>& cls, const char* name, Ar
 using Sort = array (*)(const array&, int, StreamOrDevice);
 using SortAll = array (*)(const array&, StreamOrDevice);
 
+/// name(a, axis=-1, *, stream=None); axis=None sorts the flattened array.
 void def_sort(py::module_& m, const char* name, Sort fn, SortAll all) {
-  m.def(
-      name,
-      [fn, all](py::object a, std::optional<int> axis, StreamOrDevice s) {
-        auto x = to_array(a);
-        return axis ? fn(x, *axis, s) : all(x, s);
-      },
-      py::arg("a"), py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+  def_fast(m,
+           std::string(name)
+               .append("(a: object, axis: Optional[int] = -1, *, ")
+               .append(stream_parameter)
+               .append(") -> nuvec.core.array"),
+           [fn, all](const Arguments& args) {
+             auto x = args.to_array(0);
+             auto axis = args.to_optional_int(1, -1);
+             auto s = args.to_stream(2);
+             return wrap(axis ? fn(x, *axis, s) : all(x, s));
+           });
 }
 
 using Scan = array (*)(const array&, int, bool, bool, StreamOrDevice);
 using ScanAll = array (*)(const array&, bool, bool, StreamOrDevice);
 
-void def_scan(py::module_& m, const char* name, Scan fn, ScanAll all) {
-  m.def(
-      name,
-      [fn, all](py::object a, std::optional<int> axis, bool reverse, bool inclusive, StreamOrDevice s) {
-        auto x = to_array(a);
-        return axis ? fn(x, *axis, reverse, inclusive, s) : all(x, reverse, inclusive, s);
-      },
-      py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("reverse") = false,
-      py::arg("inclusive") = true, py::arg("stream") = py::none());
+/// name(a, axis=None, *, reverse=False, inclusive=True, stream=None) and the array method; axis=None scans the
+/// flattened array.
+void def_scan(py::module_& m, py::class_<array>& cls, const char* name, Scan fn, ScanAll all) {
+  auto body = [fn, all](const Arguments& args) {
+    auto x = args.to_array(0);
+    bool reverse = args.to_bool(2, false);
+    bool inclusive = args.to_bool(3, true);
+    auto s = args.to_stream(4);
+    return wrap(args.given(1) ? fn(x, args.to_int(1), reverse, inclusive, s) : all(x, reverse, inclusive, s));
+  };
+  def_fast_both(m, cls, name,
+                std::string(", axis: Optional[int] = None, *, reverse: bool = False, inclusive: bool = True, ")
+                    .append(stream_parameter),
+                body);
 }
 
 }  // namespace
@@ -89,14 +99,14 @@ void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
   }
   def_arg_reduce(m, cls, "argmax", &nuvec::argmax, &nuvec::argmax);
   def_arg_reduce(m, cls, "argmin", &nuvec::argmin, &nuvec::argmin);
-  m.def(
-      "softmax",
-      [](py::object a, Axes axis, bool precise, StreamOrDevice s) {
-        auto x = to_array(a);
-        return softmax(x, axes_or_all(axis, x), precise, s);
-      },
-      py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("precise") = false,
-      py::arg("stream") = py::none());
+  def_fast(m,
+           std::string("softmax(a: object, axis: Optional[Union[int, List[int]]] = None, *, precise: bool = False, ")
+               .append(stream_parameter)
+               .append(") -> nuvec.core.array"),
+           [](const Arguments& args) {
+             auto x = args.to_array(0);
+             return wrap(softmax(x, axes_or_all(args.to_axes(1), x), args.to_bool(2, false), args.to_stream(3)));
+           });
 
   def_sort(m, "sort", &nuvec::sort, &nuvec::sort);
   def_sort(m, "argsort", &nuvec::argsort, &nuvec::argsort);
@@ -127,11 +137,11 @@ void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
       },
       py::arg("a"), py::arg("v"), py::kw_only(), py::arg("right") = false, py::arg("stream") = py::none());
 
-  def_scan(m, "cumsum", &nuvec::cumsum, &nuvec::cumsum);
-  def_scan(m, "cumprod", &nuvec::cumprod, &nuvec::cumprod);
-  def_scan(m, "cummax", &nuvec::cummax, &nuvec::cummax);
-  def_scan(m, "cummin", &nuvec::cummin, &nuvec::cummin);
-  def_scan(m, "logcumsumexp", &nuvec::logcumsumexp, &nuvec::logcumsumexp);
+  def_scan(m, cls, "cumsum", &nuvec::cumsum, &nuvec::cumsum);
+  def_scan(m, cls, "cumprod", &nuvec::cumprod, &nuvec::cumprod);
+  def_scan(m, cls, "cummax", &nuvec::cummax, &nuvec::cummax);
+  def_scan(m, cls, "cummin", &nuvec::cummin, &nuvec::cummin);
+  def_scan(m, cls, "logcumsumexp", &nuvec::logcumsumexp, &nuvec::logcumsumexp);
   m.def(
       "diff", [](py::object a, int n, int axis, StreamOrDevice s) { return diff(to_array(a), n, axis, s); },
       py::arg("a"), py::arg("n") = 1, py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());

@@ -3,9 +3,9 @@ allocations (tracemalloc) and nuvec's active memory stay flat."""
 
 import threading
 import time
-import tracemalloc
 
 import nuvec.core as mx
+from leaks import assert_flat
 
 
 def test_python_threads_run_while_arrays_evaluate():
@@ -67,12 +67,4 @@ def test_small_ops_do_not_leak():
             mx.eval(c)
             c.item() if c.size == 1 else c[0].item()
 
-    run(2000)  # warm caches
-    active = mx.get_active_memory()
-    tracemalloc.start()
-    first, _ = tracemalloc.get_traced_memory()
-    run(100_000)
-    last, _ = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert last - first < 64 * 1024
-    assert mx.get_active_memory() <= active + 64 * 1024
+    assert_flat(run, 2000, 100_000)
