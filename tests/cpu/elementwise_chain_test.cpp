@@ -48,8 +48,7 @@ array make_input(Dtype dtype, uint32_t seed, Shape shape = {}) {
   return out;
 }
 
-/// Whether evaluating f's result ran the nodes named in `absent` inside a chain (the profile records a chain under
-/// its last node only).
+/// The profile report of evaluating f's result (by primitive name): a chain is recorded under its last node only.
 std::string profiled(const std::function<array()>& f) {
   profile::reset();
   profile::enable(false);
