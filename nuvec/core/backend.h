@@ -13,6 +13,9 @@ namespace nuvec::detail {
 
 /// Computes `outputs` (all outputs of one node) from evaluated `inputs` on the CPU.
 void eval_cpu(const Primitive& primitive, const std::vector<array>& inputs, std::vector<array>& outputs);
+/// Computes the last of `nodes`, an element-wise chain (see eval_chain.h) listed inputs before readers, on the CPU
+/// in one pass; the others get no buffers. Returns false, having done nothing, where their layouts do not allow it.
+bool eval_chain_cpu(const std::vector<array>& nodes);
 /// The same on a GPU stream.
 void eval_gpu(const Primitive& primitive, const std::vector<array>& inputs, std::vector<array>& outputs,
               const Stream& stream);

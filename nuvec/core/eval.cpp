@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "nuvec/core/backend.h"
+#include "nuvec/core/eval_chain.h"
 #include "nuvec/core/eval_small.h"
 #include "nuvec/core/profile.h"
 #include "nuvec/core/profile_hook.h"
@@ -45,10 +46,10 @@ struct Entry {
 /// traversal mark, so building costs no allocation per node beyond the vectors'
 /// growth.
 struct Graph {
-  std::vector<Entry> entries;          // topological: inputs before consumers
-  std::vector<int> producers;          // producers of entry i: [producer_start[i], producer_start[i + 1])
+  std::vector<Entry> entries;  // topological: inputs before consumers
+  std::vector<int> producers;  // producers of entry i: [producer_start[i], producer_start[i + 1])
   std::vector<int> producer_start{0};
-  std::vector<int> consumers;          // consumers of entry i: [consumer_start[i], consumer_start[i + 1])
+  std::vector<int> consumers;  // consumers of entry i: [consumer_start[i], consumer_start[i + 1])
   std::vector<int> consumer_start;
 
   explicit Graph(const std::vector<array>& outputs) {
@@ -254,6 +255,43 @@ bool is_one_ready_node(const array& a) {
   return std::none_of(inputs.begin(), inputs.end(), needs_eval);
 }
 
+/// Which entries run inside their reader's element-wise chain (detail::joins_chain): those read by one node alone and
+/// held by no one else (no user handle, no sibling), in chains of at most detail::max_chain_nodes.
+std::vector<bool> chain_deferrals(const Graph& graph) {
+  const auto n = graph.entries.size();
+  std::vector<bool> deferred(n, false);
+  std::vector<int> chain_nodes(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const auto first = graph.consumers.begin() + graph.consumer_start[i];
+    const auto last = graph.consumers.begin() + graph.consumer_start[i + 1];
+    if (first == last || std::any_of(first, last, [&](int c) { return c != *first; })) {
+      continue;
+    }
+    const int c = *first;
+    const array& node = *graph.entries[i].node;
+    if (node.use_count() == 1 + (last - first) && chain_nodes[c] + chain_nodes[i] <= detail::max_chain_nodes &&
+        detail::joins_chain(node, *graph.entries[c].node)) {
+      deferred[i] = true;
+      chain_nodes[c] += chain_nodes[i];
+    }
+  }
+  return deferred;
+}
+
+/// Runs `a` with the inputs deferred into its chain: in one pass where the backend can, else one by one.
+void run_entry(array& a) {
+  if (detail::run_chain(a)) {
+    return;
+  }
+  for (const auto& in : a.inputs()) {
+    if (needs_eval(in)) {
+      array node = in;
+      run_entry(node);
+    }
+  }
+  run_and_detach(a);
+}
+
 void eval_locked(const std::vector<array>& outputs) {
   if (outputs.size() == 1 && is_one_ready_node(outputs[0])) {
     array node = outputs[0];
@@ -261,9 +299,12 @@ void eval_locked(const std::vector<array>& outputs) {
     return;
   }
   Graph graph(outputs);
+  const auto deferred = chain_deferrals(graph);
   graph.walk([&](int i) {
     auto& entry = graph.entries[i];
-    run_and_detach(*entry.node);
+    if (!deferred[i]) {
+      run_entry(*entry.node);
+    }
     entry.node.reset();  // the tape's own handle goes too
   });
 }

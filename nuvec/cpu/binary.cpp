@@ -9,6 +9,7 @@
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/power_form.h"
 #include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/elementwise_range.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/math.h"
 
@@ -124,7 +125,8 @@ struct ConstantPowerFn {
   nuvec::detail::PowerForm form;
 
   template <class T>
-  requires requires(T v) { math::pow(v, v); } T operator()(T x, T) const {
+  requires requires(T v) { math::pow(v, v); }
+  T operator()(T x, T) const {
     using Kind = nuvec::detail::PowerForm::Kind;
     const T minus_inf(-std::numeric_limits<C>::infinity());
     switch (form.kind) {
@@ -413,20 +415,45 @@ void binary_kernel(std::string_view name, const Op& op, const array& a, const ar
   });
 }
 
-}  // namespace
-
-void binary(const Primitive& p, const array& a, const array& b, array& out) {
+/// Calls fn(name, functor) for the BinaryPrimitive p holds.
+template <class Fn>
+void with_functor(const Primitive& p, const Fn& fn) {
   std::visit(
       [&]<class P>(const P& primitive) {
         if constexpr (!BinaryPrimitive<P>) {
           internal_error(P::name, "cpu::binary was given a primitive that is not binary.");
         } else if constexpr (requires { functor(primitive); }) {
-          binary_kernel(P::name, functor(primitive), a, b, out);
+          fn(P::name, functor(primitive));
         } else {
           static_assert(sizeof(P) == 0, "cpu/binary.cpp: a binary primitive lacks its functor(const P&) overload");
         }
       },
       p);
+}
+
+}  // namespace
+
+void binary(const Primitive& p, const array& a, const array& b, array& out) {
+  with_functor(p, [&](std::string_view name, const auto& op) { binary_kernel(name, op, a, b, out); });
+}
+
+void binary_range(const Primitive& p, Dtype in, Dtype out_dtype, void* out, int64_t n, RawRun a, RawRun b,
+                  bool stream) {
+  with_functor(p, [&]<class Op>(std::string_view name, const Op& op) {
+    dispatch(in, [&]<class T>(type_tag<T>) {
+      using C = compute_t<T>;
+      if constexpr (requires(const Op& f, C v) { f(v, v); }) {
+        using S = store_t<T, decltype(op(std::declval<C>(), std::declval<C>()))>;
+        if (out_dtype != dtype_v<S>) {
+          internal_error(name, "binary_range was given an output dtype the kernel does not produce.");
+        }
+        binary_run(op, static_cast<S*>(out), n, Strided<T>{static_cast<const T*>(a.ptr), a.stride},
+                   Strided<T>{static_cast<const T*>(b.ptr), b.stride}, stream);
+      } else {
+        unsupported_dtype(name, in);
+      }
+    });
+  });
 }
 
 }  // namespace nuvec::cpu

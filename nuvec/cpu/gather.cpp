@@ -21,8 +21,24 @@ namespace nuvec::cpu {
 
 namespace {
 
-/// How much of the next slice a gather fetches ahead.
+/// How far ahead of its copy a streamed gather fetches, and the chunk it copies and fetches at a time.
 constexpr int64_t prefetch_bytes = 4096;
+constexpr int64_t stream_chunk = 1024;
+
+/// Streams `bytes` from `from` to `to`, fetching up to `prefetch_bytes` ahead all along, into the next slice (null:
+/// none, of the same length) near the end: the hardware prefetcher stops at every 4 KiB page and starts late on each.
+void stream_slice(char* to, const char* from, const char* next, int64_t bytes) {
+  const int64_t distance = std::min(prefetch_bytes, bytes);  // a short slice fetches the next one whole
+  for (int64_t done = 0; done < bytes; done += stream_chunk) {
+    const int64_t ahead = done + distance;
+    if (ahead < bytes) {
+      prefetch_l2(from + ahead, std::min(stream_chunk, bytes - ahead));
+    } else if (next != nullptr && ahead - bytes < bytes) {
+      prefetch_l2(next + (ahead - bytes), std::min(stream_chunk, 2 * bytes - ahead));
+    }
+    stream_copy(to + done, from + done, static_cast<size_t>(std::min(stream_chunk, bytes - done)));
+  }
+}
 
 }  // namespace
 
@@ -80,20 +96,18 @@ void run(const Gather& p, const Inputs& in, Outputs& out) {
     const auto* src = static_cast<const U*>(a.raw_data());
     auto* dst = static_cast<U*>(o.raw_data());
     parallel_for(count * slice_size, elementwise_grain, [&](size_t begin, size_t end) {
-      for_each_slice_run(layout, slice_size, begin, end,
-                         [&](size_t n, const std::array<int64_t, 2>& offsets, int64_t length) {
-                           U* to = dst + n * slice_size + offsets[1];
-                           const U* from = src + start[n] + offsets[0];
-                           if (!stream) {
-                             move_run(to, layout.inner_stride(1), from, layout.inner_stride(0), length);
-                             return;
-                           }
-                           const auto bytes = length * static_cast<int64_t>(sizeof(U));
-                           if (n + 1 < count) {
-                             prefetch_l2(src + start[n + 1] + offsets[0], std::min<int64_t>(bytes, prefetch_bytes));
-                           }
-                           stream_copy(to, from, static_cast<size_t>(bytes));
-                         });
+      for_each_slice_run(
+          layout, slice_size, begin, end, [&](size_t n, const std::array<int64_t, 2>& offsets, int64_t length) {
+            U* to = dst + n * slice_size + offsets[1];
+            const U* from = src + start[n] + offsets[0];
+            if (!stream) {
+              move_run(to, layout.inner_stride(1), from, layout.inner_stride(0), length);
+              return;
+            }
+            const auto bytes = length * static_cast<int64_t>(sizeof(U));
+            const auto* next = n + 1 < count ? reinterpret_cast<const char*>(src + start[n + 1] + offsets[0]) : nullptr;
+            stream_slice(reinterpret_cast<char*>(to), reinterpret_cast<const char*>(from), next, bytes);
+          });
       if (stream) {
         hwy::FlushStream();  // order the streamed lines before parallel_for reports this work done
       }

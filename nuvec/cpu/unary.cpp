@@ -9,6 +9,7 @@
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/cpu/elementwise.h"
+#include "nuvec/cpu/elementwise_range.h"
 #include "nuvec/cpu/kernels.h"
 #include "nuvec/cpu/math.h"
 
@@ -308,20 +309,43 @@ void unary_kernel(std::string_view name, const Op& op, const array& in, array& o
   });
 }
 
-}  // namespace
-
-void unary(const Primitive& p, const array& in, array& out) {
+/// Calls fn(name, functor) for the UnaryPrimitive p holds.
+template <class Fn>
+void with_functor(const Primitive& p, const Fn& fn) {
   std::visit(
       [&]<class P>(const P& primitive) {
         if constexpr (!UnaryPrimitive<P>) {
           internal_error(P::name, "cpu::unary was given a primitive that is not unary.");
         } else if constexpr (requires { functor(primitive); }) {
-          unary_kernel(P::name, functor(primitive), in, out);
+          fn(P::name, functor(primitive));
         } else {
           static_assert(sizeof(P) == 0, "cpu/unary.cpp: a unary primitive lacks its functor(const P&) overload");
         }
       },
       p);
+}
+
+}  // namespace
+
+void unary(const Primitive& p, const array& in, array& out) {
+  with_functor(p, [&](std::string_view name, const auto& op) { unary_kernel(name, op, in, out); });
+}
+
+void unary_range(const Primitive& p, Dtype in, Dtype out_dtype, void* out, int64_t n, RawRun x, bool stream) {
+  with_functor(p, [&]<class Op>(std::string_view name, const Op& op) {
+    dispatch(in, [&]<class T>(type_tag<T>) {
+      using C = compute_t<T>;
+      if constexpr (requires(const Op& f, C v) { f(v); }) {
+        using S = store_t<T, decltype(op(std::declval<C>()))>;
+        if (out_dtype != dtype_v<S>) {
+          internal_error(name, "unary_range was given an output dtype the kernel does not produce.");
+        }
+        unary_run(op, static_cast<S*>(out), n, Strided<T>{static_cast<const T*>(x.ptr), x.stride}, stream);
+      } else {
+        unsupported_dtype(name, in);
+      }
+    });
+  });
 }
 
 }  // namespace nuvec::cpu
