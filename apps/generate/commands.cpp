@@ -208,7 +208,7 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 /// prompt (and llama-bench measures): the cache of all but the last token, then the last token's logits (not the
 /// logits of every position, which nothing reads).
 double prompt_rate(lm::LanguageModel& model, int count) {
-  auto cache = model.make_cache();
+  auto cache = lm::detail::reserved_cache(model, count);
   auto tokens = random::randint(0, model.vocab_size(), {1, count});
   eval(tokens);
   auto start = Clock::now();
@@ -223,7 +223,7 @@ double prompt_rate(lm::LanguageModel& model, int count) {
 
 /// Tokens per second of decoding `count` tokens one at a time (greedy) from an empty cache.
 double decode_rate(lm::LanguageModel& model, int count) {
-  auto cache = model.make_cache();
+  auto cache = lm::detail::reserved_cache(model, count);
   auto token = random::randint(0, model.vocab_size(), {1, 1});
   eval(token);
   auto start = Clock::now();
@@ -267,6 +267,12 @@ void run_generate(const GenerateCommandOptions& o, std::FILE* out, std::FILE* er
     options.draft_model = draft->model.get();
     options.num_draft = o.num_draft;
   }
+  // --max-tokens is the user's own bound, so the cache takes room for the whole request at once (a draft round can
+  // hold num_draft positions more before its rejected ones are dropped).
+  lm::PromptCache reserved;
+  reserved.cache = lm::detail::reserved_cache(
+      *loaded.model, static_cast<int64_t>(ids.size()) + o.max_tokens + (draft ? o.num_draft : 0));
+  options.prompt_cache = &reserved;
   if (!o.json) {
     lm::GenerationStats last;
     lm::stream_generate(*loaded.model, loaded.tokenizer, ids, options, [&](const lm::GenerationResponse& r) {

@@ -22,6 +22,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
+#include "nuvec/lm/generate/sequence.h"
 #include "nuvec/lm/lm.h"
 #include "tests/lm/generate_test_util.h"
 
@@ -112,6 +113,31 @@ TEST(Generate, ChunkedPrefillEqualsOneShot) {
     expect_same_run(generate(model, tokenizer, prompt, options), one_shot, "chunk " + std::to_string(chunk));
   }
   EXPECT_EQ(one_shot.tokens, naive_greedy(model, prompt, 10).tokens);
+}
+
+TEST(Generate, ReservedCacheTakesTheWholeRequestAtOnceAndChangesNothing) {
+  const auto model_owner = tiny_llama(2, 64);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(12);
+  const std::vector<int32_t> prompt = random_prompt(rng, 9);
+  GenerateOptions options;
+  options.max_tokens = 12;
+  const GenerationResult growing = generate(model, tokenizer, prompt, options);
+  // Positions the buffer behind a layer's keys has room for (a growing cache's first step is 256).
+  auto room = [](const Cache& cache) {
+    array keys = cache.front()->state()[0];
+    keys.eval();
+    return static_cast<int>(keys.buffer().size() / (keys.nbytes() / static_cast<size_t>(keys.shape(2))));
+  };
+  // The request's 21 positions, and no more than the model's context of 64.
+  for (const auto& [asked, expected] : std::vector<std::pair<int, int>>{{21, 21}, {1000, 64}}) {
+    PromptCache state;
+    state.cache = detail::reserved_cache(model, asked);
+    options.prompt_cache = &state;
+    expect_same_run(generate(model, tokenizer, prompt, options), growing, "reserved " + std::to_string(asked));
+    EXPECT_EQ(room(state.cache), expected);
+  }
 }
 
 TEST(Generate, PromptCacheReuseEqualsFreshRun) {

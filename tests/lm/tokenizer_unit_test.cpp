@@ -9,6 +9,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/lm/lm.h"
 #include "nuvec/lm/tokenizer/byte_level.h"
+#include "nuvec/lm/tokenizer/vocab.h"
 #include "nuvec/lm/utf8.h"
 #include "tests/lm/reference_files.h"
 #include "tests/lm/reference_test_util.h"
@@ -58,6 +59,44 @@ std::string expect_error(const std::function<void()>& call, ErrorKind kind) {
   }
   ADD_FAILURE() << "expected an error";
   return {};
+}
+
+TEST(TokenizerVocab, LooksUpBothWaysAcrossArenaBlocks) {
+  detail::Vocab vocab;
+  // Enough text for several arena blocks, a token longer than a block, the empty token, and gaps in the ids.
+  const std::string long_token(200000, 'x');
+  std::vector<std::string> tokens;
+  for (int i = 0; i < 20000; ++i) {
+    tokens.push_back("token" + std::to_string(i));
+  }
+  for (int i = 0; i < 20000; ++i) {
+    vocab.add(tokens[i], 2 * i);
+  }
+  vocab.add(long_token, 40001);
+  vocab.add("", 40003);
+  EXPECT_EQ(vocab.size(), 40004U);
+  for (int i = 0; i < 20000; ++i) {
+    ASSERT_EQ(vocab.find(tokens[i]), 2 * i);
+    ASSERT_EQ(vocab.token(2 * i), tokens[i]);
+    ASSERT_FALSE(vocab.token(2 * i + 1) && 2 * i + 1 != 40001);
+  }
+  EXPECT_EQ(vocab.find(long_token), 40001);
+  EXPECT_EQ(vocab.token(40001), long_token);
+  EXPECT_EQ(vocab.find(""), 40003);
+  EXPECT_EQ(vocab.token(40003), "");
+  EXPECT_FALSE(vocab.token(-1));
+  EXPECT_FALSE(vocab.token(40004));
+  EXPECT_FALSE(vocab.find("token20000"));
+
+  // As in Hugging Face's: a later token with the same id wins the reverse look-up, and a token added again maps to
+  // its later id; the earlier token still finds its id.
+  vocab.add("other", 0);
+  EXPECT_EQ(vocab.token(0), "other");
+  EXPECT_EQ(vocab.find("token0"), 0);
+  vocab.add("token1", 40002);
+  EXPECT_EQ(vocab.find("token1"), 40002);
+  EXPECT_EQ(vocab.token(2), "token1");
+  EXPECT_EQ(vocab.token(40002), "token1");
 }
 
 TEST(TokenizerModels, BpeMergesByRankWithPairsAndStrings) {

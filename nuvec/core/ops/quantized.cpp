@@ -4,6 +4,7 @@
 // nodes. A quantized_matmul whose weight has batch axes is a gather_qmm over every (x batch, w batch) pair, so
 // QuantizedMatmul itself only ever sees one 2-d weight.
 
+#include "nuvec/core/block_code_bits.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
 #include "nuvec/core/output_shapes.h"
@@ -55,25 +56,6 @@ BlockWeight check_blocks(const array& w, const std::string& mode, const char* op
                   std::to_string(layout.bytes) + "-byte blocks; got shape " + shape_string(w.shape()) + ".");
   }
   return {*parsed, layout, w.shape(-1) / layout.bytes * layout.values};
-}
-
-/// The width of a block format's codes, for the primitives' bits field.
-int code_bits(QuantizationMode mode) {
-  switch (mode) {
-    case QuantizationMode::affine:
-    case QuantizationMode::mxfp4:
-    case QuantizationMode::mxfp8:
-    case QuantizationMode::nvfp4:
-      return 0;  // not block formats
-    case QuantizationMode::q4_0:
-    case QuantizationMode::q4_k:
-      return 4;
-    case QuantizationMode::q8_0:
-      return 8;
-    case QuantizationMode::q6_k:
-      return 6;
-  }
-  return 0;
 }
 
 struct Params {
@@ -360,7 +342,7 @@ array quantized_matmul(array x, array w, const std::string& mode, StreamOrDevice
     throw_invalid("[quantized_matmul] Only real floating types are supported; got x of " + dtype_string(x.dtype()) +
                   ".");
   }
-  return make_node(QuantizedMatmul{b.layout.values, code_bits(b.mode), true, b.mode}, {x, w}, to_stream(s));
+  return make_node(QuantizedMatmul{b.layout.values, block_code_bits(b.mode), true, b.mode}, {x, w}, to_stream(s));
 }
 
 array dequantize(const array& w, const std::string& mode, std::optional<Dtype> dtype, StreamOrDevice s) {
@@ -369,7 +351,7 @@ array dequantize(const array& w, const std::string& mode, std::optional<Dtype> d
   if (!is_floating(out_dtype)) {
     throw_invalid("[dequantize] The output dtype must be real floating point; got " + dtype_string(out_dtype) + ".");
   }
-  return make_node(Dequantize{b.layout.values, code_bits(b.mode), b.mode, out_dtype}, {w}, to_stream(s));
+  return make_node(Dequantize{b.layout.values, block_code_bits(b.mode), b.mode, out_dtype}, {w}, to_stream(s));
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature

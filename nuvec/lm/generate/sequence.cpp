@@ -1,6 +1,7 @@
 #include "nuvec/lm/generate/sequence.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <sstream>
 #include <thread>
@@ -82,6 +83,20 @@ void eval_cache(const Cache& cache) {
     }
   }
   eval(std::move(arrays));
+}
+
+Cache reserved_cache(const LanguageModel& model, int64_t positions) {
+  const int64_t context = model.max_context();
+  const auto room =
+      static_cast<int>(std::clamp<int64_t>(positions, 1, context > 0 ? context : std::numeric_limits<int>::max()));
+  Cache cache = model.make_cache();
+  for (auto& layer : cache) {
+    // Growing by steps of the whole request, its first update takes all of it.
+    if (dynamic_cast<const GrowingKVCache*>(layer.get()) != nullptr) {
+      layer = std::make_shared<GrowingKVCache>(room);
+    }
+  }
+  return cache;
 }
 
 bool overlap_steps(std::optional<bool> setting) { return setting.value_or(default_device().type == Device::gpu); }

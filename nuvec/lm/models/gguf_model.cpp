@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 
+#include "nuvec/core/block_code_bits.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
 #include "nuvec/core/ops.h"
@@ -555,9 +556,7 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
     if (auto format = block_formats.find(name); format != block_formats.end()) {
       const BlockLayout layout = block_layout(format->second);
       quantization[module] = {{"group_size", layout.values},
-                              {"bits", format->second == QuantizationMode::q8_0   ? 8
-                                       : format->second == QuantizationMode::q6_k ? 6
-                                                                                  : 4},
+                              {"bits", block_code_bits(format->second)},
                               {"mode", mode_name(format->second)}};
     }
     // The converter permutes the Q and K rows of the llama architecture only (Qwen's files keep HF's order), so that

@@ -165,7 +165,7 @@ json spm_merges(const std::vector<std::string>& tokens, const std::vector<double
     }
     std::sort(splits.begin(), splits.end());
     for (auto [left, right] : splits) {
-      merges.push_back(json::array({*vocab.token(left), *vocab.token(right)}));
+      merges.push_back(json::array({std::string(*vocab.token(left)), std::string(*vocab.token(right))}));
     }
   }
   return merges;

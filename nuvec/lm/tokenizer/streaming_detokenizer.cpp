@@ -18,7 +18,7 @@ StreamingDetokenizer::StreamingDetokenizer(std::shared_ptr<const detail::Tokeniz
     : state_(std::move(state)), skip_special_tokens_(skip_special_tokens) {}
 
 std::string StreamingDetokenizer::add(int32_t id) {
-  if (state_->token(id) == nullptr) {
+  if (!state_->token(id)) {
     throw_invalid("detokenizer: id " + std::to_string(id) + " is outside the vocabulary (size " +
                   std::to_string(state_->vocab_size) + ")");
   }

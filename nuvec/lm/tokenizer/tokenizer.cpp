@@ -18,8 +18,8 @@ namespace detail {
 
 namespace {
 
-bool is_byte_token(const std::string& token) {
-  return token.size() == 6 && token.compare(0, 3, "<0x") == 0 && token[5] == '>' &&
+bool is_byte_token(std::string_view token) {
+  return token.size() == 6 && token.starts_with("<0x") && token[5] == '>' &&
          std::isxdigit(static_cast<unsigned char>(token[3])) != 0 &&
          std::isxdigit(static_cast<unsigned char>(token[4])) != 0;
 }
@@ -30,9 +30,9 @@ constexpr std::string_view end_of_turn_tokens[] = {"<|eot_id|>", "<|im_end|>", "
 
 }  // namespace
 
-const std::string* TokenizerState::token(int32_t id) const {
+std::optional<std::string_view> TokenizerState::token(int32_t id) const {
   if (auto it = added_tokens.find(id); it != added_tokens.end()) {
-    return &it->second;
+    return it->second;
   }
   return model.vocab().token(id);
 }
@@ -54,32 +54,32 @@ std::string TokenizerState::decode(std::span<const int32_t> ids, bool skip_speci
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
-    const std::string* text = token(id);
-    if (text == nullptr) {
+    const std::optional<std::string_view> text = token(id);
+    if (!text) {
       throw_invalid("decode: id " + std::to_string(id) + " is outside the vocabulary (size " +
                     std::to_string(vocab_size) + ")");
     }
     if (!skip_special_tokens || !special[id]) {
-      tokens.push_back(*text);
+      tokens.emplace_back(*text);
     }
   }
   return decoder.decode(std::move(tokens));
 }
 
 std::string TokenizerState::token_bytes(int32_t id) const {
-  const std::string* piece = token(id);
-  if (piece == nullptr) {
+  const std::optional<std::string_view> piece = token(id);
+  if (!piece) {
     throw_invalid("token_bytes: id " + std::to_string(id) + " is outside the vocabulary (size " +
                   std::to_string(vocab_size) + ")");
   }
   if (added_tokens.contains(id)) {
-    return *piece;
+    return std::string(*piece);
   }
   // A decoder may treat a token alone differently (dropping its leading space, or turning part of a character into
   // U+FFFD), so the piece is read where its form is known: <0xXX> byte tokens, GPT-2's byte alphabet and
   // SentencePiece's U+2581 for a space; decode() gives the rest.
   if (held_back[id]) {
-    return std::string(1, static_cast<char>(std::stoi(piece->substr(3, 2), nullptr, 16)));
+    return std::string(1, static_cast<char>(std::stoi(std::string(piece->substr(3, 2)), nullptr, 16)));
   }
   if (decoder.maps_byte_level()) {
     if (std::optional<std::string> bytes = from_byte_level(*piece)) {
@@ -91,7 +91,7 @@ std::string TokenizerState::token_bytes(int32_t id) const {
     std::string text;
     for (size_t i = 0; i < piece->size();) {
       const bool space = piece->compare(i, metaspace.size(), metaspace) == 0;
-      text += space ? std::string(" ") : piece->substr(i, 1);
+      text += space ? std::string_view(" ") : piece->substr(i, 1);
       i += space ? metaspace.size() : 1;
     }
     return text;
@@ -150,8 +150,8 @@ std::shared_ptr<const TokenizerState> build_state(const nlohmann::json& tokenize
   state->held_back.resize(size);
   bool joins_bytes = state->decoder.joins_byte_tokens();
   for (size_t id = 0; id < size; ++id) {
-    if (const std::string* token = state->token(static_cast<int32_t>(id))) {
-      state->special[id] = special_tokens.contains(*token);
+    if (const std::optional<std::string_view> token = state->token(static_cast<int32_t>(id))) {
+      state->special[id] = special_tokens.contains(std::string(*token));
       state->held_back[id] = joins_bytes && is_byte_token(*token);
     }
   }
@@ -257,7 +257,7 @@ std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
 }
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const {
-  const std::string* token = state_->token(id);
+  const std::optional<std::string_view> token = state_->token(id);
   return token ? std::optional<std::string>(*token) : std::nullopt;
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -52,7 +53,7 @@ struct TokenizerState {
   [[nodiscard]] std::shared_ptr<const ChatTemplate> chat_template(const std::string& name) const;
 
   /// The token of `id`, or null outside the vocabulary.
-  [[nodiscard]] const std::string* token(int32_t id) const;
+  [[nodiscard]] std::optional<std::string_view> token(int32_t id) const;
   /// Tokenizer::decode without the clean-up.
   [[nodiscard]] std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const;
   /// Tokenizer::token_bytes.

@@ -1,0 +1,23 @@
+#include "nuvec/core/block_code_bits.h"
+
+namespace nuvec {
+
+int block_code_bits(QuantizationMode mode) {
+  switch (mode) {
+    case QuantizationMode::affine:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+      return 0;  // not block formats
+    case QuantizationMode::q4_0:
+    case QuantizationMode::q4_k:
+      return 4;
+    case QuantizationMode::q8_0:
+      return 8;
+    case QuantizationMode::q6_k:
+      return 6;
+  }
+  return 0;
+}
+
+}  // namespace nuvec
