@@ -1,9 +1,9 @@
 // Few rows of float32 activations times a weight held in half precision (float16 or bfloat16), w (n, k) row-major:
 // decode-time products of half-precision models. Each weight row is widened in registers and streamed once from
 // memory, one row at a time, with four vectors of it in flight; the rows of a (at most a few) share every widened
-// vector. Threads split the rows of w. Four rows of w at a time, one vector of each, read at 0.2-0.7 of the read
-// floor on w 8192 x 2048 (one thread; rows of 4 KiB, or a multiple, likely put the four streams on the same L1 sets) and
-// at half of it on the small model's 32000 x 512 output; one row at a time reads at 0.8-1.0 of it on both
+// vector. Threads split the rows of w. Four rows of w at a time, one vector of each, read at 0.2-0.7 of the read floor
+// on w 8192 x 2048 (one thread; rows of 4 KiB, or a multiple, likely put the four streams on the same L1 sets) and at
+// half of it on the small model's 32000 x 512 output; one row at a time reads at 0.8-1.0 of it on both
 // (bench/README.md, session 10). Software prefetch 1-4 KiB ahead did not help: the hardware prefetcher follows one
 // sequential stream well.
 
