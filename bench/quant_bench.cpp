@@ -226,8 +226,8 @@ int main(int argc, char** argv) {
   auto x = random_matrix({rows, k}, rng);
   for (int bits : {4, 8}) {
     for (bool transpose : {true, false}) {
-      const std::string name = "decode_" + std::to_string(bits) + "bit_" + (transpose ? "t" : "nt") + "_x" +
-                               std::to_string(rows);
+      const std::string name =
+          "decode_" + std::to_string(bits) + "bit_" + (transpose ? "t" : "nt") + "_x" + std::to_string(rows);
       if (!wanted(name)) {
         continue;
       }
@@ -249,8 +249,8 @@ int main(int argc, char** argv) {
     }
   }
   for (const auto dtype : {nuvec::float16, nuvec::bfloat16}) {
-    const std::string name = std::string("decode_") + (dtype == nuvec::float16 ? "f16" : "bf16") + "_t_x" +
-                             std::to_string(rows);
+    const std::string name =
+        std::string("decode_") + (dtype == nuvec::float16 ? "f16" : "bf16") + "_t_x" + std::to_string(rows);
     if (!wanted(name)) {
       continue;
     }

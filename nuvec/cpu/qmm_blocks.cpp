@@ -484,8 +484,7 @@ void int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
 
 }  // namespace
 
-void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
-             float* out) {
+void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
   if (rows == 0 || n == 0) {
     return;
   }
