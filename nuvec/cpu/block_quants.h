@@ -13,7 +13,8 @@ namespace nuvec::cpu::blocks {
 void dequantize_row(QuantizationMode mode, const uint8_t* row, int64_t k, float* out);
 
 /// out (rows x n, dense) = x (rows x k, dense float32) @ W.T, W being n rows of blocks of k values each; decode
-/// products write x as two int8 levels (qmm_blocks.cpp).
-void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out);
+/// products write x as `levels` (2 or 3) int8 levels (qmm_blocks.cpp).
+void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n, int levels,
+             float* out);
 
 }  // namespace nuvec::cpu::blocks

@@ -679,7 +679,7 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
       const int64_t n = o.shape(-1);
       const int64_t rows = n == 0 ? 0 : static_cast<int64_t>(o.size()) / n;
       blocks::product(p.mode, float_rows(in[0], storage), rows, in[0].shape(-1), quant::data_of<const uint8_t>(w), n,
-                      dst);
+                      decode_levels(o.dtype()), dst);
     });
     return;
   }

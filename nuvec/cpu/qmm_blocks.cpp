@@ -1,22 +1,18 @@
 // Products with weights in GGML's block formats (quantization_mode.h), read from the blocks as a GGUF file holds
 // them: a model file is computed from its mapped pages, with the bytes per weight of the file itself.
 //
-// Decode (a few rows of x): x is written as two int8 levels, x ~ unit * (254 x_0 + x_1) per 32 values (x_0 from
-// their largest |x| over 127, x_1 the rounded rest), an error of at most 1 / 64516 of that largest |x| (each output
-// off by at most sum |w| times that; tested against float64 on the decoded weights). The weights' own step is far
-// coarser (a code step is 1/16 of a q4 block's range, 1/255 of q8_0's), and one level, llama.cpp's int8 activations,
-// would leave 1 / 254. Three levels (float32 accuracy, 1 / 16.4 million) cost a third more integer dot products and
-// conversions: on 1024 x 4096 weights in cache, one thread, q4_0 ran at 18 GB/s with three, 24 with two, against the
-// 14-20 GB/s a core reads from memory with both cores streaming, so the third level kept decode compute-bound. Each
-// 64 values of a row of blocks are unpacked in registers into 64 unsigned codes in value order and meet each level in
-// AVX-512 VNNI's vpdpbusd (sums of four code * x products in 16 int32 lanes); the lanes are converted and scaled by
-// their group's scale in a float accumulator. Where a format's codes carry a fixed offset (q4_0 -8, q8_0 -128 as
-// unsigned codes, q6_k -32), each lane's integer sum starts at the offset times the lane's sum of that level of x, so
-// the lanes sum the offset codes times x exactly and no float bias term is kept per block; q4_k's mins per 32 values
-// meet the sums of x per 32. A pass computes four rows of w (q4_0, q8_0) or two (q4_k, q6_k), sharing each load of
-// x's levels and units. Threads split the rows of w; each block read asks for the bytes a few passes ahead to be
-// brought into L2, and every row of x is computed against the rows of blocks while they are in L1, so w streams from
-// memory once.
+// Decode (a few rows of x): x is written as int8 levels, x ~ unit * (254^2 x_0 + 254 x_1 + x_2) per 32 values (x_0
+// from their largest |x| over 127, each further level the rounded rest). Three levels keep float32 accuracy (an error
+// of at most 1 / 16.4 million of that largest |x|); two, for half-precision outputs, 1 / 64516 (one level, llama.cpp's
+// int8 activations, leaves 1 / 254). Each 64 values of a row of blocks are unpacked in registers into 64 unsigned
+// codes in value order and meet each level in AVX-512 VNNI's vpdpbusd (sums of four code * x products in 16 int32
+// lanes); the lanes are converted and scaled by their group's scale in a float accumulator. Where a format's codes
+// carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's integer sum starts at the offset
+// times the lane's sum of that level of x, so the lanes sum the offset codes times x exactly and no float bias term
+// is kept per block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w (q4_0, q8_0)
+// or two (q4_k, q6_k), sharing each load of x's levels and units. Threads split the rows of w; each block read asks
+// for the bytes a few passes ahead to be brought into L2, and every row of x is computed against the rows of blocks
+// while they are in L1, so w streams from memory once.
 //
 // Prefill (many rows), x holding infinities or NaNs, or a CPU without AVX-512 VNNI: tiles of w are decoded to float32
 // and multiplied by the sgemm.
@@ -70,7 +66,6 @@ bool all_finite(const float* x, int64_t count) {
 }
 
 constexpr float level_ratio = 254.F;
-constexpr int x_levels = 2;  // int8 levels of x (the precision chosen above)
 
 // All-lane masks: the zero-masking forms of the intrinsics, where GCC 12's plain forms start from an undefined vector
 // and warn about it.
@@ -484,7 +479,8 @@ void int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
 
 }  // namespace
 
-void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
+void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
+             [[maybe_unused]] int levels, float* out) {
   if (rows == 0 || n == 0) {
     return;
   }
@@ -496,7 +492,7 @@ void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, con
   // The decode path reads 64 values at a time; its sums of code * x would turn an infinite x into NaN where the
   // product with the decoded weight gives an infinity.
   if (rows < gemm_rows && k % 64 == 0 && all_finite(x, rows * k)) {
-    return int8_product<x_levels>(mode, x, rows, k, w, n, out);
+    return levels == 2 ? int8_product<2>(mode, x, rows, k, w, n, out) : int8_product<3>(mode, x, rows, k, w, n, out);
   }
 #endif
   prefill(mode, x, rows, k, w, n, out);
