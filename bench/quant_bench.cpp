@@ -13,11 +13,15 @@
 //                                               no int8 dot products; decode_gbs: the bytes read over median_ms.
 //                                               decode_q4_0_t_x1 ...: the GGML block formats (quantized_matmul(x,
 //                                               blocks, mode)), random codes and scales; decode_mxfp4_t_x1 ...: MLX's
-//                                               microscaled modes (mxfp4, mxfp8, nvfp4) of the same weight
+//                                               microscaled modes (mxfp4, mxfp8, nvfp4) of the same weight;
+//                                               decode_f16_t_x1, decode_bf16_t_x1: matmul(x, w_half.T), the weight in
+//                                               half precision (a half-precision model's decode)
 //   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
-// --rows N (rows of x in the decode rows, default 1; below 32, where the sgemm path starts).
+// --rows N (rows of x in the decode rows, default 1; below 32, where the sgemm path starts), --n N and --k K (the
+// weight's shape, default 4096 x 4096; Llama-3.2-1B's are 2048 x 2048, 8192 x 2048, 2048 x 8192 and 128256 x 2048),
+// --only TEXT (only the rows whose name holds TEXT).
 
 #include <nuvec/cpu/thread_pool.h>
 #include <nuvec/nuvec.h>
@@ -31,6 +35,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -190,36 +195,49 @@ array random_blocks(const BlockFormat& f, int n, int k, std::mt19937& rng) {
 int main(int argc, char** argv) {
   int reps = 30;
   int rows = 1;
+  int n = 4096;
+  int k = 4096;
+  std::string only;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (std::string(argv[i]) == "--rows" && i + 1 < argc) {
       rows = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--n" && i + 1 < argc) {
+      n = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--k" && i + 1 < argc) {
+      k = std::atoi(argv[++i]);
+    } else if (std::string(argv[i]) == "--only" && i + 1 < argc) {
+      only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--rows N]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--rows N] [--n N] [--k K] [--only TEXT]\n", argv[0]);
       return 2;
     }
   }
-  if (reps < 1 || rows < 1) {
-    std::fprintf(stderr, "%s: --reps and --rows must be at least 1\n", argv[0]);
+  if (reps < 1 || rows < 1 || n < 1 || k < 256 || k % 256 != 0) {
+    std::fprintf(stderr, "%s: --reps, --rows and --n must be at least 1, --k a multiple of 256\n", argv[0]);
     return 2;
   }
+  const auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
   std::printf("threads %d\n", nuvec::cpu::num_threads());
 
   std::mt19937 rng(7);
-  constexpr int k = 4096;
-  constexpr int n = 4096;
   auto w = random_matrix({n, k}, rng);
   auto x = random_matrix({rows, k}, rng);
   for (int bits : {4, 8}) {
-    auto q = nuvec::quantize(w, 64, bits);
-    nuvec::eval(q);
-    const auto weights = copies_of(q);
     for (bool transpose : {true, false}) {
+      const std::string name =
+          "decode_" + std::to_string(bits) + "bit_" + (transpose ? "t" : "nt") + "_x" + std::to_string(rows);
+      if (!wanted(name)) {
+        continue;
+      }
+      auto q = nuvec::quantize(w, 64, bits);
+      nuvec::eval(q);
+      const auto weights = copies_of(q);
       auto decode = [&](const std::vector<array>& wq) {
         return nuvec::quantized_matmul(x, wq[0], wq[1], wq[2], transpose, 64, bits);
       };
-      std::printf("row decode_%dbit_%s_x%d", bits, transpose ? "t" : "nt", rows);
+      std::printf("row %s", name.c_str());
       const uint64_t checksum = time_streamed(reps, weights, decode);
       if (transpose) {  // the int8 kernels take w (N, K) only
         setenv("NUVEC_QMM_INT8", "0", 1);
@@ -230,35 +248,62 @@ int main(int argc, char** argv) {
       std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
     }
   }
+  for (const auto dtype : {nuvec::float16, nuvec::bfloat16}) {
+    const std::string name =
+        std::string("decode_") + (dtype == nuvec::float16 ? "f16" : "bf16") + "_t_x" + std::to_string(rows);
+    if (!wanted(name)) {
+      continue;
+    }
+    const auto weights = copies_of({nuvec::astype(w, dtype)});
+    std::printf("row %s", name.c_str());
+    const uint64_t checksum = time_streamed(
+        reps, weights, [&](const std::vector<array>& wh) { return nuvec::matmul(x, nuvec::transpose(wh[0])); });
+    std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
+  }
   for (const std::string mode : {"mxfp4", "mxfp8", "nvfp4"}) {
+    const std::string name = "decode_" + mode + "_t_x" + std::to_string(rows);
+    if (!wanted(name)) {
+      continue;
+    }
     const auto weights = copies_of(nuvec::quantize(w, std::nullopt, std::nullopt, mode));
-    std::printf("row decode_%s_t_x%d", mode.c_str(), rows);
+    std::printf("row %s", name.c_str());
     const uint64_t checksum = time_streamed(reps, weights, [&](const std::vector<array>& wq) {
       return nuvec::quantized_matmul(x, wq[0], wq[1], std::nullopt, true, std::nullopt, std::nullopt, mode);
     });
     std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
   }
   for (const auto& format : block_formats()) {
+    const std::string name = std::string("decode_") + format.mode + "_t_x" + std::to_string(rows);
+    if (!wanted(name)) {
+      continue;
+    }
     const auto weights = copies_of({random_blocks(format, n, k, rng)});
-    std::printf("row decode_%s_t_x%d", format.mode, rows);
+    std::printf("row %s", name.c_str());
     const uint64_t checksum = time_streamed(
         reps, weights, [&](const std::vector<array>& wq) { return nuvec::quantized_matmul(x, wq[0], format.mode); });
     std::printf(" (checksum %llu)\n", static_cast<unsigned long long>(checksum % 1000));
   }
-
   auto xp = random_matrix({512, k}, rng);
-  const double f32_ms = time_ms(std::max(3, reps / 6), [&](int) { return nuvec::matmul(xp, nuvec::transpose(w)); });
+  std::optional<double> f32_ms;  // timed for the first prefill row wanted
   for (int bits : {4, 8}) {
-    auto q = nuvec::quantize(w, 64, bits);
-    nuvec::eval(q);
-    const double deq_ms =
-        time_ms(std::max(3, reps / 6), [&](int) { return nuvec::dequantize(q[0], q[1], q[2], 64, bits); });
     for (bool transpose : {true, false}) {
+      const std::string name = "prefill_" + std::to_string(bits) + "bit_" + (transpose ? "t" : "nt") + "_512x" +
+                               std::to_string(k) + "x" + std::to_string(n);
+      if (!wanted(name)) {
+        continue;
+      }
+      if (!f32_ms) {
+        f32_ms = time_ms(std::max(3, reps / 6), [&](int) { return nuvec::matmul(xp, nuvec::transpose(w)); });
+      }
+      auto q = nuvec::quantize(w, 64, bits);
+      nuvec::eval(q);
+      const double deq_ms =
+          time_ms(std::max(3, reps / 6), [&](int) { return nuvec::dequantize(q[0], q[1], q[2], 64, bits); });
       const double ms = time_ms(std::max(3, reps / 6), [&](int) {
         return nuvec::quantized_matmul(xp, q[0], q[1], q[2], transpose, 64, bits);
       });
-      std::printf("row prefill_%dbit_%s_512x4096x4096 median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n", bits,
-                  transpose ? "t" : "nt", ms, f32_ms, ms / f32_ms, deq_ms);
+      std::printf("row %s median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n", name.c_str(), ms, *f32_ms,
+                  ms / *f32_ms, deq_ms);
     }
   }
   return 0;

@@ -1,8 +1,11 @@
 // Few rows of float32 activations times a weight held in half precision (float16 or bfloat16), w (n, k) row-major:
 // decode-time products of half-precision models. Each weight row is widened in registers and streamed once from
-// memory; the rows of a (at most a few) share every widened vector. Threads split the rows of w. (Software prefetch
-// ahead into L2, which the quantized decode kernels use, measured slower here: 26-28 GB/s against 30-41 without, on
-// a 134 MB float16 weight: the hardware prefetcher follows four sequential rows well.)
+// memory, one row at a time, with four vectors of it in flight; the rows of a (at most a few) share every widened
+// vector. Threads split the rows of w. Four rows of w at a time, one vector of each, read at 0.2-0.7 of the read floor
+// on w 8192 x 2048 (one thread; rows of 4 KiB, or a multiple, likely put the four streams on the same L1 sets) and at
+// half of it on the small model's 32000 x 512 output; one row at a time reads at 0.8-1.0 of it on both
+// (bench/README.md, session 10). Software prefetch 1-4 KiB ahead did not help: the hardware prefetcher follows one
+// sequential stream well.
 
 #include <algorithm>
 #include <cstring>
@@ -18,7 +21,7 @@ namespace nuvec::cpu {
 namespace {
 
 constexpr int64_t bytes_per_task = 1 << 16;  // weight bytes a thread reads before splitting pays
-constexpr int rows_of_w = 4;                 // weight rows computed together (independent accumulator chains)
+constexpr int unroll = 4;                    // vectors of a row in flight: independent accumulator chains
 
 /// One half-precision value as float (the tails of rows).
 template <class H>
@@ -29,69 +32,60 @@ float widened(H h) {
   return static_cast<float>(v);
 }
 
-/// c[r, j0 .. j0 + W) for R rows of a against W consecutive rows of w.
-template <int R, int W, class H>
-void block(const float* a, int64_t lda, const H* w, int64_t ld, int64_t k, float* c, int64_t ldc) {
+/// c[r * ldc] for R rows of a against one row of w: `unroll` widened vectors of the row a step, each met by the R
+/// rows of a.
+template <int R, class H>
+void row_dot(const float* a, int64_t lda, const H* w, int64_t k, float* c, int64_t ldc) {
   const hn::ScalableTag<float> df;
   const hn::Rebind<H, decltype(df)> dh;
   using V = hn::Vec<decltype(df)>;
   const auto lanes = static_cast<int64_t>(hn::Lanes(df));
-  V acc[R][W];
+  V acc[R][unroll];
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < W; ++j) {
-      acc[r][j] = hn::Zero(df);
+    for (int u = 0; u < unroll; ++u) {
+      acc[r][u] = hn::Zero(df);
     }
   }
   int64_t i = 0;
-  for (; i + lanes <= k; i += lanes) {
-    V wv[W];
-    for (int j = 0; j < W; ++j) {
-      wv[j] = hn::PromoteTo(df, hn::LoadU(dh, w + j * ld + i));
-    }
-    for (int r = 0; r < R; ++r) {
-      const V av = hn::LoadU(df, a + r * lda + i);
-      for (int j = 0; j < W; ++j) {
-        acc[r][j] = hn::MulAdd(av, wv[j], acc[r][j]);
+  for (; i + unroll * lanes <= k; i += unroll * lanes) {
+    for (int u = 0; u < unroll; ++u) {
+      const V wv = hn::PromoteTo(df, hn::LoadU(dh, w + i + u * lanes));
+      for (int r = 0; r < R; ++r) {
+        acc[r][u] = hn::MulAdd(hn::LoadU(df, a + r * lda + i + u * lanes), wv, acc[r][u]);
       }
+    }
+  }
+  for (; i + lanes <= k; i += lanes) {
+    const V wv = hn::PromoteTo(df, hn::LoadU(dh, w + i));
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = hn::MulAdd(hn::LoadU(df, a + r * lda + i), wv, acc[r][0]);
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int j = 0; j < W; ++j) {
-      float sum = hn::GetLane(hn::SumOfLanes(df, acc[r][j]));
-      for (int64_t t = i; t < k; ++t) {
-        sum += a[r * lda + t] * widened(w[j * ld + t]);
-      }
-      c[r * ldc + j] = sum;
+    V total = acc[r][0];
+    for (int u = 1; u < unroll; ++u) {
+      total = hn::Add(total, acc[r][u]);
     }
-  }
-}
-
-template <int W, class H>
-void rows_block(int64_t m, const float* a, int64_t k, const H* w, int64_t ld, float* c, int64_t n) {
-  int64_t r = 0;
-  for (; r + 4 <= m; r += 4) {
-    block<4, W>(a + r * k, k, w, ld, k, c + r * n, n);
-  }
-  for (; r < m; ++r) {
-    block<1, W>(a + r * k, k, w, ld, k, c + r * n, n);
+    float sum = hn::GetLane(hn::SumOfLanes(df, total));
+    for (int64_t t = i; t < k; ++t) {
+      sum += a[r * lda + t] * widened(w[t]);
+    }
+    c[r * ldc] = sum;
   }
 }
 
 template <class H>
 void gemv(int64_t m, int64_t n, int64_t k, const float* a, const H* w, int64_t ld, float* c) {
   const int64_t row_bytes = k * static_cast<int64_t>(sizeof(H));
-  const auto tasks = static_cast<size_t>((n + rows_of_w - 1) / rows_of_w);
-  const auto grain =
-      static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / std::max<int64_t>(1, row_bytes * rows_of_w)));
-  parallel_for(tasks, grain, [&](size_t t0, size_t t1) {
-    const int64_t end = std::min(n, static_cast<int64_t>(t1) * rows_of_w);
-    for (auto j = static_cast<int64_t>(t0) * rows_of_w; j < end; j += rows_of_w) {
-      if (j + rows_of_w <= n) {
-        rows_block<rows_of_w>(m, a, k, w + j * ld, ld, c + j, n);
-      } else {
-        for (int64_t q = j; q < n; ++q) {
-          rows_block<1>(m, a, k, w + q * ld, ld, c + q, n);
-        }
+  const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / std::max<int64_t>(1, row_bytes)));
+  parallel_for(static_cast<size_t>(n), grain, [&](size_t j0, size_t j1) {
+    for (auto j = static_cast<int64_t>(j0); j < static_cast<int64_t>(j1); ++j) {
+      int64_t r = 0;
+      for (; r + 4 <= m; r += 4) {
+        row_dot<4>(a + r * k, k, w + j * ld, k, c + r * n + j, n);
+      }
+      for (; r < m; ++r) {
+        row_dot<1>(a + r * k, k, w + j * ld, k, c + r * n + j, n);
       }
     }
   });
