@@ -9,7 +9,7 @@ packages=(
   libhwy-dev libsleef-dev libdnnl-dev libopenblas-dev liblapacke-dev zlib1g-dev
   libpcre2-dev libutf8proc-dev nlohmann-json3-dev  # the lm library: tokenizer regexes, Unicode, JSON files
   libcpp-httplib-dev curl  # the serve library's HTTP server; its tests talk to it with curl
-  libgrpc++-dev protobuf-compiler protobuf-compiler-grpc  # the serve library's gRPC service and its code generator
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc  # the serve library's gRPC service and its code generator
   python3-grpcio python3-protobuf openssl  # the gRPC tests' client, and the certificate of the TLS test
   python3 python3-numpy python3-torch
   pybind11-dev python3-dev python3-pytest  # the Python package (python/) and its tests

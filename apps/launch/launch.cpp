@@ -10,7 +10,6 @@
 
 #include <array>
 #include <chrono>
-#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -19,6 +18,8 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "nuvec/serve/stop_signals.h"
 
 namespace nuvec::launch {
 
@@ -138,57 +139,27 @@ void forward(Rank& rank, size_t stream, const char* text, size_t n, std::FILE* o
 
 int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 1; }
 
-volatile std::sig_atomic_t stop_signal = 0;
-
-void on_stop_signal(int signal) { stop_signal = signal; }
-
-/// While the ranks run, SIGTERM and SIGINT go on to them (a server's ranks stop together, rank 0 first draining
-/// its requests) instead of ending the launcher alone and leaving them orphaned.
-class ForwardStopSignals {
- public:
-  ForwardStopSignals() {
-    stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGTERM, &action, &previous_term_);
-    sigaction(SIGINT, &action, &previous_int_);
+/// Sends a stop signal received since the last call on to the running ranks (a server's ranks stop together, rank 0
+/// first draining its requests) instead of ending the launcher alone and leaving them orphaned.
+void forward_stop_signal(const std::vector<Rank>& ranks) {
+  const int signal = serve::StopSignals::take();
+  if (signal == 0) {
+    return;
   }
-  ~ForwardStopSignals() {
-    sigaction(SIGTERM, &previous_term_, nullptr);
-    sigaction(SIGINT, &previous_int_, nullptr);
-  }
-  ForwardStopSignals(const ForwardStopSignals&) = delete;
-  ForwardStopSignals& operator=(const ForwardStopSignals&) = delete;
-  ForwardStopSignals(ForwardStopSignals&&) = delete;
-  ForwardStopSignals& operator=(ForwardStopSignals&&) = delete;
-
-  /// Sends a signal received since the last call to the running ranks.
-  static void forward_to(const std::vector<Rank>& ranks) {
-    const int signal = stop_signal;
-    if (signal == 0) {
-      return;
-    }
-    stop_signal = 0;
-    for (const auto& rank : ranks) {
-      if (rank.running) {
-        ::kill(rank.pid, signal);
-      }
+  for (const auto& rank : ranks) {
+    if (rank.running) {
+      ::kill(rank.pid, signal);
     }
   }
-
- private:
-  struct sigaction previous_term_ {};
-  struct sigaction previous_int_ {};
-};
+}
 
 /// Forwards the ranks' output until all have exited; kills the rest `grace` after the first failure.
 int supervise(std::vector<Rank>& ranks, double grace, std::FILE* out) {
-  const ForwardStopSignals signals;
+  const serve::StopSignals signals;
   std::optional<Clock::time_point> failed_at;
   int result = 0;
   for (;;) {
-    ForwardStopSignals::forward_to(ranks);
+    forward_stop_signal(ranks);
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, size_t>> owners;
     for (size_t r = 0; r < ranks.size(); ++r) {

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -479,16 +480,28 @@ bool detail::try_eval_small_node(const array& a, size_t max_bytes) {
   if (!lock.owns_lock() || !needs_eval(a)) {
     return false;
   }
-  auto order = small_graph_order(a, max_bytes);
-  if (order.empty()) {
-    return false;
-  }
-  for (auto& node : order) {
-    if (needs_eval(node)) {
-      run_and_detach(node);
+  if (is_one_ready_node(a)) {
+    // The common case, one op on computed arrays, without the walk's list (a heap allocation per call).
+    const auto& inputs = a.inputs();
+    const size_t bytes = std::accumulate(inputs.begin(), inputs.end(), a.nbytes(),
+                                         [](size_t sum, const array& in) { return sum + in.nbytes(); });
+    if (bytes > max_bytes) {
+      return false;
     }
+    array node = a;
+    run_and_detach(node);
+  } else {
+    auto order = small_graph_order(a, max_bytes);
+    if (order.empty()) {
+      return false;
+    }
+    for (auto& node : order) {
+      if (needs_eval(node)) {
+        run_and_detach(node);
+      }
+    }
+    order.clear();  // intermediates go while the lock is held, as eval's
   }
-  order.clear();  // intermediates go while the lock is held, as eval's
   lock.unlock();
   if (auto error = a.error()) {
     std::rethrow_exception(error);

@@ -1,6 +1,5 @@
 #include "nuvec/serve/serve_loop.h"
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <memory>
@@ -17,41 +16,14 @@
 #include "nuvec/serve/metrics.h"
 #include "nuvec/serve/model_registry.h"
 #include "nuvec/serve/request_log.h"
+#include "nuvec/serve/stop_signals.h"
 
 namespace nuvec::serve {
 
 namespace {
 
-std::atomic<int> stop_signal{0};
-
-void on_stop_signal(int signal) { stop_signal = signal; }
-
-/// SIGTERM and SIGINT set the stop flag while the server runs (the previous handlers come back after); a client
-/// that closes its socket must not kill the server with SIGPIPE.
-class SignalScope {
- public:
-  SignalScope() {
-    stop_signal = 0;
-    struct sigaction action {};
-    action.sa_handler = on_stop_signal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGTERM, &action, &previous_term_);
-    sigaction(SIGINT, &action, &previous_int_);
-    std::signal(SIGPIPE, SIG_IGN);
-  }
-  ~SignalScope() {
-    sigaction(SIGTERM, &previous_term_, nullptr);
-    sigaction(SIGINT, &previous_int_, nullptr);
-  }
-  SignalScope(const SignalScope&) = delete;
-  SignalScope& operator=(const SignalScope&) = delete;
-  SignalScope(SignalScope&&) = delete;
-  SignalScope& operator=(SignalScope&&) = delete;
-
- private:
-  struct sigaction previous_term_ {};
-  struct sigaction previous_int_ {};
-};
+/// A client that closes its socket must not kill the server with SIGPIPE.
+void ignore_broken_pipes() { std::signal(SIGPIPE, SIG_IGN); }
 
 struct FileCloser {
   void operator()(std::FILE* file) const { std::fclose(file); }
@@ -62,7 +34,8 @@ constexpr std::chrono::milliseconds poll_interval{50};
 /// A rank other than 0 of a sharded server: loads and shards the model as rank 0 does, then follows rank 0's
 /// batches until it stops. Stop signals are left to rank 0, which drains before it stops the others.
 int follow(const ServeOptions& options, const ModelOptions& model_options, std::FILE* err) {
-  const SignalScope signals;
+  const StopSignals signals;
+  ignore_broken_pipes();
   const distributed::Group& group = *options.group;
   lm::LoadedModel loaded = lm::load_model(options.models.front().second);
   loaded.model->shard(group);
@@ -90,7 +63,8 @@ int serve(const ServeOptions& options, std::FILE* err) {
   if (sharded && options.group->rank() != 0) {
     return follow(options, model_options, err);
   }
-  SignalScope signals;
+  const StopSignals signals;
+  ignore_broken_pipes();
   std::unique_ptr<std::FILE, FileCloser> log_file;
   if (!options.log_file.empty()) {
     log_file.reset(std::fopen(options.log_file.c_str(), "a"));
@@ -122,7 +96,7 @@ int serve(const ServeOptions& options, std::FILE* err) {
   std::fflush(err);
 
   for (const auto& [name, path] : options.models) {
-    if (stop_signal != 0) {
+    if (StopSignals::received() != 0) {
       break;
     }
     const bool first = name == options.models.front().first;
@@ -132,11 +106,11 @@ int serve(const ServeOptions& options, std::FILE* err) {
                  draft.empty() ? "" : ", draft ", draft.c_str());
     std::fflush(err);
   }
-  while (stop_signal == 0) {
+  while (StopSignals::received() == 0) {
     std::this_thread::sleep_for(poll_interval);
   }
 
-  std::fprintf(err, "nuvec serve: stopping (signal %d): finishing running requests\n", stop_signal.load());
+  std::fprintf(err, "nuvec serve: stopping (signal %d): finishing running requests\n", StopSignals::received());
   std::fflush(err);
   api.set_shutting_down();
   registry.stop_accepting();
