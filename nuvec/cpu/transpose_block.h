@@ -1,12 +1,10 @@
 #pragma once
 
 // Square blocks of 2-, 4- and 8-byte elements transposed in registers, for the transposing copy (copy.cpp): an 8x8
-// block of 2-byte elements in 16-byte vectors, 8x8 of 4-byte ones (16x16 in 64-byte vectors with AVX-512) and 4x4
-// of 8-byte ones in 32-byte vectors. Each
+// block of 2-byte elements in 16-byte vectors, 8x8 of 4-byte ones and 4x4 of 8-byte ones in 32-byte vectors. Each
 // reads `side` aligned rows of a buffer and writes `side` rows of the output, with streaming stores when asked (the
 // caller then checks the output rows' alignment and orders the stores with hwy::FlushStream).
 
-#include <array>
 #include <cstdint>
 
 #ifdef __AVX__
@@ -17,16 +15,8 @@ namespace nuvec::cpu {
 
 #ifdef __AVX__
 
-/// The block side for elements of `bytes` bytes, 0 where there is no in-register transpose. With AVX-512, 4-byte
-/// elements move in 16x16 blocks: each streamed store then fills a whole cache line.
-constexpr int64_t transpose_block_side(size_t bytes) {
-#ifdef __AVX512F__
-  if (bytes == 4) {
-    return 16;
-  }
-#endif
-  return bytes == 2 || bytes == 4 ? 8 : bytes == 8 ? 4 : 0;
-}
+/// The block side for elements of `bytes` bytes, 0 where there is no in-register transpose.
+constexpr int64_t transpose_block_side(size_t bytes) { return bytes == 2 || bytes == 4 ? 8 : bytes == 8 ? 4 : 0; }
 
 /// Bytes of one row of a block of elements of `bytes` bytes (the alignment that streaming stores need).
 constexpr int64_t transpose_block_row_bytes(size_t bytes) { return transpose_block_side(bytes) * int64_t(bytes); }
@@ -48,57 +38,6 @@ inline void store_row(void* p, __m256i v) {
     _mm256_storeu_si256(static_cast<__m256i*>(p), v);
   }
 }
-
-#ifdef __AVX512F__
-template <bool Stream>
-inline void store_row(void* p, __m512 v) {
-  if constexpr (Stream) {
-    _mm512_stream_ps(static_cast<float*>(p), v);
-  } else {
-    _mm512_storeu_ps(static_cast<float*>(p), v);
-  }
-}
-
-/// Indices for _mm512_permutex2var_ps(a, idx, b) that swap bit `bit` of the row index with that of the column index
-/// in rows a (the bit clear) and b (the bit set): the lower row's when !upper, else the upper row's.
-constexpr std::array<int32_t, 16> swap_bit_indices(int bit, bool upper) {
-  std::array<int32_t, 16> idx{};
-  const int h = 1 << bit;
-  for (int c = 0; c < 16; ++c) {
-    const bool set = (c & h) != 0;
-    idx[c] = upper ? (set ? 16 + c : c ^ h) : (set ? 16 + (c ^ h) : c);
-  }
-  return idx;
-}
-
-/// The 16x16 block of 4-byte elements: a transpose swaps the row and column index bits, one bit per round of
-/// two-source permutes of row pairs.
-template <bool Stream>
-inline void transpose_block_16x16(const char* in, int64_t in_stride, char* out, int64_t out_stride) {
-  static constexpr std::array<std::array<int32_t, 16>, 8> indices = {
-      swap_bit_indices(0, false), swap_bit_indices(0, true), swap_bit_indices(1, false), swap_bit_indices(1, true),
-      swap_bit_indices(2, false), swap_bit_indices(2, true), swap_bit_indices(3, false), swap_bit_indices(3, true)};
-  __m512 r[16];
-  for (int k = 0; k < 16; ++k) {
-    r[k] = _mm512_load_ps(reinterpret_cast<const float*>(in + k * in_stride));
-  }
-  for (int bit = 0; bit < 4; ++bit) {
-    const __m512i lower = _mm512_loadu_si512(indices[2 * bit].data());
-    const __m512i upper = _mm512_loadu_si512(indices[2 * bit + 1].data());
-    const int h = 1 << bit;
-    for (int k = 0; k < 16; ++k) {
-      if ((k & h) == 0) {
-        const __m512 a = r[k];
-        r[k] = _mm512_permutex2var_ps(a, lower, r[k + h]);
-        r[k + h] = _mm512_permutex2var_ps(a, upper, r[k + h]);
-      }
-    }
-  }
-  for (int k = 0; k < 16; ++k) {
-    store_row<Stream>(out + k * out_stride, r[k]);
-  }
-}
-#endif
 
 /// Transposes the block at `in` (rows `in_stride` bytes apart, each aligned to its size) into the rows of `out`
 /// (`out_stride` bytes apart), for elements of `Bytes` bytes.
@@ -130,10 +69,6 @@ inline void transpose_block(const char* in, int64_t in_stride, char* out, int64_
         store_row<Stream>(out + (c + 1) * out_stride, _mm_unpackhi_epi64(u[4 * h + k], u[4 * h + k + 2]));
       }
     }
-  } else if constexpr (Bytes == 4 && transpose_block_side(4) == 16) {
-#ifdef __AVX512F__
-    transpose_block_16x16<Stream>(in, in_stride, out, out_stride);
-#endif
   } else if constexpr (Bytes == 4) {
     // Pairs, then pairs of pairs, then the 128-bit halves swapped.
     __m256 r[8];
