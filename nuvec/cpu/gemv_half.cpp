@@ -4,7 +4,7 @@
 // vector. Threads split the rows of w. Four rows of w at a time, one vector of each, read at 0.2-0.7 of the read floor
 // on w 8192 x 2048 (one thread; rows of 4 KiB, or a multiple, likely put the four streams on the same L1 sets) and at
 // half of it on the small model's 32000 x 512 output; one row at a time reads at 0.8-1.0 of it on both
-// (bench/README.md, session 10). Software prefetch 1-4 KiB ahead did not help: the hardware prefetcher follows one
+// (bench/README.md, session 14). Software prefetch 1-4 KiB ahead did not help: the hardware prefetcher follows one
 // sequential stream well.
 
 #include <algorithm>
