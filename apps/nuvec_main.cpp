@@ -8,10 +8,12 @@
 
 #include <cstdio>
 #include <exception>
+#include <stdexcept>
 #include <string>
 
 #include "apps/cli/commands.h"
 #include "apps/serve/commands.h"
+#include "nuvec/core/device.h"
 
 namespace {
 
@@ -31,6 +33,9 @@ const char* kUsage =
     "                   [--drain-seconds 30] [--route NAME=A:90,B:10 ...] [--route-seed N]\n"
     "                   [--draft-model PATH] [--num-draft 4] [--grpc-port N [--grpc-tls-cert PEM --grpc-tls-key PEM]]\n"
     "       nuvec launch -n N [--hosts H1,H2,... | --hostfile F] [--backend ring|mpi] -- PROGRAM ARGS\n"
+    "\n"
+    "Every command but launch takes --device cpu|gpu: where arrays are computed (default: the GPU when one is\n"
+    "usable, else the CPU).\n"
     "\n"
     "nuvec train options:\n"
     "  --model NAME        cnn (default) or mlp\n"
@@ -174,6 +179,33 @@ int run_bench(int argc, char** argv) {
   return 0;
 }
 
+// Takes `--device cpu|gpu` out of the arguments and makes that device the default for every array the command
+// computes (without it: the GPU when one is usable, else the CPU). Every command but launch takes it.
+void use_device_option(int& argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      return;
+    }
+    if (arg != "--device") {
+      continue;
+    }
+    if (i + 1 >= argc) {
+      throw std::invalid_argument("--device needs a value: cpu or gpu");
+    }
+    const std::string name = argv[i + 1];
+    if (name != "cpu" && name != "gpu") {
+      throw std::invalid_argument("--device " + name + ": expected cpu or gpu");
+    }
+    nuvec::set_default_device(name == "gpu" ? nuvec::Device::gpu : nuvec::Device::cpu);
+    for (int j = i; j + 2 < argc; ++j) {
+      argv[j] = argv[j + 2];
+    }
+    argc -= 2;
+    return;
+  }
+}
+
 // Whether -h or --help comes among the command's own arguments (launch's program arguments, after --, are not).
 bool asks_for_help(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
@@ -200,6 +232,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
+    if (command != "launch") {
+      use_device_option(argc, argv);
+    }
     if (command == "train") {
       return run_train(argc, argv);
     }

@@ -13,6 +13,8 @@
 #include <string>
 #include <utility>
 
+#include "nuvec/core/backend.h"
+#include "nuvec/core/device.h"
 #include "nuvec/core/error.h"
 
 #if defined(__GLIBC__)
@@ -422,31 +424,58 @@ using allocator::Evicted;
 using allocator::state;
 using allocator::State;
 
+namespace {
+
+/// The GPU whose allocator the memory API reports: the default device, when it is one (as MLX's API reports the
+/// device's allocator); -1 for the host's.
+int reported_gpu() {
+  const Device& d = default_device();
+  return d.type == Device::gpu ? d.index : -1;
+}
+
+}  // namespace
+
 size_t get_active_memory() {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    return detail::gpu_memory(gpu, detail::GpuMemory::active);
+  }
   State& s = state();
   std::lock_guard lock(s.mutex);
   return s.active;
 }
 
 size_t get_peak_memory() {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    return detail::gpu_memory(gpu, detail::GpuMemory::peak);
+  }
   State& s = state();
   std::lock_guard lock(s.mutex);
   return s.peak;
 }
 
 void reset_peak_memory() {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    detail::gpu_reset_peak_memory(gpu);
+    return;
+  }
   State& s = state();
   std::lock_guard lock(s.mutex);
   s.peak = s.active;
 }
 
 size_t get_cache_memory() {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    return detail::gpu_memory(gpu, detail::GpuMemory::cache);
+  }
   State& s = state();
   std::lock_guard lock(s.mutex);
   return s.cache.bytes();
 }
 
 size_t get_memory_limit() {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    return detail::gpu_memory(gpu, detail::GpuMemory::memory_limit);
+  }
   State& s = state();
   std::lock_guard lock(s.mutex);
   return s.memory_limit;
@@ -455,6 +484,9 @@ size_t get_memory_limit() {
 // In the setters `evicted` is declared before the lock, so its buffers go back to the system after unlocking.
 
 size_t set_memory_limit(size_t limit) {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    return detail::gpu_set_limit(gpu, false, limit);
+  }
   State& s = state();
   Evicted evicted;
   std::lock_guard lock(s.mutex);
@@ -464,6 +496,9 @@ size_t set_memory_limit(size_t limit) {
 }
 
 size_t set_cache_limit(size_t limit) {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    return detail::gpu_set_limit(gpu, true, limit);
+  }
   State& s = state();
   Evicted evicted;
   std::lock_guard lock(s.mutex);
@@ -473,6 +508,10 @@ size_t set_cache_limit(size_t limit) {
 }
 
 void clear_cache() {
+  if (int gpu = reported_gpu(); gpu >= 0) {
+    detail::gpu_clear_cache(gpu);
+    return;
+  }
   {
     State& s = state();
     Evicted evicted;

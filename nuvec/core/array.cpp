@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "nuvec/core/backend.h"
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/eval.h"
 #include "nuvec/core/op_prefix.h"
@@ -139,7 +140,11 @@ bool in_tracing() { return tracing_depth > 0; }
 
 array::Data::Data(allocator::Buffer buffer, Deleter d) : buffer(buffer), d(std::move(d)) {}
 
-array::Data::Data(Data&& other) noexcept : buffer(other.buffer), d(std::move(other.d)) {
+array::Data::Data(allocator::Buffer buffer, Deleter d, Device device, std::shared_ptr<void> gpu_state)
+    : buffer(buffer), d(std::move(d)), device(device), gpu_state(std::move(gpu_state)) {}
+
+array::Data::Data(Data&& other) noexcept
+    : buffer(other.buffer), d(std::move(other.d)), device(other.device), gpu_state(std::move(other.gpu_state)) {
   other.buffer = allocator::Buffer();
   other.d = nullptr;
 }
@@ -221,7 +226,7 @@ void array::eval() { nuvec::eval({*this}); }
 void* array::checked_data() const {
   switch (status()) {
     case Status::available:
-      return desc_->data_ptr;
+      return raw_data();
     case Status::failed:
       std::rethrow_exception(desc_->error);
     case Status::unscheduled:
@@ -307,7 +312,16 @@ void array::detach() {
 
 const Flags& array::flags() const { return desc_->flags; }
 size_t array::data_size() const { return desc_->data_size; }
-void* array::raw_data() const { return desc_->data_ptr; }
+void* array::raw_data() const {
+  const auto& data = desc_->data;
+  if (data && data->device.type == Device::gpu) [[unlikely]] {
+    auto offset = static_cast<char*>(desc_->data_ptr) - static_cast<char*>(data->buffer.raw_ptr());
+    return static_cast<char*>(detail::gpu_host_copy(*data)) + offset;
+  }
+  return desc_->data_ptr;
+}
+void* array::buffer_data() const { return desc_->data_ptr; }
+Device array::data_device() const { return desc_->data ? desc_->data->device : Device(Device::cpu); }
 allocator::Buffer array::buffer() const { return desc_->data ? desc_->data->buffer : allocator::Buffer(); }
 long array::buffer_use_count() const { return desc_->data.use_count(); }
 const std::shared_ptr<array::Data>& array::data_shared_ptr() const { return desc_->data; }
@@ -331,6 +345,11 @@ bool has_row_major_strides(const Shape& shape, const Strides& strides) {
   return true;
 }
 
+/// Whether a row-major buffer of `shape` is also column-major: when at most one axis has size > 1.
+bool is_also_col_major(const Shape& shape) {
+  return std::count_if(shape.begin(), shape.end(), [](auto dim) { return dim > 1; }) <= 1 || shape_size(shape) == 0;
+}
+
 }  // namespace
 
 void array::set_data(allocator::Buffer buffer, Deleter deleter) {
@@ -338,15 +357,7 @@ void array::set_data(allocator::Buffer buffer, Deleter deleter) {
   Strides strides =
       has_row_major_strides(shape(), desc_->strides) ? std::move(desc_->strides) : row_major_strides(shape());
   set_data(buffer, size(), std::move(strides), Flags{}, std::move(deleter));
-  desc_->flags.col_contiguous = ndim() <= 1 || size() <= 1;
-  if (!desc_->flags.col_contiguous) {
-    // A row-major buffer is also column-major when at most one axis has size > 1.
-    int non_trivial = 0;
-    for (auto dim : shape()) {
-      non_trivial += dim > 1 ? 1 : 0;
-    }
-    desc_->flags.col_contiguous = non_trivial <= 1;
-  }
+  desc_->flags.col_contiguous = is_also_col_major(shape());
 }
 
 void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags, Deleter deleter) {
@@ -355,6 +366,18 @@ void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides
   desc_->data_size = data_size;
   desc_->strides = std::move(strides);
   desc_->flags = flags;
+  desc_->status.store(Status::available, std::memory_order_release);
+}
+
+void array::set_data(std::shared_ptr<Data> data) {
+  desc_->data_ptr = data->buffer.raw_ptr();
+  desc_->data = std::move(data);
+  desc_->data_size = size();
+  if (!has_row_major_strides(shape(), desc_->strides)) {
+    desc_->strides = row_major_strides(shape());
+  }
+  desc_->flags = Flags{};
+  desc_->flags.col_contiguous = is_also_col_major(shape());
   desc_->status.store(Status::available, std::memory_order_release);
 }
 
@@ -391,8 +414,10 @@ void array::set_failed(std::exception_ptr err) {
 void array::set_status(Status s) { desc_->status.store(s, std::memory_order_release); }
 
 bool array::is_donatable() const {
-  // Only the consuming node holds this array and no view shares its buffer.
-  return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1;
+  // Only the consuming node holds this array and no view shares its buffer; the buffer is host memory that no GPU
+  // holds a copy of (writing it would leave the copy stale). The GPU backend donates by its own rule.
+  return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1 &&
+         desc_->data->device.type == Device::cpu && !desc_->data->gpu_state;
 }
 
 }  // namespace nuvec

@@ -242,7 +242,13 @@ class array {
   struct Data {
     allocator::Buffer buffer;
     Deleter d;
+    /// Where `buffer` lives. A GPU buffer's elements are read on the host through a copy (see raw_data).
+    Device device = Device::cpu;
+    /// The GPU backend's record of the buffer: the stream that writes it, its copies on the other side. Null for
+    /// host data no GPU has read.
+    std::shared_ptr<void> gpu_state;
     Data(allocator::Buffer buffer, Deleter d = allocator::free);  // NOLINT(google-explicit-constructor)
+    Data(allocator::Buffer buffer, Deleter d, Device device, std::shared_ptr<void> gpu_state);
     Data(const Data&) = delete;
     Data& operator=(const Data&) = delete;
     Data(Data&& other) noexcept;
@@ -282,7 +288,12 @@ class array {
   [[nodiscard]] const Flags& flags() const;
   /// Elements in the underlying contiguous range (smaller than size() for broadcasts).
   [[nodiscard]] size_t data_size() const;
+  /// The first element on the host (for an array whose buffer lives on a GPU: in its host copy, made on first use).
   [[nodiscard]] void* raw_data() const;
+  /// The first element in the buffer itself, wherever it lives (a device address for a GPU buffer).
+  [[nodiscard]] void* buffer_data() const;
+  /// Where the array's buffer lives (the CPU before evaluation).
+  [[nodiscard]] Device data_device() const;
   [[nodiscard]] allocator::Buffer buffer() const;
   /// Owners of the underlying buffer (1: no other array views it).
   [[nodiscard]] long buffer_use_count() const;
@@ -293,6 +304,8 @@ class array {
   void set_data(allocator::Buffer buffer, Deleter deleter = allocator::free);
   void set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags,
                 Deleter deleter = allocator::free);
+  /// Gives the array a row-contiguous buffer that `data` owns (a GPU backend's output).
+  void set_data(std::shared_ptr<Data> data);
   /// Makes this array a view of `other`'s buffer with its own layout; `offset` in elements.
   void copy_shared_buffer(const array& other, const Strides& strides, Flags flags, size_t data_size,
                           int64_t offset = 0);

@@ -3,14 +3,17 @@
 #include <sys/utsname.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstdint>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "nuvec/core/backend.h"
 #include "nuvec/core/error.h"
 #include "nuvec/core/eval.h"
 #include "nuvec/core/op_prefix.h"
@@ -20,9 +23,23 @@ namespace nuvec {
 
 namespace {
 
-// The CUDA backend is a separate issue; until it lands only the CPU exists.
+// The GPU when one is usable, as MLX; NUVEC_DEFAULT_DEVICE=cpu|gpu chooses otherwise.
+Device initial_default_device() {
+  const char* chosen = std::getenv("NUVEC_DEFAULT_DEVICE");
+  if (chosen != nullptr && std::string_view(chosen) == "cpu") {
+    return Device::cpu;
+  }
+  if (detail::gpu_count() > 0) {
+    return Device::gpu;
+  }
+  if (chosen != nullptr && std::string_view(chosen) == "gpu") {
+    throw_error(ErrorKind::unsupported, "[default_device] NUVEC_DEFAULT_DEVICE=gpu, but no GPU is usable.");
+  }
+  return Device::cpu;
+}
+
 Device& default_device_storage() {
-  static Device device{Device::cpu};
+  static Device device = initial_default_device();
   return device;
 }
 
@@ -50,9 +67,20 @@ Stream unpack(uint64_t word) {
   return Stream{static_cast<int>(static_cast<uint32_t>(word >> 32)), Device(type, device_index)};
 }
 
-std::atomic<uint64_t>& default_stream_word() {
+std::atomic<uint64_t>& cpu_default_stream_word() {
   static std::atomic<uint64_t> word{pack(Stream{0, Device::cpu})};
   return word;
+}
+
+/// Made on first use: only a machine with a GPU gets here.
+std::atomic<uint64_t>& gpu_default_stream_word() {
+  static std::atomic<uint64_t> word{pack(new_stream(Device::gpu))};
+  return word;
+}
+
+/// The default stream of each device type.
+std::atomic<uint64_t>& default_stream_word(Device::DeviceType type) {
+  return type == Device::cpu ? cpu_default_stream_word() : gpu_default_stream_word();
 }
 
 /// The calling thread's streams for each thread-local stream (by its index).
@@ -64,7 +92,10 @@ std::map<int, Stream>& thread_streams() {
 void check_available(const Device& d, const char* op) {
   if (!is_available(d)) {
     throw_error(ErrorKind::unsupported,
-                detail::op_prefix(op).append("Device is not available: this build has no GPU backend."));
+                detail::op_prefix(op).append(d.type == Device::gpu && detail::gpu_count() > 0
+                                                 ? "No GPU of index " + std::to_string(d.index) + "."
+                                                 : std::string("Device is not available: no GPU is usable (a build "
+                                                               "without CUDA, or no driver or device).")));
   }
 }
 
@@ -90,32 +121,39 @@ std::string cpu_architecture() {
 
 const Device& default_device() { return default_device_storage(); }
 
-bool is_available(const Device& d) { return d.type == Device::cpu && d.index == 0; }
+bool is_available(const Device& d) {
+  return d.type == Device::cpu ? d.index == 0 : d.index >= 0 && d.index < detail::gpu_count();
+}
 
-int device_count(Device::DeviceType type) { return type == Device::cpu ? 1 : 0; }
+int device_count(Device::DeviceType type) { return type == Device::cpu ? 1 : detail::gpu_count(); }
 
 const std::unordered_map<std::string, std::variant<std::string, size_t>>& device_info(const Device& d) {
   check_available(d, "device_info");
+  if (d.type == Device::gpu) {
+    return detail::gpu_info(d.index);
+  }
   static const std::unordered_map<std::string, std::variant<std::string, size_t>> info{
       {"device_name", cpu_name()}, {"architecture", cpu_architecture()}};
   return info;
 }
 
 void set_default_device(const Device& d) {
-  if (!is_available(d)) {
-    throw_error(ErrorKind::unsupported, "[set_default_device] Device is not available: this build has no GPU backend.");
-  }
+  check_available(d, "set_default_device");
   default_device_storage() = d;
 }
 
 Stream default_stream(Device d) {
-  if (!is_available(d)) {
-    throw_error(ErrorKind::unsupported, "[default_stream] Device is not available: this build has no GPU backend.");
+  if (d.type == Device::cpu && d.index == 0) [[likely]] {
+    return unpack(cpu_default_stream_word().load(std::memory_order_acquire));
   }
-  return unpack(default_stream_word().load(std::memory_order_acquire));
+  check_available(d, "default_stream");
+  return unpack(default_stream_word(d.type).load(std::memory_order_acquire));
 }
 
-void set_default_stream(Stream s) { default_stream_word().store(pack(s), std::memory_order_release); }
+void set_default_stream(Stream s) {
+  check_available(s.device, "set_default_stream");
+  default_stream_word(s.device.type).store(pack(s), std::memory_order_release);
+}
 
 Stream new_stream(Device d) {
   check_available(d, "new_stream");
@@ -149,15 +187,23 @@ std::vector<Stream> get_streams() {
 
 void synchronize() {
   // The async worker runs its queue in order, so a marker handed to it after the pending work is computed last.
-  auto marker = add(array(0), array(0));
+  auto marker = add(array(0), array(0), Device::cpu);
   async_eval(marker);
   while (marker.status() == Status::scheduled) {
     std::this_thread::yield();
+  }
+  for (const auto& s : get_streams()) {
+    if (s.device.type == Device::gpu) {
+      detail::gpu_synchronize(s);
+    }
   }
 }
 void synchronize(Stream s) {
   check_available(s.device, "synchronize");
   synchronize();
+  if (s.device.type == Device::gpu) {
+    detail::gpu_synchronize(s);
+  }
 }
 void synchronize(ThreadLocalStream s) { synchronize(stream_from_thread_local_stream(s)); }
 

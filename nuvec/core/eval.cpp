@@ -372,6 +372,15 @@ std::exception_ptr first_error(const std::vector<array>& outputs) {
   return nullptr;
 }
 
+/// Waits for the GPU work that computes `outputs`: eval returns with their values in hand, as MLX's.
+void wait_for_gpu(const std::vector<array>& outputs) {
+  for (const auto& out : outputs) {
+    if (out.status() == Status::available && out.data_device().type == Device::gpu) {
+      detail::gpu_wait(*out.data_shared_ptr());
+    }
+  }
+}
+
 }  // namespace
 
 EvalStatus::EvalStatus(std::exception_ptr err) : error_(std::move(err)) {
@@ -398,6 +407,7 @@ EvalStatus try_eval(std::vector<array> outputs) {
     std::lock_guard lock(eval_mutex());
     eval_locked(outputs);
   }
+  wait_for_gpu(outputs);
   return EvalStatus(first_error(outputs));
 }
 

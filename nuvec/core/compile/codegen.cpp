@@ -94,6 +94,8 @@ constexpr size_t strided_block = 512;
 constexpr size_t strided_tile_rows = 16;
 constexpr size_t strided_tile_cols = 64;
 
+}  // namespace
+
 /// Whether input i is a literal in the kernel's source rather than read.
 bool is_literal(const FusedKernel& k, size_t i) { return i < k.literals.size() && k.literals[i].has_value(); }
 
@@ -157,6 +159,8 @@ std::string step_code(const FusedKernel& k, const std::vector<Dtype>& dtypes, si
   return "const " + compute_type(step.dtype) + " " + value(static_cast<int>(n_in + s)) + " = " +
          rounded(step.dtype, *expr) + ";\n";
 }
+
+namespace {
 
 /// Elements per streamed line: 64 bytes of the narrowest element output (a row kernel's per-row values are written
 /// in place).

@@ -87,16 +87,6 @@ void warn_once(const std::string& key, const std::string& line) {
   }
 }
 
-std::string hex_hash(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : text) {
-    h = (h ^ c) * 1099511628211ULL;
-  }
-  std::ostringstream os;
-  os << std::hex << h;
-  return os.str();
-}
-
 /// A folder holding nuvec/core/scalar_math.h as this library has it, for the compiler's -I: named after the text's
 /// hash, so libraries of other versions sharing the cache keep their own; empty when it cannot be written.
 std::string scalar_math_include_dir(const std::filesystem::path& cache) {
@@ -137,6 +127,16 @@ std::optional<LoadedKernel> open_library(const std::string& path) {
 }
 
 }  // namespace
+
+std::string hex_hash(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : text) {
+    h = (h ^ c) * 1099511628211ULL;
+  }
+  std::ostringstream os;
+  os << std::hex << h;
+  return os.str();
+}
 
 std::string kernel_cache_dir() {
   if (auto v = env("NUVEC_KERNEL_CACHE"); !v.empty()) {

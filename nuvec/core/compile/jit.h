@@ -29,6 +29,9 @@ std::string_view scalar_math_text();
 /// Whether the configured compiler runs (NUVEC_CXX, else CXX, else c++); warns once per compiler when not.
 bool compiler_available();
 
+/// A short hexadecimal hash of `text` (64-bit FNV-1a), for cache file names.
+std::string hex_hash(const std::string& text);
+
 /// Where shared objects are cached: NUVEC_KERNEL_CACHE, else $XDG_CACHE_HOME/nuvec/kernels, else
 /// ~/.cache/nuvec/kernels.
 std::string kernel_cache_dir();
