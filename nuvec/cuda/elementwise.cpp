@@ -130,8 +130,10 @@ std::vector<Strides> all_strides(const std::vector<array>& inputs, const std::ve
   return strides;
 }
 
+/// Whether the flat entry reads `a`: row-contiguous over the iteration shape, or one value everywhere (a scalar, or
+/// a broadcast of one element: read once).
 bool is_flat(const array& a, const Shape& shape) {
-  return a.size() == 1 || (a.shape() == shape && a.flags().row_contiguous && a.data_size() == a.size());
+  return a.data_size() == 1 || (a.shape() == shape && a.flags().row_contiguous && a.data_size() == a.size());
 }
 
 /// The generated source of each chain, by its tape: generating costs more than a launch.
@@ -150,7 +152,10 @@ const std::string& source_of(const detail::FusedKernel& k) {
   }
   for (size_t i = 0; i < static_cast<size_t>(k.num_inputs); ++i) {
     key += dtype_name(k.input_dtypes[i]);
-    key += detail::is_literal(k, i) ? "=" + std::to_string(*k.literals[i]) : "";
+    if (detail::is_literal(k, i)) {
+      key += '=';
+      key += std::to_string(*k.literals[i]);
+    }
     key += ',';
   }
   for (int o : k.outputs) {
@@ -295,7 +300,7 @@ void elementwise(const detail::FusedKernel& k, const std::vector<array>& inputs,
   if (flat) {
     unsigned once = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      once |= (inputs[i].size() == 1 && n > 1 ? 1U : 0U) << i;
+      once |= (inputs[i].data_size() == 1 && n > 1 ? 1U : 0U) << i;
     }
     args.push_back(&once);
     args.push_back(&count);

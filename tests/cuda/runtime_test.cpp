@@ -122,9 +122,10 @@ TEST(CudaRuntime, PrimitivesWithoutAGpuKernelRunOnTheHost) {
 TEST(CudaRuntime, OutOfMemoryFailsTheArrayNotTheProcess) {
   NUVEC_REQUIRE_GPU();
   const size_t memory = std::get<size_t>(device_info(gpu).at("memory_size"));
-  // More elements than the card holds bytes: the allocation fails, the array (and what reads it) fails.
-  const auto n = static_cast<int>(std::min<size_t>(memory / 2 + (size_t{1} << 30), size_t{1} << 31) - 1);
-  auto huge = add(zeros({n, 2}, float32, cpu), array(1.0F), gpu);
+  // A float32 result of more bytes than the card has (4 GiB a slice): its allocation fails, and the array and what
+  // reads it fail.
+  const auto slices = static_cast<int>(memory / (size_t{4} << 30) + 2);
+  auto huge = add(zeros({slices, 1 << 20, 1 << 10}, float32, cpu), array(1.0F), gpu);
   auto after = sum(huge, gpu);
   auto status = try_eval({after});
   EXPECT_FALSE(status.ok());
