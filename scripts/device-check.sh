@@ -45,7 +45,7 @@ run)
     tar -C "$NUVEC_KERNEL_CACHE" -xJf "$dir/kernels.tar.xz"
   fi
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || echo "nvidia-smi: no GPU found"
   summary=()
   step() {  # step NAME SECONDS COMMAND...: runs it for at most SECONDS, output in $logs/NAME.log; notes the result
     local name=$1

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "apps/cli/commands.h"
+#include "nuvec/core/device.h"
 
 namespace nuvec::cli {
 namespace {
@@ -146,6 +147,21 @@ TEST(Options, TheProgramPrefixesTheSubcommand) {
                                      "ARGS\n")));
   EXPECT_EQ(run_nuvec("tokenize --tokenzer t"),
             std::pair(1, std::string("nuvec tokenize: unknown option --tokenzer\n")));
+}
+
+TEST(Options, DeviceChoosesWhereACommandComputes) {
+  EXPECT_EQ(run_nuvec("generate --device tpu --model m"),
+            std::pair(1, std::string("nuvec generate: --device tpu: expected cpu or gpu\n")));
+  EXPECT_EQ(run_nuvec("bench --model m --device"),
+            std::pair(1, std::string("nuvec bench: --device needs a value: cpu or gpu\n")));
+  // The option leaves the command's own options to their parser.
+  EXPECT_EQ(run_nuvec("train --device cpu --lr abc"),
+            std::pair(1, std::string("nuvec train: --lr expects a number, got 'abc'\n")));
+  if (!is_available(Device::gpu)) {
+    auto [status, message] = run_nuvec("generate --device gpu --model m");
+    EXPECT_EQ(status, 1);
+    EXPECT_NE(message.find("no GPU is usable"), std::string::npos) << message;
+  }
 }
 
 TEST(Options, HelpAnywhereAmongACommandsOptionsPrintsTheUsage) {
