@@ -185,13 +185,22 @@ std::vector<Stream> get_streams() {
   return streams().created;
 }
 
-void synchronize() {
+namespace {
+
+/// Waits until the work handed to async_eval so far has been dispatched (and, on the CPU, computed).
+void wait_for_async_eval() {
   // The async worker runs its queue in order, so a marker handed to it after the pending work is computed last.
   auto marker = add(array(0), array(0), Device::cpu);
   async_eval(marker);
   while (marker.status() == Status::scheduled) {
     std::this_thread::yield();
   }
+}
+
+}  // namespace
+
+void synchronize() {
+  wait_for_async_eval();
   for (const auto& s : get_streams()) {
     if (s.device.type == Device::gpu) {
       detail::gpu_synchronize(s);
@@ -200,7 +209,7 @@ void synchronize() {
 }
 void synchronize(Stream s) {
   check_available(s.device, "synchronize");
-  synchronize();
+  wait_for_async_eval();
   if (s.device.type == Device::gpu) {
     detail::gpu_synchronize(s);
   }

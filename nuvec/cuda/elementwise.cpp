@@ -108,14 +108,6 @@ Strides operand_strides(const array& a, const Shape& shape) {
                  shape_string(shape) + ".");
 }
 
-/// The layout descriptor the strided entry takes by value.
-template <size_t Operands>
-struct StridedLayout {
-  int64_t shape[max_dims];
-  int64_t strides[Operands][max_dims];
-  int ndim;
-};
-
 std::vector<Strides> all_strides(const std::vector<array>& inputs, const std::vector<array>& outputs,
                                  const detail::FusedKernel& k, const Shape& shape) {
   std::vector<Strides> strides;

@@ -38,15 +38,11 @@ void norm(const Primitive& p, const Inputs& in, Outputs& out, float eps, bool ha
     allocate_output(o, s);
     return;
   }
-  const array* x = &in[0];
   std::optional<array> copied;
-  if (!is_dense(*x)) {
-    copied = dense_copy(*x, s);
-    if (!copied) {
-      on_host(p, in, out);
-      return;
-    }
-    x = &*copied;
+  const array* x = dense_rows(in[0], copied, s);
+  if (x == nullptr) {
+    on_host(p, in, out);
+    return;
   }
   auto [w, ws] = parameter(in, has_weight, 1, s);
   auto [b, bs] = parameter(in, has_bias, has_weight ? 2 : 1, s);

@@ -178,4 +178,12 @@ std::optional<array> dense_copy(const array& a, const Stream& s) {
   return copied;
 }
 
+const array* dense_rows(const array& a, std::optional<array>& copy, const Stream& s) {
+  if (is_dense(a)) {
+    return &a;
+  }
+  copy = dense_copy(a, s);
+  return copy ? &*copy : nullptr;
+}
+
 }  // namespace nuvec::cuda

@@ -39,4 +39,9 @@ bool is_dense(const array& a);
 /// caller then runs the CPU kernel).
 std::optional<array> dense_copy(const array& a, const Stream& s);
 
+/// The rows a row kernel reads: `a` itself where it is dense, else a row-contiguous copy, held in `copy`; null where
+/// no copy can be made (the caller then runs the CPU kernel). A pointer rather than a handle: a rule that donates
+/// `a`'s buffer needs it held once.
+const array* dense_rows(const array& a, std::optional<array>& copy, const Stream& s);
+
 }  // namespace nuvec::cuda

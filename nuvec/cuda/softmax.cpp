@@ -43,15 +43,11 @@ void run(const Softmax& p, const Inputs& in, Outputs& out, const Stream& s) {
     allocate_output(o, s);
     return;
   }
-  const array* x = &in[0];
   std::optional<array> copied;
-  if (!is_dense(*x)) {
-    copied = dense_copy(*x, s);
-    if (!copied) {
-      on_host(p, in, out);
-      return;
-    }
-    x = &*copied;
+  const array* x = dense_rows(in[0], copied, s);
+  if (x == nullptr) {
+    on_host(p, in, out);
+    return;
   }
   const int64_t n = x->ndim() == 0 ? 1 : x->shape(-1);
   const auto rows = static_cast<int64_t>(x->size()) / n;
@@ -65,15 +61,11 @@ void run(const Softmax& p, const Inputs& in, Outputs& out, const Stream& s) {
 void run(const LogSumExp& p, const Inputs& in, Outputs& out, const Stream& s) {
   array& o = out[0];
   const int64_t n = in[0].ndim() == 0 ? 1 : in[0].shape(-1);
-  const array* x = &in[0];
   std::optional<array> copied;
-  if (o.size() > 0 && n > 0 && !is_dense(*x)) {
-    copied = dense_copy(*x, s);
-    if (!copied) {
-      on_host(p, in, out);
-      return;
-    }
-    x = &*copied;
+  const array* x = o.size() > 0 && n > 0 ? dense_rows(in[0], copied, s) : &in[0];
+  if (x == nullptr) {
+    on_host(p, in, out);
+    return;
   }
   allocate_output(o, s);
   if (o.size() == 0) {
