@@ -1,18 +1,21 @@
 // Products with weights in GGML's block formats (quantization_mode.h), read from the blocks as a GGUF file holds
 // them: a model file is computed from its mapped pages, with the bytes per weight of the file itself.
 //
-// Decode (a few rows of x): x is written as int8 levels, x ~ unit * (254^2 x_0 + 254 x_1 + x_2) per 32 values (x_0
-// from their largest |x| over 127, each further level the rounded rest). Three levels keep float32 accuracy (an error
-// of at most 1 / 16.4 million of that largest |x|); two, for half-precision outputs, 1 / 64516 (one level, llama.cpp's
-// int8 activations, leaves 1 / 254). Each 64 values of a row of blocks are unpacked in registers into 64 unsigned
-// codes in value order and meet each level in AVX-512 VNNI's vpdpbusd (sums of four code * x products in 16 int32
-// lanes); the lanes are converted and scaled by their group's scale in a float accumulator. Where a format's codes
-// carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's integer sum starts at the offset
-// times the lane's sum of that level of x, so the lanes sum the offset codes times x exactly and no float bias term
-// is kept per block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w (q4_0, q8_0)
-// or two (q4_k, q6_k), sharing each load of x's levels and units. Threads split the rows of w; each block read asks
-// for the bytes a few passes ahead to be brought into L2, and every row of x is computed against the rows of blocks
-// while they are in L1, so w streams from memory once.
+// Decode (a few rows of x): x is written as 8-bit levels, x ~ unit * (2^16 x_0 + 2^8 x_1 + x_2) per 32 values: x_0
+// signed, from their largest |x| over 127, rounded down; each further level unsigned (0 to 255), the rest rounded
+// down, the last one rounded to nearest. Three levels keep float32 accuracy (an error of at most 1 / 8.3 million of
+// that largest |x|); two, for bfloat16 outputs, 1 / 32512 (one level, llama.cpp's int8 activations, leaves 1 / 254).
+// Each 64 values of a row of blocks are unpacked in registers into 64 codes in value order and meet each level in
+// AVX-512 VNNI's vpdpbusd (sums of four unsigned * signed byte products in 16 int32 lanes): x_0 against the codes as
+// unsigned bytes, the further levels (unsigned) against the codes with their offset as signed bytes. The levels' sums
+// combine in the integer lanes (shifted by 8 bits before each further level: exact in 32 bits for 4- and 6-bit codes;
+// q8_0's are combined in float), so each lane is converted and scaled by its group's scale once. Where a format's codes
+// carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's sum for x_0 starts at the offset
+// times the lane's sum of x_0, so the lanes sum the offset codes times x exactly and no float bias term is kept per
+// block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w (q4_0, q8_0) or two
+// (q4_k, q6_k), sharing each load of x's levels and units. Threads split the rows of w; each block read asks for the
+// bytes a few passes ahead to be brought into L2, and every row of x is computed against the rows of blocks while they
+// are in L1, so w streams from memory once.
 //
 // Prefill (many rows), x holding infinities or NaNs, or a CPU without AVX-512 VNNI: tiles of w are decoded to float32
 // and multiplied by the sgemm.
@@ -65,7 +68,8 @@ bool all_finite(const float* x, int64_t count) {
   return finite;
 }
 
-constexpr float level_ratio = 254.F;
+constexpr int level_bits = 8;  // each further level of x is 2^8 times finer
+constexpr float level_ratio = 1 << level_bits;
 
 // All-lane masks: the zero-masking forms of the intrinsics, where GCC 12's plain forms start from an undefined vector
 // and warn about it.
@@ -107,17 +111,17 @@ inline __m512i group_lanes(int c) {
                           g);
 }
 
-/// Rows of x as `levels` int8 levels in value order ([row][level][k]), with a unit per 32 values (so that an outlier
-/// coarsens only its own 32 values), laid out per 64-value chunk as the 16 lanes of vpdpbusd's sums see them; the
-/// rows' sums per 32 values; and, for formats whose codes carry a fixed offset (value = scale * (code + offset)), the
-/// offset times each lane's sum of each level, which starts the lane's integer sum so that it is the sum of the
-/// offset codes times x exactly, with no float bias term per block.
+/// Rows of x as `levels` 8-bit levels in value order ([row][level][k]; the first signed, the others unsigned), with
+/// a unit per 32 values (so that an outlier coarsens only its own 32 values), laid out per 64-value chunk as the 16
+/// lanes of vpdpbusd's sums see them; the rows' sums per 32 values; and, for formats whose codes carry a fixed offset
+/// (value = scale * (code + offset)), the offset times each lane's sum of the first level, which starts the lane's
+/// integer sum so that it is the sum of the offset codes times x exactly, with no float bias term per block.
 struct Levels {
   int64_t k;
   int levels;
   std::vector<int8_t> bytes;
   std::vector<float> lane_units;    // [row][chunk][16]
-  std::vector<int32_t> lane_start;  // [row][level][k / 4], empty without a code offset
+  std::vector<int32_t> lane_start;  // [row][k / 4], empty without a code offset
   std::vector<float> per32;
 
   Levels(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
@@ -125,7 +129,7 @@ struct Levels {
         levels(levels),
         bytes(static_cast<size_t>(rows * levels * k)),
         lane_units(static_cast<size_t>(rows * (k / 4))),
-        lane_start(code_offset != 0 ? static_cast<size_t>(rows * levels * (k / 4)) : 0),
+        lane_start(code_offset != 0 ? static_cast<size_t>(rows * (k / 4)) : 0),
         per32(static_cast<size_t>(rows * (k / 32))) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = x + r * k;
@@ -136,18 +140,19 @@ struct Levels {
         float unit = largest > 0.F ? largest / 127.F : 1.F;
         for (int l = 0; l < levels; ++l) {
           const __m512 inverse = _mm512_set1_ps(1.F / unit);
+          // Rounded down, so the rest is in [0, unit) and the next level unsigned; the last level to nearest. The
+          // bounds catch the reciprocal's rounding, the rest carrying what they cut to the next level.
+          const __m512 least = _mm512_set1_ps(l == 0 ? -128.F : 0.F);
+          const __m512 greatest = _mm512_set1_ps(l == 0 ? 127.F : 255.F);
           for (int h = 0; h < 2; ++h) {
-            // Rounded to nearest and kept in [-127, 127] (the reciprocal's rounding can reach 127.5).
-            const __m512 q = _mm512_maskz_min_ps(
-                all16,
-                _mm512_maskz_max_ps(
-                    all16,
-                    _mm512_maskz_roundscale_ps(all16, _mm512_mul_ps(rest[h], inverse), _MM_FROUND_TO_NEAREST_INT),
-                    _mm512_set1_ps(-127.F)),
-                _mm512_set1_ps(127.F));
+            const __m512 scaled = _mm512_mul_ps(rest[h], inverse);
+            const __m512 rounded = l + 1 == levels
+                                       ? _mm512_maskz_roundscale_ps(all16, scaled, _MM_FROUND_TO_NEAREST_INT)
+                                       : _mm512_maskz_roundscale_ps(all16, scaled, _MM_FROUND_TO_NEG_INF);
+            const __m512 q = _mm512_maskz_min_ps(all16, _mm512_maskz_max_ps(all16, rounded, least), greatest);
             rest[h] = _mm512_fnmadd_ps(q, _mm512_set1_ps(unit), rest[h]);
             _mm_storeu_si128(reinterpret_cast<__m128i*>(first + l * k + 32 * b + 16 * h),
-                             _mm512_maskz_cvtsepi32_epi8(all16, _mm512_maskz_cvtps_epi32(all16, q)));
+                             _mm512_maskz_cvtepi32_epi8(all16, _mm512_maskz_cvtps_epi32(all16, q)));
           }
           if (l + 1 < levels) {
             unit /= level_ratio;
@@ -161,13 +166,10 @@ struct Levels {
       if (code_offset != 0) {
         // The offsets are negative: -(|offset| * the sums by fours), the sums from vpdpbusd against |offset| bytes.
         const __m512i magnitude = _mm512_set1_epi8(static_cast<char>(-code_offset));
-        for (int l = 0; l < levels; ++l) {
-          for (int64_t v = 0; v < k; v += 64) {
-            const __m512i sums =
-                _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, _mm512_loadu_si512(level(r, l) + v));
-            _mm512_storeu_si512(lane_start.data() + (r * levels + l) * (k / 4) + v / 4,
-                                _mm512_sub_epi32(_mm512_setzero_si512(), sums));
-          }
+        for (int64_t v = 0; v < k; v += 64) {
+          const __m512i sums =
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, _mm512_loadu_si512(level(r, 0) + v));
+          _mm512_storeu_si512(lane_start.data() + r * (k / 4) + v / 4, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
         }
       }
     }
@@ -175,10 +177,8 @@ struct Levels {
   [[nodiscard]] const int8_t* level(int64_t r, int l) const { return bytes.data() + (r * levels + l) * k; }
   /// The units of the 16 lanes of the chunk at value v.
   [[nodiscard]] const float* units(int64_t r, int64_t v) const { return lane_units.data() + r * (k / 4) + v / 4; }
-  /// The starting integer sums of level l's 16 lanes of the chunk at value v (formats with a code offset).
-  [[nodiscard]] const int32_t* start(int64_t r, int l, int64_t v) const {
-    return lane_start.data() + (r * levels + l) * (k / 4) + v / 4;
-  }
+  /// The starting integer sums of the first level's 16 lanes of the chunk at value v (formats with a code offset).
+  [[nodiscard]] const int32_t* start(int64_t r, int64_t v) const { return lane_start.data() + r * (k / 4) + v / 4; }
   [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
 };
 
@@ -201,23 +201,47 @@ int code_offset(QuantizationMode mode) {
   return 0;
 }
 
+/// The 64 codes of a row of w at a chunk: as unsigned bytes for the first level of x (signed), and with their offset
+/// as signed bytes for the further levels (unsigned).
+struct Codes {
+  __m512i plain;
+  __m512i offset;
+};
+
 /// The dots of 64 codes of each of C rows of w with value positions [v, v + 64) of R rows of x, all L levels, scaled
-/// per lane and added to acc. The levels and units of x are read once for the C rows of w.
-template <int R, int C, int L, bool Offset>
-inline void accumulate(const __m512i (&codes)[C], const __m512 (&lane_scales)[C], const Levels& x, int64_t r0,
-                       int64_t v, __m512 (&acc)[R][C]) {
+/// per lane and added to acc. The levels and units of x are read once for the C rows of w. With `Wide` (8-bit codes)
+/// the levels' sums are combined in float, where the integer lanes would overflow.
+template <int R, int C, int L, bool Offset, bool Wide = false>
+inline void accumulate(const Codes (&codes)[C], const __m512 (&lane_scales)[C], const Levels& x, int64_t r0, int64_t v,
+                       __m512 (&acc)[R][C]) {
   for (int r = 0; r < R; ++r) {
+    const __m512i first = _mm512_loadu_si512(x.level(r0 + r, 0) + v);
+    const __m512i start = Offset ? _mm512_loadu_si512(x.start(r0 + r, v)) : _mm512_setzero_si512();
+    __m512i sums[C];
     __m512 combined[C];
-    for (int l = 0; l < L; ++l) {
+    for (int c = 0; c < C; ++c) {
+      sums[c] = _mm512_dpbusd_epi32(start, codes[c].plain, first);
+      if constexpr (Wide) {
+        combined[c] = _mm512_maskz_cvtepi32_ps(all16, sums[c]);
+      }
+    }
+    for (int l = 1; l < L; ++l) {
       const __m512i level = _mm512_loadu_si512(x.level(r0 + r, l) + v);
-      const __m512i start = Offset ? _mm512_loadu_si512(x.start(r0 + r, l, v)) : _mm512_setzero_si512();
       for (int c = 0; c < C; ++c) {
-        const __m512 sums = _mm512_maskz_cvtepi32_ps(all16, _mm512_dpbusd_epi32(start, codes[c], level));
-        combined[c] = l == 0 ? sums : _mm512_fmadd_ps(combined[c], _mm512_set1_ps(level_ratio), sums);
+        if constexpr (Wide) {
+          const __m512 further =
+              _mm512_maskz_cvtepi32_ps(all16, _mm512_dpbusd_epi32(_mm512_setzero_si512(), level, codes[c].offset));
+          combined[c] = _mm512_fmadd_ps(combined[c], _mm512_set1_ps(level_ratio), further);
+        } else {
+          sums[c] = _mm512_dpbusd_epi32(_mm512_maskz_slli_epi32(all16, sums[c], level_bits), level, codes[c].offset);
+        }
       }
     }
     const __m512 units = _mm512_loadu_ps(x.units(r0 + r, v));
     for (int c = 0; c < C; ++c) {
+      if constexpr (!Wide) {
+        combined[c] = _mm512_maskz_cvtepi32_ps(all16, sums[c]);
+      }
       acc[r][c] = _mm512_fmadd_ps(combined[c], _mm512_mul_ps(lane_scales[c], units), acc[r][c]);
     }
   }
@@ -267,7 +291,7 @@ void rows_q32(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks,
     std::fill_n(row, C, _mm512_setzero_ps());
   }
   for (int64_t b = 0; b < blocks; b += 2) {
-    __m512i codes[C];
+    Codes codes[C];
     __m512 scales[C];
     for (int c = 0; c < C; ++c) {
       const uint8_t* b0 = w + c * row_bytes + b * bytes;
@@ -279,16 +303,17 @@ void rows_q32(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks,
         const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
         const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2));
         const __m512i both = _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, c0), 0xF0, c1);
-        codes[c] = _mm512_xor_si512(both, _mm512_set1_epi8(-128));
+        codes[c] = {_mm512_xor_si512(both, _mm512_set1_epi8(-128)), both};
       } else {
         // 16-byte lanes [c0 c0 c1 c1], shifted by [0 4 0 4]: value order [low0 high0 low1 high1].
         const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
         const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
         const __m512i lanes = _mm512_mask_broadcast_i32x4(_mm512_maskz_broadcast_i32x4(0x00FF, c0), 0xFF00, c1);
-        codes[c] = _mm512_and_si512(_mm512_srlv_epi16(lanes, shift_counts(4, true)), _mm512_set1_epi8(0x0F));
+        const __m512i plain = _mm512_and_si512(_mm512_srlv_epi16(lanes, shift_counts(4, true)), _mm512_set1_epi8(0x0F));
+        codes[c] = {plain, _mm512_sub_epi8(plain, _mm512_set1_epi8(8))};
       }
     }
-    accumulate<R, C, L, true>(codes, scales, x, r0, b * 32, acc);
+    accumulate<R, C, L, true, Q8>(codes, scales, x, r0, b * 32, acc);
   }
   store_sums(acc, out);
 }
@@ -328,11 +353,12 @@ void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
       }
     }
     for (int q = 0; q < 4; ++q) {
-      __m512i codes[C];
+      Codes codes[C];
       __m512 lane_scales[C];
       for (int c = 0; c < C; ++c) {
         const uint8_t* block = w + c * row_bytes + b * 144;
-        codes[c] = nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * q)));
+        const __m512i plain = nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * q)));
+        codes[c] = {plain, plain};  // no offset: 0 to 15 either way
         lane_scales[c] = _mm512_maskz_permutexvar_ps(all16, sub_block_lanes(q), scales[c]);
       }
       accumulate<R, C, L, false>(codes, lane_scales, x, r0, b * 256 + 64 * q, acc);
@@ -368,8 +394,8 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
                                               all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)))));
     }
     for (int n = 0; n < 2; ++n) {
-      __m512i first[C];
-      __m512i second[C];
+      Codes first[C];
+      Codes second[C];
       __m512 first_scales[C];
       __m512 second_scales[C];
       for (int c = 0; c < C; ++c) {
@@ -378,10 +404,12 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
         const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * n));
         // Bits 0-1 of the high plane belong to values 0-31, bits 2-3 to 32-63, 4-5 to 64-95, 6-7 to 96-127.
         const __m512i h = _mm512_srlv_epi16(_mm512_maskz_broadcast_i64x4(all8, high), shift_counts(2, false));
-        first[c] =
+        const __m512i first_codes =
             _mm512_or_si512(_mm512_and_si512(low, low_mask), _mm512_and_si512(_mm512_slli_epi16(h, 4), high_mask));
-        second[c] =
+        const __m512i second_codes =
             _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), low_mask), _mm512_and_si512(h, high_mask));
+        first[c] = {first_codes, _mm512_sub_epi8(first_codes, _mm512_set1_epi8(32))};
+        second[c] = {second_codes, _mm512_sub_epi8(second_codes, _mm512_set1_epi8(32))};
         first_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n), scales[c]);
         second_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n + 1), scales[c]);
       }

@@ -109,9 +109,9 @@ double relative_error(const array& got, const std::vector<double>& expected) {
   return worst / scale;
 }
 
-/// Each output of the integer kernels within the error the three int8 levels of a float32 x allow: each x_i is off by
-/// at most 1 / (2 * 127 * 254^2) of the largest |x| of its 32 values, so out_j is off by at most sum_i |w_ji| of that,
-/// plus float32 rounding of sum_i |w_ji x_i|.
+/// Each output of the integer kernels within the error the three 8-bit levels of a float32 x allow: each x_i is off by
+/// at most 1 / (127 * 2^16) of the largest |x| of its 32 values (half that but where the last level reaches its bound),
+/// so out_j is off by at most sum_i |w_ji| of that, plus float32 rounding of sum_i |w_ji x_i|.
 ::testing::AssertionResult within_level_error(const array& got, const std::vector<float>& x,
                                               const std::vector<double>& w, int m, int n, int k) {
   array g = astype(got, float32);
@@ -130,7 +130,7 @@ double relative_error(const array& got, const std::vector<double>& expected) {
         const double wv = w[static_cast<size_t>(j) * k + t];
         const double xv = x[static_cast<size_t>(i * k + t)];
         exact += xv * wv;
-        bound += std::fabs(wv) * block_max / (2.0 * 127 * 254 * 254);
+        bound += std::fabs(wv) * block_max / (127.0 * 65536);
         magnitude += std::fabs(xv * wv);
       }
       const double error = std::fabs(static_cast<double>(p[i * n + j]) - exact);
