@@ -12,10 +12,10 @@
 // q8_0's are combined in float), so each lane is converted and scaled by its group's scale once. Where a format's codes
 // carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's sum for x_0 starts at the offset
 // times the lane's sum of x_0, so the lanes sum the offset codes times x exactly and no float bias term is kept per
-// block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w (q4_0, q8_0) or two
-// (q4_k, q6_k), sharing each load of x's levels and units. Threads split the rows of w; each block read asks for the
-// bytes a few passes ahead to be brought into L2, and every row of x is computed against the rows of blocks while they
-// are in L1, so w streams from memory once.
+// block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w, sharing each load of x's
+// levels and units. Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought
+// into L2, and every row of x is computed against the rows of blocks while they are in L1, so w streams from memory
+// once.
 //
 // Prefill (many rows), x holding infinities or NaNs, or a CPU without AVX-512 VNNI: tiles of w are decoded to float32
 // and multiplied by the sgemm.
@@ -494,13 +494,7 @@ template <int L>
 void int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
                   float* out) {
   const Levels x(xf, rows, k, L, code_offset(mode));
-  // The 32-value formats unpack cheaply: four rows of w a pass share x's loads. The k-quants' unpacking needs the
-  // registers that more rows would take.
-  if (mode == QuantizationMode::q4_0 || mode == QuantizationMode::q8_0) {
-    stream_rows<4, L>(mode, x, rows, w, n, out);
-  } else {
-    stream_rows<2, L>(mode, x, rows, w, n, out);
-  }
+  stream_rows<4, L>(mode, x, rows, w, n, out);
 }
 
 #endif
