@@ -17,8 +17,8 @@
 // into L2, and every row of x is computed against the rows of blocks while they are in L1, so w streams from memory
 // once.
 //
-// Prefill (many rows), x holding infinities or NaNs, or a CPU without AVX-512 VNNI: tiles of w are decoded to float32
-// and multiplied by the sgemm.
+// Prefill (many rows), x holding infinities or NaNs or a block of values below 2^-100 (too small for the levels'
+// units), or a CPU without AVX-512 VNNI: tiles of w are decoded to float32 and multiplied by the sgemm.
 
 #include <algorithm>
 #include <cmath>
@@ -123,6 +123,7 @@ struct Levels {
   std::vector<float> lane_units;    // [row][chunk][16]
   std::vector<int32_t> lane_start;  // [row][k / 4], empty without a code offset
   std::vector<float> per32;
+  bool units_normal = true;  // false where a block's largest |x| is too small for its levels' units
 
   Levels(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
       : k(k),
@@ -137,6 +138,8 @@ struct Levels {
       for (int64_t b = 0; b < k / 32; ++b) {
         __m512 rest[2] = {_mm512_loadu_ps(row + 32 * b), _mm512_loadu_ps(row + 32 * b + 16)};
         const float largest = max_lane(_mm512_maskz_max_ps(all16, _mm512_abs_ps(rest[0]), _mm512_abs_ps(rest[1])));
+        // The last level's unit, largest / (127 * 2^16), and its reciprocal stay normal floats from 2^-100.
+        units_normal = units_normal && (largest == 0.F || largest >= 0x1p-100F);
         float unit = largest > 0.F ? largest / 127.F : 1.F;
         for (int l = 0; l < levels; ++l) {
           const __m512 inverse = _mm512_set1_ps(1.F / unit);
@@ -490,11 +493,16 @@ void stream_rows(QuantizationMode mode, const Levels& x, int64_t rows, const uin
   });
 }
 
+/// False, computing nothing, where x has values too small for the levels' units.
 template <int L>
-void int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
+bool int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
                   float* out) {
   const Levels x(xf, rows, k, L, code_offset(mode));
+  if (!x.units_normal) {
+    return false;
+  }
   stream_rows<4, L>(mode, x, rows, w, n, out);
+  return true;
 }
 
 #endif
@@ -513,8 +521,9 @@ void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, con
 #if NUVEC_BLOCKS_VNNI
   // The decode path reads 64 values at a time; its sums of code * x would turn an infinite x into NaN where the
   // product with the decoded weight gives an infinity.
-  if (rows < gemm_rows && k % 64 == 0 && all_finite(x, rows * k)) {
-    return levels == 2 ? int8_product<2>(mode, x, rows, k, w, n, out) : int8_product<3>(mode, x, rows, k, w, n, out);
+  if (rows < gemm_rows && k % 64 == 0 && all_finite(x, rows * k) &&
+      (levels == 2 ? int8_product<2>(mode, x, rows, k, w, n, out) : int8_product<3>(mode, x, rows, k, w, n, out))) {
+    return;
   }
 #endif
   prefill(mode, x, rows, k, w, n, out);

@@ -4,7 +4,7 @@
 // implementation) and multiplied in float64 here. Covered: the decode row counts of the integer kernel (1 to 9 rows
 // of x, computed two at a time; 1 to 300 rows of w, computed four or two at a time, with 1 to 3 left over), the
 // extreme codes (every code at its least or greatest, against x at the limits of its levels), the decoded-tile path
-// (40 rows, and rows not a multiple of 64 values), half-precision x, infinities in x, empty products, the gradient
+// (40 rows, and rows not a multiple of 64 values), half-precision x, infinities and tiny values in x, empty products, the gradient
 // with respect to x, vmap, and the errors.
 
 #include <gtest/gtest.h>
@@ -253,6 +253,28 @@ TEST(QuantizedBlocks, HalfPrecisionXAndNonFiniteValues) {
     EXPECT_TRUE(std::isinf(got) || std::isnan(got)) << j;
     if (std::isinf(expected[static_cast<size_t>(j)])) {
       EXPECT_EQ(got, static_cast<float>(expected[static_cast<size_t>(j)])) << j;
+    }
+  }
+}
+
+// Blocks of x whose largest |x| is tiny (down to near the least normal float), beside ordinary ones: the levels'
+// units would leave the normal floats (their reciprocals overflow), so such x takes the decoded-tile path.
+TEST(QuantizedBlocks, TinyValuesInX) {
+  std::mt19937 rng(8);
+  for (const auto& f : formats()) {
+    const int k = 256;
+    array blocks = random_blocks(f, 6, k, rng);
+    const auto values = reference_values(f, blocks, 6, k);
+    for (float tiny : {1e-28F, 1e-33F, 1e-37F}) {
+      auto x = random_x(2, k, rng);
+      for (int i = 32; i < 64; ++i) {
+        x[static_cast<size_t>(i)] *= tiny;  // row 0, second block
+      }
+      for (int i = k; i < 2 * k; ++i) {
+        x[static_cast<size_t>(i)] *= tiny;  // all of row 1
+      }
+      array out = quantized_matmul(array(x.begin(), {2, k}, float32), blocks, f.mode);
+      EXPECT_TRUE(within_level_error(out, x, values, 2, 6, k)) << f.mode << " tiny=" << tiny;
     }
   }
 }
