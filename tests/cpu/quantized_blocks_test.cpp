@@ -2,10 +2,10 @@
 // GGUF file holds them. The weights are random blocks (random codes, sub-block scales and mins, and random float16
 // scales), decoded for reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate
 // implementation) and multiplied in float64 here. Covered: the decode row counts of the integer kernel (1 to 9 rows
-// of x, computed two at a time; 1 to 300 rows of w, computed four or two at a time, with 1 to 3 left over), the
-// extreme codes (every code at its least or greatest, against x at the limits of its levels), the decoded-tile path
-// (40 rows, and rows not a multiple of 64 values), half-precision x, infinities and tiny values in x, empty products, the gradient
-// with respect to x, vmap, and the errors.
+// of x, computed two at a time; 1 to 300 rows of w, computed four at a time, with 1 to 3 left over), the extreme
+// codes (every code at its least or greatest, against x at the limits of its levels), the decoded-tile path (40 rows,
+// and rows not a multiple of 64 values), half-precision x, infinities and tiny values in x, empty products, the
+// gradient with respect to x, vmap, and the errors.
 
 #include <gtest/gtest.h>
 
