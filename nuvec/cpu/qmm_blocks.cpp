@@ -154,7 +154,7 @@ struct Levels {
                                        : _mm512_maskz_roundscale_ps(all16, scaled, _MM_FROUND_TO_NEG_INF);
             const __m512 q = _mm512_maskz_min_ps(all16, _mm512_maskz_max_ps(all16, rounded, least), greatest);
             rest[h] = _mm512_fnmadd_ps(q, _mm512_set1_ps(unit), rest[h]);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(first + l * k + 32 * b + 16 * h),
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(first + l * k + 32 * b + int64_t{16} * h),
                              _mm512_maskz_cvtepi32_epi8(all16, _mm512_maskz_cvtps_epi32(all16, q)));
           }
           if (l + 1 < levels) {
@@ -299,7 +299,7 @@ void rows_q32(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks,
     for (int c = 0; c < C; ++c) {
       const uint8_t* b0 = w + c * row_bytes + b * bytes;
       const uint8_t* b1 = b0 + bytes;
-      prefetch_l2(b0 + lead, 2 * bytes);
+      prefetch_l2(b0 + lead, int64_t{2} * bytes);
       scales[c] = pair_scales(b0, b1);
       if constexpr (Q8) {
         // Signed codes as unsigned ones: code + 128, the offset -128 in the starting sums.
@@ -360,11 +360,11 @@ void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
       __m512 lane_scales[C];
       for (int c = 0; c < C; ++c) {
         const uint8_t* block = w + c * row_bytes + b * 144;
-        const __m512i plain = nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + 32 * q)));
+        const __m512i plain = nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + int64_t{32} * q)));
         codes[c] = {plain, plain};  // no offset: 0 to 15 either way
         lane_scales[c] = _mm512_maskz_permutexvar_ps(all16, sub_block_lanes(q), scales[c]);
       }
-      accumulate<R, C, L, false>(codes, lane_scales, x, r0, b * 256 + 64 * q, acc);
+      accumulate<R, C, L, false>(codes, lane_scales, x, r0, b * 256 + int64_t{64} * q, acc);
     }
   }
   for (int r = 0; r < R; ++r) {
@@ -403,8 +403,8 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
       __m512 second_scales[C];
       for (int c = 0; c < C; ++c) {
         const uint8_t* block = w + c * row_bytes + b * 210;
-        const __m512i low = _mm512_loadu_si512(block + 64 * n);
-        const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + 32 * n));
+        const __m512i low = _mm512_loadu_si512(block + int64_t{64} * n);
+        const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + int64_t{32} * n));
         // Bits 0-1 of the high plane belong to values 0-31, bits 2-3 to 32-63, 4-5 to 64-95, 6-7 to 96-127.
         const __m512i h = _mm512_srlv_epi16(_mm512_maskz_broadcast_i64x4(all8, high), shift_counts(2, false));
         const __m512i first_codes =
@@ -416,7 +416,7 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
         first_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n), scales[c]);
         second_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n + 1), scales[c]);
       }
-      const int64_t v = b * 256 + 128 * n;
+      const int64_t v = b * 256 + int64_t{128} * n;
       accumulate<R, C, L, true>(first, first_scales, x, r0, v, acc);
       accumulate<R, C, L, true>(second, second_scales, x, r0, v + 64, acc);
     }
