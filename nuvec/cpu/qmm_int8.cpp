@@ -1,16 +1,18 @@
 // Decode-shaped quantized products (a few rows of x times w (N, K)) on integer dot products.
 //
 // The float path spends four vector instructions on every 16 codes (shift, mask, convert, multiply-add) and is
-// compute-bound. Here x is written as a sum of int8 levels, x ~ unit_0 * x_0 + unit_1 * x_1 + unit_2 * x_2 with
-// unit_l = 254 unit_{l+1} exactly and every x_l in [-127, 127], and each level meets the unpacked codes in AVX-512
-// VNNI's vpdpbusd (64 unsigned codes times 64 signed bytes, summed by fours into 16 int32 lanes). Three levels leave an
-// error of at most unit_0 / 2 / 254^2, a sixteen-millionth of the row's largest |x|, so the result keeps float32
-// accuracy: errors of 5e-7 of the largest output for normal x (the float path: 6e-7), 1.5e-6 to 3.5e-6 with 30x and
-// 1000x outliers in x (float path: 1e-6), over 4096x4096 4-bit products. One level, as llama.cpp's int8 activations,
-// would give 3e-2 and 0.14 there, two levels 6e-4, which bfloat16 outputs take (below their rounding). Per group,
-// sum(q * x) * scale + sum(x) * bias as in the float path; the integer sums of a group (or of 64 bytes when groups
-// are shorter) combine their levels in float and are scaled once. Two rows of x share each unpacked vector of codes.
-// x must be finite (the caller sends other x elsewhere).
+// compute-bound. Here x is written as a sum of 8-bit levels, x ~ unit_0 * x_0 + unit_1 * x_1 + unit_2 * x_2 (the
+// units exact multiples of one another), and each level meets the unpacked codes in AVX-512 VNNI's vpdpbusd (64
+// unsigned times 64 signed bytes, summed by fours into 16 int32 lanes). For 2- and 4-bit codes the units are 2^8
+// apart, x_0 signed and x_1, x_2 unsigned (LevelRows): x_0 meets the codes as unsigned bytes, the further levels meet
+// them as signed bytes, and a lane's sums chain through one int32 (shifted by 8 bits before each further level), so
+// each lane is converted and scaled once; three levels leave an error of at most unit_0 / 2^16, an eight-millionth of
+// the row's largest |x|. 8-bit codes keep levels in [-127, 127] 254 apart, their sums combined in float (unit_0 / 2 /
+// 254^2). Either keeps float32 accuracy: errors of a few 1e-7 of the largest output for normal x (the float path:
+// 6e-7), 1e-6 to 4e-6 with 30x and 1000x outliers in x (float path: 1e-6), over 4096x4096 products. One level, as
+// llama.cpp's int8 activations, would give 3e-2 and 0.14 there, two levels 6e-4, which bfloat16 outputs take (below
+// their rounding). Per group, sum(q * x) * scale + sum(x) * bias as in the float path. Two rows of x share each
+// unpacked vector of codes. x must be finite (the caller sends other x elsewhere).
 //
 // A 64-byte chunk of a packed row holds 512 / Bits codes; lane l of a vector is the chunk's packed word l, so the
 // group of lane l is (chunk's first word + l) / words_per_group. x is laid out to match the unpacked codes: code
@@ -44,15 +46,22 @@ constexpr int lanes = 16;
 constexpr int columns = 2;  // packed rows streamed together: shared x loads, independent chains
 constexpr int64_t bytes_per_task = 1 << 16;
 constexpr int64_t prefetch_blocks = 4;  // ask for the packed rows, scales and biases of blocks this far ahead
-constexpr float level_ratio = 254.F;
 
-/// The rows of x as int8 levels in the chunk layout of Bits-wide codes.
+/// The rows of x as 8-bit levels in the chunk layout of Bits-wide codes.
 ///
 /// A row is first scaled by a power of two that brings its largest |x| into [0.5, 1) (exact, and the units stay
-/// normal floats). Each level is then round(rest / unit) and the rest becomes rest - level * unit in one fused
-/// multiply-add, which is exact: the difference is at most unit / 2 and a multiple of the smaller ulp.
+/// normal floats). Each level is then rounded from rest / unit and the rest becomes rest - level * unit in one fused
+/// multiply-add, which is exact: the difference is below the unit and a multiple of the smaller ulp.
+///
+/// Codes narrower than 8 bits (`integer_levels`): the units are 2^8 apart, the first level signed and rounded down,
+/// the others unsigned (0 to 255; the rest rounded down, the last level to nearest), so that the further levels meet
+/// the codes as signed bytes and the levels' integer sums combine exactly in 32 bits (a shift before each further
+/// level). 8-bit codes, which are no signed bytes, keep signed levels in [-127, 127] with units 254 apart, combined in
+/// float.
 template <int Bits, int Levels>
 struct LevelRows {
+  static constexpr bool integer_levels = Bits < 8;
+  static constexpr float level_ratio = integer_levels ? 256.F : 254.F;
   static constexpr int codes_per_byte = 8 / Bits;
   static constexpr int64_t chunk_values = chunk_bytes * codes_per_byte;
   static constexpr int64_t chunk_stride = chunk_bytes * codes_per_byte * Levels;  // x bytes per chunk
@@ -67,6 +76,7 @@ struct LevelRows {
     const hn::ScalableTag<float> df;
     const hn::RebindToSigned<decltype(df)> di;
     const hn::Rebind<int8_t, decltype(df)> d8;
+    const hn::Rebind<uint8_t, decltype(df)> du8;
     const auto n = static_cast<int64_t>(hn::Lanes(df));
     chunks = (k + chunk_values - 1) / chunk_values;
     const auto size = static_cast<size_t>(rows * chunks * chunk_stride);
@@ -96,14 +106,25 @@ struct LevelRows {
       }
       const float scale = std::ldexp(1.F, -exponent);
       float unit[Levels];
-      unit[Levels - 1] = last_unit(largest * scale);
-      for (int l = Levels - 2; l >= 0; --l) {
-        unit[l] = unit[l + 1] * level_ratio;
+      if constexpr (integer_levels) {
+        unit[0] = largest * scale / 127.F;  // powers of two apart: every unit exact
+        for (int l = 1; l < Levels; ++l) {
+          unit[l] = unit[l - 1] / level_ratio;
+        }
+      } else {
+        unit[Levels - 1] = last_unit(largest * scale);
+        for (int l = Levels - 2; l >= 0; --l) {
+          unit[l] = unit[l + 1] * level_ratio;
+        }
       }
       units[static_cast<size_t>(r)] = std::ldexp(static_cast<double>(unit[Levels - 1]), exponent);
+      // Level l's least and greatest values, and whether it rounds down.
+      auto least = [](int l) { return integer_levels ? (l == 0 ? -128.F : 0.F) : -127.F; };
+      auto greatest = [](int l) { return integer_levels && l > 0 ? 255.F : 127.F; };
+      auto down = [](int l) { return integer_levels && l + 1 < Levels; };
       auto split = [&](auto rest, auto round, auto store) {
         for (int l = 0; l < Levels; ++l) {
-          const auto lev = round(rest, unit[l]);
+          const auto lev = round(l, rest, unit[l]);
           rest = store(l, lev, unit[l], rest);
         }
       };
@@ -111,21 +132,30 @@ struct LevelRows {
       for (; i + n <= k; i += n) {
         split(
             hn::Mul(hn::LoadU(df, xr + i), hn::Set(df, scale)),
-            [&](auto rest, float u) {
-              return hn::Min(hn::Max(hn::Round(hn::Mul(rest, hn::Set(df, 1.F / u))), hn::Set(df, -127.F)),
-                             hn::Set(df, 127.F));
+            [&](int l, auto rest, float u) {
+              const auto scaled = hn::Mul(rest, hn::Set(df, 1.F / u));
+              return hn::Min(hn::Max(down(l) ? hn::Floor(scaled) : hn::Round(scaled), hn::Set(df, least(l))),
+                             hn::Set(df, greatest(l)));
             },
             [&](int l, auto lev, float u, auto rest) {
-              hn::StoreU(hn::DemoteTo(d8, hn::ConvertTo(di, lev)), d8, level.data() + l * padded + i);
+              int8_t* to = level.data() + l * padded + i;
+              if (least(l) < 0.F) {
+                hn::StoreU(hn::DemoteTo(d8, hn::ConvertTo(di, lev)), d8, to);
+              } else {
+                hn::StoreU(hn::DemoteTo(du8, hn::ConvertTo(di, lev)), du8, reinterpret_cast<uint8_t*>(to));
+              }
               return hn::NegMulAdd(lev, hn::Set(df, u), rest);
             });
       }
       for (; i < k; ++i) {
         split(
             xr[i] * scale,
-            [](float rest, float u) { return std::clamp(std::nearbyint(rest * (1.F / u)), -127.F, 127.F); },
+            [&](int l, float rest, float u) {
+              const float scaled = rest * (1.F / u);
+              return std::clamp(down(l) ? std::floor(scaled) : std::nearbyint(scaled), least(l), greatest(l));
+            },
             [&](int l, float lev, float u, float rest) {
-              level[l * padded + i] = static_cast<int8_t>(lev);
+              level[l * padded + i] = static_cast<int8_t>(static_cast<uint8_t>(static_cast<int>(lev) & 0xFF));
               return std::fma(-lev, u, rest);
             });
       }
@@ -187,8 +217,8 @@ struct Int8Decode {
   using VI = hn::Vec<DI>;
   using VB = hn::Vec<DB>;
 
-  /// acc += the sums by fours of unsigned codes q times signed bytes x (AVX-512 VNNI; Highway 1.0 lacks it).
-  static VI dot_bytes(VI acc, VB q, VB x) { return VI{_mm512_dpbusd_epi32(acc.raw, q.raw, x.raw)}; }
+  /// acc += the sums by fours of unsigned bytes a times signed bytes b (AVX-512 VNNI; Highway 1.0 lacks it).
+  static VI dot_bytes(VI acc, VB a, VB b) { return VI{_mm512_dpbusd_epi32(acc.raw, a.raw, b.raw)}; }
 
   /// Lane l's scale in the span starting at chunk c: one group for the whole vector, or a group per words_per_group
   /// lanes. sb is padded so that a whole vector can be read past the row's last group.
@@ -209,24 +239,113 @@ struct Int8Decode {
     }
   }
 
-  /// sums[r][c] = the sum over the row of q * (254^(Levels-1) x_0 + ... + x_{Levels-1}), each group's sum scaled by
-  /// the group's scale, for `columns` packed rows w[c] (row_bytes each) and R rows of x (xq[r]).
+  /// sums[r][c] = the sum over the row of q * (ratio^(Levels-1) x_0 + ... + x_{Levels-1}), each group's sum scaled
+  /// by the group's scale, for `columns` packed rows w[c] (row_bytes each) and R rows of x (xq[r]).
   template <int R>
   static void block(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
                     const float* const* sb, float (&sums)[R][columns]) {
+    if constexpr (Rows::integer_levels) {
+      integer_block<R>(xq, chunks, row_bytes, w, sb, sums);
+    } else {
+      float_block<R>(xq, chunks, row_bytes, w, sb, sums);
+    }
+  }
+
+  /// The packed chunk ch of w[c] (a masked load for a last partial chunk), prefetching the rows of blocks ahead.
+  static VB load_chunk(const uint8_t* w, int64_t ch, int64_t row_bytes) {
+    const DB db;
+    const int64_t full = row_bytes / chunk_bytes;
+    const uint8_t* p = w + ch * chunk_bytes;
+    __builtin_prefetch(p + prefetch_blocks * columns * row_bytes, 0, 2);
+    return ch < full ? hn::LoadU(db, p)
+                     : hn::MaskedLoad(hn::FirstN(db, static_cast<size_t>(row_bytes - full * chunk_bytes)), db, p);
+  }
+
+  /// Code position j of every byte of a packed chunk.
+  static VB codes_at(VB packed, int j) {
+    const DB db;
+    const hn::Full512<uint16_t> dw;
+    if constexpr (Bits == 8) {
+      return packed;
+    } else {
+      // Shifting 16-bit lanes moves bits across bytes; the mask keeps each byte's own code.
+      return hn::And(hn::BitCast(db, hn::ShiftRightSame(hn::BitCast(dw, packed), j * Bits)),
+                     hn::Set(db, static_cast<uint8_t>((1 << Bits) - 1)));
+    }
+  }
+
+  /// block for integer levels: per chunk (a group or less: span 1), the levels' sums chain through one int32 lane
+  /// each (x_0 against the unsigned codes, then a shift by 8 bits before each further level, which meets the codes
+  /// as signed bytes), converted and scaled once. A lane sums at most 4 * codes_per_byte products per level: below
+  /// 2^31 combined for 2- and 4-bit codes.
+  template <int R>
+  static void integer_block(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
+                            const float* const* sb, float (&sums)[R][columns]) {
+    static_assert(span == 1);
     const DF df;
     const DI di;
     const DB db;
-    const VB code_mask = hn::Set(db, static_cast<uint8_t>((1 << Bits) - 1));
-    const hn::Full512<uint16_t> dw;
     VF scaled[R][columns];
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < columns; ++c) {
         scaled[r][c] = hn::Zero(df);
       }
     }
-    const VF ratio = hn::Set(df, level_ratio);
-    const int64_t full = row_bytes / chunk_bytes;    // whole chunks; a last partial one takes a masked load
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      VB q[codes_per_byte][columns];
+      VF scale[columns];
+      for (int c = 0; c < columns; ++c) {
+        const VB packed = load_chunk(w[c], ch, row_bytes);
+        for (int j = 0; j < codes_per_byte; ++j) {
+          q[j][c] = codes_at(packed, j);
+        }
+        scale[c] = lane_scales(sb[c], ch);
+      }
+      for (int r = 0; r < R; ++r) {
+        const auto* xc = reinterpret_cast<const uint8_t*>(xq[r] + ch * Rows::chunk_stride);
+        VI acc[columns];
+        for (int c = 0; c < columns; ++c) {
+          acc[c] = hn::Zero(di);
+        }
+        for (int l = 0; l < Levels; ++l) {
+          if (l > 0) {
+            for (int c = 0; c < columns; ++c) {
+              acc[c] = hn::ShiftLeft<8>(acc[c]);
+            }
+          }
+          for (int j = 0; j < codes_per_byte; ++j) {
+            const VB xv = hn::LoadU(db, xc + (j * Levels + l) * chunk_bytes);
+            for (int c = 0; c < columns; ++c) {
+              acc[c] = l == 0 ? dot_bytes(acc[c], q[j][c], xv) : dot_bytes(acc[c], xv, q[j][c]);
+            }
+          }
+        }
+        for (int c = 0; c < columns; ++c) {
+          scaled[r][c] = hn::MulAdd(hn::ConvertTo(df, acc[c]), scale[c], scaled[r][c]);
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        sums[r][c] = hn::GetLane(hn::SumOfLanes(df, scaled[r][c]));
+      }
+    }
+  }
+
+  /// block for 8-bit codes: each level's sums over a span, combined in float.
+  template <int R>
+  static void float_block(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
+                          const float* const* sb, float (&sums)[R][columns]) {
+    const DF df;
+    const DI di;
+    const DB db;
+    VF scaled[R][columns];
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        scaled[r][c] = hn::Zero(df);
+      }
+    }
+    const VF ratio = hn::Set(df, Rows::level_ratio);
     for (int64_t c0 = 0; c0 < chunks; c0 += span) {  // chunks is a multiple of span (rows are whole groups)
       VI acc[R][columns][Levels];
       for (int r = 0; r < R; ++r) {
@@ -239,19 +358,12 @@ struct Int8Decode {
       for (int64_t ch = c0; ch < c0 + span; ++ch) {
         VB packed[columns];
         for (int c = 0; c < columns; ++c) {
-          const uint8_t* p = w[c] + ch * chunk_bytes;
-          packed[c] = ch < full
-                          ? hn::LoadU(db, p)
-                          : hn::MaskedLoad(hn::FirstN(db, static_cast<size_t>(row_bytes - full * chunk_bytes)), db, p);
-          __builtin_prefetch(p + prefetch_blocks * columns * row_bytes, 0, 2);
+          packed[c] = load_chunk(w[c], ch, row_bytes);
         }
         for (int j = 0; j < codes_per_byte; ++j) {
           VB q[columns];
           for (int c = 0; c < columns; ++c) {
-            // Shifting 16-bit lanes moves bits across bytes; the mask keeps each byte's own code.
-            q[c] = Bits == 8
-                       ? packed[c]
-                       : hn::And(hn::BitCast(db, hn::ShiftRightSame(hn::BitCast(dw, packed[c]), j * Bits)), code_mask);
+            q[c] = codes_at(packed[c], j);
           }
           for (int r = 0; r < R; ++r) {
             const auto* xc =
