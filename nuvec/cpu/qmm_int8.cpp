@@ -367,7 +367,7 @@ struct Int8Decode {
           }
           for (int r = 0; r < R; ++r) {
             const auto* xc =
-                reinterpret_cast<const uint8_t*>(xq[r] + ch * Rows::chunk_stride) + j * Levels * chunk_bytes;
+                reinterpret_cast<const uint8_t*>(xq[r] + ch * Rows::chunk_stride) + int64_t{j} * Levels * chunk_bytes;
             for (int l = 0; l < Levels; ++l) {
               const VB xv = hn::LoadU(db, xc + l * chunk_bytes);
               for (int c = 0; c < columns; ++c) {
