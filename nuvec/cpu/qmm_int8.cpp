@@ -244,10 +244,22 @@ struct Int8Decode {
   template <int R>
   static void block(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
                     const float* const* sb, float (&sums)[R][columns]) {
+    const DF df;
+    VF scaled[R][columns];
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        scaled[r][c] = hn::Zero(df);
+      }
+    }
     if constexpr (Rows::integer_levels) {
-      integer_block<R>(xq, chunks, row_bytes, w, sb, sums);
+      add_integer_levels<R>(xq, chunks, row_bytes, w, sb, scaled);
     } else {
-      float_block<R>(xq, chunks, row_bytes, w, sb, sums);
+      add_float_levels<R>(xq, chunks, row_bytes, w, sb, scaled);
+    }
+    for (int r = 0; r < R; ++r) {
+      for (int c = 0; c < columns; ++c) {
+        sums[r][c] = hn::GetLane(hn::SumOfLanes(df, scaled[r][c]));
+      }
     }
   }
 
@@ -274,23 +286,17 @@ struct Int8Decode {
     }
   }
 
-  /// block for integer levels: per chunk (a group or less: span 1), the levels' sums chain through one int32 lane
+  /// scaled += block's lanes for integer levels: per chunk (a group or less: span 1), the levels' sums chain through one int32 lane
   /// each (x_0 against the unsigned codes, then a shift by 8 bits before each further level, which meets the codes
   /// as signed bytes), converted and scaled once. A lane sums at most 4 * codes_per_byte products per level: below
   /// 2^31 combined for 2- and 4-bit codes.
   template <int R>
-  static void integer_block(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
-                            const float* const* sb, float (&sums)[R][columns]) {
+  static void add_integer_levels(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
+                                 const float* const* sb, VF (&scaled)[R][columns]) {
     static_assert(span == 1);
     const DF df;
     const DI di;
     const DB db;
-    VF scaled[R][columns];
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < columns; ++c) {
-        scaled[r][c] = hn::Zero(df);
-      }
-    }
     for (int64_t ch = 0; ch < chunks; ++ch) {
       VB q[codes_per_byte][columns];
       VF scale[columns];
@@ -325,26 +331,15 @@ struct Int8Decode {
         }
       }
     }
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < columns; ++c) {
-        sums[r][c] = hn::GetLane(hn::SumOfLanes(df, scaled[r][c]));
-      }
-    }
   }
 
-  /// block for 8-bit codes: each level's sums over a span, combined in float.
+  /// scaled += block's lanes for 8-bit codes: each level's sums over a span, combined in float.
   template <int R>
-  static void float_block(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
-                          const float* const* sb, float (&sums)[R][columns]) {
+  static void add_float_levels(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
+                               const float* const* sb, VF (&scaled)[R][columns]) {
     const DF df;
     const DI di;
     const DB db;
-    VF scaled[R][columns];
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < columns; ++c) {
-        scaled[r][c] = hn::Zero(df);
-      }
-    }
     const VF ratio = hn::Set(df, Rows::level_ratio);
     for (int64_t c0 = 0; c0 < chunks; c0 += span) {  // chunks is a multiple of span (rows are whole groups)
       VI acc[R][columns][Levels];
@@ -388,11 +383,6 @@ struct Int8Decode {
           }
           scaled[r][c] = hn::MulAdd(combined, scale, scaled[r][c]);
         }
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      for (int c = 0; c < columns; ++c) {
-        sums[r][c] = hn::GetLane(hn::SumOfLanes(df, scaled[r][c]));
       }
     }
   }
