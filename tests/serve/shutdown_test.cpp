@@ -107,7 +107,11 @@ TEST(ServeBinary, SigtermDuringStreamsFinishesThemAndExitsZero) {
   const std::string authorized =
       run_command("curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer first-key' " + base + "/v1/models");
   EXPECT_EQ(authorized, "200");
-  std::vector<std::string> streams(3);
+  // Eight streamed requests of three 200-token choices each, one sequence at a time (--parallel 1): enough queued
+  // work that some is still running when the signal comes, even where the polls below are slow (a loaded machine) and
+  // decoding fast; with three requests, all of them once ended before a poll saw them.
+  constexpr int requests = 8;
+  std::vector<std::string> streams(requests);
   std::vector<std::thread> clients;
   for (size_t i = 0; i < streams.size(); ++i) {
     clients.emplace_back([&, i] {
@@ -116,13 +120,13 @@ TEST(ServeBinary, SigtermDuringStreamsFinishesThemAndExitsZero) {
           body_file + " " + base + "/v1/completions");
     });
   }
-  // Signal once all three requests are in (running, waiting or done) and some are not done yet.
+  // Signal once every request is in (running, waiting or done) and some are not done yet.
   int in_flight = 0;
   const auto started = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < started) {
     const std::string metrics = run_command("curl -s " + base + "/metrics");
     in_flight = metric(metrics, "nuvec_requests_running") + metric(metrics, "nuvec_requests_waiting");
-    if (in_flight + metric(metrics, "nuvec_request_success_total") == 3) {
+    if (in_flight + metric(metrics, "nuvec_request_success_total") == requests) {
       break;
     }
     std::this_thread::sleep_for(2ms);
@@ -139,7 +143,7 @@ TEST(ServeBinary, SigtermDuringStreamsFinishesThemAndExitsZero) {
   for (const std::string& stream : streams) {
     EXPECT_EQ(stream.substr(stream.size() - std::min<size_t>(stream.size(), 14)), "data: [DONE]\n\n") << stream;
   }
-  // One JSON line per request: the health and metrics polls, the key checks and the three streams.
+  // One JSON line per request: the health and metrics polls, the key checks and the streams.
   std::ifstream log(log_file);
   std::string line;
   int completions = 0;
@@ -153,7 +157,7 @@ TEST(ServeBinary, SigtermDuringStreamsFinishesThemAndExitsZero) {
       EXPECT_TRUE(entry["time_to_first_token_seconds"].is_number()) << line;
     }
   }
-  EXPECT_EQ(completions, 3);
+  EXPECT_EQ(completions, requests);
 }
 
 TEST(ServeBinary, RouteDraftModelAndGrpcPortFlags) {
