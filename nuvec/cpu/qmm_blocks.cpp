@@ -360,7 +360,8 @@ void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
       __m512 lane_scales[C];
       for (int c = 0; c < C; ++c) {
         const uint8_t* block = w + c * row_bytes + b * 144;
-        const __m512i plain = nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + int64_t{32} * q)));
+        const __m512i plain =
+            nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + int64_t{32} * q)));
         codes[c] = {plain, plain};  // no offset: 0 to 15 either way
         lane_scales[c] = _mm512_maskz_permutexvar_ps(all16, sub_block_lanes(q), scales[c]);
       }

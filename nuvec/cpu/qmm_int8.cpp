@@ -263,7 +263,7 @@ struct Int8Decode {
     }
   }
 
-  /// The packed chunk ch of w[c] (a masked load for a last partial chunk), prefetching the rows of blocks ahead.
+  /// The packed chunk ch of the row w (a masked load for a last partial chunk), prefetching the rows of blocks ahead.
   static VB load_chunk(const uint8_t* w, int64_t ch, int64_t row_bytes) {
     const DB db;
     const int64_t full = row_bytes / chunk_bytes;
@@ -286,10 +286,10 @@ struct Int8Decode {
     }
   }
 
-  /// scaled += block's lanes for integer levels: per chunk (a group or less: span 1), the levels' sums chain through one int32 lane
-  /// each (x_0 against the unsigned codes, then a shift by 8 bits before each further level, which meets the codes
-  /// as signed bytes), converted and scaled once. A lane sums at most 4 * codes_per_byte products per level: below
-  /// 2^31 combined for 2- and 4-bit codes.
+  /// scaled += block's lanes for integer levels: per chunk (a group or less: span 1), the levels' sums chain through
+  /// one int32 lane each (x_0 against the unsigned codes, then a shift by 8 bits before each further level, which
+  /// meets the codes as signed bytes), converted and scaled once. A lane sums at most 4 * codes_per_byte products per
+  /// level: below 2^31 combined for 2- and 4-bit codes.
   template <int R>
   static void add_integer_levels(const int8_t* const* xq, int64_t chunks, int64_t row_bytes, const uint8_t* const* w,
                                  const float* const* sb, VF (&scaled)[R][columns]) {
