@@ -13,9 +13,10 @@
 // carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's sum for x_0 starts at the offset
 // times the lane's sum of x_0, so the lanes sum the offset codes times x exactly and no float bias term is kept per
 // block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w, sharing each load of x's
-// levels and units. Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought
-// into L2, and every row of x is computed against the rows of blocks while they are in L1, so w streams from memory
-// once.
+// levels and units. q4_0's 16-byte blocks fill a vector from four rows of w instead (rows_q4_0), so that each block's
+// scale is its own lanes' and x's levels are written as signed digits (BlockDigits); its passes take eight rows.
+// Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
+// row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
 // Prefill (many rows), x holding infinities or NaNs or a block of values below 2^-100 (too small for the levels'
 // units), or a CPU without AVX-512 VNNI: tiles of w are decoded to float32 and multiplied by the sgemm.
@@ -23,6 +24,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "nuvec/cpu/block_quants.h"
@@ -40,7 +42,7 @@ namespace nuvec::cpu::blocks {
 namespace {
 
 constexpr int64_t gemm_rows = 32;            // from this many rows of x, decode tiles and call the sgemm
-constexpr int64_t tile_rows = 256;           // rows of w decoded per tile
+constexpr int64_t tile_rows = 128;           // rows of w decoded per tile
 constexpr int64_t bytes_per_task = 1 << 16;  // weight bytes a thread reads before splitting pays
 constexpr int64_t prefetch_bytes = 1 << 14;  // how far ahead of its rows a task asks for more
 
@@ -93,11 +95,13 @@ inline float sum_lanes(__m512 v) {
   return sum_lanes(_mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1)));
 }
 
-float half_at(const uint8_t* p) {
+uint16_t load_u16(const uint8_t* p) {
   uint16_t bits = 0;
   std::memcpy(&bits, p, 2);
-  return _cvtsh_ss(bits);
+  return bits;
 }
+
+float half_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
 /// For q4_k's 64-value chunk c of a block: lanes 0-7 to sub-block 2c's scale, lanes 8-15 to 2c + 1's.
 inline __m512i sub_block_lanes(int c) {
@@ -109,6 +113,41 @@ inline __m512i group_lanes(int c) {
   const int g = 4 * c;
   return _mm512_set_epi32(g + 3, g + 3, g + 3, g + 3, g + 2, g + 2, g + 2, g + 2, g + 1, g + 1, g + 1, g + 1, g, g, g,
                           g);
+}
+
+/// A block of 32 values of x as levels: q[l][h] holds level l of values 16h to 16h + 15 (as floats), the first signed
+/// and rounded down, each further one unsigned (0 to 255), the rest rounded down, the last one rounded to nearest;
+/// unit is the last level's.
+struct BlockLevels {
+  __m512 q[3][2];
+  float unit;
+};
+
+/// Splits the 32 values at `values` into `levels` levels; false where their largest |x| is too small for the units.
+inline bool split_levels(const float* values, int levels, BlockLevels& out) {
+  __m512 rest[2] = {_mm512_loadu_ps(values), _mm512_loadu_ps(values + 16)};
+  const float largest = max_lane(_mm512_maskz_max_ps(all16, _mm512_abs_ps(rest[0]), _mm512_abs_ps(rest[1])));
+  float unit = largest > 0.F ? largest / 127.F : 1.F;
+  for (int l = 0; l < levels; ++l) {
+    const __m512 inverse = _mm512_set1_ps(1.F / unit);
+    // Rounded down, so the rest is in [0, unit) and the next level unsigned; the last level to nearest. The bounds
+    // catch the reciprocal's rounding, the rest carrying what they cut to the next level.
+    const __m512 least = _mm512_set1_ps(l == 0 ? -128.F : 0.F);
+    const __m512 greatest = _mm512_set1_ps(l == 0 ? 127.F : 255.F);
+    for (int h = 0; h < 2; ++h) {
+      const __m512 scaled = _mm512_mul_ps(rest[h], inverse);
+      const __m512 rounded = l + 1 == levels ? _mm512_maskz_roundscale_ps(all16, scaled, _MM_FROUND_TO_NEAREST_INT)
+                                             : _mm512_maskz_roundscale_ps(all16, scaled, _MM_FROUND_TO_NEG_INF);
+      out.q[l][h] = _mm512_maskz_min_ps(all16, _mm512_maskz_max_ps(all16, rounded, least), greatest);
+      rest[h] = _mm512_fnmadd_ps(out.q[l][h], _mm512_set1_ps(unit), rest[h]);
+    }
+    if (l + 1 < levels) {
+      unit /= level_ratio;
+    }
+  }
+  out.unit = unit;
+  // The last level's unit, largest / (127 * 2^16), and its reciprocal stay normal floats from 2^-100.
+  return largest == 0.F || largest >= 0x1p-100F;
 }
 
 /// Rows of x as `levels` 8-bit levels in value order ([row][level][k]; the first signed, the others unsigned), with
@@ -136,33 +175,16 @@ struct Levels {
       const float* row = x + r * k;
       int8_t* first = bytes.data() + r * levels * k;
       for (int64_t b = 0; b < k / 32; ++b) {
-        __m512 rest[2] = {_mm512_loadu_ps(row + 32 * b), _mm512_loadu_ps(row + 32 * b + 16)};
-        const float largest = max_lane(_mm512_maskz_max_ps(all16, _mm512_abs_ps(rest[0]), _mm512_abs_ps(rest[1])));
-        // The last level's unit, largest / (127 * 2^16), and its reciprocal stay normal floats from 2^-100.
-        units_normal = units_normal && (largest == 0.F || largest >= 0x1p-100F);
-        float unit = largest > 0.F ? largest / 127.F : 1.F;
+        BlockLevels split{};
+        units_normal = split_levels(row + 32 * b, levels, split) && units_normal;
         for (int l = 0; l < levels; ++l) {
-          const __m512 inverse = _mm512_set1_ps(1.F / unit);
-          // Rounded down, so the rest is in [0, unit) and the next level unsigned; the last level to nearest. The
-          // bounds catch the reciprocal's rounding, the rest carrying what they cut to the next level.
-          const __m512 least = _mm512_set1_ps(l == 0 ? -128.F : 0.F);
-          const __m512 greatest = _mm512_set1_ps(l == 0 ? 127.F : 255.F);
           for (int h = 0; h < 2; ++h) {
-            const __m512 scaled = _mm512_mul_ps(rest[h], inverse);
-            const __m512 rounded = l + 1 == levels
-                                       ? _mm512_maskz_roundscale_ps(all16, scaled, _MM_FROUND_TO_NEAREST_INT)
-                                       : _mm512_maskz_roundscale_ps(all16, scaled, _MM_FROUND_TO_NEG_INF);
-            const __m512 q = _mm512_maskz_min_ps(all16, _mm512_maskz_max_ps(all16, rounded, least), greatest);
-            rest[h] = _mm512_fnmadd_ps(q, _mm512_set1_ps(unit), rest[h]);
             _mm_storeu_si128(reinterpret_cast<__m128i*>(first + l * k + 32 * b + int64_t{16} * h),
-                             _mm512_maskz_cvtepi32_epi8(all16, _mm512_maskz_cvtps_epi32(all16, q)));
-          }
-          if (l + 1 < levels) {
-            unit /= level_ratio;
+                             _mm512_maskz_cvtepi32_epi8(all16, _mm512_maskz_cvtps_epi32(all16, split.q[l][h])));
           }
         }
         // Block b fills lanes (b % 2) * 8 to + 8 of chunk b / 2, with the unit of the last level.
-        std::fill_n(lane_units.data() + r * (k / 4) + b * 8, 8, unit);
+        std::fill_n(lane_units.data() + r * (k / 4) + b * 8, 8, split.unit);
         per32[static_cast<size_t>(r * (k / 32) + b)] =
             sum_lanes(_mm512_loadu_ps(row + 32 * b)) + sum_lanes(_mm512_loadu_ps(row + 32 * b + 16));
       }
@@ -183,6 +205,64 @@ struct Levels {
   /// The starting integer sums of the first level's 16 lanes of the chunk at value v (formats with a code offset).
   [[nodiscard]] const int32_t* start(int64_t r, int64_t v) const { return lane_start.data() + r * (k / 4) + v / 4; }
   [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
+};
+
+/// Rows of x for q4_0's kernel, whose vectors hold four rows of w (lanes 4i to 4i + 3 row i's sums for one block, so
+/// that a block's scale is its lanes' own): each block of 32 values as the integer Q = 2^16 q_0 + 2^8 q_1 + q_2 of its
+/// levels (two levels: 2^8 q_0 + q_1), written again as balanced base-256 digits, each in [-128, 127], so that every
+/// digit is a signed byte against the codes as unsigned ones and the digits' sums combine by shifts as Levels' do;
+/// with the code offset times each lane's sum of Q (lane j: values 4j to 4j + 3 and 16 + 4j to 16 + 4j + 3), added to
+/// the lanes' integer sums once, and the block's unit. A block's record holds all of it, so a kernel walks one
+/// pointer per row of x.
+struct BlockDigits {
+  // A record: 32 bytes per digit, then the four int32 lane offsets and the float unit, 32 bytes in all.
+  static constexpr int64_t record_bytes(int levels) { return int64_t{32} * levels + 32; }
+  static constexpr int64_t offsets_at(int levels) { return int64_t{32} * levels; }
+  static constexpr int64_t unit_at(int levels) { return int64_t{32} * levels + 16; }
+
+  int64_t k;
+  int levels;
+  std::vector<int8_t> bytes;  // [row][block][record]
+  bool units_normal = true;   // false where a block's largest |x| is too small for its levels' units
+
+  BlockDigits(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
+      : k(k), levels(levels), bytes(static_cast<size_t>(rows * (k / 32) * record_bytes(levels))) {
+    const __m512i half = _mm512_set1_epi32(128);
+    const __m512i low_byte = _mm512_set1_epi32(255);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t b = 0; b < k / 32; ++b) {
+        int8_t* out = bytes.data() + (r * (k / 32) + b) * record_bytes(levels);
+        BlockLevels split{};
+        units_normal = split_levels(x + r * k + 32 * b, levels, split) && units_normal;
+        std::memcpy(out + unit_at(levels), &split.unit, sizeof(float));
+        __m512i whole[2];
+        for (int h = 0; h < 2; ++h) {
+          __m512 value = split.q[0][h];
+          for (int l = 1; l < levels; ++l) {
+            value = _mm512_fmadd_ps(value, _mm512_set1_ps(level_ratio), split.q[l][h]);  // exact: |Q| < 2^24
+          }
+          whole[h] = _mm512_maskz_cvtps_epi32(all16, value);
+          __m512i rest = whole[h];
+          for (int l = levels - 1; l >= 0; --l) {
+            const __m512i carried = _mm512_add_epi32(rest, half);
+            const __m512i digit = l == 0 ? rest : _mm512_sub_epi32(_mm512_and_si512(carried, low_byte), half);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + int64_t{32} * l + int64_t{16} * h),
+                             _mm512_maskz_cvtepi32_epi8(all16, digit));
+            rest = _mm512_maskz_srai_epi32(all16, carried, level_bits);
+          }
+        }
+        alignas(64) int32_t pairs[16];
+        _mm512_store_si512(pairs, _mm512_add_epi32(whole[0], whole[1]));
+        int32_t offsets[4];
+        for (size_t j = 0; j < 4; ++j) {
+          offsets[j] = code_offset * (pairs[4 * j] + pairs[4 * j + 1] + pairs[4 * j + 2] + pairs[4 * j + 3]);
+        }
+        std::memcpy(out + offsets_at(levels), offsets, sizeof(offsets));
+      }
+    }
+  }
+  /// Row r's first block record.
+  [[nodiscard]] const int8_t* row(int64_t r) const { return bytes.data() + r * (k / 32) * record_bytes(levels); }
 };
 
 /// The code offset of a block format whose values are scale * (code + offset) (0 where offsets vary per block).
@@ -250,17 +330,15 @@ inline void accumulate(const Codes (&codes)[C], const __m512 (&lane_scales)[C], 
   }
 }
 
-/// Per 16-bit word of a vector: no shift in the low 256 bits, `bits` in the high ones (or per 128 bits: 0,
-/// bits, 0, bits with `interleaved`).
-inline __m512i shift_counts(int bits, bool interleaved) {
-  const __m512i shifted = _mm512_set1_epi16(static_cast<int16_t>(bits));
-  return _mm512_maskz_mov_epi16(interleaved ? 0xFF00FF00U : 0xFFFF0000U, shifted);
+/// Per 16-bit word of a vector: no shift in the low 256 bits, `bits` in the high ones.
+inline __m512i shift_counts(int bits) {
+  return _mm512_maskz_mov_epi16(0xFFFF0000U, _mm512_set1_epi16(static_cast<int16_t>(bits)));
 }
 
 /// 32 bytes of 4-bit codes as 64 codes: the low nibbles, then the high ones.
 inline __m512i nibbles(__m256i packed) {
   const __m512i both = _mm512_maskz_broadcast_i64x4(all8, packed);
-  return _mm512_and_si512(_mm512_srlv_epi16(both, shift_counts(4, false)), _mm512_set1_epi8(0x0F));
+  return _mm512_and_si512(_mm512_srlv_epi16(both, shift_counts(4)), _mm512_set1_epi8(0x0F));
 }
 
 /// The float16 scales of two blocks as a vector: lanes 0-7 the first's, 8-15 the second's.
@@ -283,12 +361,12 @@ inline void store_sums(const __m512 (&acc)[R][C], float (&out)[R][C]) {
   }
 }
 
-/// C rows of 32-value blocks (q4_0, q8_0), row_bytes apart, against R rows of x, two blocks at a time: codes and a
-/// scale d per block, the offset of the codes in the levels' starting sums.
-template <int R, int C, int L, bool Q8>
-void rows_q32(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x, int64_t r0,
-              float (&out)[R][C]) {
-  constexpr int bytes = Q8 ? 34 : 18;
+/// C q8_0 rows (blocks of 32 int8 codes and a scale d), row_bytes apart, against R rows of x, two blocks at a time:
+/// the codes as unsigned bytes (code + 128), the offset -128 in the levels' starting sums.
+template <int R, int C, int L>
+void rows_q8_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x, int64_t r0,
+               float (&out)[R][C]) {
+  constexpr int bytes = 34;
   __m512 acc[R][C];
   for (auto& row : acc) {
     std::fill_n(row, C, _mm512_setzero_ps());
@@ -301,24 +379,108 @@ void rows_q32(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks,
       const uint8_t* b1 = b0 + bytes;
       prefetch_l2(b0 + lead, int64_t{2} * bytes);
       scales[c] = pair_scales(b0, b1);
-      if constexpr (Q8) {
-        // Signed codes as unsigned ones: code + 128, the offset -128 in the starting sums.
-        const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
-        const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2));
-        const __m512i both = _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, c0), 0xF0, c1);
-        codes[c] = {_mm512_xor_si512(both, _mm512_set1_epi8(-128)), both};
-      } else {
-        // 16-byte lanes [c0 c0 c1 c1], shifted by [0 4 0 4]: value order [low0 high0 low1 high1].
-        const __m128i c0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b0 + 2));
-        const __m128i c1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b1 + 2));
-        const __m512i lanes = _mm512_mask_broadcast_i32x4(_mm512_maskz_broadcast_i32x4(0x00FF, c0), 0xFF00, c1);
-        const __m512i plain = _mm512_and_si512(_mm512_srlv_epi16(lanes, shift_counts(4, true)), _mm512_set1_epi8(0x0F));
-        codes[c] = {plain, _mm512_sub_epi8(plain, _mm512_set1_epi8(8))};
-      }
+      const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b0 + 2));
+      const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b1 + 2));
+      const __m512i both = _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, c0), 0xF0, c1);
+      codes[c] = {_mm512_xor_si512(both, _mm512_set1_epi8(-128)), both};
     }
-    accumulate<R, C, L, true, Q8>(codes, scales, x, r0, b * 32, acc);
+    accumulate<R, C, L, true, true>(codes, scales, x, r0, b * 32, acc);
   }
   store_sums(acc, out);
+}
+
+/// C q4_0 rows (blocks of 32 4-bit codes and a scale d), row_bytes apart, against R rows of x: four rows of w a
+/// vector, row i's 16 code bytes in bytes 16i to 16i + 15, as low nibbles and as high ones against two 16-byte
+/// broadcasts of each digit of x, so that lane 4i + j sums row i's values 4j to 4j + 3 and 16 + 4j to 16 + 4j + 3 of
+/// a block and the block's scale d is its four lanes' own (one vector of scales per block, where the rows' own order
+/// needs two per 64 values of each row). Rows past C repeat the last one.
+template <int R, int C, int L>
+void rows_q4_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const BlockDigits& x, int64_t r0,
+               float (&out)[R][C]) {
+  constexpr int bytes = 18;
+  constexpr int groups = (C + 3) / 4;
+  const uint8_t* rows[groups][4];
+  __m512 acc[R][groups];
+  for (int g = 0; g < groups; ++g) {
+    for (int i = 0; i < 4; ++i) {
+      rows[g][i] = w + std::min(4 * g + i, C - 1) * row_bytes;
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r][g] = _mm512_setzero_ps();
+    }
+  }
+  const int8_t* x_rows[R];
+  for (int r = 0; r < R; ++r) {
+    x_rows[r] = x.row(r0 + r);
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  const __m512i row_lanes = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i low[groups];
+    __m512i high[groups];
+    __m512 scales[groups];
+    for (int g = 0; g < groups; ++g) {
+      const int64_t at = b * bytes;
+      if (b % 2 == 0) {  // one line per 36 bytes of each row: every line of the rows
+        for (const uint8_t* row : rows[g]) {
+          prefetch_l2(row + at + lead, 1);
+        }
+      }
+      const auto code_bytes = [&](int i) {
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[g][i] + at + 2));
+      };
+      __m512i codes = _mm512_castsi128_si512(code_bytes(0));
+      codes = _mm512_inserti32x4(codes, code_bytes(1), 1);
+      codes = _mm512_inserti32x4(codes, code_bytes(2), 2);
+      codes = _mm512_inserti32x4(codes, code_bytes(3), 3);
+      uint64_t halves = 0;
+      for (int i = 0; i < 4; ++i) {
+        halves |= uint64_t{load_u16(rows[g][i] + at)} << (16 * i);
+      }
+      low[g] = _mm512_and_si512(codes, nibble);
+      high[g] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), nibble);
+      // The four scales gathered in a general register: one vector conversion and one permute.
+      scales[g] = _mm512_maskz_permutexvar_ps(
+          all16, row_lanes, _mm512_castps128_ps512(_mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<int64_t>(halves)))));
+    }
+    for (int r = 0; r < R; ++r) {
+      const int8_t* block = x_rows[r] + b * BlockDigits::record_bytes(L);
+      __m512i digits[L][2];
+      for (int l = 0; l < L; ++l) {
+        for (int h = 0; h < 2; ++h) {
+          digits[l][h] = _mm512_maskz_broadcast_i32x4(
+              all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + int64_t{32} * l + int64_t{16} * h)));
+        }
+      }
+      const __m512i offsets = _mm512_maskz_broadcast_i32x4(
+          all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + BlockDigits::offsets_at(L))));
+      float unit_value = 0;
+      std::memcpy(&unit_value, block + BlockDigits::unit_at(L), sizeof(float));
+      const __m512 unit = _mm512_set1_ps(unit_value);
+      for (int g = 0; g < groups; ++g) {
+        // The low and the high nibbles' sums in chains of their own: two short chains of dependent vpdpbusd keep
+        // more of them in flight than one long one.
+        __m512i lows = _mm512_dpbusd_epi32(_mm512_setzero_si512(), low[g], digits[0][0]);
+        __m512i highs = _mm512_dpbusd_epi32(_mm512_setzero_si512(), high[g], digits[0][1]);
+        for (int l = 1; l < L; ++l) {
+          lows = _mm512_dpbusd_epi32(_mm512_maskz_slli_epi32(all16, lows, level_bits), low[g], digits[l][0]);
+          highs = _mm512_dpbusd_epi32(_mm512_maskz_slli_epi32(all16, highs, level_bits), high[g], digits[l][1]);
+        }
+        acc[r][g] =
+            _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, _mm512_add_epi32(_mm512_add_epi32(lows, highs), offsets)),
+                            _mm512_mul_ps(scales[g], unit), acc[r][g]);
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int g = 0; g < groups; ++g) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, acc[r][g]);
+      for (size_t i = 0; i < 4 && 4 * g + i < C; ++i) {
+        out[r][4 * g + i] = lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] + lanes[4 * i + 3];
+      }
+    }
+  }
 }
 
 /// C q4_k rows (blocks of 256: eight 32-value sub-blocks with 6-bit scales and mins) against R rows of x.
@@ -407,7 +569,7 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
         const __m512i low = _mm512_loadu_si512(block + int64_t{64} * n);
         const __m256i high = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 128 + int64_t{32} * n));
         // Bits 0-1 of the high plane belong to values 0-31, bits 2-3 to 32-63, 4-5 to 64-95, 6-7 to 96-127.
-        const __m512i h = _mm512_srlv_epi16(_mm512_maskz_broadcast_i64x4(all8, high), shift_counts(2, false));
+        const __m512i h = _mm512_srlv_epi16(_mm512_maskz_broadcast_i64x4(all8, high), shift_counts(2));
         const __m512i first_codes =
             _mm512_or_si512(_mm512_and_si512(low, low_mask), _mm512_and_si512(_mm512_slli_epi16(h, 4), high_mask));
         const __m512i second_codes =
@@ -428,30 +590,25 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
 /// C rows of w (row_bytes apart) against R rows of x on L levels: out[r][c]. Each block read asks for the bytes
 /// `lead` past it to be brought into L2, one line per line read: a burst of prefetches per row left the rows of
 /// several passes in flight at once and slowed the stream.
-template <int R, int C, int L>
-void rows_of(QuantizationMode mode, const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x,
-             int64_t r0, float (&out)[R][C]) {
-  switch (mode) {
-    case QuantizationMode::affine:
-    case QuantizationMode::mxfp4:
-    case QuantizationMode::mxfp8:
-    case QuantizationMode::nvfp4:
-      return;  // not block formats: the ops never send them here
-    case QuantizationMode::q4_0:
-      return rows_q32<R, C, L, false>(w, row_bytes, lead, blocks, x, r0, out);
-    case QuantizationMode::q8_0:
-      return rows_q32<R, C, L, true>(w, row_bytes, lead, blocks, x, r0, out);
-    case QuantizationMode::q4_k:
-      return rows_q4_k<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
-    case QuantizationMode::q6_k:
-      return rows_q6_k<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
+template <QuantizationMode M, int R, int C, int L, class X>
+void rows_of(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const X& x, int64_t r0,
+             float (&out)[R][C]) {
+  if constexpr (M == QuantizationMode::q4_0) {
+    rows_q4_0<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
+  } else if constexpr (M == QuantizationMode::q8_0) {
+    rows_q8_0<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
+  } else if constexpr (M == QuantizationMode::q4_k) {
+    rows_q4_k<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
+  } else {
+    static_assert(M == QuantizationMode::q6_k);
+    rows_q6_k<R, C, L>(w, row_bytes, lead, blocks, x, r0, out);
   }
 }
 
 /// C rows of w, from row j, against every row of x: two rows of x at a time, then one.
-template <int C, int L>
-void rows_pass(QuantizationMode mode, const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks,
-               const Levels& x, int64_t rows, int64_t j, int64_t n, float* out) {
+template <QuantizationMode M, int C, int L, class X>
+void rows_pass(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const X& x, int64_t rows, int64_t j,
+               int64_t n, float* out) {
   auto store = [&]<int R>(int64_t r0, const float(&dots)[R][C]) {
     for (int r = 0; r < R; ++r) {
       for (int c = 0; c < C; ++c) {
@@ -462,20 +619,20 @@ void rows_pass(QuantizationMode mode, const uint8_t* w, int64_t row_bytes, int64
   int64_t r = 0;
   for (; r + 2 <= rows; r += 2) {
     float dots[2][C] = {};
-    rows_of<2, C, L>(mode, w + j * row_bytes, row_bytes, lead, blocks, x, r, dots);
+    rows_of<M, 2, C, L>(w + j * row_bytes, row_bytes, lead, blocks, x, r, dots);
     store(r, dots);
   }
   for (; r < rows; ++r) {
     float dots[1][C] = {};
-    rows_of<1, C, L>(mode, w + j * row_bytes, row_bytes, lead, blocks, x, r, dots);
+    rows_of<M, 1, C, L>(w + j * row_bytes, row_bytes, lead, blocks, x, r, dots);
     store(r, dots);
   }
 }
 
 /// Every row of w against the rows of x, C rows of w a pass: threads split the rows of w.
-template <int C, int L>
-void stream_rows(QuantizationMode mode, const Levels& x, int64_t rows, const uint8_t* w, int64_t n, float* out) {
-  const BlockLayout layout = block_layout(mode);
+template <QuantizationMode M, int C, int L, class X>
+void stream_rows(const X& x, int64_t rows, const uint8_t* w, int64_t n, float* out) {
+  const BlockLayout layout = block_layout(M);
   const int64_t blocks = x.k / layout.values;
   const int64_t row_bytes = blocks * layout.bytes;
   // Whole passes ahead, at least prefetch_bytes.
@@ -486,24 +643,51 @@ void stream_rows(QuantizationMode mode, const Levels& x, int64_t rows, const uin
     const auto end = static_cast<int64_t>(n1);
     auto j = static_cast<int64_t>(n0);
     for (; j + C <= end; j += C) {
-      rows_pass<C, L>(mode, w, row_bytes, lead, blocks, x, rows, j, n, out);
+      rows_pass<M, C, L>(w, row_bytes, lead, blocks, x, rows, j, n, out);
+    }
+    if constexpr (C > 4) {
+      for (; j + 4 <= end; j += 4) {
+        rows_pass<M, 4, L>(w, row_bytes, lead, blocks, x, rows, j, n, out);
+      }
     }
     for (; j < end; ++j) {
-      rows_pass<1, L>(mode, w, row_bytes, lead, blocks, x, rows, j, n, out);
+      rows_pass<M, 1, L>(w, row_bytes, lead, blocks, x, rows, j, n, out);
     }
   });
 }
 
-/// False, computing nothing, where x has values too small for the levels' units.
-template <int L>
-bool int8_product(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
-                  float* out) {
-  const Levels x(xf, rows, k, L, code_offset(mode));
+/// x as the format's kernel takes it, then every row of w against it; false, computing nothing, where x has values
+/// too small for the levels' units.
+template <QuantizationMode M, int L>
+bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
+  using X = std::conditional_t<M == QuantizationMode::q4_0, BlockDigits, Levels>;
+  const X x(xf, rows, k, L, code_offset(M));
   if (!x.units_normal) {
     return false;
   }
-  stream_rows<4, L>(mode, x, rows, w, n, out);
+  stream_rows<M, M == QuantizationMode::q4_0 ? 8 : 4, L>(x, rows, w, n, out);
   return true;
+}
+
+template <int L>
+bool int8_product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
+                  float* out) {
+  switch (mode) {
+    case QuantizationMode::affine:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+      return false;  // not block formats: the ops never send them here
+    case QuantizationMode::q4_0:
+      return int8_product_of<QuantizationMode::q4_0, L>(x, rows, k, w, n, out);
+    case QuantizationMode::q8_0:
+      return int8_product_of<QuantizationMode::q8_0, L>(x, rows, k, w, n, out);
+    case QuantizationMode::q4_k:
+      return int8_product_of<QuantizationMode::q4_k, L>(x, rows, k, w, n, out);
+    case QuantizationMode::q6_k:
+      return int8_product_of<QuantizationMode::q6_k, L>(x, rows, k, w, n, out);
+  }
+  return false;
 }
 
 #endif
