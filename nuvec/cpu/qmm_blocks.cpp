@@ -426,13 +426,11 @@ void rows_q4_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
           prefetch_l2(row + at + lead, 1);
         }
       }
-      const auto code_bytes = [&](int i) {
-        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(rows[g][i] + at + 2));
-      };
-      __m512i codes = _mm512_castsi128_si512(code_bytes(0));
-      codes = _mm512_inserti32x4(codes, code_bytes(1), 1);
-      codes = _mm512_inserti32x4(codes, code_bytes(2), 2);
-      codes = _mm512_inserti32x4(codes, code_bytes(3), 3);
+      const uint8_t* const* row = rows[g];
+      __m512i codes = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[0] + at + 2)));
+      codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[1] + at + 2)), 1);
+      codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[2] + at + 2)), 2);
+      codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[3] + at + 2)), 3);
       uint64_t halves = 0;
       for (int i = 0; i < 4; ++i) {
         halves |= uint64_t{load_u16(rows[g][i] + at)} << (16 * i);
