@@ -636,7 +636,9 @@ void stream_rows(const X& x, int64_t rows, const uint8_t* w, int64_t n, float* o
   // Whole passes ahead, at least prefetch_bytes.
   const int64_t pass_bytes = C * row_bytes;
   const int64_t lead = (prefetch_bytes + pass_bytes - 1) / pass_bytes * pass_bytes;
-  const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / std::max<int64_t>(1, row_bytes)));
+  // Whole passes per task: a task's rows past its last whole pass would go one at a time.
+  const auto grain =
+      static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / std::max<int64_t>(1, row_bytes) / C) * C);
   parallel_for(static_cast<size_t>(n), grain, [&](size_t n0, size_t n1) {
     const auto end = static_cast<int64_t>(n1);
     auto j = static_cast<int64_t>(n0);
