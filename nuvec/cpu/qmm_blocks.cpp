@@ -474,8 +474,11 @@ void rows_q4_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
     for (int g = 0; g < groups; ++g) {
       alignas(64) float lanes[16];
       _mm512_store_ps(lanes, acc[r][g]);
-      for (size_t i = 0; i < 4 && 4 * g + i < C; ++i) {
-        out[r][4 * g + i] = lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] + lanes[4 * i + 3];
+      for (size_t i = 0; i < 4; ++i) {
+        const size_t c = size_t{4} * g + i;
+        if (c < C) {
+          out[r][c] = lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] + lanes[4 * i + 3];
+        }
       }
     }
   }
