@@ -421,19 +421,19 @@ void rows_q4_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
     __m512 scales[groups];
     for (int g = 0; g < groups; ++g) {
       const int64_t at = b * bytes;
+      const uint8_t* const* row = rows[g];
       if (b % 2 == 0) {  // one line per 36 bytes of each row: every line of the rows
-        for (const uint8_t* row : rows[g]) {
-          prefetch_l2(row + at + lead, 1);
+        for (int i = 0; i < 4; ++i) {
+          prefetch_l2(row[i] + at + lead, 1);
         }
       }
-      const uint8_t* const* row = rows[g];
       __m512i codes = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[0] + at + 2)));
       codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[1] + at + 2)), 1);
       codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[2] + at + 2)), 2);
       codes = _mm512_inserti32x4(codes, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[3] + at + 2)), 3);
       uint64_t halves = 0;
       for (int i = 0; i < 4; ++i) {
-        halves |= uint64_t{load_u16(rows[g][i] + at)} << (16 * i);
+        halves |= uint64_t{load_u16(row[i] + at)} << (16 * i);
       }
       low[g] = _mm512_and_si512(codes, nibble);
       high[g] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), nibble);
@@ -639,7 +639,8 @@ void stream_rows(const X& x, int64_t rows, const uint8_t* w, int64_t n, float* o
   // Whole passes ahead, at least prefetch_bytes.
   const int64_t pass_bytes = C * row_bytes;
   const int64_t lead = (prefetch_bytes + pass_bytes - 1) / pass_bytes * pass_bytes;
-  // Whole passes per task: a task's rows past its last whole pass would go one at a time.
+  // A grain of whole passes, so that each thread's share of the rows ends on a whole pass (rows past it would go one
+  // row a pass).
   const auto grain =
       static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / std::max<int64_t>(1, row_bytes) / C) * C);
   parallel_for(static_cast<size_t>(n), grain, [&](size_t n0, size_t n1) {
