@@ -5,16 +5,18 @@
 // signed, from their largest |x| over 127, rounded down; each further level unsigned (0 to 255), the rest rounded
 // down, the last one rounded to nearest. Three levels keep float32 accuracy (an error of at most 1 / 8.3 million of
 // that largest |x|); two, for bfloat16 outputs, 1 / 32512 (one level, llama.cpp's int8 activations, leaves 1 / 254).
-// Each 64 values of a row of blocks are unpacked in registers into 64 codes in value order and meet each level in
-// AVX-512 VNNI's vpdpbusd (sums of four unsigned * signed byte products in 16 int32 lanes): x_0 against the codes as
-// unsigned bytes, the further levels (unsigned) against the codes with their offset as signed bytes. The levels' sums
-// combine in the integer lanes (shifted by 8 bits before each further level: exact in 32 bits for 4- and 6-bit codes;
-// q8_0's are combined in float), so each lane is converted and scaled by its group's scale once. Where a format's codes
-// carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's sum for x_0 starts at the offset
-// times the lane's sum of x_0, so the lanes sum the offset codes times x exactly and no float bias term is kept per
-// block; q4_k's mins per 32 values meet the sums of x per 32. A pass computes four rows of w, sharing each load of x's
-// levels and units. q4_0's 16-byte blocks fill a vector from four rows of w instead (rows_q4_0), so that each block's
-// scale is its own lanes' and x's levels are written as signed digits (BlockDigits); its passes take eight rows.
+// q8_0 and q6_k (Levels): each 64 values of a row of blocks are unpacked in registers into 64 codes in value order and
+// meet each level in AVX-512 VNNI's vpdpbusd (sums of four unsigned * signed byte products in 16 int32 lanes): x_0
+// against the codes as unsigned bytes, the further levels (unsigned) against the codes with their offset as signed
+// bytes. The levels' sums combine in the integer lanes (shifted by 8 bits before each further level: exact in 32 bits
+// for 4- and 6-bit codes; q8_0's are combined in float), so each lane is converted and scaled by its group's scale
+// once. Where a format's codes carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's sum
+// for x_0 starts at the offset times the lane's sum of x_0, so the lanes sum the offset codes times x exactly and no
+// float bias term is kept per block. A pass computes four rows of w, sharing each load of x's levels and units.
+// q4_0 and q4_k (BlockDigits): a vector holds 16 code bytes of each of four rows of w, so that a block's or sub-block's
+// scale is its own lanes' (one vector of scales where the rows' own order needs a permute per 64 values), and x's
+// levels are written as signed digits, every one against the codes as unsigned bytes; q4_k's mins meet the sums of x
+// per 32 values. Their passes take eight rows.
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
 // row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
@@ -95,6 +97,11 @@ inline float sum_lanes(__m512 v) {
   return sum_lanes(_mm256_add_ps(_mm512_extractf32x8_ps(v, 0), _mm512_extractf32x8_ps(v, 1)));
 }
 
+/// The sum of 32 floats.
+inline float sum32(const float* values) {
+  return sum_lanes(_mm512_add_ps(_mm512_loadu_ps(values), _mm512_loadu_ps(values + 16)));
+}
+
 uint16_t load_u16(const uint8_t* p) {
   uint16_t bits = 0;
   std::memcpy(&bits, p, 2);
@@ -102,11 +109,6 @@ uint16_t load_u16(const uint8_t* p) {
 }
 
 float half_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
-
-/// For q4_k's 64-value chunk c of a block: lanes 0-7 to sub-block 2c's scale, lanes 8-15 to 2c + 1's.
-inline __m512i sub_block_lanes(int c) {
-  return _mm512_mask_blend_epi32(0xFF00, _mm512_set1_epi32(2 * c), _mm512_set1_epi32(2 * c + 1));
-}
 
 /// For q6_k's 64-value chunk c of a block: lane l (values 4l to 4l + 3) to its group's scale 4c + l / 4.
 inline __m512i group_lanes(int c) {
@@ -185,8 +187,7 @@ struct Levels {
         }
         // Block b fills lanes (b % 2) * 8 to + 8 of chunk b / 2, with the unit of the last level.
         std::fill_n(lane_units.data() + r * (k / 4) + b * 8, 8, split.unit);
-        per32[static_cast<size_t>(r * (k / 32) + b)] =
-            sum_lanes(_mm512_loadu_ps(row + 32 * b)) + sum_lanes(_mm512_loadu_ps(row + 32 * b + 16));
+        per32[static_cast<size_t>(r * (k / 32) + b)] = sum32(row + 32 * b);
       }
       if (code_offset != 0) {
         // The offsets are negative: -(|offset| * the sums by fours), the sums from vpdpbusd against |offset| bytes.
@@ -223,15 +224,20 @@ struct BlockDigits {
   int64_t k;
   int levels;
   std::vector<int8_t> bytes;  // [row][block][record]
+  std::vector<float> per32;   // the sums of x per 32 values, for q4_k's mins
   bool units_normal = true;   // false where a block's largest |x| is too small for its levels' units
 
   BlockDigits(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
-      : k(k), levels(levels), bytes(static_cast<size_t>(rows * (k / 32) * record_bytes(levels))) {
+      : k(k),
+        levels(levels),
+        bytes(static_cast<size_t>(rows * (k / 32) * record_bytes(levels))),
+        per32(static_cast<size_t>(rows * (k / 32))) {
     const __m512i half = _mm512_set1_epi32(128);
     const __m512i low_byte = _mm512_set1_epi32(255);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t b = 0; b < k / 32; ++b) {
         int8_t* out = bytes.data() + (r * (k / 32) + b) * record_bytes(levels);
+        per32[static_cast<size_t>(r * (k / 32) + b)] = sum32(x + r * k + 32 * b);
         BlockLevels split{};
         units_normal = split_levels(x + r * k + 32 * b, levels, split) && units_normal;
         std::memcpy(out + unit_at(levels), &split.unit, sizeof(float));
@@ -263,6 +269,7 @@ struct BlockDigits {
   }
   /// Row r's first block record.
   [[nodiscard]] const int8_t* row(int64_t r) const { return bytes.data() + r * (k / 32) * record_bytes(levels); }
+  [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
 };
 
 /// The code offset of a block format whose values are scale * (code + offset) (0 where offsets vary per block).
@@ -335,12 +342,6 @@ inline __m512i shift_counts(int bits) {
   return _mm512_maskz_mov_epi16(0xFFFF0000U, _mm512_set1_epi16(static_cast<int16_t>(bits)));
 }
 
-/// 32 bytes of 4-bit codes as 64 codes: the low nibbles, then the high ones.
-inline __m512i nibbles(__m256i packed) {
-  const __m512i both = _mm512_maskz_broadcast_i64x4(all8, packed);
-  return _mm512_and_si512(_mm512_srlv_epi16(both, shift_counts(4)), _mm512_set1_epi8(0x0F));
-}
-
 /// The float16 scales of two blocks as a vector: lanes 0-7 the first's, 8-15 the second's.
 inline __m512 pair_scales(const uint8_t* first, const uint8_t* second) {
   uint16_t bits[2];
@@ -357,6 +358,23 @@ inline void store_sums(const __m512 (&acc)[R][C], float (&out)[R][C]) {
   for (int r = 0; r < R; ++r) {
     for (int c = 0; c < C; ++c) {
       out[r][c] = sum_lanes(acc[r][c]);
+    }
+  }
+}
+
+/// Sums each accumulator of four rows of w (lanes 4i to 4i + 3 row i's) into out[r][4g + i], for the C rows there are.
+template <int R, int C>
+inline void store_row_groups(const __m512 (&acc)[R][(C + 3) / 4], float (&out)[R][C]) {
+  for (int r = 0; r < R; ++r) {
+    for (int g = 0; g < (C + 3) / 4; ++g) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, acc[r][g]);
+      for (size_t i = 0; i < 4; ++i) {
+        const size_t c = size_t{4} * g + i;
+        if (c < C) {
+          out[r][c] = lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] + lanes[4 * i + 3];
+        }
+      }
     }
   }
 }
@@ -470,73 +488,156 @@ void rows_q4_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
       }
     }
   }
+  store_row_groups<R, C>(acc, out);
+}
+
+/// Each 128-bit lane of `heads` holds a q4_k block's first 16 bytes (f16 d, f16 dmin, the 12 bytes of packed 6-bit
+/// fields; quantization_mode.h): its lane becomes the block's eight scales (bytes 0-7) and eight mins (bytes 8-15).
+/// Scale j < 4 is field byte j's low six bits, min j < 4 byte j + 4's; from j = 4 on, the low four bits come from byte
+/// j + 4 (its low nibble for the scale, its high one for the min) and the top two from the top bits of byte j - 4 (the
+/// scale) or byte j (the min).
+inline __m512i q4_k_scales_and_mins(__m512i heads) {
+  // Field byte q is byte 4 + q of the lane; 0x80 gives a zero byte.
+  const __m512i low_source =
+      _mm512_maskz_broadcast_i32x4(all16, _mm_setr_epi8(4, 5, 6, 7, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15));
+  const __m512i top_source = _mm512_maskz_broadcast_i32x4(
+      all16, _mm_setr_epi8(-128, -128, -128, -128, 4, 5, 6, 7, -128, -128, -128, -128, 8, 9, 10, 11));
+  const __m512i low = _mm512_shuffle_epi8(heads, low_source);
+  const __m512i top = _mm512_shuffle_epi8(heads, top_source);
+  const __m512i low_bits =
+      _mm512_maskz_broadcast_i32x4(all16, _mm_setr_epi8(63, 63, 63, 63, 15, 15, 15, 15, 63, 63, 63, 63, 0, 0, 0, 0));
+  const __m512i high_nibbles = _mm512_and_si512(_mm512_srli_epi16(low, 4), _mm512_set1_epi8(0x0F));
+  const __m512i fields =
+      _mm512_or_si512(_mm512_and_si512(low, low_bits), _mm512_maskz_mov_epi8(0xF000F000F000F000ULL, high_nibbles));
+  // (byte >> 6) << 4: within each 16-bit word the masked top bits cannot cross into the neighbouring byte.
+  return _mm512_or_si512(fields, _mm512_srli_epi16(_mm512_and_si512(top, _mm512_set1_epi8(-64)), 2));
+}
+
+/// Lanes 4i to 4i + 3 to byte `at` of 128-bit lane i, as floats: a q4_k sub-block's scale or min for each of 4 rows.
+inline __m512 lane_bytes(__m512i fields, int at) {
+  return _mm512_maskz_cvtepi32_ps(all16,
+                                  _mm512_shuffle_epi8(fields, _mm512_set1_epi32(static_cast<int>(0x80808000U) | at)));
+}
+
+/// C q4_k rows (blocks of 256: eight 32-value sub-blocks, each with a 6-bit scale and min, in four 64-value chunks
+/// whose 32 code bytes hold one sub-block in the low nibbles and the next in the high ones), row_bytes apart, against
+/// R rows of x, in q4_0's layout: four rows of w a vector, row i's 16 code bytes in bytes 16i to 16i + 15, so that a
+/// sub-block's scale is its lanes' own; both 16-byte halves of a chunk go into one chain of sums per sub-block. The
+/// mins meet the sums of x per 32 values, four sub-blocks a vector. Rows past C repeat the last one.
+template <int R, int C, int L>
+void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const BlockDigits& x, int64_t r0,
+               float (&out)[R][C]) {
+  constexpr int bytes = 144;
+  constexpr int groups = (C + 3) / 4;
+  const uint8_t* rows[groups][4];
+  __m512 acc[R][groups];
+  for (int g = 0; g < groups; ++g) {
+    for (int i = 0; i < 4; ++i) {
+      rows[g][i] = w + std::min(4 * g + i, C - 1) * row_bytes;
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r][g] = _mm512_setzero_ps();
+    }
+  }
+  const int8_t* x_rows[R];
+  const float* x_sums[R];
   for (int r = 0; r < R; ++r) {
+    x_rows[r] = x.row(r0 + r);
+    x_sums[r] = x.sums32(r0 + r);
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  // Words 8i (d) and 8i + 1 (dmin) of the block heads to lanes 4i to 4i + 3 of the low and the high 256 bits.
+  const __m512i head_words = _mm512_set_epi16(25, 25, 25, 25, 17, 17, 17, 17, 9, 9, 9, 9, 1, 1, 1, 1, 24, 24, 24, 24,
+                                              16, 16, 16, 16, 8, 8, 8, 8, 0, 0, 0, 0);
+  // Lanes 4i + j to min j (and 4 + j) of row i.
+  const __m512i first_mins = _mm512_maskz_broadcast_i32x4(
+      all16, _mm_setr_epi8(8, -128, -128, -128, 9, -128, -128, -128, 10, -128, -128, -128, 11, -128, -128, -128));
+  const __m512i last_mins = _mm512_add_epi32(first_mins, _mm512_set1_epi32(4));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t at = b * bytes;
+    __m512 scales[groups][8];
+    __m512 mins[groups][2];
     for (int g = 0; g < groups; ++g) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, acc[r][g]);
-      for (size_t i = 0; i < 4; ++i) {
-        const size_t c = size_t{4} * g + i;
-        if (c < C) {
-          out[r][c] = lanes[4 * i] + lanes[4 * i + 1] + lanes[4 * i + 2] + lanes[4 * i + 3];
+      const uint8_t* const* row = rows[g];
+      for (int i = 0; i < 4; ++i) {
+        prefetch_l2(row[i] + at + lead, bytes);
+      }
+      __m512i heads = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[0] + at)));
+      heads = _mm512_inserti32x4(heads, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[1] + at)), 1);
+      heads = _mm512_inserti32x4(heads, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[2] + at)), 2);
+      heads = _mm512_inserti32x4(heads, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[3] + at)), 3);
+      const __m512i halves = _mm512_permutexvar_epi16(head_words, heads);
+      const __m512 d = _mm512_maskz_cvtph_ps(all16, _mm512_maskz_extracti64x4_epi64(all8, halves, 0));
+      const __m512 negative_dmin = _mm512_sub_ps(
+          _mm512_setzero_ps(), _mm512_maskz_cvtph_ps(all16, _mm512_maskz_extracti64x4_epi64(all8, halves, 1)));
+      const __m512i fields = q4_k_scales_and_mins(heads);
+      for (int s = 0; s < 8; ++s) {
+        scales[g][s] = _mm512_mul_ps(lane_bytes(fields, s), d);
+      }
+      mins[g][0] =
+          _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all16, _mm512_shuffle_epi8(fields, first_mins)), negative_dmin);
+      mins[g][1] =
+          _mm512_mul_ps(_mm512_maskz_cvtepi32_ps(all16, _mm512_shuffle_epi8(fields, last_mins)), negative_dmin);
+    }
+    for (int r = 0; r < R; ++r) {
+      const float* sums = x_sums[r] + b * 8;
+      const __m512 first_sums = _mm512_maskz_broadcast_f32x4(all16, _mm_loadu_ps(sums));
+      const __m512 last_sums = _mm512_maskz_broadcast_f32x4(all16, _mm_loadu_ps(sums + 4));
+      for (int g = 0; g < groups; ++g) {
+        acc[r][g] = _mm512_fmadd_ps(mins[g][0], first_sums, acc[r][g]);
+        acc[r][g] = _mm512_fmadd_ps(mins[g][1], last_sums, acc[r][g]);
+      }
+    }
+    for (int q = 0; q < 4; ++q) {
+      __m512i low[groups][2];
+      __m512i high[groups][2];
+      for (int g = 0; g < groups; ++g) {
+        const uint8_t* const* row = rows[g];
+        const int64_t codes_at = at + 16 + int64_t{32} * q;
+        const auto chunk = [&](int i) {
+          return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row[i] + codes_at));
+        };
+        const __m512i first_pair = _mm512_maskz_inserti64x4(all8, _mm512_castsi256_si512(chunk(0)), chunk(1), 1);
+        const __m512i last_pair = _mm512_maskz_inserti64x4(all8, _mm512_castsi256_si512(chunk(2)), chunk(3), 1);
+        for (int h = 0; h < 2; ++h) {
+          // Half h of each row's 32 code bytes: 128-bit lanes h and 2 + h of each pair.
+          const __m512i codes = h == 0
+                                    ? _mm512_maskz_shuffle_i64x2(all8, first_pair, last_pair, _MM_SHUFFLE(2, 0, 2, 0))
+                                    : _mm512_maskz_shuffle_i64x2(all8, first_pair, last_pair, _MM_SHUFFLE(3, 1, 3, 1));
+          low[g][h] = _mm512_and_si512(codes, nibble);
+          high[g][h] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), nibble);
+        }
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int n = 0; n < 2; ++n) {  // the low nibbles' sub-block, then the high nibbles'
+          const int s = 2 * q + n;
+          const int8_t* block = x_rows[r] + (b * 8 + s) * BlockDigits::record_bytes(L);
+          __m512i digits[L][2];
+          for (int l = 0; l < L; ++l) {
+            for (int h = 0; h < 2; ++h) {
+              digits[l][h] = _mm512_maskz_broadcast_i32x4(
+                  all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + int64_t{32} * l + int64_t{16} * h)));
+            }
+          }
+          float unit_value = 0;
+          std::memcpy(&unit_value, block + BlockDigits::unit_at(L), sizeof(float));
+          const __m512 unit = _mm512_set1_ps(unit_value);
+          for (int g = 0; g < groups; ++g) {
+            const __m512i(&codes)[2] = n == 0 ? low[g] : high[g];
+            __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[0], digits[0][0]),
+                                               codes[1], digits[0][1]);
+            for (int l = 1; l < L; ++l) {
+              sums = _mm512_dpbusd_epi32(_mm512_maskz_slli_epi32(all16, sums, level_bits), codes[0], digits[l][0]);
+              sums = _mm512_dpbusd_epi32(sums, codes[1], digits[l][1]);
+            }
+            acc[r][g] =
+                _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, sums), _mm512_mul_ps(scales[g][s], unit), acc[r][g]);
+          }
         }
       }
     }
   }
-}
-
-/// C q4_k rows (blocks of 256: eight 32-value sub-blocks with 6-bit scales and mins) against R rows of x.
-template <int R, int C, int L>
-void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x, int64_t r0,
-               float (&out)[R][C]) {
-  __m512 acc[R][C];
-  __m256 bias[R][C];
-  for (int r = 0; r < R; ++r) {
-    std::fill_n(acc[r], C, _mm512_setzero_ps());
-    std::fill_n(bias[r], C, _mm256_setzero_ps());
-  }
-  for (int64_t b = 0; b < blocks; ++b) {
-    __m512 scales[C];
-    for (int c = 0; c < C; ++c) {
-      const uint8_t* block = w + c * row_bytes + b * 144;
-      prefetch_l2(block + lead, 144);
-      // The eight 6-bit scales and mins from three little-endian words of packed fields (quantization_mode.h).
-      uint32_t packed[3];
-      std::memcpy(packed, block + 4, sizeof(packed));
-      const uint64_t scale_bytes = (packed[0] & 0x3F3F3F3FU) |
-                                   uint64_t{(packed[2] & 0x0F0F0F0FU) | (((packed[0] >> 6) & 0x03030303U) << 4)} << 32;
-      const uint64_t min_bytes = (packed[1] & 0x3F3F3F3FU) |
-                                 uint64_t{((packed[2] >> 4) & 0x0F0F0F0FU) | (((packed[1] >> 6) & 0x03030303U) << 4)}
-                                     << 32;
-      scales[c] = _mm512_mul_ps(
-          _mm512_set1_ps(half_at(block)),
-          _mm512_maskz_cvtepi32_ps(
-              all16, _mm512_maskz_cvtepu8_epi32(all16, _mm_cvtsi64_si128(static_cast<int64_t>(scale_bytes)))));
-      const __m256 offsets =
-          _mm256_mul_ps(_mm256_set1_ps(-half_at(block + 2)),
-                        _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<int64_t>(min_bytes)))));
-      for (int r = 0; r < R; ++r) {
-        bias[r][c] = _mm256_fmadd_ps(offsets, _mm256_loadu_ps(x.sums32(r0 + r) + b * 8), bias[r][c]);
-      }
-    }
-    for (int q = 0; q < 4; ++q) {
-      Codes codes[C];
-      __m512 lane_scales[C];
-      for (int c = 0; c < C; ++c) {
-        const uint8_t* block = w + c * row_bytes + b * 144;
-        const __m512i plain =
-            nibbles(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 16 + int64_t{32} * q)));
-        codes[c] = {plain, plain};  // no offset: 0 to 15 either way
-        lane_scales[c] = _mm512_maskz_permutexvar_ps(all16, sub_block_lanes(q), scales[c]);
-      }
-      accumulate<R, C, L, false>(codes, lane_scales, x, r0, b * 256 + int64_t{64} * q, acc);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int c = 0; c < C; ++c) {
-      acc[r][c] = _mm512_add_ps(acc[r][c], _mm512_insertf32x8(_mm512_setzero_ps(), bias[r][c], 0));
-    }
-  }
-  store_sums(acc, out);
+  store_row_groups<R, C>(acc, out);
 }
 
 /// C q6_k rows (blocks of 256: 6-bit codes in two planes, an int8 scale per 16 values) against R rows of x; the
@@ -664,12 +765,14 @@ void stream_rows(const X& x, int64_t rows, const uint8_t* w, int64_t n, float* o
 /// too small for the levels' units.
 template <QuantizationMode M, int L>
 bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
-  using X = std::conditional_t<M == QuantizationMode::q4_0, BlockDigits, Levels>;
+  // Formats whose kernels take four rows of w a vector: x as block records, eight rows of w a pass.
+  constexpr bool row_groups = M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k;
+  using X = std::conditional_t<row_groups, BlockDigits, Levels>;
   const X x(xf, rows, k, L, code_offset(M));
   if (!x.units_normal) {
     return false;
   }
-  stream_rows<M, M == QuantizationMode::q4_0 ? 8 : 4, L>(x, rows, w, n, out);
+  stream_rows<M, row_groups ? 8 : 4, L>(x, rows, w, n, out);
   return true;
 }
 
