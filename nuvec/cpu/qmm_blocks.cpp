@@ -5,18 +5,20 @@
 // signed, from their largest |x| over 127, rounded down; each further level unsigned (0 to 255), the rest rounded
 // down, the last one rounded to nearest. Three levels keep float32 accuracy (an error of at most 1 / 8.3 million of
 // that largest |x|); two, for bfloat16 outputs, 1 / 32512 (one level, llama.cpp's int8 activations, leaves 1 / 254).
-// q8_0 and q6_k (Levels): each 64 values of a row of blocks are unpacked in registers into 64 codes in value order and
-// meet each level in AVX-512 VNNI's vpdpbusd (sums of four unsigned * signed byte products in 16 int32 lanes): x_0
-// against the codes as unsigned bytes, the further levels (unsigned) against the codes with their offset as signed
-// bytes. The levels' sums combine in the integer lanes (shifted by 8 bits before each further level: exact in 32 bits
-// for 4- and 6-bit codes; q8_0's are combined in float), so each lane is converted and scaled by its group's scale
-// once. Where a format's codes carry a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), each lane's sum
-// for x_0 starts at the offset times the lane's sum of x_0, so the lanes sum the offset codes times x exactly and no
-// float bias term is kept per block. A pass computes four rows of w, sharing each load of x's levels and units.
-// q4_0 and q4_k (BlockDigits): a vector holds 16 code bytes of each of four rows of w, so that a block's or sub-block's
-// scale is its own lanes' (one vector of scales where the rows' own order needs a permute per 64 values), and x's
-// levels are written as signed digits, every one against the codes as unsigned bytes; q4_k's mins meet the sums of x
-// per 32 values. Their passes take eight rows.
+// x's levels meet the codes in AVX-512 VNNI's vpdpbusd (sums of four unsigned * signed byte products in 16 int32
+// lanes); the levels' sums combine in the integer lanes (shifted by 8 bits before each further level: exact in 32 bits
+// for 4- and 6-bit codes), so each lane is converted and scaled by its group's scale once. Where a format's codes carry
+// a fixed offset (q4_0 -8, q8_0 -128 as unsigned codes, q6_k -32), the offset times the lane's sum of x joins each
+// lane's integer sum, so the lanes sum the offset codes times x exactly and no float bias term is kept per block.
+// - q8_0 (Levels): each 64 values of a row are 64 codes in value order: x_0 against the codes as unsigned bytes, the
+//   further levels (unsigned) against the codes with their offset as signed bytes, combined in float (8-bit codes
+//   would overflow the integer lanes). A pass computes four rows of w, sharing each load of x's levels and units.
+// - q4_0 and q4_k (BlockDigits): a vector holds 16 code bytes of each of four rows of w, so that a block's or
+//   sub-block's scale is its own lanes' (one vector of scales where the rows' own order needs a permute per 64 values),
+//   and x's levels are written again as signed digits, every one against the codes as unsigned bytes; q4_k's mins meet
+//   the sums of x per 32 values. Their passes take eight rows.
+// - q6_k (SpanDigits): x's digits are stored in an order that puts 8 values of one 16-value group in each lane, and
+//   the codes are moved into that order in registers, so that one chain of sums covers 128 values.
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
 // row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
@@ -110,13 +112,6 @@ uint16_t load_u16(const uint8_t* p) {
 
 float half_at(const uint8_t* p) { return _cvtsh_ss(load_u16(p)); }
 
-/// For q6_k's 64-value chunk c of a block: lane l (values 4l to 4l + 3) to its group's scale 4c + l / 4.
-inline __m512i group_lanes(int c) {
-  const int g = 4 * c;
-  return _mm512_set_epi32(g + 3, g + 3, g + 3, g + 3, g + 2, g + 2, g + 2, g + 2, g + 1, g + 1, g + 1, g + 1, g, g, g,
-                          g);
-}
-
 /// A block of 32 values of x as levels: q[l][h] holds level l of values 16h to 16h + 15 (as floats), the first signed
 /// and rounded down, each further one unsigned (0 to 255), the rest rounded down, the last one rounded to nearest;
 /// unit is the last level's.
@@ -152,27 +147,25 @@ inline bool split_levels(const float* values, int levels, BlockLevels& out) {
   return largest == 0.F || largest >= 0x1p-100F;
 }
 
-/// Rows of x as `levels` 8-bit levels in value order ([row][level][k]; the first signed, the others unsigned), with
-/// a unit per 32 values (so that an outlier coarsens only its own 32 values), laid out per 64-value chunk as the 16
-/// lanes of vpdpbusd's sums see them; the rows' sums per 32 values; and, for formats whose codes carry a fixed offset
-/// (value = scale * (code + offset)), the offset times each lane's sum of the first level, which starts the lane's
-/// integer sum so that it is the sum of the offset codes times x exactly, with no float bias term per block.
+/// Rows of x for q8_0's kernel as `levels` 8-bit levels in value order ([row][level][k]; the first signed, the others
+/// unsigned), with a unit per 32 values (so that an outlier coarsens only its own 32 values), laid out per 64-value
+/// chunk as the 16 lanes of vpdpbusd's sums see them; and the code offset (value = scale * (code + offset)) times each
+/// lane's sum of the first level, which starts the lane's integer sum so that it is the sum of the offset codes times
+/// x exactly, with no float bias term per block.
 struct Levels {
   int64_t k;
   int levels;
   std::vector<int8_t> bytes;
   std::vector<float> lane_units;    // [row][chunk][16]
-  std::vector<int32_t> lane_start;  // [row][k / 4], empty without a code offset
-  std::vector<float> per32;
-  bool units_normal = true;  // false where a block's largest |x| is too small for its levels' units
+  std::vector<int32_t> lane_start;  // [row][k / 4]
+  bool units_normal = true;         // false where a block's largest |x| is too small for its levels' units
 
   Levels(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
       : k(k),
         levels(levels),
         bytes(static_cast<size_t>(rows * levels * k)),
         lane_units(static_cast<size_t>(rows * (k / 4))),
-        lane_start(code_offset != 0 ? static_cast<size_t>(rows * (k / 4)) : 0),
-        per32(static_cast<size_t>(rows * (k / 32))) {
+        lane_start(static_cast<size_t>(rows * (k / 4))) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* row = x + r * k;
       int8_t* first = bytes.data() + r * levels * k;
@@ -187,34 +180,62 @@ struct Levels {
         }
         // Block b fills lanes (b % 2) * 8 to + 8 of chunk b / 2, with the unit of the last level.
         std::fill_n(lane_units.data() + r * (k / 4) + b * 8, 8, split.unit);
-        per32[static_cast<size_t>(r * (k / 32) + b)] = sum32(row + 32 * b);
       }
-      if (code_offset != 0) {
-        // The offsets are negative: -(|offset| * the sums by fours), the sums from vpdpbusd against |offset| bytes.
-        const __m512i magnitude = _mm512_set1_epi8(static_cast<char>(-code_offset));
-        for (int64_t v = 0; v < k; v += 64) {
-          const __m512i sums =
-              _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, _mm512_loadu_si512(level(r, 0) + v));
-          _mm512_storeu_si512(lane_start.data() + r * (k / 4) + v / 4, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
-        }
+      // The offsets are negative: -(|offset| * the sums by fours), the sums from vpdpbusd against |offset| bytes.
+      const __m512i magnitude = _mm512_set1_epi8(static_cast<char>(-code_offset));
+      for (int64_t v = 0; v < k; v += 64) {
+        const __m512i sums =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), magnitude, _mm512_loadu_si512(level(r, 0) + v));
+        _mm512_storeu_si512(lane_start.data() + r * (k / 4) + v / 4, _mm512_sub_epi32(_mm512_setzero_si512(), sums));
       }
     }
   }
   [[nodiscard]] const int8_t* level(int64_t r, int l) const { return bytes.data() + (r * levels + l) * k; }
   /// The units of the 16 lanes of the chunk at value v.
   [[nodiscard]] const float* units(int64_t r, int64_t v) const { return lane_units.data() + r * (k / 4) + v / 4; }
-  /// The starting integer sums of the first level's 16 lanes of the chunk at value v (formats with a code offset).
+  /// The starting integer sums of the first level's 16 lanes of the chunk at value v.
   [[nodiscard]] const int32_t* start(int64_t r, int64_t v) const { return lane_start.data() + r * (k / 4) + v / 4; }
-  [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
 };
 
-/// Rows of x for q4_0's kernel, whose vectors hold four rows of w (lanes 4i to 4i + 3 row i's sums for one block, so
-/// that a block's scale is its lanes' own): each block of 32 values as the integer Q = 2^16 q_0 + 2^8 q_1 + q_2 of its
-/// levels (two levels: 2^8 q_0 + q_1), written again as balanced base-256 digits, each in [-128, 127], so that every
-/// digit is a signed byte against the codes as unsigned ones and the digits' sums combine by shifts as Levels' do;
-/// with the code offset times each lane's sum of Q (lane j: values 4j to 4j + 3 and 16 + 4j to 16 + 4j + 3), added to
-/// the lanes' integer sums once, and the block's unit. A block's record holds all of it, so a kernel walks one
-/// pointer per row of x.
+/// A block of 32 values of x as the integer Q = 2^16 q_0 + 2^8 q_1 + q_2 of its levels (two levels: 2^8 q_0 + q_1),
+/// written again as balanced base-256 digits, each in [-128, 127], so that every digit is a signed byte against the
+/// codes as unsigned ones and the digits' sums combine by shifts as the levels' do (|Q| < 2^23 either way).
+struct BlockIntegers {
+  alignas(64) int32_t whole[32];     // Q per value
+  alignas(16) int8_t digits[3][32];  // [digit][value], the first the most significant
+  float unit;                        // the last level's
+};
+
+/// Splits the 32 values at `values` as split_levels does into `out`; false where it does.
+inline bool block_integers(const float* values, int levels, BlockIntegers& out) {
+  BlockLevels split{};
+  const bool normal = split_levels(values, levels, split);
+  out.unit = split.unit;
+  const __m512i half = _mm512_set1_epi32(128);
+  const __m512i low_byte = _mm512_set1_epi32(255);
+  for (int h = 0; h < 2; ++h) {
+    __m512 value = split.q[0][h];
+    for (int l = 1; l < levels; ++l) {
+      value = _mm512_fmadd_ps(value, _mm512_set1_ps(level_ratio), split.q[l][h]);  // exact: |Q| < 2^24
+    }
+    __m512i rest = _mm512_maskz_cvtps_epi32(all16, value);
+    _mm512_store_si512(out.whole + int64_t{16} * h, rest);
+    for (int l = levels - 1; l >= 0; --l) {
+      const __m512i carried = _mm512_add_epi32(rest, half);
+      const __m512i digit = l == 0 ? rest : _mm512_sub_epi32(_mm512_and_si512(carried, low_byte), half);
+      _mm_store_si128(reinterpret_cast<__m128i*>(out.digits[l] + int64_t{16} * h),
+                      _mm512_maskz_cvtepi32_epi8(all16, digit));
+      rest = _mm512_maskz_srai_epi32(all16, carried, level_bits);
+    }
+  }
+  return normal;
+}
+
+/// Rows of x for the kernels whose vectors hold four rows of w (q4_0, q4_k: lanes 4i to 4i + 3 row i's sums for one
+/// block or sub-block, so that its scale is its lanes' own), one record per block of 32 values: its digits
+/// (BlockIntegers), the code offset times each lane's sum of Q (lane j: values 4j to 4j + 3 and 16 + 4j to 16 + 4j +
+/// 3), added to the lanes' integer sums once, and the block's unit; a kernel walks one pointer per row of x. Beside
+/// them, the sums of x per 32 values, for q4_k's mins.
 struct BlockDigits {
   // A record: 32 bytes per digit, then the four int32 lane offsets and the float unit, 32 bytes in all.
   static constexpr int64_t record_bytes(int levels) { return int64_t{32} * levels + 32; }
@@ -224,7 +245,7 @@ struct BlockDigits {
   int64_t k;
   int levels;
   std::vector<int8_t> bytes;  // [row][block][record]
-  std::vector<float> per32;   // the sums of x per 32 values, for q4_k's mins
+  std::vector<float> per32;   // [row][block]
   bool units_normal = true;   // false where a block's largest |x| is too small for its levels' units
 
   BlockDigits(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
@@ -232,44 +253,86 @@ struct BlockDigits {
         levels(levels),
         bytes(static_cast<size_t>(rows * (k / 32) * record_bytes(levels))),
         per32(static_cast<size_t>(rows * (k / 32))) {
-    const __m512i half = _mm512_set1_epi32(128);
-    const __m512i low_byte = _mm512_set1_epi32(255);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t b = 0; b < k / 32; ++b) {
+        const float* values = x + r * k + 32 * b;
         int8_t* out = bytes.data() + (r * (k / 32) + b) * record_bytes(levels);
-        per32[static_cast<size_t>(r * (k / 32) + b)] = sum32(x + r * k + 32 * b);
-        BlockLevels split{};
-        units_normal = split_levels(x + r * k + 32 * b, levels, split) && units_normal;
-        std::memcpy(out + unit_at(levels), &split.unit, sizeof(float));
-        __m512i whole[2];
-        for (int h = 0; h < 2; ++h) {
-          __m512 value = split.q[0][h];
-          for (int l = 1; l < levels; ++l) {
-            value = _mm512_fmadd_ps(value, _mm512_set1_ps(level_ratio), split.q[l][h]);  // exact: |Q| < 2^24
-          }
-          whole[h] = _mm512_maskz_cvtps_epi32(all16, value);
-          __m512i rest = whole[h];
-          for (int l = levels - 1; l >= 0; --l) {
-            const __m512i carried = _mm512_add_epi32(rest, half);
-            const __m512i digit = l == 0 ? rest : _mm512_sub_epi32(_mm512_and_si512(carried, low_byte), half);
-            _mm_storeu_si128(reinterpret_cast<__m128i*>(out + int64_t{32} * l + int64_t{16} * h),
-                             _mm512_maskz_cvtepi32_epi8(all16, digit));
-            rest = _mm512_maskz_srai_epi32(all16, carried, level_bits);
-          }
-        }
-        alignas(64) int32_t pairs[16];
-        _mm512_store_si512(pairs, _mm512_add_epi32(whole[0], whole[1]));
+        per32[static_cast<size_t>(r * (k / 32) + b)] = sum32(values);
+        BlockIntegers block;
+        units_normal = block_integers(values, levels, block) && units_normal;
+        std::memcpy(out, block.digits, size_t{32} * static_cast<size_t>(levels));
         int32_t offsets[4];
         for (size_t j = 0; j < 4; ++j) {
-          offsets[j] = code_offset * (pairs[4 * j] + pairs[4 * j + 1] + pairs[4 * j + 2] + pairs[4 * j + 3]);
+          int32_t sum = 0;
+          for (size_t i = 4 * j; i < 4 * j + 4; ++i) {
+            sum += block.whole[i] + block.whole[16 + i];
+          }
+          offsets[j] = code_offset * sum;
         }
         std::memcpy(out + offsets_at(levels), offsets, sizeof(offsets));
+        std::memcpy(out + unit_at(levels), &block.unit, sizeof(float));
       }
     }
   }
   /// Row r's first block record.
   [[nodiscard]] const int8_t* row(int64_t r) const { return bytes.data() + r * (k / 32) * record_bytes(levels); }
   [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
+};
+
+/// Rows of x for q6_k's kernel, whose groups of 16 values each have a scale: per 128 values (a span), two vectors of
+/// digits, P and Q, whose lane l holds 8 values of the group l / 2, P the dwords 4 (l / 2) + l % 2 of the span and Q
+/// the dwords two further on, so that one chain of sums covers 128 values where the values' own order needs two.
+/// A span's record: its digits ([digit][P, Q], 128 bytes each), the code offset times each lane's sum of Q (16 int32)
+/// and each lane's unit (16 floats). The sums of a lane's 8 values stay in 32 bits where the offset codes' do:
+/// 8 * 32 * |Q| < 2^31; the unsigned codes' partial sums may wrap, which two's complement undoes.
+struct SpanDigits {
+  static constexpr int64_t record_bytes(int levels) { return int64_t{128} * levels + 128; }
+  static constexpr int64_t offsets_at(int levels) { return int64_t{128} * levels; }
+  static constexpr int64_t units_at(int levels) { return int64_t{128} * levels + 64; }
+
+  int64_t k;
+  int levels;
+  std::vector<int8_t> bytes;  // [row][span][record]
+  bool units_normal = true;   // false where a block's largest |x| is too small for its levels' units
+
+  SpanDigits(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
+      : k(k), levels(levels), bytes(static_cast<size_t>(rows * (k / 128) * record_bytes(levels))) {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t s = 0; s < k / 128; ++s) {
+        int8_t* out = bytes.data() + (r * (k / 128) + s) * record_bytes(levels);
+        int32_t offsets[16];
+        float units[16];
+        for (int t = 0; t < 4; ++t) {  // block t of the span: lanes 4t to 4t + 3
+          BlockIntegers block;
+          units_normal = block_integers(x + r * k + 128 * s + int64_t{32} * t, levels, block) && units_normal;
+          // The block's dwords 0, 1 to P's lanes 4t, 4t + 1, dwords 2, 3 to Q's, 4, 5 to P's lanes 4t + 2, 4t + 3,
+          // 6, 7 to Q's.
+          for (int l = 0; l < levels; ++l) {
+            int8_t* digits = out + int64_t{128} * l + int64_t{16} * t;
+            for (int piece = 0; piece < 4; ++piece) {
+              std::memcpy(digits + int64_t{64} * (piece % 2) + int64_t{8} * (piece / 2),
+                          block.digits[l] + int64_t{8} * piece, 8);
+            }
+          }
+          for (int u = 0; u < 4; ++u) {  // lane 4t + u: dwords u % 2 + 4 (u / 2) and two further on
+            const int first = 4 * (u % 2) + 16 * (u / 2);
+            int32_t sum = 0;
+            for (int i = 0; i < 4; ++i) {
+              sum += block.whole[first + i] + block.whole[first + 8 + i];
+            }
+            offsets[4 * t + u] = code_offset * sum;
+            units[4 * t + u] = block.unit;
+          }
+        }
+        std::memcpy(out + offsets_at(levels), offsets, sizeof(offsets));
+        std::memcpy(out + units_at(levels), units, sizeof(units));
+      }
+    }
+  }
+  /// Row r's record of span s.
+  [[nodiscard]] const int8_t* span(int64_t r, int64_t s) const {
+    return bytes.data() + (r * (k / 128) + s) * record_bytes(levels);
+  }
 };
 
 /// The code offset of a block format whose values are scale * (code + offset) (0 where offsets vary per block).
@@ -299,39 +362,28 @@ struct Codes {
 };
 
 /// The dots of 64 codes of each of C rows of w with value positions [v, v + 64) of R rows of x, all L levels, scaled
-/// per lane and added to acc. The levels and units of x are read once for the C rows of w. With `Wide` (8-bit codes)
-/// the levels' sums are combined in float, where the integer lanes would overflow.
-template <int R, int C, int L, bool Offset, bool Wide = false>
+/// per lane and added to acc. The levels and units of x are read once for the C rows of w. The levels' sums are
+/// combined in float: against 8-bit codes the integer lanes would overflow.
+template <int R, int C, int L>
 inline void accumulate(const Codes (&codes)[C], const __m512 (&lane_scales)[C], const Levels& x, int64_t r0, int64_t v,
                        __m512 (&acc)[R][C]) {
   for (int r = 0; r < R; ++r) {
     const __m512i first = _mm512_loadu_si512(x.level(r0 + r, 0) + v);
-    const __m512i start = Offset ? _mm512_loadu_si512(x.start(r0 + r, v)) : _mm512_setzero_si512();
-    __m512i sums[C];
+    const __m512i start = _mm512_loadu_si512(x.start(r0 + r, v));
     __m512 combined[C];
     for (int c = 0; c < C; ++c) {
-      sums[c] = _mm512_dpbusd_epi32(start, codes[c].plain, first);
-      if constexpr (Wide) {
-        combined[c] = _mm512_maskz_cvtepi32_ps(all16, sums[c]);
-      }
+      combined[c] = _mm512_maskz_cvtepi32_ps(all16, _mm512_dpbusd_epi32(start, codes[c].plain, first));
     }
     for (int l = 1; l < L; ++l) {
       const __m512i level = _mm512_loadu_si512(x.level(r0 + r, l) + v);
       for (int c = 0; c < C; ++c) {
-        if constexpr (Wide) {
-          const __m512 further =
-              _mm512_maskz_cvtepi32_ps(all16, _mm512_dpbusd_epi32(_mm512_setzero_si512(), level, codes[c].offset));
-          combined[c] = _mm512_fmadd_ps(combined[c], _mm512_set1_ps(level_ratio), further);
-        } else {
-          sums[c] = _mm512_dpbusd_epi32(_mm512_maskz_slli_epi32(all16, sums[c], level_bits), level, codes[c].offset);
-        }
+        const __m512 further =
+            _mm512_maskz_cvtepi32_ps(all16, _mm512_dpbusd_epi32(_mm512_setzero_si512(), level, codes[c].offset));
+        combined[c] = _mm512_fmadd_ps(combined[c], _mm512_set1_ps(level_ratio), further);
       }
     }
     const __m512 units = _mm512_loadu_ps(x.units(r0 + r, v));
     for (int c = 0; c < C; ++c) {
-      if constexpr (!Wide) {
-        combined[c] = _mm512_maskz_cvtepi32_ps(all16, sums[c]);
-      }
       acc[r][c] = _mm512_fmadd_ps(combined[c], _mm512_mul_ps(lane_scales[c], units), acc[r][c]);
     }
   }
@@ -402,7 +454,7 @@ void rows_q8_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
       const __m512i both = _mm512_mask_broadcast_i64x4(_mm512_maskz_broadcast_i64x4(0x0F, c0), 0xF0, c1);
       codes[c] = {_mm512_xor_si512(both, _mm512_set1_epi8(-128)), both};
     }
-    accumulate<R, C, L, true, true>(codes, scales, x, r0, b * 32, acc);
+    accumulate<R, C, L>(codes, scales, x, r0, b * 32, acc);
   }
   store_sums(acc, out);
 }
@@ -640,10 +692,11 @@ void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
   store_row_groups<R, C>(acc, out);
 }
 
-/// C q6_k rows (blocks of 256: 6-bit codes in two planes, an int8 scale per 16 values) against R rows of x; the
-/// codes' offset -32 in the levels' starting sums.
+/// C q6_k rows (blocks of 256: 6-bit codes in two planes, an int8 scale per 16 values), row_bytes apart, against R
+/// rows of x as spans (SpanDigits): each 128 values' codes, unpacked in value order, are moved by dwords into P and Q,
+/// the order of x's digits, so that one chain of sums takes the 128 values; the codes' offset -32 is added once.
 template <int R, int C, int L>
-void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const Levels& x, int64_t r0,
+void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks, const SpanDigits& x, int64_t r0,
                float (&out)[R][C]) {
   __m512 acc[R][C];
   for (auto& row : acc) {
@@ -651,6 +704,9 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
   }
   const __m512i low_mask = _mm512_set1_epi8(0x0F);
   const __m512i high_mask = _mm512_set1_epi8(0x30);
+  // Lane l of P: dword 4 (l / 2) + l % 2 of the 128 values' codes (32 dwords across two vectors); of Q: two further on.
+  const __m512i first_dwords = _mm512_set_epi32(29, 28, 25, 24, 21, 20, 17, 16, 13, 12, 9, 8, 5, 4, 1, 0);
+  const __m512i last_dwords = _mm512_add_epi32(first_dwords, _mm512_set1_epi32(2));
   for (int64_t b = 0; b < blocks; ++b) {
     __m512 scales[C];
     for (int c = 0; c < C; ++c) {
@@ -662,10 +718,12 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
                                               all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192)))));
     }
     for (int n = 0; n < 2; ++n) {
-      Codes first[C];
-      Codes second[C];
-      __m512 first_scales[C];
-      __m512 second_scales[C];
+      __m512i codes[C][2];
+      __m512 lane_scales[C];
+      // Lane l's group: 8n + l / 2.
+      const __m512i groups =
+          _mm512_add_epi32(_mm512_srli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), 1),
+                           _mm512_set1_epi32(8 * n));
       for (int c = 0; c < C; ++c) {
         const uint8_t* block = w + c * row_bytes + b * 210;
         const __m512i low = _mm512_loadu_si512(block + int64_t{64} * n);
@@ -676,14 +734,30 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
             _mm512_or_si512(_mm512_and_si512(low, low_mask), _mm512_and_si512(_mm512_slli_epi16(h, 4), high_mask));
         const __m512i second_codes =
             _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(low, 4), low_mask), _mm512_and_si512(h, high_mask));
-        first[c] = {first_codes, _mm512_sub_epi8(first_codes, _mm512_set1_epi8(32))};
-        second[c] = {second_codes, _mm512_sub_epi8(second_codes, _mm512_set1_epi8(32))};
-        first_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n), scales[c]);
-        second_scales[c] = _mm512_maskz_permutexvar_ps(all16, group_lanes(2 * n + 1), scales[c]);
+        codes[c][0] = _mm512_permutex2var_epi32(first_codes, first_dwords, second_codes);
+        codes[c][1] = _mm512_permutex2var_epi32(first_codes, last_dwords, second_codes);
+        lane_scales[c] = _mm512_maskz_permutexvar_ps(all16, groups, scales[c]);
       }
-      const int64_t v = b * 256 + int64_t{128} * n;
-      accumulate<R, C, L, true>(first, first_scales, x, r0, v, acc);
-      accumulate<R, C, L, true>(second, second_scales, x, r0, v + 64, acc);
+      for (int r = 0; r < R; ++r) {
+        const int8_t* span = x.span(r0 + r, 2 * b + n);
+        __m512i digits[L][2];
+        for (int l = 0; l < L; ++l) {
+          digits[l][0] = _mm512_loadu_si512(span + int64_t{128} * l);
+          digits[l][1] = _mm512_loadu_si512(span + int64_t{128} * l + 64);
+        }
+        const __m512i offsets = _mm512_loadu_si512(span + SpanDigits::offsets_at(L));
+        const __m512 units = _mm512_loadu_ps(reinterpret_cast<const float*>(span + SpanDigits::units_at(L)));
+        for (int c = 0; c < C; ++c) {
+          __m512i sums = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[c][0], digits[0][0]),
+                                             codes[c][1], digits[0][1]);
+          for (int l = 1; l < L; ++l) {
+            sums = _mm512_dpbusd_epi32(_mm512_maskz_slli_epi32(all16, sums, level_bits), codes[c][0], digits[l][0]);
+            sums = _mm512_dpbusd_epi32(sums, codes[c][1], digits[l][1]);
+          }
+          acc[r][c] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, _mm512_add_epi32(sums, offsets)),
+                                      _mm512_mul_ps(lane_scales[c], units), acc[r][c]);
+        }
+      }
     }
   }
   store_sums(acc, out);
@@ -767,7 +841,8 @@ template <QuantizationMode M, int L>
 bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
   // Formats whose kernels take four rows of w a vector: x as block records, eight rows of w a pass.
   constexpr bool row_groups = M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k;
-  using X = std::conditional_t<row_groups, BlockDigits, Levels>;
+  using X =
+      std::conditional_t<row_groups, BlockDigits, std::conditional_t<M == QuantizationMode::q6_k, SpanDigits, Levels>>;
   const X x(xf, rows, k, L, code_offset(M));
   if (!x.units_normal) {
     return false;
