@@ -211,20 +211,6 @@ Params shard_params(const Params& params, const ShardingPredicate& predicate, co
   return out;
 }
 
-/// Identity forward; the backward pass sums the cotangent over the group (the input of an all-to-sharded layer
-/// feeds every rank's slice of the output).
-array sum_gradients(const array& x, const distributed::Group& group) {
-  if (group.size() == 1) {
-    return x;
-  }
-  const Function f = custom_vjp([](const std::vector<array>& in) -> std::vector<array> { return {in[0]}; },
-                                [group](const std::vector<array>&, const std::vector<array>& cotangents,
-                                        const std::vector<array>&) -> std::vector<array> {
-                                  return {distributed::all_sum(cotangents[0], group)};
-                                });
-  return f({x})[0];
-}
-
 /// The features a quantized layer's shares must be multiples of: group_size, or the block of a block format.
 int feature_block(int group_size, const std::string& mode) {
   const auto parsed = parse_quantization_mode(mode);
@@ -250,6 +236,18 @@ detail::RankSplit input_split(const std::string& layer, int dim, const std::opti
 }
 
 }  // namespace
+
+array sum_gradients(const array& x, const distributed::Group& group) {
+  if (group.size() == 1) {
+    return x;
+  }
+  const Function f = custom_vjp([](const std::vector<array>& in) -> std::vector<array> { return {in[0]}; },
+                                [group](const std::vector<array>&, const std::vector<array>& cotangents,
+                                        const std::vector<array>&) -> std::vector<array> {
+                                  return {distributed::all_sum(cotangents[0], group)};
+                                });
+  return f({x})[0];
+}
 
 // ---------------------------------------------------------------- float layers
 

@@ -47,6 +47,10 @@ struct RankSplit {
 };
 }  // namespace detail
 
+/// Identity forward; the backward pass sums the cotangent over the group: the input of an all-to-sharded layer feeds
+/// every rank's slice of the output (MLX's nn.layers.distributed.sum_gradients).
+array sum_gradients(const array& x, const distributed::Group& group);
+
 /// y = x @ weight.T + bias with this rank's slice of the output features: (..., input_dims) -> (..., its slice).
 class AllToShardedLinear : public Linear {
  public:

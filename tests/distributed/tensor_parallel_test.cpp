@@ -63,15 +63,22 @@ TEST(TensorParallelOneProcess, BadSizesAndSegmentsAreNamed) {
             "[QuantizedShardedToAllLinear] expected 1 sizes that sum to the input size 48; given (32).");
 }
 
-TEST(TensorParallelOneProcess, ModelsWithoutAnMLPCannotBeSharded) {
-  const distributed::Group g = one_process();
+TEST(TensorParallelOneProcess, ExpertsTooSmallToSplitAreNamed) {
   const nlohmann::json config = {{"model_type", "mixtral"},      {"vocab_size", 32},         {"hidden_size", 32},
                                  {"num_hidden_layers", 1},       {"num_attention_heads", 4}, {"num_key_value_heads", 2},
                                  {"intermediate_size", 64},      {"num_local_experts", 2},   {"num_experts_per_tok", 1},
                                  {"max_position_embeddings", 64}};
   auto model = lm::create_model(config);
-  EXPECT_EQ(test::error_of([&] { model->shard(g); }),
-            "[TransformerBlock model.layers.0] cannot be sharded: its feed-forward is a SparseMoeBlock, not an MLP.");
+  // A group of one keeps every expert whole.
+  model->shard(one_process());
+  auto& experts = dynamic_cast<lm::SparseMoeBlock&>(
+      *dynamic_cast<lm::TransformerBlock&>((*dynamic_cast<lm::TransformerModel&>(*model).model->layers)[0])
+           .feed_forward);
+  EXPECT_EQ(experts.switch_mlp->down_proj->input_dims(), 64);
+  // Quantized in groups of 32, 64 features are two groups: three ranks cannot each take one.
+  auto quantized = lm::QuantizedSwitchLinear(*experts.switch_mlp->down_proj, 32, 4);
+  EXPECT_EQ(test::error_of([&] { quantized.keep_inputs(16, 48); }),
+            "[QuantizedSwitchLinear] can keep whole groups of 32 input features only; asked for [16, 48).");
 }
 
 }  // namespace

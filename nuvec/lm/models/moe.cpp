@@ -7,6 +7,8 @@
 #include "nuvec/core/error.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/random.h"
+#include "nuvec/distributed/ops.h"
+#include "nuvec/nn/distributed_linear.h"
 
 namespace nuvec::lm {
 
@@ -44,6 +46,16 @@ array SwitchLinear::forward(const array& x, const array& indices, bool sorted_in
   return gather_mm(x, swapaxes(weight, -1, -2), std::nullopt, indices, sorted_indices);
 }
 
+void SwitchLinear::keep_outputs(int begin, int end) {
+  weight = contiguous(slice(weight, {0, begin, 0}, {num_experts_, end, weight.shape(2)}));
+  output_dims_ = end - begin;
+}
+
+void SwitchLinear::keep_inputs(int begin, int end) {
+  weight = contiguous(slice(weight, {0, 0, begin}, {num_experts_, output_dims_, end}));
+  input_dims_ = end - begin;
+}
+
 QuantizedSwitchLinear::QuantizedSwitchLinear(const SwitchLinear& layer, int group_size, int bits)
     : SwitchLinear(layer.input_dims(), layer.output_dims(), layer.num_experts()),
       scales(array(0.0F)),
@@ -67,6 +79,27 @@ array QuantizedSwitchLinear::forward(const array& x, const array& indices, bool 
   check_input(x, 2, input_dims_);
   return gather_qmm(x, weight, scales, biases, std::nullopt, indices, true, group_size_, bits_, "affine",
                     sorted_indices);
+}
+
+void QuantizedSwitchLinear::keep_outputs(int begin, int end) {
+  for (array* a : {&weight, &scales, &biases}) {
+    *a = contiguous(slice(*a, {0, begin, 0}, {num_experts_, end, a->shape(2)}));
+  }
+  output_dims_ = end - begin;
+}
+
+void QuantizedSwitchLinear::keep_inputs(int begin, int end) {
+  if (begin % group_size_ != 0 || end % group_size_ != 0) {
+    fail("can keep whole groups of " + std::to_string(group_size_) + " input features only; asked for [" +
+         std::to_string(begin) + ", " + std::to_string(end) + ").");
+  }
+  // The packed weight holds 32 / bits features a word; the scales and biases one a group.
+  const int per_word = 32 / bits_;
+  weight = contiguous(slice(weight, {0, 0, begin / per_word}, {num_experts_, output_dims_, end / per_word}));
+  for (array* a : {&scales, &biases}) {
+    *a = contiguous(slice(*a, {0, 0, begin / group_size_}, {num_experts_, output_dims_, end / group_size_}));
+  }
+  input_dims_ = end - begin;
 }
 
 // ---------------------------------------------------------------- experts
@@ -108,6 +141,30 @@ array SwitchGLU::forward(const array& x, const array& indices) {
   return squeeze(out, -2);
 }
 
+void SwitchGLU::shard(const distributed::Group& group) {
+  const int n = group.size();
+  if (n == 1) {
+    return;
+  }
+  // Shares in whole quantization groups (the down projection's inputs are cut in them), the remainder to the first
+  // ranks.
+  const auto* quantized = dynamic_cast<const QuantizedSwitchLinear*>(down_proj.get());
+  const int block = quantized != nullptr ? quantized->group_size() : 1;
+  const int features = down_proj->input_dims();
+  const int blocks = features / block;
+  if (blocks < n) {
+    fail("cannot split " + std::to_string(features) + " intermediate features" +
+         (block > 1 ? " in groups of " + std::to_string(block) : std::string()) + " across " + std::to_string(n) +
+         " ranks.");
+  }
+  const int rank = group.rank();
+  const int begin = block * (rank * (blocks / n) + std::min(rank, blocks % n));
+  const int end = begin + block * (blocks / n + (rank < blocks % n ? 1 : 0));
+  gate_proj->keep_outputs(begin, end);
+  up_proj->keep_outputs(begin, end);
+  down_proj->keep_inputs(begin, end);
+}
+
 SparseMoeBlock::SparseMoeBlock(MoeOptions options) : options_(std::move(options)) {
   const MoeOptions& o = options_;
   if (o.hidden_size <= 0 || o.expert_size <= 0 || o.num_experts <= 0 || o.top_k <= 0 || o.top_k > o.num_experts) {
@@ -134,8 +191,19 @@ array SparseMoeBlock::forward(const array& x) {
   if (options_.normalize_top_k) {
     weights = divide(weights, sum(weights, -1, true));
   }
-  const array out = switch_mlp->forward(x, chosen);
-  return sum(multiply(out, expand_dims(astype(weights, out.dtype()), -1)), -2);
+  // Sharded, the experts see the whole x on every rank (its gradient is the sum of theirs) and each rank's output
+  // is its part of the block's.
+  const array out = switch_mlp->forward(group_ ? nn::sum_gradients(x, *group_) : x, chosen);
+  const array combined = sum(multiply(out, expand_dims(astype(weights, out.dtype()), -1)), -2);
+  return group_ ? distributed::all_sum(combined, *group_) : combined;
+}
+
+void SparseMoeBlock::shard(const distributed::Group& group) {
+  if (group.size() == 1) {
+    return;
+  }
+  switch_mlp->shard(group);
+  group_ = group;
 }
 
 // ---------------------------------------------------------------- the model

@@ -7,11 +7,13 @@
 // stacked when loaded (MoeModel::sanitize).
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "nuvec/distributed/distributed.h"
 #include "nuvec/lm/models/transformer.h"
 #include "nuvec/nn/linear.h"
 
@@ -29,6 +31,10 @@ class SwitchLinear : public nn::Module {
   [[nodiscard]] int input_dims() const { return input_dims_; }
   [[nodiscard]] int output_dims() const { return output_dims_; }
   [[nodiscard]] int num_experts() const { return num_experts_; }
+  /// Keeps every expert's output features [begin, end) (a rank's share of a tensor-parallel split).
+  virtual void keep_outputs(int begin, int end);
+  /// Keeps every expert's input features [begin, end).
+  virtual void keep_inputs(int begin, int end);
 
   array weight;
 
@@ -46,6 +52,9 @@ class QuantizedSwitchLinear : public SwitchLinear {
   QuantizedSwitchLinear(const SwitchLinear& layer, int group_size, int bits);
   [[nodiscard]] std::string type_name() const override { return "QuantizedSwitchLinear"; }
   array forward(const array& x, const array& indices, bool sorted_indices) override;
+  void keep_outputs(int begin, int end) override;
+  /// begin and end must be multiples of group_size.
+  void keep_inputs(int begin, int end) override;
   [[nodiscard]] int group_size() const { return group_size_; }
   [[nodiscard]] int bits() const { return bits_; }
 
@@ -65,6 +74,10 @@ class SwitchGLU : public nn::Module {
   /// x (..., hidden) through experts indices (..., k): (..., k, hidden). Many tokens are sorted by expert first so
   /// each expert's rows form one product.
   array forward(const array& x, const array& indices);
+  /// Keeps this rank's share of every expert's intermediate features (gate and up projections' outputs, the down
+  /// projection's inputs), in multiples of the quantization group: the output is then this rank's part of the sum
+  /// over the group.
+  void shard(const distributed::Group& group);
 
   std::shared_ptr<SwitchLinear> gate_proj;
   std::shared_ptr<SwitchLinear> up_proj;
@@ -94,12 +107,17 @@ class SparseMoeBlock : public nn::UnaryModule {
   [[nodiscard]] std::string type_name() const override { return "SparseMoeBlock"; }
   array forward(const array& x) override;
   [[nodiscard]] const MoeOptions& options() const { return options_; }
+  /// Tensor parallelism: every rank keeps its share of each expert (SwitchGLU::shard) and the whole router, so the
+  /// ranks route every token alike and the sum of their weighted outputs over the group (one all_sum a block) is
+  /// the block's output.
+  void shard(const distributed::Group& group);
 
   std::shared_ptr<nn::Linear> gate;
   std::shared_ptr<SwitchGLU> switch_mlp;
 
  private:
   MoeOptions options_;
+  std::optional<distributed::Group> group_;  // set once sharded
 };
 
 /// How a checkpoint names each expert's projections: (SwitchGLU's projection, the per-expert name), e.g.

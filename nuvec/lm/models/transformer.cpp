@@ -11,6 +11,7 @@
 #include "nuvec/core/shape.h"
 #include "nuvec/distributed/ops.h"
 #include "nuvec/lm/cache/rotating_cache.h"
+#include "nuvec/lm/models/moe.h"
 #include "nuvec/nn/activations.h"
 #include "nuvec/nn/distributed_linear.h"
 #include "nuvec/nn/normalization.h"
@@ -209,12 +210,17 @@ void DecoderLayer::shard(const distributed::Group& group) {
 void DecoderLayer::shard_parts(Attention& attention, nn::UnaryModule& feed_forward,
                                const distributed::Group& group) const {
   auto* mlp = dynamic_cast<MLP*>(&feed_forward);
-  if (mlp == nullptr) {
+  auto* experts = dynamic_cast<SparseMoeBlock*>(&feed_forward);
+  if (mlp == nullptr && experts == nullptr) {
     throw_unsupported(describe() + " cannot be sharded: its feed-forward is a " + feed_forward.type_name() +
-                      ", not an MLP.");
+                      ", not an MLP or a SparseMoeBlock.");
   }
   attention.shard(group);
-  mlp->shard(group);
+  if (mlp != nullptr) {
+    mlp->shard(group);
+  } else {
+    experts->shard(group);
+  }
 }
 
 TransformerBlock::TransformerBlock(std::shared_ptr<Attention> attention, std::shared_ptr<nn::UnaryModule> feed_forward,

@@ -115,6 +115,52 @@ TEST(ShardedModel, QuantizedModelsShardTheirQuantizedLayers) {
   expect_same_model(whole, sharded, "llama quantized to 8 bits", 1e-3);
 }
 
+TEST(ShardedModel, MixturesOfExpertsShardEveryExpert) {
+  const distributed::Group g = distributed::init(true);
+  // Each rank keeps its share of every expert's 128 intermediate features (in whole groups of 32 once quantized: 2
+  // and 2 on 2 ranks, 2, 1 and 1 on 3), the router whole; qwen3_moe's experts have a size of their own.
+  nlohmann::json mixtral = tiny_config("mixtral");
+  mixtral["num_local_experts"] = 4;
+  mixtral["num_experts_per_tok"] = 2;
+  nlohmann::json qwen3_moe = tiny_config("qwen3_moe");
+  qwen3_moe["num_experts"] = 4;
+  qwen3_moe["num_experts_per_tok"] = 2;
+  qwen3_moe["moe_intermediate_size"] = 128;
+  qwen3_moe["norm_topk_prob"] = true;
+  for (const nlohmann::json& config : {mixtral, qwen3_moe}) {
+    for (const bool quantized : {false, true}) {
+      const std::string what = config["model_type"].get<std::string>() + (quantized ? " quantized" : "");
+      auto whole = tiny_model(config, 11);
+      auto sharded = tiny_model(config, 11);
+      if (quantized) {  // every projection, the stacked experts too, in 8 bits
+        for (auto* model : {whole.get(), sharded.get()}) {
+          nlohmann::json written = config;
+          quantize(*model, written, 32, 8);
+        }
+      }
+      sharded->shard(g);
+      const std::string prefix =
+          "model.layers.1." +
+          std::string(config["model_type"] == "mixtral" ? "block_sparse_moe.switch_mlp." : "mlp.switch_mlp.");
+      const auto params = sharded->parameters();
+      const auto shape_of = [&](const std::string& name) {
+        for (const auto& [path, value] : params) {
+          if (path == prefix + name) {
+            return value.shape();
+          }
+        }
+        return Shape{};
+      };
+      const int block = quantized ? 32 : 1;
+      const int blocks = 128 / block;
+      const int share = block * (blocks / g.size() + (g.rank() < blocks % g.size() ? 1 : 0));
+      EXPECT_EQ(shape_of("gate_proj.weight")[1], share) << what;
+      EXPECT_EQ(shape_of("down_proj.weight")[2], quantized ? share / 4 : share) << what;  // 4 features a word
+      expect_same_model(whole, sharded, what, quantized ? 1e-3 : 1e-4);
+    }
+  }
+}
+
 TEST(PipelinedModel, LogitsAndGreedyTokensEqualTheUnsplitModel) {
   const distributed::Group g = distributed::init(true);
   // 5 layers: 3 and 2 on 2 ranks, 2, 1, 1 and 1 on 4. A mixture of experts pipelines too.
