@@ -169,35 +169,48 @@ test::NamedArrays named_weights(const LanguageModel& model) {
   return weights;
 }
 
+/// tiny_config with a byte-level vocabulary of 300 tokens (a GGUF file's tokenizer needs at least 258).
+nlohmann::json gguf_config(const std::string& model_type) {
+  nlohmann::json config = tiny_config(model_type);
+  config["vocab_size"] = 300;
+  config["bos_token_id"] = 298;
+  config["eos_token_id"] = 299;
+  return config;
+}
+
+/// Gemma 2's: norms plus 1 in the file, soft caps, a sliding window, tied embeddings.
+nlohmann::json gemma2_config() {
+  nlohmann::json config = gguf_config("gemma2");
+  config["tie_word_embeddings"] = true;
+  config["query_pre_attn_scalar"] = 16;
+  config["hidden_activation"] = "gelu_pytorch_tanh";
+  config["attn_logit_softcapping"] = 5.0;
+  config["final_logit_softcapping"] = 10.0;
+  config["sliding_window"] = 5;
+  return config;
+}
+
+/// Writes tiny_model(config, seed) as llama.cpp's converter would: matrices as `matrices` (F16, or Q8_0 blocks cut
+/// at whole blocks), norms and embeddings in F32.
+void write_gguf(const std::string& path, const nlohmann::json& config, uint64_t seed, io::GGMLType matrices) {
+  test::write_gguf_model(
+      path, config, named_weights(*tiny_model(config, seed)),
+      [matrices](const std::string& name) {
+        const bool matrix = name.find("norm") == std::string::npos && name.find("embed") == std::string::npos;
+        return matrix ? matrices : io::GGMLType::F32;
+      },
+      test::byte_level_vocabulary(config["vocab_size"].get<int>()));
+}
+
 TEST(ShardedCheckpoint, GGUFLlamaAndGemma2EqualTheWholeModel) {
   const distributed::Group g = distributed::init(true);
-  // A byte-level vocabulary of at least 258 tokens; llama's Q and K rows as the converter permutes them, Gemma 2's
-  // norms plus 1, its soft caps and sliding window. Matrices in F16, or in Q8_0 blocks (cut at whole blocks), the
-  // rest in F32.
-  nlohmann::json llama = tiny_config("llama");
-  llama["vocab_size"] = 300;
-  llama["bos_token_id"] = 298;
-  llama["eos_token_id"] = 299;
-  nlohmann::json gemma2 = llama;
-  gemma2["model_type"] = "gemma2";
-  gemma2["tie_word_embeddings"] = true;
-  gemma2["query_pre_attn_scalar"] = 16;
-  gemma2["hidden_activation"] = "gelu_pytorch_tanh";
-  gemma2["attn_logit_softcapping"] = 5.0;
-  gemma2["final_logit_softcapping"] = 10.0;
-  gemma2["sliding_window"] = 5;
-  for (const nlohmann::json& config : {llama, gemma2}) {
+  // llama's Q and K rows as the converter permutes them, Gemma 2's norms, soft caps and sliding window.
+  for (const nlohmann::json& config : {gguf_config("llama"), gemma2_config()}) {
     for (const io::GGMLType matrices : {io::GGMLType::F16, io::GGMLType::Q8_0}) {
       const std::string what = config["model_type"].get<std::string>().append(
           matrices == io::GGMLType::F16 ? " F16 from GGUF" : " Q8_0 from GGUF");
       const std::string path = temp_path("model.gguf");
-      test::write_gguf_model(
-          path, config, named_weights(*tiny_model(config, 11)),
-          [matrices](const std::string& name) {
-            const bool matrix = name.find("norm") == std::string::npos && name.find("embed") == std::string::npos;
-            return matrix ? matrices : io::GGMLType::F32;
-          },
-          test::byte_level_vocabulary(300));
+      write_gguf(path, config, 11, matrices);
       auto whole = load_model(path).model;
       auto sharded = load_model(path).model;
       sharded->shard(g);
@@ -349,30 +362,16 @@ TEST(PipelinedCheckpoint, EachRankHoldsOnlyItsLayersAndEqualsTheWholeModel) {
   // 5 layers: 3 and 2 on 2 ranks, 2, 2 and 1 on 3. llama from a safetensors folder with its own lm_head; Gemma 2
   // from a GGUF file (Q8_0 matrices) with tied embeddings, which the first and the last rank both hold.
   nlohmann::json llama = tiny_config("llama");
-  llama["num_hidden_layers"] = 5;
-  nlohmann::json gemma2 = tiny_config("gemma2");
-  gemma2["num_hidden_layers"] = 5;
-  gemma2["vocab_size"] = 300;
-  gemma2["bos_token_id"] = 298;
-  gemma2["eos_token_id"] = 299;
-  gemma2["tie_word_embeddings"] = true;
-  gemma2["query_pre_attn_scalar"] = 16;
-  gemma2["hidden_activation"] = "gelu_pytorch_tanh";
-  gemma2["attn_logit_softcapping"] = 5.0;
-  gemma2["final_logit_softcapping"] = 10.0;
-  gemma2["sliding_window"] = 5;
+  nlohmann::json gemma2 = gemma2_config();
+  for (nlohmann::json* config : {&llama, &gemma2}) {
+    (*config)["num_hidden_layers"] = 5;
+  }
   for (const nlohmann::json& config : {llama, gemma2}) {
     const bool gguf = config["model_type"] == "gemma2";
     const std::string what = config["model_type"].get<std::string>() + (gguf ? " from GGUF" : " from safetensors");
     const std::string path = temp_path(gguf ? "pipelined.gguf" : "pipelined");
     if (gguf) {
-      test::write_gguf_model(
-          path, config, named_weights(*tiny_model(config, 14)),
-          [](const std::string& name) {
-            const bool matrix = name.find("norm") == std::string::npos && name.find("embed") == std::string::npos;
-            return matrix ? io::GGMLType::Q8_0 : io::GGMLType::F32;
-          },
-          test::byte_level_vocabulary(300));
+      write_gguf(path, config, 14, io::GGMLType::Q8_0);
     } else {
       write_folder(path, *tiny_model(config, 14), config);
     }
