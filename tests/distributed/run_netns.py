@@ -16,6 +16,7 @@ Exits 77 (CTest's skip) when network namespaces cannot be created here (not root
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -79,6 +80,9 @@ def main():
     ranks = []
     logs = []  # files, not pipes: a rank must never block on output nobody reads yet
     try:
+        if shutil.which("ip") is None:
+            print("SKIP: cannot create network namespaces here: iproute2's `ip` is not installed")
+            sys.exit(SKIP)
         try:
             create(size, names)
         except subprocess.CalledProcessError as e:
@@ -86,7 +90,7 @@ def main():
                 print("SKIP: cannot create network namespaces here (`%s`: %s); the test needs root or "
                       "CAP_NET_ADMIN" % (" ".join(e.cmd), e.stderr.strip()))
                 sys.exit(SKIP)
-            raise
+            sys.exit("run_netns.py: setting up the namespaces failed: `%s`: %s" % (" ".join(e.cmd), e.stderr.strip()))
         hostfile = os.path.join(work, "hosts.json")
         with open(hostfile, "w") as f:
             json.dump([["%s:%d" % (address(r), PORT)] for r in range(size)], f)
