@@ -32,7 +32,8 @@ const char* kUsage =
     "                   [--max-queue 64] [--prefix-cache 4096] [--kv-cache-tokens N] [--log-file F]\n"
     "                   [--drain-seconds 30] [--route NAME=A:90,B:10 ...] [--route-seed N]\n"
     "                   [--draft-model PATH] [--num-draft 4] [--grpc-port N [--grpc-tls-cert PEM --grpc-tls-key PEM]]\n"
-    "       nuvec launch -n N [--hosts H1,H2,... | --hostfile F] [--backend ring|mpi] -- PROGRAM ARGS\n"
+    "       nuvec launch -n N [--hosts H1,H2,... | --hostfile F] [--backend ring|mpi] [--ssh PROGRAM]\n"
+    "                    [--env NAME=VALUE ...] -- PROGRAM ARGS\n"
     "\n"
     "Every command but launch takes --device cpu|gpu: where arrays are computed (default: the GPU when one is\n"
     "usable, else the CPU).\n"
@@ -84,7 +85,8 @@ const char* kUsage =
     "    --json              one JSON object: prompt and generated ids, text, log-probabilities and top 5, timings\n"
     "                      Under nuvec launch or mpirun the ranks share the model (tensor parallel: each holds its\n"
     "                      share of the heads and features); rank 0 prints\n"
-    "    --pipeline          under nuvec launch: each rank runs a run of the layers instead (pipeline parallel)\n"
+    "    --pipeline          under nuvec launch: each rank runs (and holds) a run of the layers instead (pipeline\n"
+    "                        parallel)\n"
     "  chat                an interactive chat through the chat template (/reset, /exit)\n"
     "  bench               prompt (-p tokens) and decoding (-n tokens) speed, as llama-bench prints it\n"
     "  serve               OpenAI's HTTP API: POST /v1/chat/completions, /v1/completions, /v1/embeddings,\n"
@@ -109,11 +111,18 @@ const char* kUsage =
     "\n"
     "nuvec launch options (the ranks of a nuvec::distributed program; output lines get \"[rank] \" in front):\n"
     "  -n N                N ranks on this machine\n"
-    "  --hosts H1,H2,...   one rank per host (repeat a host for more); hosts other than this one over ssh\n"
-    "  --hostfile F        the ring's JSON host file (one list of \"ip:port\" per rank) instead\n"
+    "  --hosts H1,H2,...   one rank per host (repeat a host for more); hosts other than this one over ssh, in\n"
+    "                      this working directory (the program's path must be valid there)\n"
+    "  --hostfile F        JSON, one entry per rank: the ring's \"ip:port\" (or a list of them), or mlx.launch's\n"
+    "                      {\"ssh\": HOST, \"ips\": [IP, ...]} (reached as HOST, listening on the first IP)\n"
     "  --backend B         ring (default: NUVEC_RANK and NUVEC_HOSTFILE set for each rank) or mpi (mpirun)\n"
     "  --starting-port P   ring ports P, P+1, ... (default: free ports of this machine)\n"
-    "  --grace S           after a rank fails, the others get S seconds to end on their own (default 10)\n";
+    "  --ssh PROGRAM       runs `PROGRAM HOST COMMAND` to start a remote rank (default: $NUVEC_SSH, else ssh)\n"
+    "  --env NAME=VALUE    set for every rank (repeatable); the launcher's NUVEC_* and MLX_* variables are passed\n"
+    "                      on too\n"
+    "  --grace S           after a rank fails, the others get S seconds to end on their own (default 10)\n"
+    "SIGTERM and SIGINT are passed on to every rank (over ssh to remote ones); the exit status is the first failing\n"
+    "rank's.\n";
 
 int run_train(int argc, char** argv) {
   nuvec::train::TrainOptions o;

@@ -116,6 +116,8 @@ Options launch_options(launch::LaunchOptions& o) {
       .add("--hostfile", o.hostfile)
       .add("--backend", o.backend)
       .add("--starting-port", o.starting_port)
+      .add("--ssh", o.ssh)
+      .add("--env", o.env)
       .add("--grace", o.grace_seconds);
   return options;
 }

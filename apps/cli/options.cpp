@@ -40,6 +40,10 @@ Options& Options::add(const std::string& name, std::optional<std::string>& targe
   return value(name, "a value", [&target](const std::string& v) { target = v; });
 }
 
+Options& Options::add(const std::string& name, std::vector<std::string>& target) {
+  return value(name, "a value", [&target](const std::string& v) { target.push_back(v); });
+}
+
 Options& Options::add(const std::string& name, int& target) {
   return value(name, expects_integer,
                [&target, name](const std::string& v) { target = parse_number<int>(name, v, expects_integer); });

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace nuvec::cli {
 
@@ -15,6 +16,8 @@ class Options {
  public:
   Options& add(const std::string& name, std::string& target);
   Options& add(const std::string& name, std::optional<std::string>& target);
+  /// An option that may repeat: each value is appended.
+  Options& add(const std::string& name, std::vector<std::string>& target);
   Options& add(const std::string& name, int& target);
   Options& add(const std::string& name, uint64_t& target);
   Options& add(const std::string& name, double& target);

@@ -8,16 +8,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <stdexcept>
-#include <optional>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "nuvec/serve/stop_signals.h"
 
@@ -78,20 +84,32 @@ std::string quoted(const std::string& word) {
   return q + "'";
 }
 
+/// The first line a remote rank's shell prints: its process id, which the command keeps (exec), so that a stop signal
+/// can be passed on with `ssh HOST kill`.
+constexpr std::string_view pid_marker = "nuvec-launch-pid";
+
+using Env = std::vector<std::pair<std::string, std::string>>;
+
 struct Rank {
   int index = 0;
-  pid_t pid = -1;
+  std::string host;  // the ssh destination; empty for this machine
+  pid_t pid = -1;    // the rank, or the ssh that runs it
+  std::optional<pid_t> remote_pid;
+  bool awaiting_pid = false;
   std::array<int, 2> fds{-1, -1};  // stdout, stderr
   std::array<std::string, 2> partial;
   bool running = true;
+  bool killed = false;
   int status = 0;
 };
 
-pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
-            Rank& rank) {
+/// Starts `argv` with `env` added to this environment; its stdout and stderr go to new pipes whose read ends land in
+/// `fds`, or to /dev/null without `fds`.
+pid_t spawn(const std::vector<std::string>& argv, const Env& env, std::array<int, 2>* fds) {
   std::array<std::array<int, 2>, 2> pipes{};
   for (auto& p : pipes) {
-    if (::pipe2(p.data(), O_CLOEXEC) != 0) {  // ranks started later do not inherit them
+    p = {-1, -1};
+    if (fds != nullptr && ::pipe2(p.data(), O_CLOEXEC) != 0) {  // ranks started later do not inherit them
       throw std::runtime_error(std::string("cannot create a pipe: ").append(std::strerror(errno)));
     }
   }
@@ -100,16 +118,21 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
     throw std::runtime_error(std::string("cannot start a process: ").append(std::strerror(errno)));
   }
   if (pid == 0) {
-    ::dup2(pipes[0][1], STDOUT_FILENO);
-    ::dup2(pipes[1][1], STDERR_FILENO);
+    const int null = fds == nullptr ? ::open("/dev/null", O_WRONLY) : -1;
+    ::dup2(fds != nullptr ? pipes[0][1] : null, STDOUT_FILENO);
+    ::dup2(fds != nullptr ? pipes[1][1] : null, STDERR_FILENO);
     for (auto& p : pipes) {
-      ::close(p[0]);
-      ::close(p[1]);
+      for (const int fd : p) {
+        if (fd >= 0) {
+          ::close(fd);
+        }
+      }
     }
     for (const auto& [name, value] : env) {
       ::setenv(name.c_str(), value.c_str(), 1);
     }
     std::vector<char*> args;
+    args.reserve(argv.size() + 1);
     for (const auto& a : argv) {
       args.push_back(const_cast<char*>(a.c_str()));
     }
@@ -118,20 +141,31 @@ pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<st
     std::fprintf(stderr, "nuvec launch: cannot run %s: %s\n", args[0], std::strerror(errno));
     ::_exit(127);
   }
-  for (size_t i = 0; i < 2; ++i) {
-    ::close(pipes[i][1]);
-    rank.fds[i] = pipes[i][0];
+  if (fds != nullptr) {
+    for (size_t i = 0; i < 2; ++i) {
+      ::close(pipes[i][1]);
+      (*fds)[i] = pipes[i][0];
+    }
   }
   return pid;
 }
 
-/// Writes the complete lines of `text` (appended to `partial`) with the rank in front.
+/// Writes the complete lines of `text` (appended to `partial`) with the rank in front; a remote rank's first line,
+/// its process id, is kept instead.
 void forward(Rank& rank, size_t stream, const char* text, size_t n, std::FILE* out) {
   std::string& partial = rank.partial[stream];
   partial.append(text, n);
   size_t start = 0;
   for (size_t newline; (newline = partial.find('\n', start)) != std::string::npos; start = newline + 1) {
-    std::fprintf(out, "[%d] %.*s\n", rank.index, static_cast<int>(newline - start), partial.data() + start);
+    const std::string_view line(partial.data() + start, newline - start);
+    if (stream == 0 && rank.awaiting_pid) {
+      rank.awaiting_pid = false;
+      if (line.starts_with(pid_marker)) {
+        rank.remote_pid = std::atoi(std::string(line.substr(pid_marker.size())).c_str());
+        continue;
+      }
+    }
+    std::fprintf(out, "[%d] %.*s\n", rank.index, static_cast<int>(line.size()), line.data());
   }
   partial.erase(0, start);
   std::fflush(out);
@@ -139,27 +173,70 @@ void forward(Rank& rank, size_t stream, const char* text, size_t n, std::FILE* o
 
 int exit_code(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 1; }
 
-/// Sends a stop signal received since the last call on to the running ranks (a server's ranks stop together, rank 0
-/// first draining its requests) instead of ending the launcher alone and leaving them orphaned.
-void forward_stop_signal(const std::vector<Rank>& ranks) {
-  const int signal = serve::StopSignals::take();
-  if (signal == 0) {
-    return;
-  }
-  for (const auto& rank : ranks) {
-    if (rank.running) {
+/// The ranks and what reaches the remote ones.
+struct Ranks {
+  std::vector<Rank> ranks;
+  std::string ssh;
+  std::vector<pid_t> helpers;  // the ssh commands that pass signals on
+
+  /// Sends `signal` (SIGTERM, SIGINT or SIGKILL) to a rank. A remote one gets it by `ssh HOST kill -SIG PID`: ending
+  /// the ssh client would leave its command running. SIGKILL also ends the client, so that a host that stopped
+  /// answering cannot hold the launcher; so does any signal before the remote process id is known.
+  void signal(Rank& rank, int signal) {
+    if (rank.host.empty() || !rank.remote_pid) {
       ::kill(rank.pid, signal);
+      return;
+    }
+    const char* name = signal == SIGKILL ? "KILL" : signal == SIGINT ? "INT" : "TERM";
+    helpers.push_back(
+        spawn({ssh, rank.host, std::string("kill -").append(name).append(" ") + std::to_string(*rank.remote_pid)}, {},
+              nullptr));
+    if (signal == SIGKILL) {
+      ::kill(rank.pid, SIGKILL);
     }
   }
-}
+
+  /// Sends a stop signal received since the last call on to the running ranks (a server's ranks stop together, rank
+  /// 0 first draining its requests) instead of ending the launcher alone and leaving them orphaned.
+  void forward_stop_signal() {
+    const int received = serve::StopSignals::take();
+    if (received == 0) {
+      return;
+    }
+    for (auto& rank : ranks) {
+      if (rank.running) {
+        signal(rank, received);
+      }
+    }
+  }
+
+  /// Reaps the signal helpers, giving them a few seconds to deliver their signal (a rank may have ended before its
+  /// helper reached the host), then ends those that still run (a host that stopped answering).
+  void reap_helpers() {
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    for (const pid_t helper : helpers) {
+      int status = 0;
+      while (::waitpid(helper, &status, WNOHANG) == 0) {
+        if (Clock::now() > deadline) {
+          ::kill(helper, SIGKILL);
+          ::waitpid(helper, &status, 0);
+          break;
+        }
+        ::usleep(10000);
+      }
+    }
+    helpers.clear();
+  }
+};
 
 /// Forwards the ranks' output until all have exited; kills the rest `grace` after the first failure.
-int supervise(std::vector<Rank>& ranks, double grace, std::FILE* out) {
+int supervise(Ranks& all, double grace, std::FILE* out) {
   const serve::StopSignals signals;
+  std::vector<Rank>& ranks = all.ranks;
   std::optional<Clock::time_point> failed_at;
   int result = 0;
   for (;;) {
-    forward_stop_signal(ranks);
+    all.forward_stop_signal();
     std::vector<pollfd> fds;
     std::vector<std::pair<size_t, size_t>> owners;
     for (size_t r = 0; r < ranks.size(); ++r) {
@@ -175,6 +252,7 @@ int supervise(std::vector<Rank>& ranks, double grace, std::FILE* out) {
       any_running = any_running || rank.running;
     }
     if (fds.empty() && !any_running) {
+      all.reap_helpers();
       return result;
     }
     ::poll(fds.data(), fds.size(), 100);
@@ -210,8 +288,9 @@ int supervise(std::vector<Rank>& ranks, double grace, std::FILE* out) {
     }
     if (failed_at && Clock::now() - *failed_at > std::chrono::duration<double>(grace)) {
       for (auto& rank : ranks) {
-        if (rank.running) {
-          ::kill(rank.pid, SIGKILL);
+        if (rank.running && !rank.killed) {
+          rank.killed = true;
+          all.signal(rank, SIGKILL);
         }
       }
     }
@@ -226,10 +305,153 @@ int launch_mpi(const LaunchOptions& o, std::FILE* out) {
   const int n = o.processes > 0 ? o.processes : (o.hosts ? static_cast<int>(split_commas(*o.hosts).size()) : 1);
   argv.insert(argv.end(), {"-np", std::to_string(n)});
   argv.insert(argv.end(), o.command.begin(), o.command.end());
-  std::vector<Rank> ranks(1);
-  ranks[0].pid = spawn(argv, {}, ranks[0]);
+  Ranks ranks{std::vector<Rank>(1), "", {}};
+  ranks.ranks[0].pid = spawn(argv, {}, &ranks.ranks[0].fds);
   return supervise(ranks, o.grace_seconds, out);
 }
+
+/// Where a rank runs and where its ring listens.
+struct Placement {
+  std::string host;     // the ssh destination; empty for this machine
+  std::string address;  // "ip:port", the rank's entry in the ring's host file
+};
+
+std::string here_or(const std::string& host) { return is_local(host) ? std::string() : host; }
+
+/// The ranks of --hosts, or -n ranks on this machine.
+std::vector<Placement> host_list_placements(const LaunchOptions& o) {
+  const std::vector<std::string> hosts =
+      o.hosts ? split_commas(*o.hosts) : std::vector<std::string>(static_cast<size_t>(o.processes), "127.0.0.1");
+  if (hosts.empty() || (o.hosts && o.processes > 0 && static_cast<size_t>(o.processes) != hosts.size())) {
+    throw std::invalid_argument("-n expects the number of ranks (one per --hosts entry when hosts are given)");
+  }
+  const std::vector<int> ports = o.starting_port > 0 ? std::vector<int>{} : free_ports(hosts.size());
+  std::vector<Placement> ranks;
+  for (size_t r = 0; r < hosts.size(); ++r) {
+    const int port = o.starting_port > 0 ? o.starting_port + static_cast<int>(r) : ports[r];
+    ranks.push_back({here_or(hosts[r]), hosts[r] + ":" + std::to_string(port)});
+  }
+  return ranks;
+}
+
+/// The ranks of --hostfile: the ring's own format (per rank "ip:port", or a list of them whose first is used; the
+/// rank runs on that ip), or mlx.launch's (per rank {"ssh": host, "ips": [ip, ...]}: it runs on host and listens on
+/// its first ip, at the port --starting-port gives or a free one of this machine).
+std::vector<Placement> hostfile_placements(const std::string& path, int starting_port) {
+  std::ifstream file(path);
+  if (!file) {
+    throw std::runtime_error("cannot read the host file " + path + ": " + std::strerror(errno));
+  }
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(file);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::invalid_argument("the host file " + path + " is not JSON: " + e.what());
+  }
+  if (!json.is_array() || json.empty()) {
+    throw std::invalid_argument("the host file " + path + " must be a JSON list with one entry per rank; got " +
+                                json.dump());
+  }
+  std::vector<int> ports;
+  std::vector<Placement> ranks;
+  for (size_t r = 0; r < json.size(); ++r) {
+    const nlohmann::json& entry = json[r];
+    const nlohmann::json& first = entry.is_array() && !entry.empty() ? entry[0] : entry;
+    const bool mlx_entry = entry.is_object() && entry.contains("ssh") && entry["ssh"].is_string() &&
+                           entry.contains("ips") && entry["ips"].is_array() && !entry["ips"].empty() &&
+                           entry["ips"][0].is_string();
+    if (first.is_string() && first.get<std::string>().rfind(':') != std::string::npos) {
+      const auto address = first.get<std::string>();
+      ranks.push_back({here_or(address.substr(0, address.rfind(':'))), address});
+    } else if (mlx_entry) {
+      if (starting_port <= 0 && ports.empty()) {
+        ports = free_ports(json.size());
+      }
+      const int port = starting_port > 0 ? starting_port + static_cast<int>(r) : ports[r];
+      ranks.push_back(
+          {here_or(entry["ssh"].get<std::string>()), entry["ips"][0].get<std::string>() + ":" + std::to_string(port)});
+    } else {
+      throw std::invalid_argument(
+          "the host file " + path + ": entry " + std::to_string(r) +
+          R"( is neither "ip:port" (or a list of them) nor {"ssh": host, "ips": [ip, ...]}; got )" + entry.dump());
+    }
+  }
+  return ranks;
+}
+
+/// The environment of every rank: the launcher's NUVEC_* and MLX_* variables but the per-rank ones (a remote shell
+/// starts without them), sorted by name, then --env's NAME=VALUE pairs.
+Env rank_environment(const std::vector<std::string>& extra) {
+  Env env;
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string text = *entry;
+    const size_t equals = text.find('=');
+    const std::string name = text.substr(0, equals);
+    if (equals != std::string::npos && (name.starts_with("NUVEC_") || name.starts_with("MLX_")) &&
+        name != "NUVEC_RANK" && name != "MLX_RANK" && name != "NUVEC_HOSTFILE" && name != "MLX_HOSTFILE" &&
+        name != "NUVEC_SSH") {
+      env.emplace_back(name, text.substr(equals + 1));
+    }
+  }
+  std::sort(env.begin(), env.end());
+  for (const std::string& pair : extra) {
+    const size_t equals = pair.find('=');
+    // The name goes into a remote shell's command line unquoted, so it must be a plain name.
+    const bool plain = equals != std::string::npos && equals > 0 &&
+                       std::isdigit(static_cast<unsigned char>(pair[0])) == 0 &&
+                       std::all_of(pair.begin(), pair.begin() + static_cast<std::ptrdiff_t>(equals),
+                                   [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; });
+    if (!plain) {
+      throw std::invalid_argument("--env expects NAME=VALUE with a NAME of letters, digits and _; got '" + pair + "'");
+    }
+    env.emplace_back(pair.substr(0, equals), pair.substr(equals + 1));
+  }
+  return env;
+}
+
+/// The command line a remote rank's shell runs: writes the host file there, enters this working directory, prints
+/// its process id (pid_marker), then becomes the program with the environment.
+std::string remote_script(const std::string& hostfile_text, const std::string& remote_file, const std::string& cwd,
+                          const Env& env, const std::vector<std::string>& command) {
+  std::string script = std::string("printf %s ").append(quoted(hostfile_text)).append(" > ").append(remote_file);
+  if (!cwd.empty()) {
+    script.append(" && cd ").append(quoted(cwd));
+  }
+  script.append(" && echo ").append(pid_marker).append(" $$ && exec env");
+  for (const auto& [name, value] : env) {
+    script.append(" ").append(name).append("=").append(quoted(value));
+  }
+  for (const auto& word : command) {
+    script.append(" ").append(quoted(word));
+  }
+  return script;
+}
+
+/// A file of this machine removed with the object.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text) : path_("/tmp/nuvec-hostfile-XXXXXX") {
+    const int fd = ::mkstemp(path_.data());
+    if (fd < 0) {
+      throw std::runtime_error(std::string("cannot write the host file: ").append(std::strerror(errno)));
+    }
+    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!written) {
+      ::unlink(path_.c_str());
+      throw std::runtime_error(std::string("cannot write the host file ").append(path_));
+    }
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  TempFile(TempFile&&) = delete;
+  TempFile& operator=(TempFile&&) = delete;
+  ~TempFile() { ::unlink(path_.c_str()); }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace
 
@@ -256,74 +478,43 @@ int run_launch(const LaunchOptions& o, std::FILE* out) {
   if (o.backend != "ring") {
     throw std::invalid_argument(std::string("--backend expects ring or mpi, got '").append(o.backend).append("'"));
   }
-  std::vector<std::string> hosts;
-  std::vector<std::string> addresses;
-  std::string hostfile;
-  if (o.hostfile) {
-    hostfile = *o.hostfile;
-    std::ifstream file(hostfile);
-    for (const auto& entry : nlohmann::json::parse(file)) {
-      const auto address = (entry.is_array() ? entry.at(0) : entry).get<std::string>();
-      addresses.push_back(address);
-      hosts.push_back(address.substr(0, address.rfind(':')));
-    }
-  } else {
-    hosts = o.hosts ? split_commas(*o.hosts) : std::vector<std::string>(static_cast<size_t>(o.processes), "127.0.0.1");
-    if (hosts.empty() || (o.hosts && o.processes > 0 && static_cast<size_t>(o.processes) != hosts.size())) {
-      throw std::invalid_argument("-n expects the number of ranks (one per --hosts entry when hosts are given)");
-    }
-    const std::vector<int> ports = o.starting_port > 0 ? std::vector<int>{} : free_ports(hosts.size());
-    nlohmann::json json = nlohmann::json::array();
-    for (size_t r = 0; r < hosts.size(); ++r) {
-      const int port = o.starting_port > 0 ? o.starting_port + static_cast<int>(r) : ports[r];
-      addresses.push_back(hosts[r] + ":" + std::to_string(port));
-      json.push_back({addresses.back()});
-    }
-    std::string path = "/tmp/nuvec-hostfile-XXXXXX";
-    const int fd = ::mkstemp(path.data());
-    if (fd < 0) {
-      throw std::runtime_error(std::string("cannot write the host file: ").append(std::strerror(errno)));
-    }
-    const std::string text = json.dump();
-    const bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    if (!written) {
-      throw std::runtime_error(std::string("cannot write the host file ").append(path));
-    }
-    hostfile = path;
+  const std::vector<Placement> placements =
+      o.hostfile ? hostfile_placements(*o.hostfile, o.starting_port) : host_list_placements(o);
+  nlohmann::json json = nlohmann::json::array();
+  for (const Placement& p : placements) {
+    json.push_back({p.address});
   }
-  std::vector<Rank> ranks(hosts.size());
+  const std::string text = json.dump();
+  const TempFile hostfile(text);
+  const Env env = rank_environment(o.env);
+  const char* ssh_variable = std::getenv("NUVEC_SSH");
+  Ranks ranks{std::vector<Rank>(placements.size()),
+              o.ssh ? *o.ssh : (ssh_variable != nullptr && *ssh_variable != '\0' ? ssh_variable : "ssh"),
+              {}};
   std::array<char, 4096> cwd{};
   const bool have_cwd = ::getcwd(cwd.data(), cwd.size()) != nullptr;
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    ranks[r].index = static_cast<int>(r);
-    const std::string rank = std::to_string(r);
-    if (is_local(hosts[r])) {
-      ranks[r].pid = spawn(o.command, {{"NUVEC_RANK", rank}, {"MLX_RANK", rank}, {"NUVEC_HOSTFILE", hostfile},
-                                       {"MLX_HOSTFILE", hostfile}},
-                           ranks[r]);
-      continue;
+  for (size_t r = 0; r < placements.size(); ++r) {
+    Rank& rank = ranks.ranks[r];
+    rank.index = static_cast<int>(r);
+    rank.host = placements[r].host;
+    const std::string index = std::to_string(r);
+    // A remote rank gets its own copy of the host file (several ranks may share a host).
+    const std::string file = rank.host.empty()
+                                 ? hostfile.path()
+                                 : "/tmp/nuvec-hostfile-" + std::to_string(::getpid()) + "-" + index + ".json";
+    Env rank_env = env;
+    rank_env.insert(rank_env.end(),
+                    {{"NUVEC_RANK", index}, {"MLX_RANK", index}, {"NUVEC_HOSTFILE", file}, {"MLX_HOSTFILE", file}});
+    if (rank.host.empty()) {
+      rank.pid = spawn(o.command, rank_env, &rank.fds);
+    } else {
+      rank.awaiting_pid = true;
+      rank.pid =
+          spawn({ranks.ssh, rank.host, remote_script(text, file, have_cwd ? cwd.data() : "", rank_env, o.command)}, {},
+                &rank.fds);
     }
-    // A remote rank gets the host file's text and the same working directory.
-    std::ifstream file(hostfile);
-    const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    const std::string remote_file = std::string("/tmp/nuvec-hostfile-").append(std::to_string(::getpid())) + ".json";
-    std::string script = std::string("printf %s ").append(quoted(text)).append(" > ").append(remote_file);
-    if (have_cwd) {
-      script.append(" && cd ").append(quoted(cwd.data()));
-    }
-    script.append(" && NUVEC_RANK=").append(rank).append(" MLX_RANK=").append(rank);
-    script.append(" NUVEC_HOSTFILE=").append(remote_file).append(" MLX_HOSTFILE=").append(remote_file).append(" exec");
-    for (const auto& word : o.command) {
-      script.append(" ").append(quoted(word));
-    }
-    ranks[r].pid = spawn({"ssh", hosts[r], script}, {}, ranks[r]);
   }
-  const int result = supervise(ranks, o.grace_seconds, out);
-  if (!o.hostfile) {
-    ::unlink(hostfile.c_str());
-  }
-  return result;
+  return supervise(ranks, o.grace_seconds, out);
 }
 
 }  // namespace nuvec::launch

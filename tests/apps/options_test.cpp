@@ -149,6 +149,27 @@ TEST(Options, TheProgramPrefixesTheSubcommand) {
             std::pair(1, std::string("nuvec tokenize: unknown option --tokenzer\n")));
 }
 
+TEST(Options, LaunchNamesABadEnvironmentOrHostFile) {
+  EXPECT_EQ(run_nuvec("launch -n 1 --env 1X=a -- true"),
+            std::pair(1, std::string("nuvec launch: --env expects NAME=VALUE with a NAME of letters, digits and _; "
+                                     "got '1X=a'\n")));
+  EXPECT_EQ(run_nuvec("launch -n 1 --env 'A;B=c' -- true"),
+            std::pair(1, std::string("nuvec launch: --env expects NAME=VALUE with a NAME of letters, digits and _; "
+                                     "got 'A;B=c'\n")));
+  const std::string missing = std::filesystem::temp_directory_path() / "nuvec_options_test_no_hosts.json";
+  EXPECT_EQ(run_nuvec("launch --hostfile " + missing + " -- true"),
+            std::pair(1, "nuvec launch: cannot read the host file " + missing + ": No such file or directory\n"));
+  const std::string hosts = std::filesystem::temp_directory_path() / "nuvec_options_test_hosts.json";
+  std::ofstream(hosts) << R"([["10.0.0.1:5000"], {"ip": "10.0.0.2"}])";
+  EXPECT_EQ(
+      run_nuvec("launch --hostfile " + hosts + " -- true"),
+      std::pair(1, "nuvec launch: the host file " + hosts +
+                       R"(: entry 1 is neither "ip:port" (or a list of them) nor {"ssh": host, "ips": [ip, ...]}; )"
+                       R"(got {"ip":"10.0.0.2"})"
+                       "\n"));
+  std::filesystem::remove(hosts);
+}
+
 TEST(Options, DeviceChoosesWhereACommandComputes) {
   EXPECT_EQ(run_nuvec("generate --device tpu --model m"),
             std::pair(1, std::string("nuvec generate: --device tpu: expected cpu or gpu\n")));

@@ -257,11 +257,21 @@ MoeModel::MoeModel(const TransformerConfig& config, std::vector<std::shared_ptr<
                        rms_norm(config.rms_norm_eps)(config.hidden_size), config.tie_word_embeddings,
                        config.max_position_embeddings),
       expert_names_(std::move(expert_names)) {
+  find_blocks();
+}
+
+void MoeModel::find_blocks() {
+  blocks_.clear();
   for (const auto& [path, module] : modules()) {
     if (auto* block = dynamic_cast<SparseMoeBlock*>(module)) {
       blocks_.push_back(block);
     }
   }
+}
+
+void MoeModel::pipeline(const distributed::Group& group) {
+  TransformerModel::pipeline(group);
+  find_blocks();  // the dropped layers' blocks are gone
 }
 
 void MoeModel::sanitize(std::unordered_map<std::string, array>& weights) const {

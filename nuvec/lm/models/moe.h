@@ -135,8 +135,13 @@ class MoeModel : public TransformerModel {
   /// present; experts that arrive quantized (their .scales present) become QuantizedSwitchLinears, with the group
   /// size and bits their shapes imply, since load_weights_into quantizes Linear and Embedding layers only.
   void sanitize(std::unordered_map<std::string, array>& weights) const override;
+  /// TransformerModel::pipeline, forgetting the mixture blocks of the layers this rank drops.
+  void pipeline(const distributed::Group& group) override;
 
  private:
+  /// The model's mixture blocks, in the layers it holds.
+  void find_blocks();
+
   /// The model's mixture blocks (owned by its layers), found once after construction.
   std::vector<SparseMoeBlock*> blocks_;
   ExpertNames expert_names_;

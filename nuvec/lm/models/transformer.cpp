@@ -257,6 +257,21 @@ DecoderLayers::DecoderLayers(std::vector<std::shared_ptr<DecoderLayer>> layers) 
   }
 }
 
+DecoderLayer& DecoderLayers::operator[](size_t i) const {
+  if (!layers_.at(i)) {
+    fail("layer " + std::to_string(i) + " is not held here: this pipeline rank keeps only its own layers.");
+  }
+  return *layers_[i];
+}
+
+void DecoderLayers::keep_only(size_t begin, size_t end) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (i < begin || i >= end) {
+      layers_[i].reset();
+    }
+  }
+}
+
 DecoderStack::DecoderStack(int vocab_size, int hidden_size, std::vector<std::shared_ptr<DecoderLayer>> layers,
                            std::shared_ptr<nn::UnaryModule> norm)
     : embed_tokens(std::make_shared<nn::Embedding>(vocab_size, hidden_size)),
@@ -283,9 +298,15 @@ TransformerModel::TransformerModel(std::string model_type, int vocab_size, int h
   }
 }
 
-array TransformerModel::forward(const array& tokens, Cache* cache) { return logits(hidden_states(tokens, cache)); }
+array TransformerModel::forward(const array& tokens, Cache* cache) {
+  if (pipeline_) {
+    check_call(tokens, cache);
+    return pipelined(tokens, cache, true);
+  }
+  return logits(hidden_states(tokens, cache));
+}
 
-array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
+void TransformerModel::check_call(const array& tokens, const Cache* cache) const {
   if (tokens.ndim() != 2 || !is_integer(tokens.dtype())) {
     std::ostringstream message;
     message << "expects token ids (B, L) of an integer dtype; got shape " << tokens.shape() << " and dtype "
@@ -296,15 +317,20 @@ array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
   if (cache != nullptr && static_cast<int>(cache->size()) != count) {
     fail("needs one cache per layer (" + std::to_string(count) + "); got " + std::to_string(cache->size()) + ".");
   }
-  const int length = tokens.shape(1);
+}
+
+array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
+  check_call(tokens, cache);
+  if (pipeline_) {
+    return pipelined(tokens, cache, false);
+  }
+  return (*model->norm)(run_layers(embed(tokens), 0, num_layers(), cache));
+}
+
+array TransformerModel::run_layers(array h, int begin, int end, Cache* cache) {
+  const int length = h.shape(1);
   // One mask per kind of layer, taken from the layer's cache before any layer stores this call's positions.
   std::map<std::optional<int>, MaskSpec> masks;
-  array h = embed(tokens);
-  const int begin = pipeline_ ? pipeline_->begin : 0;
-  const int end = pipeline_ ? pipeline_->end : count;
-  if (pipeline_ && pipeline_->group.rank() > 0) {
-    h = distributed::recv_like(h, pipeline_->group.rank() - 1, pipeline_->group);
-  }
   for (int i = begin; i < end; ++i) {
     DecoderLayer& layer = (*model->layers)[i];
     KVCache* layer_cache = cache != nullptr ? (*cache)[i].get() : nullptr;
@@ -320,29 +346,47 @@ array TransformerModel::hidden_states(const array& tokens, Cache* cache) {
     }
     h = layer.forward(h, mask->second, layer_cache);
   }
-  if (pipeline_) {
-    const distributed::Group& g = pipeline_->group;
-    if (g.rank() + 1 < g.size()) {
-      h = distributed::send(h, g.rank() + 1, g);
-    }
-    // Every rank takes the last rank's block of the gathered hidden states (gathering also sends this rank's).
-    const int batch = h.shape(0);
-    const array gathered = distributed::all_gather(h, g);
-    h = slice(gathered, {(g.size() - 1) * batch, 0, 0}, {g.size() * batch, h.shape(1), h.shape(2)});
-    // Evaluated now, so that every rank runs this call's exchanges, in call order, even when only the caches are
-    // read (a prefill): a rank that skipped its send would leave the next one waiting.
-    nuvec::eval(h);
+  return h;
+}
+
+array TransformerModel::pipelined(const array& tokens, Cache* cache, bool to_logits) {
+  const Pipeline& p = *pipeline_;
+  const distributed::Group& g = p.group;
+  const bool first = g.rank() == 0;
+  const bool last = g.rank() + 1 == g.size();
+  const int batch = tokens.shape(0);
+  const int length = tokens.shape(1);
+  array h =
+      first ? embed(tokens) : distributed::recv({batch, length, p.hidden.features}, p.hidden.dtype, g.rank() - 1, g);
+  h = run_layers(h, p.begin, p.end, cache);
+  if (!last) {
+    h = distributed::send(h, g.rank() + 1, g);
   }
-  return (*model->norm)(h);
+  // Evaluated now, so that every rank runs this call's exchanges, in call order, even when only the caches are read
+  // (a prefill): a rank that skipped its send would leave the next one waiting.
+  nuvec::eval(h);
+  const Exchanged& like = to_logits ? p.logits : p.normalized;
+  array result = !last       ? zeros({batch, length, like.features}, like.dtype)
+                 : to_logits ? logits((*model->norm)(h))
+                             : (*model->norm)(h);
+  // The others add zeros, which is exact: a sum moves about twice the result through each rank, where gathering
+  // every rank's block would move the group size times it.
+  return distributed::all_sum(result, g);
 }
 
 void TransformerModel::shard(const distributed::Group& group) {
+  if (pipeline_) {
+    fail("cannot shard a model split into a pipeline: its ranks hold different layers.");
+  }
   for (size_t i = 0; i < model->layers->size(); ++i) {
     (*model->layers)[i].shard(group);
   }
 }
 
 void TransformerModel::pipeline(const distributed::Group& group) {
+  if (pipeline_) {
+    fail("is already split into a pipeline (it holds only its ranks' layers).");
+  }
   const int count = num_layers();
   const int n = group.size();
   if (count < n) {
@@ -350,7 +394,35 @@ void TransformerModel::pipeline(const distributed::Group& group) {
   }
   const int r = group.rank();
   const int begin = r * (count / n) + std::min(r, count % n);
-  pipeline_ = Pipeline{group, begin, begin + count / n + (r < count % n ? 1 : 0)};
+  const int end = begin + count / n + (r < count % n ? 1 : 0);
+  std::vector<std::optional<int>> windows;
+  windows.reserve(static_cast<size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    windows.push_back((*model->layers)[i].window());
+  }
+  // The shapes and dtypes of what the ranks exchange, read from graphs built on one token and never evaluated (so no
+  // weight is read).
+  const array hidden = embed(zeros({1, 1}, int32));
+  const array normalized = (*model->norm)(hidden);
+  const array projected = logits(normalized);
+  pipeline_ = Pipeline{group,
+                       begin,
+                       end,
+                       std::move(windows),
+                       {hidden.shape(2), hidden.dtype()},
+                       {normalized.shape(2), normalized.dtype()},
+                       {projected.shape(2), projected.dtype()}};
+  model->layers->keep_only(static_cast<size_t>(begin), static_cast<size_t>(end));
+  const bool first = r == 0;
+  const bool last = r + 1 == n;
+  const bool tied = !lm_head;
+  if (!first && !(last && tied)) {
+    model->embed_tokens.reset();
+  }
+  if (!last) {
+    model->norm.reset();
+    lm_head.reset();
+  }
 }
 
 Cache TransformerModel::make_cache() const {
@@ -358,7 +430,8 @@ Cache TransformerModel::make_cache() const {
   cache.reserve(num_layers());
   for (int i = 0; i < num_layers(); ++i) {
     // A sliding-window layer needs only its window of positions.
-    if (const std::optional<int> window = (*model->layers)[i].window()) {
+    // A pipeline rank keeps the windows of the layers it dropped.
+    if (const std::optional<int> window = pipeline_ ? pipeline_->windows[i] : (*model->layers)[i].window()) {
       cache.push_back(std::make_shared<RotatingKVCache>(*window));
     } else {
       cache.push_back(std::make_shared<GrowingKVCache>());

@@ -154,7 +154,11 @@ class DecoderLayers : public nn::Module {
   explicit DecoderLayers(std::vector<std::shared_ptr<DecoderLayer>> layers);
   [[nodiscard]] std::string type_name() const override { return "DecoderLayers"; }
   [[nodiscard]] size_t size() const { return layers_.size(); }
-  [[nodiscard]] DecoderLayer& operator[](size_t i) const { return *layers_.at(i); }
+  /// Layer i; throws for a layer this rank dropped (keep_only).
+  [[nodiscard]] DecoderLayer& operator[](size_t i) const;
+  /// Drops the layers outside [begin, end), releasing their weights (a pipeline rank's other layers); their slots
+  /// stay, empty, so the others keep their names and indices.
+  void keep_only(size_t begin, size_t end);
 
  private:
   std::vector<std::shared_ptr<DecoderLayer>> layers_;
@@ -190,10 +194,13 @@ class TransformerModel : public LanguageModel {
   /// Shards every layer; the embeddings, the final norm and lm_head stay whole on every rank.
   void shard(const distributed::Group& group) override;
   /// Rank r runs the r-th run of consecutive layers (the first ranks one more when the group size does not divide
-  /// the layers); the last rank's hidden states are gathered by every rank. Each rank still holds every layer's
-  /// parameters (mapped from the checkpoint, so the others are never read) and one cache entry per layer, of which
-  /// it fills its own (so prompt caches, which read the first entry, work on rank 0 only). Each call evaluates its
-  /// hidden states before it returns.
+  /// the layers) and keeps only their weights, plus the embeddings on the first rank and the final norm and lm_head
+  /// (or the tied embeddings) on the last: the others are released, so a checkpoint's other weights are never read.
+  /// The last rank's logits (or normalized hidden states) reach every rank by a sum to which the others add zeros;
+  /// that sum is lazy, so every rank must evaluate the same results (a prefill evaluates none). Each call runs its
+  /// layers and passes their hidden states on before it returns. One cache entry per layer, of which a rank fills its
+  /// own (so prompt caches, which read the first entry, work on rank 0 only). A model is split once, and not
+  /// sharded afterwards.
   void pipeline(const distributed::Group& group) override;
   /// Adapts a checkpoint's weights to this model's parameters: drops what Hugging Face checkpoints carry that the
   /// model computes itself (rotary inv_freq) and lm_head when the embeddings are tied. Families that store
@@ -210,12 +217,29 @@ class TransformerModel : public LanguageModel {
   virtual array logits(const array& hidden);
 
  private:
-  /// The group of a pipeline and this rank's layers [begin, end).
+  /// The features (last axis) and dtype of what pipeline ranks exchange.
+  struct Exchanged {
+    int features;
+    Dtype dtype;
+  };
+  /// The group of a pipeline, this rank's layers [begin, end), every layer's window (for caches of the layers this
+  /// rank dropped) and what the ranks exchange: hidden states, normalized hidden states and logits.
   struct Pipeline {
     distributed::Group group;
     int begin;
     int end;
+    std::vector<std::optional<int>> windows;
+    Exchanged hidden;
+    Exchanged normalized;
+    Exchanged logits;
   };
+
+  /// Runs layers [begin, end) on h through their caches.
+  array run_layers(array h, int begin, int end, Cache* cache);
+  /// This rank's part of a pipelined call: the last rank's logits, or its normalized hidden states, on every rank.
+  array pipelined(const array& tokens, Cache* cache, bool to_logits);
+  /// Throws unless tokens are (B, L) ids and the cache, if any, has an entry per layer.
+  void check_call(const array& tokens, const Cache* cache) const;
 
   std::string model_type_;
   int vocab_size_;

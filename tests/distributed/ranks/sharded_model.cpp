@@ -2,7 +2,8 @@
 // kept whole and one sharded (or split into a pipeline) across the group, give the same logits, and greedy decoding
 // through their KV caches the same tokens. With 3 ranks the heads split unevenly (by whole key-value heads). Models
 // loaded from checkpoints (GGUF files as llama.cpp writes them, safetensors folders) and sharded equal the whole
-// model loaded from the same file, and a rank keeps only its slices of the file's sharded weights.
+// model loaded from the same file, and a rank keeps only its slices of the file's sharded weights (a pipeline rank:
+// only the weights of its layers).
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -214,35 +215,48 @@ test::NamedArrays named_weights(const LanguageModel& model) {
   return weights;
 }
 
+/// tiny_config with a byte-level vocabulary of 300 tokens (a GGUF file's tokenizer needs at least 258).
+nlohmann::json gguf_config(const std::string& model_type) {
+  nlohmann::json config = tiny_config(model_type);
+  config["vocab_size"] = 300;
+  config["bos_token_id"] = 298;
+  config["eos_token_id"] = 299;
+  return config;
+}
+
+/// Gemma 2's: norms plus 1 in the file, soft caps, a sliding window, tied embeddings.
+nlohmann::json gemma2_config() {
+  nlohmann::json config = gguf_config("gemma2");
+  config["tie_word_embeddings"] = true;
+  config["query_pre_attn_scalar"] = 16;
+  config["hidden_activation"] = "gelu_pytorch_tanh";
+  config["attn_logit_softcapping"] = 5.0;
+  config["final_logit_softcapping"] = 10.0;
+  config["sliding_window"] = 5;
+  return config;
+}
+
+/// Writes tiny_model(config, seed) as llama.cpp's converter would: matrices as `matrices` (F16, or Q8_0 blocks cut
+/// at whole blocks), norms and embeddings in F32.
+void write_gguf(const std::string& path, const nlohmann::json& config, uint64_t seed, io::GGMLType matrices) {
+  test::write_gguf_model(
+      path, config, named_weights(*tiny_model(config, seed)),
+      [matrices](const std::string& name) {
+        const bool matrix = name.find("norm") == std::string::npos && name.find("embed") == std::string::npos;
+        return matrix ? matrices : io::GGMLType::F32;
+      },
+      test::byte_level_vocabulary(config["vocab_size"].get<int>()));
+}
+
 TEST(ShardedCheckpoint, GGUFLlamaAndGemma2EqualTheWholeModel) {
   const distributed::Group g = distributed::init(true);
-  // A byte-level vocabulary of at least 258 tokens; llama's Q and K rows as the converter permutes them, Gemma 2's
-  // norms plus 1, its soft caps and sliding window. Matrices in F16, or in Q8_0 blocks (cut at whole blocks), the
-  // rest in F32.
-  nlohmann::json llama = tiny_config("llama");
-  llama["vocab_size"] = 300;
-  llama["bos_token_id"] = 298;
-  llama["eos_token_id"] = 299;
-  nlohmann::json gemma2 = llama;
-  gemma2["model_type"] = "gemma2";
-  gemma2["tie_word_embeddings"] = true;
-  gemma2["query_pre_attn_scalar"] = 16;
-  gemma2["hidden_activation"] = "gelu_pytorch_tanh";
-  gemma2["attn_logit_softcapping"] = 5.0;
-  gemma2["final_logit_softcapping"] = 10.0;
-  gemma2["sliding_window"] = 5;
-  for (const nlohmann::json& config : {llama, gemma2}) {
+  // llama's Q and K rows as the converter permutes them, Gemma 2's norms, soft caps and sliding window.
+  for (const nlohmann::json& config : {gguf_config("llama"), gemma2_config()}) {
     for (const io::GGMLType matrices : {io::GGMLType::F16, io::GGMLType::Q8_0}) {
       const std::string what = config["model_type"].get<std::string>().append(
           matrices == io::GGMLType::F16 ? " F16 from GGUF" : " Q8_0 from GGUF");
       const std::string path = temp_path("model.gguf");
-      test::write_gguf_model(
-          path, config, named_weights(*tiny_model(config, 11)),
-          [matrices](const std::string& name) {
-            const bool matrix = name.find("norm") == std::string::npos && name.find("embed") == std::string::npos;
-            return matrix ? matrices : io::GGMLType::F32;
-          },
-          test::byte_level_vocabulary(300));
+      write_gguf(path, config, 11, matrices);
       auto whole = load_model(path).model;
       auto sharded = load_model(path).model;
       sharded->shard(g);
@@ -358,6 +372,80 @@ TEST(ShardedCheckpoint, EachRankHoldsItsSlicesOfTheFile) {
       g.rank(), g.size(), held, whole, sharded_mapped, static_cast<size_t>(std::filesystem::file_size(file)),
       whole_mapped);
   std::filesystem::remove_all(dir);
+}
+
+/// The bytes of each weight `model` holds, by name.
+std::map<std::string, size_t> held_bytes(const LanguageModel& model) {
+  std::map<std::string, size_t> held;
+  for (const auto& [name, value] : model.parameters()) {
+    held[name] = value.nbytes();
+  }
+  return held;
+}
+
+/// Whether pipeline rank `rank` of `size` needs weight `name` of a model of `layers` layers: its run of the layers
+/// (the first layers % size ranks one layer more), the embeddings on the first rank, the final norm and lm_head (or
+/// the tied embeddings) on the last.
+bool pipeline_needs(const std::string& name, int rank, int size, int layers, bool tied) {
+  const bool last = rank == size - 1;
+  if (name.starts_with("model.layers.")) {
+    const int layer = std::stoi(name.substr(std::string("model.layers.").size()));
+    int begin = 0;
+    for (int r = 0; r < rank; ++r) {
+      begin += layers / size + (r < layers % size ? 1 : 0);
+    }
+    return layer >= begin && layer < begin + layers / size + (rank < layers % size ? 1 : 0);
+  }
+  if (name.starts_with("model.embed_tokens.")) {
+    return rank == 0 || (tied && last);
+  }
+  EXPECT_TRUE(name.starts_with("model.norm.") || name.starts_with("lm_head.")) << "unexpected weight " << name;
+  return last;
+}
+
+TEST(PipelinedCheckpoint, EachRankHoldsOnlyItsLayersAndEqualsTheWholeModel) {
+  const distributed::Group g = distributed::init(true);
+  // 5 layers: 3 and 2 on 2 ranks, 2, 2 and 1 on 3. llama from a safetensors folder with its own lm_head; Gemma 2
+  // from a GGUF file (Q8_0 matrices) with tied embeddings, which the first and the last rank both hold.
+  nlohmann::json llama = tiny_config("llama");
+  nlohmann::json gemma2 = gemma2_config();
+  for (nlohmann::json* config : {&llama, &gemma2}) {
+    (*config)["num_hidden_layers"] = 5;
+  }
+  for (const nlohmann::json& config : {llama, gemma2}) {
+    const bool gguf = config["model_type"] == "gemma2";
+    const std::string what = config["model_type"].get<std::string>() + (gguf ? " from GGUF" : " from safetensors");
+    const std::string path = temp_path(gguf ? "pipelined.gguf" : "pipelined");
+    if (gguf) {
+      write_gguf(path, config, 14, io::GGMLType::Q8_0);
+    } else {
+      write_folder(path, *tiny_model(config, 14), config);
+    }
+    const auto load = [&] { return gguf ? load_model(path).model : read_folder(path, config); };
+    auto whole = load();
+    auto split = load();
+    split->pipeline(g);
+    const std::map<std::string, size_t> whole_held = held_bytes(*whole);
+    const std::map<std::string, size_t> split_held = held_bytes(*split);
+    size_t want = 0;
+    for (const auto& [name, bytes] : whole_held) {
+      if (pipeline_needs(name, g.rank(), g.size(), 5, config["tie_word_embeddings"].get<bool>())) {
+        EXPECT_EQ(split_held.contains(name) ? split_held.at(name) : 0, bytes) << what << ": " << name;
+        want += bytes;
+      } else {
+        EXPECT_FALSE(split_held.contains(name)) << what << ": rank " << g.rank() << " holds " << name;
+      }
+    }
+    size_t held = 0;
+    for (const auto& [name, bytes] : split_held) {
+      EXPECT_TRUE(whole_held.contains(name)) << what << ": " << name;
+      held += bytes;
+    }
+    EXPECT_EQ(held, want) << what;
+    std::printf("rank %d of %d: %s holds %zu of the model's weight bytes\n", g.rank(), g.size(), what.c_str(), held);
+    expect_same_model(whole, split, what + " pipelined", 1e-4);
+    std::filesystem::remove_all(path);
+  }
 }
 
 }  // namespace
