@@ -472,6 +472,80 @@ TEST(Generate, BadRequestsGiveClearErrors) {
   EXPECT_NE(message({3}, bad).find("temperature"), std::string::npos);
 }
 
+TEST(Generate, CallersProcessorsAndSamplerRunEachStep) {
+  const auto model_owner = tiny_llama(21);
+  LanguageModel& model = *model_owner;
+  const Tokenizer tokenizer = make_tokenizer();
+  std::mt19937 rng(21);
+  const std::vector<int32_t> prompt = random_prompt(rng, 6);
+  GenerateOptions plain;
+  plain.max_tokens = 8;
+  plain.sampling.top_logprobs = 2;
+  const GenerationResult greedy = generate(model, tokenizer, prompt, plain);
+
+  // A processor that bans greedy's first token equals the built-in logit bias doing it; each call sees the ids so
+  // far, the prompt and one more generated id a step.
+  const int32_t banned = greedy.tokens.front();
+  std::vector<int> seen;
+  GenerateOptions hooked = plain;
+  hooked.hooks.processors = {[&](const array& ids, const array& logits) {
+    seen.push_back(ids.size());
+    EXPECT_EQ(ids.dtype(), int32);
+    return logits + array(-1e30F) * astype(arange(kVocab) == array(banned), float32);
+  }};
+  GenerateOptions biased = plain;
+  biased.sampling.logit_bias = {{banned, -1e30F}};
+  const GenerationResult processed = generate(model, tokenizer, prompt, hooked);
+  expect_same_run(processed, generate(model, tokenizer, prompt, biased), "a processor banning a token");
+  EXPECT_EQ(std::count(processed.tokens.begin(), processed.tokens.end(), banned), 0);
+  std::vector<int> expected_sizes;
+  for (int step = 0; step < plain.max_tokens; ++step) {
+    expected_sizes.push_back(static_cast<int>(prompt.size()) + step);
+  }
+  EXPECT_EQ(seen, expected_sizes);
+
+  // A sampler taking the argmax of its log-probabilities is greedy; one taking the second most likely token differs,
+  // and the reported log-probabilities stay the model's own (greedy's top 2 at its first step).
+  GenerateOptions argmax_sampler = plain;
+  argmax_sampler.hooks.chooser = [](const array& logprobs) { return argmax(logprobs, -1); };
+  expect_same_run(generate(model, tokenizer, prompt, argmax_sampler), greedy, "an argmax sampler");
+  GenerateOptions second = plain;
+  second.max_tokens = 1;
+  second.hooks.chooser = [](const array& logprobs) {
+    EXPECT_NEAR(sum(exp(logprobs)).item<float>(), 1.0F, 1e-5F);
+    return slice(argsort(negative(logprobs), -1), {0, 1}, {1, 2});
+  };
+  const GenerationResult runner_up = generate(model, tokenizer, prompt, second);
+  ASSERT_EQ(runner_up.tokens.size(), 1U);
+  EXPECT_EQ(runner_up.tokens[0], greedy.top_logprobs[0][1].token);
+  EXPECT_FLOAT_EQ(runner_up.logprobs[0], greedy.top_logprobs[0][1].logprob);
+
+  // Their mistakes are named.
+  GenerateOptions bad = plain;
+  bad.hooks.processors = {[](const array&, const array& logits) { return reshape(logits, {-1}); }};
+  EXPECT_NE(expect_error([&] {
+              (void)generate(model, tokenizer, prompt, bad);
+            }).find("A logits processor must return floating logits of shape (1, 64); got shape (64)"),
+            std::string::npos);
+  bad = plain;
+  bad.hooks.chooser = [](const array&) { return array(kVocab); };
+  EXPECT_NE(expect_error([&] {
+              (void)generate(model, tokenizer, prompt, bad);
+            }).find("A sampler chose token 64, outside the vocabulary of 64"),
+            std::string::npos);
+  bad = plain;
+  bad.hooks.chooser = [](const array& logprobs) { return logprobs; };
+  EXPECT_NE(expect_error([&] {
+              (void)generate(model, tokenizer, prompt, bad);
+            }).find("A sampler must return one integer token; got shape (1,64) and dtype float32"),
+            std::string::npos);
+  bad = argmax_sampler;
+  bad.draft_model = &model;
+  EXPECT_NE(
+      expect_error([&] { (void)generate(model, tokenizer, prompt, bad); }).find("cannot be used with a draft model"),
+      std::string::npos);
+}
+
 // ---------------------------------------------------------------- batches
 
 TEST(BatchKVCache, MaskHidesPaddingAndFollowsCausality) {

@@ -71,7 +71,7 @@ struct BatchGenerator::Sequence {
         cached(cached_tokens),
         prefix(std::move(cached_prefix)),
         sampler(options.sampling, model.vocab_size(), tokens, options.constraint,
-                detail::stop_ids(tokenizer, options.stop_ids)),
+                detail::stop_ids(tokenizer, options.stop_ids), options.hooks),
         output(tokenizer, options, static_cast<int>(tokens.size()), cached_tokens),
         next(tokens.back()) {}
 

@@ -44,7 +44,7 @@ void stream_generate(LanguageModel& model, const Tokenizer& tokenizer, const std
   }
   reset_peak_memory();
   detail::SequenceSampler sampler(options.sampling, model.vocab_size(), prompt, options.constraint,
-                                  detail::stop_ids(tokenizer, options.stop_ids));
+                                  detail::stop_ids(tokenizer, options.stop_ids), options.hooks);
   PromptCache fresh;
   PromptCache& state = options.prompt_cache != nullptr ? *options.prompt_cache : fresh;
   const int prompt_tokens = static_cast<int>(prompt.size());

@@ -37,6 +37,10 @@ struct GenerateOptions {
   int max_tokens = 256;
   /// How each token is chosen (greedy by default), and how many top log-probabilities each token reports.
   SamplingParams sampling;
+  /// mlx_lm's logits_processors and sampler: functions of the caller's own, for what `sampling` cannot express
+  /// (processors run first, on the raw logits; a chooser replaces the temperature, the filters and the draw).
+  /// Reported log-probabilities stay the model's own. Not with a draft model.
+  SamplingHooks hooks;
   /// Generation stops where one of these appears in the text; the text from it on is not returned.
   std::vector<std::string> stop_strings;
   /// Ids that end generation besides the tokenizer's EOS and end-of-turn ids (a generation config's eos ids).

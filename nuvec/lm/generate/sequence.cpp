@@ -43,6 +43,10 @@ void check_options(const GenerateOptions& options, const char* caller) {
   if (options.draft_model != nullptr && options.constraint != nullptr) {
     throw_unsupported(nuvec::detail::op_prefix(caller) + "a token constraint cannot be used with a draft model.");
   }
+  if (options.draft_model != nullptr && !options.hooks.empty()) {
+    throw_unsupported(nuvec::detail::op_prefix(caller) +
+                      "logits processors and samplers of the caller's own cannot be used with a draft model.");
+  }
   if (options.draft_model != nullptr && options.num_draft <= 0) {
     fail("num_draft must be positive", options.num_draft);
   }
@@ -165,11 +169,13 @@ void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int coun
 }
 
 SequenceSampler::SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt,
-                                 std::shared_ptr<TokenConstraint> constraint, std::vector<int32_t> stop_ids)
+                                 std::shared_ptr<TokenConstraint> constraint, std::vector<int32_t> stop_ids,
+                                 SamplingHooks hooks)
     : sampler_(params, vocab_size),
       prompt_(std::move(prompt)),
       constraint_(std::move(constraint)),
       stop_ids_(std::move(stop_ids)) {
+  sampler_.set_hooks(std::move(hooks));
   if (constraint_) {
     mask_.resize(static_cast<size_t>(vocab_size));
     update_mask();
@@ -216,7 +222,7 @@ GenerationResponse SequenceSampler::accept(SampledToken picked) {
 bool SequenceSampler::needs_history() const {
   const SamplingParams& p = sampler_.params();
   return p.repetition_penalty != 1.0F || p.presence_penalty != 0.0F || p.frequency_penalty != 0.0F ||
-         constraint_ != nullptr;
+         constraint_ != nullptr || !sampler_.hooks().processors.empty();
 }
 
 GenerationResponse SequenceSampler::describe(const array& logits, int32_t token) const {

@@ -54,7 +54,8 @@ int keep_prefix(Cache& cache, int keep, const std::function<Cache()>& fresh);
 class SequenceSampler {
  public:
   SequenceSampler(const SamplingParams& params, int vocab_size, std::vector<int32_t> prompt,
-                  std::shared_ptr<TokenConstraint> constraint = nullptr, std::vector<int32_t> stop_ids = {});
+                  std::shared_ptr<TokenConstraint> constraint = nullptr, std::vector<int32_t> stop_ids = {},
+                  SamplingHooks hooks = {});
 
   /// Chooses from logits (1, V): the response's token, log-probability and top ones; the token joins the history.
   GenerationResponse choose(const array& logits);
@@ -64,8 +65,8 @@ class SequenceSampler {
   /// The response for a choice read back from `sample` (or from this sequence's row of a batch); its token joins the
   /// history and goes to the constraint.
   GenerationResponse accept(SampledToken picked);
-  /// Whether a penalty reads the history or a constraint masks the next choice, so each token must be read back
-  /// before the next step's choice is built.
+  /// Whether a penalty or a logits processor reads the history, or a constraint masks the next choice, so each token
+  /// must be read back before the next step's choice is built.
   [[nodiscard]] bool needs_history() const;
   /// Whether the constraint allows no token now (stop ids included): the sequence ends.
   [[nodiscard]] bool exhausted() const { return exhausted_; }

@@ -68,6 +68,69 @@ array draw(const array& processed, std::span<const SamplingRow> rows) {
   return where(array(greedy.begin(), column, bool_), argmax(processed, -1, true), sampled);
 }
 
+/// Row b's ids so far, prompt then generated, as (N) int32.
+array history_ids(const TokenHistory& history) {
+  std::vector<int32_t> ids(history.prompt.begin(), history.prompt.end());
+  ids.insert(ids.end(), history.generated.begin(), history.generated.end());
+  return array(ids.begin(), Shape{static_cast<int32_t>(ids.size())}, int32);
+}
+
+/// `raw` (B, V) float32 after each row's own processors (rows without any pass unchanged).
+array run_processors(const array& raw, std::span<const SamplingRow> rows) {
+  const int32_t vocab_size = raw.shape(1);
+  std::vector<array> out;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const auto r = static_cast<int32_t>(b);
+    array row = slice(raw, {r, 0}, {r + 1, vocab_size});
+    const auto& processors = rows[b].sampler->hooks().processors;
+    if (!processors.empty()) {
+      const array ids = history_ids(rows[b].history);
+      for (const auto& processor : processors) {
+        row = processor(ids, row);
+        if (row.shape() != Shape{1, vocab_size} || !is_floating(row.dtype())) {
+          std::ostringstream message;
+          message << "[sample] A logits processor must return floating logits of shape (1, " << vocab_size
+                  << "); got shape " << row.shape() << " and dtype " << row.dtype() << ".";
+          throw_invalid(message.str());
+        }
+        row = astype(row, float32);
+      }
+    }
+    out.push_back(row);
+  }
+  return concatenate(out, 0);
+}
+
+/// The choice of each row of `processed` (B, V) as (B, 1) uint32: a row with a chooser takes its chooser's token,
+/// given the row's log-probabilities (read back at once, to check it), the others as `draw` chooses.
+array choose_with_hooks(const array& processed, std::span<const SamplingRow> rows) {
+  const int32_t vocab_size = processed.shape(1);
+  std::vector<array> chosen;
+  for (size_t b = 0; b < rows.size(); ++b) {
+    const auto r = static_cast<int32_t>(b);
+    const array row = slice(processed, {r, 0}, {r + 1, vocab_size});
+    const TokenChooser& chooser = rows[b].sampler->hooks().chooser;
+    if (!chooser) {
+      chosen.push_back(draw(row, rows.subspan(b, 1)));
+      continue;
+    }
+    const array token = chooser(row - logsumexp(row, -1, true));
+    if (token.size() != 1 || !is_integer(token.dtype())) {
+      std::ostringstream message;
+      message << "[sample] A sampler must return one integer token; got shape " << token.shape() << " and dtype "
+              << token.dtype() << ".";
+      throw_invalid(message.str());
+    }
+    const auto id = astype(token, int64).item<int64_t>();
+    if (id < 0 || id >= vocab_size) {
+      throw_invalid("[sample] A sampler chose token " + std::to_string(id) + ", outside the vocabulary of " +
+                    std::to_string(vocab_size) + ".");
+    }
+    chosen.push_back(array(static_cast<uint32_t>(id)) * ones({1, 1}, uint32));
+  }
+  return concatenate(chosen, 0);
+}
+
 }  // namespace
 
 void SamplingParams::validate(int vocab_size) const {
@@ -161,9 +224,12 @@ SampledTokens sample(const array& logits, std::span<const SamplingRow> rows) {
   const int32_t vocab_size = logits.shape(1);
   auto raw = astype(logits, float32);
   auto log_total = logsumexp(raw, -1, true);
-  auto processed = process_logits(logits, rows);
+  const bool hooked = std::ranges::any_of(rows, [](const SamplingRow& row) { return !row.sampler->hooks().empty(); });
+  auto processed = process_logits(hooked ? run_processors(raw, rows) : logits, rows);
   const bool all_greedy = std::ranges::all_of(rows, [](const SamplingRow& row) { return row.sampler->greedy(); });
-  auto chosen = all_greedy ? argmax(processed, -1, true) : draw(processed, rows);
+  auto chosen = all_greedy ? argmax(processed, -1, true)
+                : hooked   ? choose_with_hooks(processed, rows)
+                           : draw(processed, rows);
 
   std::vector<int> top_counts;
   for (const auto& row : rows) {

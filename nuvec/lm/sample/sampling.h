@@ -8,9 +8,11 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "nuvec/core/array.h"
@@ -49,6 +51,21 @@ struct TokenHistory {
 
 struct SampledTokens;
 
+/// mlx_lm's logits processor: a sequence's ids so far ((N) int32, prompt and generated) and its logits (1, V) to the
+/// logits (1, V) to sample from.
+using LogitsProcessor = std::function<array(const array& ids, const array& logits)>;
+/// mlx_lm's sampler: a sequence's log-probabilities (1, V), after every processor, to its chosen token (one integer).
+using TokenChooser = std::function<array(const array& logprobs)>;
+
+/// A sequence's own functions, for choices its parameters cannot express: processors that run first, in order, on
+/// the raw logits (the parameters' logit bias and penalties come after them), and a chooser that replaces the
+/// temperature, the filters and the draw (the argmax or the parameters' draw without one).
+struct SamplingHooks {
+  std::vector<LogitsProcessor> processors;
+  TokenChooser chooser;
+  [[nodiscard]] bool empty() const { return processors.empty() && !chooser; }
+};
+
 /// One sequence's sampling state: its parameters and its random key. Each draw splits the key as random::split does,
 /// draws with the second half and keeps the first (MLX's discipline for its global key), so the n-th draw depends on
 /// the seed and n alone, never on the batch the sequence is in.
@@ -60,7 +77,9 @@ class Sampler {
   [[nodiscard]] const SamplingParams& params() const { return params_; }
   [[nodiscard]] int vocab_size() const { return vocab_size_; }
   /// Whether the sequence takes the argmax (temperature 0) and so never draws.
-  [[nodiscard]] bool greedy() const { return params_.temperature == 0.0F; }
+  [[nodiscard]] bool greedy() const { return params_.temperature == 0.0F && !hooks_.chooser; }
+  [[nodiscard]] const SamplingHooks& hooks() const { return hooks_; }
+  void set_hooks(SamplingHooks hooks) { hooks_ = std::move(hooks); }
 
   /// Samples one token from logits (V) or (1, V); the batch form is `sample`.
   SampledTokens sample(const array& logits, TokenHistory history = {});
@@ -72,6 +91,7 @@ class Sampler {
  private:
   SamplingParams params_;
   int vocab_size_;
+  SamplingHooks hooks_;
   std::array<uint32_t, 2> key_{};
 };
 
@@ -110,8 +130,8 @@ struct SampledTokens {
   [[nodiscard]] std::vector<SampledToken> read() const;
 };
 
-/// Samples one token for each row of `logits` (B, V), row b as rows[b] says. Logits may be float32, float16,
-/// bfloat16 or float64; the work is done in float32.
+/// Samples one token for each row of `logits` (B, V), row b as rows[b] says (its sampler's hooks included). Logits may
+/// be float32, float16, bfloat16 or float64; the work is done in float32.
 SampledTokens sample(const array& logits, std::span<const SamplingRow> rows);
 
 }  // namespace nuvec::lm
