@@ -3,13 +3,38 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "nuvec/core/error.h"
+
+// Heap allocations made by this thread while counting (the cache's own bookkeeping must make none for small
+// buffers): the global operator new is replaced for this test binary, forwarding to malloc as the default does.
+namespace {
+thread_local bool counting_news = false;
+thread_local int news = 0;
+
+void* counted_new(std::size_t size) {
+  news += counting_news ? 1 : 0;
+  return std::malloc(size == 0 ? 1 : size);
+}
+}  // namespace
+
+void* operator new(std::size_t size) {
+  if (void* p = counted_new(size)) {
+    return p;
+  }
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t size, const std::nothrow_t& /*tag*/) noexcept { return counted_new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t /*size*/) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t& /*tag*/) noexcept { std::free(p); }
 
 namespace nuvec {
 namespace {
@@ -99,6 +124,31 @@ TEST_F(AllocatorTest, ReusesFreedBufferOfSameClass) {
     EXPECT_EQ(third.size(), class_bytes(size) - 1);
     allocator::free(third);
   }
+}
+
+TEST_F(AllocatorTest, CachingASmallBufferAllocatesNothing) {
+  // A buffer from the C heap keeps its cache record in its own bytes; a mapped one (from 1 MiB) gets a record of its
+  // own, so caching it never writes to (and faults in) its pages.
+  for (size_t size : {size_t{16}, size_t{1000}, size_t{100000}}) {
+    Buffer warm = allocator::malloc(size);
+    allocator::free(warm);
+    counting_news = true;
+    news = 0;
+    for (int i = 0; i < 100; ++i) {
+      Buffer b = allocator::malloc(size);
+      std::memset(b.raw_ptr(), 0xab, size);  // the record is gone once the buffer is handed out
+      allocator::free(b);
+    }
+    counting_news = false;
+    EXPECT_EQ(news, 0) << size;
+    EXPECT_EQ(get_cache_memory(), class_bytes(size)) << size;
+    clear_cache();
+  }
+  counting_news = true;
+  news = 0;
+  allocator::free(allocator::malloc(size_t{2} << 20));
+  counting_news = false;
+  EXPECT_EQ(news, 1);
 }
 
 TEST_F(AllocatorTest, CountsActiveAndCachedMemoryInClassSizes) {
