@@ -188,6 +188,7 @@ std::vector<int> from_front(const Plan& plan, int index_ndim, int result_ndim) {
     return order;
   }
   std::vector<int> moved;
+  moved.reserve(order.size());
   for (int i = 0; i < p; ++i) {
     moved.push_back(index_ndim + i);
   }

@@ -40,6 +40,7 @@ array sample_rows(const lm::SamplingParams& params, const array& logits) {
   std::vector<lm::Sampler> samplers;
   samplers.reserve(static_cast<size_t>(rows2d.shape(0)));
   std::vector<lm::SamplingRow> rows;
+  rows.reserve(samplers.capacity());
   for (int b = 0; b < rows2d.shape(0); ++b) {
     rows.push_back({&samplers.emplace_back(params, rows2d.shape(1))});
   }

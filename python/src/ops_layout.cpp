@@ -142,6 +142,7 @@ void init_ops_layout(py::module_& m, ArrayClass& cls) {
             return py::cast(lift(inputs[0]));
           }
           std::vector<array> out;
+          out.reserve(inputs.size());
           for (const auto& a : inputs) {
             out.push_back(lift(a));
           }
