@@ -534,6 +534,7 @@ class CustomFunction {
         py::gil_scoped_acquire gil;
         // The rule sees a tangent for every primal: zeros for those not differentiated.
         std::vector<array> all;
+        all.reserve(primals.size());
         for (const auto& p : primals) {
           all.push_back(zeros_like(p));
         }

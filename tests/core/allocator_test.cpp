@@ -231,7 +231,7 @@ TEST_F(AllocatorTest, EvictsLeastRecentlyFreedFirst) {
 
   // Freeing past the limit evicts too, oldest first, within one class as well.
   clear_cache();
-  set_cache_limit(2 * 1024);
+  set_cache_limit(size_t{2} * 1024);
   Buffer x1 = allocator::malloc(1024);
   Buffer x2 = allocator::malloc(1024);
   Buffer x3 = allocator::malloc(1024);
@@ -397,6 +397,7 @@ TEST_F(AllocatorTest, ConcurrentAllocationAndFree) {
   const std::vector<size_t> sizes = {1, 64, 100, 1000, 4096, 10000, 70000, size_t{1} << 20, (size_t{5} << 20) / 2};
 
   std::vector<std::thread> threads;
+  threads.reserve(thread_count);
   std::vector<int> failures(thread_count, 0);
   for (int t = 0; t < thread_count; ++t) {
     threads.emplace_back([&, t] {
