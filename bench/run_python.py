@@ -5,7 +5,8 @@
   PyTorch's `a + b` (eager, so already computed), and the ratios; then the same op only built (nuvec's lazy node),
   with a Python scalar, and converted to NumPy (np.asarray of the result); a reduction as a function and as a
   method (evaluated), and two views (a.reshape, a.T: built only, as NumPy's are views too); a unary function, a
-  cumulative method and a concatenation built only; two properties; np.asarray of an evaluated array;
+  cumulative method and a concatenation built only; two properties; np.asarray of an evaluated array; clip built
+  only and a split into two views;
 - a large element-wise op: x + y over 2^24 float32 from Python, against the same row of the C++ benchmark
   (nuvec_bench --rows add), and the ratio.
 
@@ -58,6 +59,8 @@ SMALL_OPS = [
     ("a.shape", "a.shape", "x.shape", "s.shape"),
     ("a.dtype", "a.dtype", "x.dtype", "s.dtype"),
     ("np.asarray(a)", "np.asarray(a)", "np.asarray(x)", "np.asarray(s)"),
+    ("clip, built", "mx.clip(a, 1.0, 2.0)", "np.clip(x, 1.0, 2.0)", "torch.clamp(s, 1.0, 2.0)"),
+    ("a.split(2)", "a.split(2)", "np.split(x, 2)", "s.split(2)"),
 ]
 
 

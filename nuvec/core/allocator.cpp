@@ -11,6 +11,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "nuvec/core/backend.h"
@@ -136,6 +137,29 @@ struct CachedBlock {
   CachedBlock* class_newer = nullptr;
 };
 
+// A buffer from the C heap holds its own record while cached (in its first bytes, unused until it is handed out
+// again), so freeing and reusing a small buffer allocates nothing: a small op frees and reuses one per evaluation.
+// A mapped buffer gets a record of its own: writing one into it could fault in a page (or a huge page) never used.
+static_assert(sizeof(CachedBlock) <= detail::small_step && std::is_trivially_destructible_v<CachedBlock>,
+              "a cache record fits in the smallest size class");
+
+bool record_inside(const SizeClass& size_class) { return size_class.bytes < mmap_threshold; }
+
+/// The cache record of the buffer at `ptr`; null when one of its own could not be allocated.
+CachedBlock* new_record(void* ptr, const SizeClass& size_class) noexcept {
+  if (record_inside(size_class)) {
+    return new (ptr) CachedBlock{ptr, size_class};
+  }
+  return new (std::nothrow) CachedBlock{ptr, size_class};
+}
+
+/// Ends a record; one inside its buffer must go before the buffer is handed out or released.
+void delete_record(CachedBlock* block) noexcept {
+  if (!record_inside(block->size_class)) {
+    delete block;
+  }
+}
+
 /// The cache of freed buffers; every operation is O(1). Reuse takes the newest buffer of a class (its memory is
 /// the most likely to still be in CPU caches and mapped); eviction takes the oldest of all, which is also the
 /// oldest of its class, so both lists only ever lose an end. Not synchronized: the caller holds the mutex.
@@ -216,8 +240,10 @@ class Evicted {
     while (head_ != nullptr) {
       CachedBlock* block = head_;
       head_ = block->older;
-      system_free(block->ptr, block->size_class.bytes);
-      delete block;
+      void* ptr = block->ptr;
+      size_t bytes = block->size_class.bytes;
+      delete_record(block);
+      system_free(ptr, bytes);
     }
   }
 
@@ -349,7 +375,7 @@ Buffer malloc(size_t size) {
   }
   if (reused != nullptr) {
     void* ptr = reused->ptr;
-    delete reused;
+    delete_record(reused);
     return Buffer{ptr, size};
   }
   evicted.release();
@@ -394,8 +420,8 @@ void free(Buffer buffer) noexcept {
     return;
   }
   SizeClass size_class = detail::size_class(buffer.size());
-  // Allocated before taking the lock; without it the buffer simply goes back to the system.
-  auto* block = new (std::nothrow) CachedBlock{ptr, size_class};
+  // Made before taking the lock; without one the buffer simply goes back to the system.
+  CachedBlock* block = new_record(ptr, size_class);
   State& s = state();
   Evicted evicted;
   bool cached = false;
@@ -411,8 +437,10 @@ void free(Buffer buffer) noexcept {
     }
   }
   if (!cached) {
+    if (block != nullptr && !record_inside(size_class)) {
+      delete block;  // never linked: the record of its own made above
+    }
     system_free(ptr, size_class.bytes);
-    delete block;
   }
 }
 

@@ -19,6 +19,8 @@ struct Node {
   Primitive primitive;
   Stream stream;
   std::vector<array> inputs;
+  // Empty for a node made with one output, which is then the one array holding it: most ops build such a node, and
+  // the list would cost an allocation and a weak reference each.
   std::vector<std::weak_ptr<ArrayDesc>> outputs;
   // Shapes and dtypes of the outputs of a multi-output node, so a dropped one
   // can be stood in for by an array kernels may write as if it were alive.
@@ -179,8 +181,7 @@ array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void
 array::array(Shape shape, Dtype dtype, Primitive primitive, std::vector<array> inputs, Stream stream)
     : array(std::move(shape), dtype) {
   desc_->is_tracer = std::any_of(inputs.begin(), inputs.end(), [](const array& in) { return in.desc_->is_tracer; });
-  desc_->node = std::make_shared<detail::Node>(
-      detail::Node{std::move(primitive), stream, std::move(inputs), {std::weak_ptr<detail::ArrayDesc>(desc_)}});
+  desc_->node = std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}});
 }
 
 std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes, Primitive primitive,
@@ -266,7 +267,7 @@ const std::vector<array>& array::inputs() const {
 }
 
 std::vector<array> array::outputs() const {
-  if (!desc_->node) {
+  if (!desc_->node || desc_->node->outputs.empty()) {
     return {*this};
   }
   std::vector<array> result;

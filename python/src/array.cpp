@@ -32,7 +32,7 @@ class ArrayIterator {
   int index_ = 0;
 };
 
-py::bytes state_bytes(array a) {
+py::bytes state_bytes(const array& a) {
   auto dense = contiguous(a);
   eval_released(dense);
   return {static_cast<const char*>(dense.raw_data()), dense.nbytes()};
@@ -79,9 +79,11 @@ py::object size_of_array(const array& a) { return py::int_(a.size()); }
 py::object itemsize_of(const array& a) { return py::int_(a.itemsize()); }
 py::object nbytes_of(const array& a) { return py::int_(a.nbytes()); }
 py::object transposed(const array& a) { return wrap(transpose(a)); }
+py::object real_part(const array& a) { return wrap(real(a)); }
+py::object imaginary_part(const array& a) { return wrap(imag(a)); }
 
 // Each doc's first line is the getter's signature, as pybind11 writes a property's (the stubs read it).
-std::array<PyGetSetDef, 7> getters = {{
+std::array<PyGetSetDef, 9> getters = {{
     {"shape", &getter<&shape_of>, nullptr, "(self: nuvec.core.array) -> tuple\n\nThe size of each axis.", nullptr},
     {"dtype", &getter<&dtype_of>, nullptr, "(self: nuvec.core.array) -> nuvec.core.Dtype\n\nThe element type.",
      nullptr},
@@ -93,30 +95,26 @@ std::array<PyGetSetDef, 7> getters = {{
      nullptr},
     {"T", &getter<&transposed>, nullptr,
      "(self: nuvec.core.array) -> nuvec.core.array\n\nThe array with its axes reversed.", nullptr},
+    {"real", &getter<&real_part>, nullptr, "(self: nuvec.core.array) -> nuvec.core.array\n\nThe real part.", nullptr},
+    {"imag", &getter<&imaginary_part>, nullptr, "(self: nuvec.core.array) -> nuvec.core.array\n\nThe imaginary part.",
+     nullptr},
 }};
 
 }  // namespace
 
-py::class_<array> init_array(py::module_& m) {
+ArrayClass init_array(py::module_& m) {
   py::class_<ArrayIterator>(m, "_ArrayIterator")
       .def("__next__", &ArrayIterator::next)
       .def("__iter__", [](py::object self) { return self; });
 
-  // buffer_protocol gives the type its slot table; buffer.cpp fills it.
-  py::class_<array> cls(m, "array", py::buffer_protocol(), "A lazy n-dimensional array.");
-  set_array_type(cls);
-  cls.def(py::init([](py::object val, std::optional<Dtype> dtype) { return to_array(val, dtype); }), py::arg("val"),
-          py::arg("dtype") = py::none(),
-          "An array from a scalar, a nested list or tuple, a NumPy array, a buffer or a DLPack object.")
-      .def_property_readonly("real", [](const array& a) { return real(a); })
-      .def_property_readonly("imag", [](const array& a) { return imag(a); })
-      .def("__repr__",
-           [](array a) {
-             eval_released(a);
-             std::ostringstream os;
-             os << a;
-             return os.str();
-           })
+  ArrayClass cls(make_array_type(m));
+  cls.def("__repr__",
+          [](const array& a) {
+            eval_released(a);
+            std::ostringstream os;
+            os << a;
+            return os.str();
+          })
       .def("__len__",
            [](const array& a) {
              if (a.ndim() == 0) {
@@ -145,10 +143,28 @@ py::class_<array> init_array(py::module_& m) {
       .def("__copy__", [](const array& a) { return copy(a); })
       .def(
           "__deepcopy__", [](const array& a, const py::object&) { return copy(a); }, py::arg("memo"))
-      .def(py::pickle([](const array& a) { return py::make_tuple(state_bytes(a), py::cast(a.shape()), a.dtype()); },
-                      [](const py::tuple& t) {
-                        return from_state(t[0].cast<py::bytes>(), t[1].cast<Shape>(), t[2].cast<Dtype>());
-                      }));
+      // Pickled as pybind11's py::pickle did (copyreg's __newobj__, then __setstate__), so earlier pickles load.
+      .def("__getstate__",
+           [](const array& a) { return py::make_tuple(state_bytes(a), py::cast(a.shape()), a.dtype()); });
+  // __init__ and __setstate__ are fast methods: pybind11 takes functions of these names for constructors of its own
+  // classes, which this type is not. Python calls __init__ after the type's tp_new made the object.
+  def_fast_method(cls,
+                  "__init__(self: nuvec.core.array, val: object, dtype: Optional[nuvec.core.Dtype] = None) -> None\n\n"
+                  "An array from a scalar, a nested list or tuple, a NumPy array, a buffer or a DLPack object.",
+                  [](const Arguments& args) {
+                    array_of(args[0]) =
+                        to_array(args[1], args.given(2) ? std::optional<Dtype>(args.to_dtype(2)) : std::nullopt);
+                    return py::none();
+                  });
+  def_fast_method(cls, "__setstate__(self: nuvec.core.array, arg0: tuple) -> None", [](const Arguments& args) {
+    py::handle state = args[1];
+    if (!PyTuple_Check(state.ptr()) || PyTuple_GET_SIZE(state.ptr()) != 3) {
+      throw py::type_error("__setstate__(): the state must be a tuple (bytes, shape, dtype)");
+    }
+    auto t = py::reinterpret_borrow<py::tuple>(state);
+    array_of(args[0]) = from_state(t[0].cast<py::bytes>(), t[1].cast<Shape>(), t[2].cast<Dtype>());
+    return py::none();
+  });
   for (Dtype t : all_dtypes) {
     py::object dtype = m.attr(std::string(dtype_name(t)).c_str());
     dtype_objects[static_cast<size_t>(t.val)] = dtype.release().ptr();  // the module's own: never released

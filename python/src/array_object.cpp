@@ -1,44 +1,99 @@
-// The Python objects of nuvec arrays without pybind11's per-call type lookups: pybind11 finds a bound type by hashing
-// its C++ type name on every isinstance, argument load and return, which dominated the cost of a small op.
+// The Python objects of nuvec arrays. A pybind11 class costs a small op more than the op's node: its instances keep
+// a pointer to a heap copy of the array with a holder beside it (allocated and freed per result), and pybind11 finds
+// a bound type by hashing its C++ name on every isinstance, argument load and return. Here the array lives inside
+// the object, which is made and freed by the type's own slots.
 
-#include "python/src/convert.h"
+#include "python/src/array_object.h"
+
+#include <structmember.h>
+
+#include <cstddef>
+#include <new>
 
 namespace nuvec::python {
 namespace {
 
+/// A nuvec.core.array: the array's handle inline, then the weak reference list (weakref.ref(a) works as on any
+/// class).
+struct ArrayObject {
+  PyObject ob_base;
+  alignas(array) std::byte storage[sizeof(array)];
+  PyObject* weakrefs;
+};
+
 PyTypeObject* array_type = nullptr;
-const py::detail::type_info* array_type_info = nullptr;
+
+array* value_of(PyObject* self) {
+  return std::launder(reinterpret_cast<array*>(reinterpret_cast<ArrayObject*>(self)->storage));
+}
+
+/// What a new object holds until __init__ gives it its value (array.__new__(array), unpickling before
+/// __setstate__): every object holds a valid array, so the per-op path never checks.
+const array& placeholder() {
+  static const auto* const value = new array(0.0F);  // never freed: objects may outlive static destructors
+  return *value;
+}
+
+PyObject* array_new(PyTypeObject* type, PyObject* /*args*/, PyObject* /*kwargs*/) {
+  PyObject* self = type->tp_alloc(type, 0);
+  if (self == nullptr) {
+    return nullptr;
+  }
+  new (reinterpret_cast<ArrayObject*>(self)->storage) array(placeholder());
+  return self;
+}
+
+void array_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  if (reinterpret_cast<ArrayObject*>(self)->weakrefs != nullptr) {
+    PyObject_ClearWeakRefs(self);
+  }
+  value_of(self)->~array();
+  type->tp_free(self);
+  Py_DECREF(type);  // instances of heap types hold a reference to their type
+}
 
 }  // namespace
 
+py::object make_array_type(py::module_& m) {
+  static PyMemberDef members[] = {
+      {"__weaklistoffset__", T_PYSSIZET, offsetof(ArrayObject, weakrefs), READONLY, nullptr},
+      {nullptr, 0, 0, 0, nullptr},
+  };
+  static const char* doc = "A lazy n-dimensional array.";
+  static PyType_Slot slots[] = {
+      {Py_tp_new, reinterpret_cast<void*>(&array_new)},
+      {Py_tp_dealloc, reinterpret_cast<void*>(&array_dealloc)},
+      {Py_tp_members, static_cast<void*>(members)},
+      {Py_tp_doc, const_cast<char*>(doc)},
+      {0, nullptr},
+  };
+  static PyType_Spec spec = {"nuvec.core.array", sizeof(ArrayObject), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+                             slots};
+  auto type = py::reinterpret_steal<py::object>(PyType_FromModuleAndSpec(m.ptr(), &spec, nullptr));
+  if (!type) {
+    throw py::error_already_set();
+  }
+  set_array_type(type);
+  m.attr("array") = type;
+  return type;
+}
+
 void set_array_type(py::handle type) {
-  array_type = reinterpret_cast<PyTypeObject*>(type.ptr());
-  array_type_info = py::detail::get_type_info(array_type);
+  array_type = reinterpret_cast<PyTypeObject*>(type.inc_ref().ptr());  // kept for the life of the process
 }
 
 bool is_array(py::handle value) { return PyObject_TypeCheck(value.ptr(), array_type) != 0; }
 
-array& array_of(py::handle value) {
-  auto* instance = reinterpret_cast<py::detail::instance*>(value.ptr());
-  return *static_cast<array*>(instance->get_value_and_holder(array_type_info).value_ptr());
-}
+array& array_of(py::handle value) { return *value_of(value.ptr()); }
 
-// What pybind11's cast of a returned array does (a new instance owning a moved value, with its holder), minus its two
-// lookups of the type by C++ name and its registration: pybind11 registers an instance (a hash map entry, inserted
-// here and erased at deallocation) only to return that same Python object when C++ later returns a reference to its
-// value, and a new result's value is reachable from no C++ reference. Unregistered, such a return gives a new
-// Python object holding a copy of the handle, the same array.
 py::object wrap(array a) {
-  using Holder = py::class_<array>::holder_type;
-  static_assert(std::is_same_v<Holder, std::unique_ptr<array>>, "wrap builds the holder py::class_<array> declares");
-  auto object = py::reinterpret_steal<py::object>(py::detail::make_new_instance(array_type));
-  auto* instance = reinterpret_cast<py::detail::instance*>(object.ptr());
-  auto value = instance->get_value_and_holder(array_type_info);
-  value.value_ptr() = new array(std::move(a));
-  instance->owned = true;
-  new (&value.holder<Holder>()) Holder(value.value_ptr<array>());
-  value.set_holder_constructed();
-  return object;
+  PyObject* self = array_type->tp_alloc(array_type, 0);
+  if (self == nullptr) {
+    throw py::error_already_set();
+  }
+  new (reinterpret_cast<ArrayObject*>(self)->storage) array(std::move(a));
+  return py::reinterpret_steal<py::object>(self);
 }
 
 void set_python_error() {

@@ -115,13 +115,13 @@ void release_buffer(PyObject* /*obj*/, Py_buffer* view) { delete static_cast<Exp
 
 }  // namespace
 
-void init_buffer(py::class_<array>& cls) {
+void init_buffer(ArrayClass& cls) {
   auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
   type->tp_as_buffer->bf_getbuffer = get_buffer;
   type->tp_as_buffer->bf_releasebuffer = release_buffer;
   cls.def(
       "__array__",
-      [](const array& a, py::object dtype) {
+      [](const array& a, const py::object& dtype) {
         // NumPy has no bfloat16: MLX raises rather than convert, so a silent float32 copy never stands in for a view.
         if (a.dtype() == bfloat16) {
           throw py::type_error(

@@ -2,15 +2,16 @@
 
 // Conversions between Python values and nuvec arrays, shared by every binding file.
 
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
 #include <optional>
 #include <variant>
 #include <vector>
 
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
-
 #include "nuvec/core/array.h"
 #include "nuvec/core/ops.h"
+#include "python/src/array_object.h"
 
 namespace py = pybind11;
 
@@ -18,24 +19,6 @@ namespace nuvec::python {
 
 /// An `axis=` argument: one axis, several, or none (all axes).
 using Axes = std::optional<std::variant<int, std::vector<int>>>;
-
-/// Records nuvec.core.array's type for the functions below (init_array calls it once the class exists).
-void set_array_type(py::handle type);
-/// Whether `value` is a nuvec array (or of a subclass of it): the cheap check of the per-op path.
-bool is_array(py::handle value);
-/// The array held by `value`, which is_array accepts.
-array& array_of(py::handle value);
-/// `a` as a new Python array object.
-py::object wrap(array a);
-/// An op's result as a binding returns it: pybind11 converts it with wrap, and signatures still read
-/// nuvec.core.array.
-struct Result {
-  array value;
-};
-
-/// Turns the C++ exception being handled into the Python error pybind11's translators give it (for functions called
-/// by Python directly, outside pybind11's dispatcher); call it from a catch block, then return nullptr to Python.
-void set_python_error();
 
 /// An array from any array-like Python value: an array, a Python scalar, a nested list or tuple, a NumPy array or
 /// another buffer, or a DLPack object. Python scalars take `dtype` when given (MLX's weak scalars), else bool, int32,
@@ -63,15 +46,3 @@ void eval_released(const array& a);
 std::vector<int> axes_or_all(const Axes& axes, const array& a);
 
 }  // namespace nuvec::python
-
-namespace pybind11::detail {
-
-template <>
-struct type_caster<nuvec::python::Result> {
-  static constexpr auto name = const_name("nuvec.core.array");
-  static handle cast(nuvec::python::Result result, return_value_policy /*policy*/, handle /*parent*/) {
-    return nuvec::python::wrap(std::move(result.value)).release();
-  }
-};
-
-}  // namespace pybind11::detail

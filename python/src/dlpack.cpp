@@ -1,11 +1,10 @@
 #include "python/src/dlpack.h"
 
-#include "python/src/bindings.h"
-
 #include <string>
 #include <vector>
 
 #include "nuvec/core/device.h"
+#include "python/src/bindings.h"
 
 namespace nuvec::python {
 namespace {
@@ -72,7 +71,7 @@ void delete_exported(dl::ManagedTensor* self) { delete static_cast<Exported*>(se
 
 void capsule_destructor(PyObject* capsule) {
   // A consumer renames the capsule and takes over the tensor; an unconsumed one is released here.
-  if (PyCapsule_IsValid(capsule, capsule_name)) {
+  if (PyCapsule_IsValid(capsule, capsule_name) != 0) {
     auto* managed = static_cast<dl::ManagedTensor*>(PyCapsule_GetPointer(capsule, capsule_name));
     managed->deleter(managed);
   }
@@ -80,7 +79,7 @@ void capsule_destructor(PyObject* capsule) {
 
 }  // namespace
 
-py::capsule to_dlpack(array a) {
+py::capsule to_dlpack(const array& a) {
   eval_released(a);
   auto* exported = new Exported(a);
   exported->shape.assign(a.shape().begin(), a.shape().end());
@@ -116,7 +115,7 @@ array from_dlpack(py::handle obj) {
     }
     capsule = obj.attr("__dlpack__")();
   }
-  if (!PyCapsule_IsValid(capsule.ptr(), capsule_name)) {
+  if (PyCapsule_IsValid(capsule.ptr(), capsule_name) == 0) {
     throw_invalid("[from_dlpack] Expected an unconsumed \"dltensor\" capsule.");
   }
   auto* managed = static_cast<dl::ManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), capsule_name));
@@ -157,7 +156,7 @@ array from_dlpack(py::handle obj) {
   return as_strided(flat, std::move(shape), std::move(strides), 0);
 }
 
-void init_dlpack(py::module_& m, py::class_<array>& cls) {
+void init_dlpack(py::module_& m, ArrayClass& cls) {
   cls.def(
          "__dlpack__", [](const array& a, const py::object& /*stream*/) { return to_dlpack(a); },
          py::arg("stream") = py::none(), "A DLPack capsule viewing the array's memory (evaluates it first).")

@@ -42,7 +42,7 @@ struct ManagedTensor {
 }  // namespace dl
 
 /// A "dltensor" capsule viewing `a`'s memory (evaluated first); the capsule keeps the buffer alive.
-py::capsule to_dlpack(array a);
+py::capsule to_dlpack(const array& a);
 /// An array sharing the memory of an object with __dlpack__ (or of a "dltensor" capsule), without a copy; the
 /// producer's deleter runs when the last view goes.
 array from_dlpack(py::handle obj);

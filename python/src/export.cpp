@@ -61,13 +61,13 @@ std::pair<Args, Kwargs> inputs_of(const py::args& args, const py::kwargs& kwargs
 bool is_path(const py::object& file) { return py::isinstance<py::str>(file) || py::hasattr(file, "__fspath__"); }
 
 std::vector<array> outputs_of(const py::object& out) {
-  if (py::isinstance<array>(out)) {
+  if (is_array(out)) {
     return {out.cast<array>()};
   }
   if (py::isinstance<py::list>(out) || py::isinstance<py::tuple>(out)) {
     std::vector<array> arrays;
     for (auto item : out) {
-      if (!py::isinstance<array>(item)) {
+      if (!is_array(item)) {
         throw py::type_error("[export_function] The function must return an array or a list or tuple of arrays.");
       }
       arrays.push_back(item.cast<array>());
@@ -135,7 +135,7 @@ void init_export(py::module_& m) {
                           metadata.value_or(""));
           return;
         }
-        if (!PyCallable_Check(file_or_callback.ptr())) {
+        if (PyCallable_Check(file_or_callback.ptr()) == 0) {
           throw py::type_error("[export_function] The first argument must be a path or a callback.");
         }
         if (metadata && !metadata->empty()) {

@@ -167,7 +167,7 @@ PyObject* function_entry(PyObject* capsule, PyObject* const* args, Py_ssize_t na
 
 // A method's C function receives the array, not data of its own, so each method gets its own entry point, which
 // finds its function by its index in this table.
-constexpr size_t max_methods = 64;
+constexpr size_t max_methods = 96;
 std::array<const FastFunction*, max_methods> method_table{};
 
 template <size_t I>
@@ -316,7 +316,7 @@ void def_fast(py::module_& m, const std::string& signature, FastBody body) {
   m.attr(f.name.c_str()) = fn;
 }
 
-void def_fast_method(py::class_<array>& cls, const std::string& signature, FastBody body) {
+void def_fast_method(ArrayClass& cls, const std::string& signature, FastBody body) {
   static constexpr auto entries = method_entries(std::make_index_sequence<max_methods>());
   static size_t next = 0;
   if (next == max_methods) {
@@ -333,7 +333,7 @@ void def_fast_method(py::class_<array>& cls, const std::string& signature, FastB
   cls.attr(f.name.c_str()) = method;
 }
 
-void def_fast_both(py::module_& m, py::class_<array>& cls, const std::string& name, const std::string& parameters,
+void def_fast_both(py::module_& m, ArrayClass& cls, const std::string& name, const std::string& parameters,
                    const FastBody& body) {
   def_fast(m, name + "(a: object" + parameters + ") -> nuvec.core.array", body);
   def_fast_method(cls, name + "(self: nuvec.core.array" + parameters + ") -> nuvec.core.array", body);

@@ -68,11 +68,11 @@ inline constexpr const char* stream_parameter =
 void def_fast(py::module_& m, const std::string& signature, FastBody body);
 
 /// Adds the array method whose signature's first parameter is `self`: the array the method is called on.
-void def_fast_method(py::class_<array>& cls, const std::string& signature, FastBody body);
+void def_fast_method(ArrayClass& cls, const std::string& signature, FastBody body);
 
 /// Adds `name` both as a function of an array `a` and as its array method, with the same `parameters` after the
 /// array (starting with ", ") and the same body.
-void def_fast_both(py::module_& m, py::class_<array>& cls, const std::string& name, const std::string& parameters,
+void def_fast_both(py::module_& m, ArrayClass& cls, const std::string& name, const std::string& parameters,
                    const FastBody& body);
 
 }  // namespace nuvec::python

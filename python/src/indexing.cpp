@@ -24,7 +24,7 @@ struct Plan {
 };
 
 bool is_index_array(py::handle v) {
-  if (py::isinstance<array>(v) || py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+  if (is_array(v) || py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
     return true;
   }
   // NumPy arrays (of any rank but 0) index as arrays; NumPy integer scalars and 0-d arrays as integers.
@@ -188,6 +188,7 @@ std::vector<int> from_front(const Plan& plan, int index_ndim, int result_ndim) {
     return order;
   }
   std::vector<int> moved;
+  moved.reserve(order.size());
   for (int i = 0; i < p; ++i) {
     moved.push_back(index_ndim + i);
   }
@@ -310,7 +311,8 @@ array updated(const array& a, py::handle index, py::handle value, UpdateMode mod
     Shape scatter_shape = index_dims;
     scatter_shape.insert(scatter_shape.end(), slice_sizes.begin(), slice_sizes.end());
     auto combined = scatter_update(part, reshape(fitted, scatter_shape), plan, mode);
-    result = slices_everything(plan) ? combined : slice_update(plan.expanded, combined, plan.start, plan.stop, plan.step);
+    result =
+        slices_everything(plan) ? combined : slice_update(plan.expanded, combined, plan.start, plan.stop, plan.step);
   }
   return result.shape() == a.shape() ? result : reshape(result, a.shape());
 }
@@ -323,32 +325,41 @@ struct ArrayAt {
 
 }  // namespace
 
-void init_indexing(py::class_<array>& cls) {
+void init_indexing(ArrayClass& cls) {
   cls.def("__getitem__", &get_item, py::arg("index"))
       .def(
           "__setitem__",
-          [](array& a, py::object index, py::object value) { a = updated(a, index, value, UpdateMode::set); },
+          [](array& a, const py::object& index, const py::object& value) {
+            a = updated(a, index, value, UpdateMode::set);
+          },
           py::arg("index"), py::arg("value"))
       .def_property_readonly(
-          "at", [](const array& a) { return py::cast(ArrayAt{a, py::none()}); },
+          "at",
+          [](const array& a) {
+            return py::cast(ArrayAt{a, py::none()});
+          },
           "Updates at an index that return a new array: a.at[idx].add(v), subtract, multiply, divide, maximum, "
           "minimum (repeated indices all apply).");
   py::class_<ArrayAt>(cls, "_ArrayAt")
-      .def("__getitem__", [](const ArrayAt& at, py::object index) { return ArrayAt{at.a, std::move(index)}; })
-      .def("add", [](const ArrayAt& at, py::object v) { return updated(at.a, at.index, v, UpdateMode::add); })
+      .def("__getitem__",
+           [](const ArrayAt& at, py::object index) {
+             return ArrayAt{at.a, std::move(index)};
+           })
+      .def("add", [](const ArrayAt& at, const py::object& v) { return updated(at.a, at.index, v, UpdateMode::add); })
       .def("subtract",
-           [](const ArrayAt& at, py::object v) {
+           [](const ArrayAt& at, const py::object& v) {
              return updated(at.a, at.index, py::cast(negative(to_array(v, at.a.dtype()))), UpdateMode::add);
            })
       .def("multiply",
-           [](const ArrayAt& at, py::object v) { return updated(at.a, at.index, v, UpdateMode::multiply); })
+           [](const ArrayAt& at, const py::object& v) { return updated(at.a, at.index, v, UpdateMode::multiply); })
       .def("divide",
-           [](const ArrayAt& at, py::object v) {
+           [](const ArrayAt& at, const py::object& v) {
              return updated(at.a, at.index, py::cast(reciprocal(to_array(v, at.a.dtype()))), UpdateMode::multiply);
            })
-      .def("maximum", [](const ArrayAt& at, py::object v) { return updated(at.a, at.index, v, UpdateMode::maximum); })
+      .def("maximum",
+           [](const ArrayAt& at, const py::object& v) { return updated(at.a, at.index, v, UpdateMode::maximum); })
       .def("minimum",
-           [](const ArrayAt& at, py::object v) { return updated(at.a, at.index, v, UpdateMode::minimum); });
+           [](const ArrayAt& at, const py::object& v) { return updated(at.a, at.index, v, UpdateMode::minimum); });
 }
 
 }  // namespace nuvec::python

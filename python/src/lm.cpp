@@ -1,7 +1,6 @@
 // nuvec._lm: the C++ lm library's loading and generation for nuvec.lm (mlx_lm's API, in python/nuvec/lm.py).
 // A module of its own, so `import nuvec.core` does not load the tokenizer's and models' code paths.
 
-#include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <limits>
@@ -16,8 +15,7 @@
 #include "nuvec/lm/generate/generate.h"
 #include "nuvec/lm/load_model.h"
 #include "nuvec/lm/sample/logits_processors.h"
-
-namespace py = pybind11;
+#include "python/src/array_object.h"
 
 namespace nuvec::python {
 namespace {
@@ -25,8 +23,11 @@ namespace {
 /// Logits (V) or (B, V) as (B, V), and whether they were one row.
 std::pair<array, bool> as_rows(const array& logits, const char* op) {
   if (logits.ndim() != 1 && logits.ndim() != 2) {
-    throw_invalid(std::string("[").append(op).append("] Expected logits of shape (V) or (B, V); got ")
-                      .append(std::to_string(logits.ndim())).append(" dimensions."));
+    throw_invalid(std::string("[")
+                      .append(op)
+                      .append("] Expected logits of shape (V) or (B, V); got ")
+                      .append(std::to_string(logits.ndim()))
+                      .append(" dimensions."));
   }
   return {logits.ndim() == 1 ? reshape(logits, {1, logits.shape(0)}) : logits, logits.ndim() == 1};
 }
@@ -39,6 +40,7 @@ array sample_rows(const lm::SamplingParams& params, const array& logits) {
   std::vector<lm::Sampler> samplers;
   samplers.reserve(static_cast<size_t>(rows2d.shape(0)));
   std::vector<lm::SamplingRow> rows;
+  rows.reserve(samplers.capacity());
   for (int b = 0; b < rows2d.shape(0); ++b) {
     rows.push_back({&samplers.emplace_back(params, rows2d.shape(1))});
   }
@@ -93,6 +95,8 @@ py::dict response_dict(const lm::GenerationResponse& r) {
 PYBIND11_MODULE(_lm, m) {
   using namespace nuvec;
   using namespace nuvec::python;
+  // Arrays pass as nuvec.core's objects (array_object.h), whose type this module finds there.
+  set_array_type(py::module_::import("nuvec.core").attr("array"));
   py::class_<lm::StreamingDetokenizer>(m, "StreamingDetokenizer")
       .def("add", &lm::StreamingDetokenizer::add, py::arg("id"), "Adds an id; returns the text that became final.")
       .def("finish", &lm::StreamingDetokenizer::finish, "Returns the text held back and starts a new stream.");
@@ -147,8 +151,7 @@ PYBIND11_MODULE(_lm, m) {
       .def_property_readonly(
           "tokenizer", [](const lm::LoadedModel& self) -> const lm::Tokenizer& { return self.tokenizer; },
           py::return_value_policy::reference_internal)
-      .def_property_readonly("eos_token_ids",
-                             [](const lm::LoadedModel& self) { return self.generation.eos_token_ids; })
+      .def_property_readonly("eos_token_ids", [](const lm::LoadedModel& self) { return self.generation.eos_token_ids; })
       .def_property_readonly(
           "model_type", [](const lm::LoadedModel& self) { return self.config.value("model_type", std::string()); });
   m.def(

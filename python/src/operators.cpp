@@ -140,7 +140,7 @@ Operator comparison(const char* name) {
 
 }  // namespace
 
-void init_operators(py::class_<array>& cls) {
+void init_operators(ArrayClass& cls) {
   using N = PyNumberMethods;
   const Operator operators[] = {
       arithmetic<&nuvec::add>("__add__", "__radd__", "__iadd__", &N::nb_add, &N::nb_inplace_add),

@@ -1,4 +1,4 @@
-// Array creation: arange, linspace, full, zeros, ones, eye, identity, tri, tril, triu, meshgrid, windows, view, copy.
+// Array creation: arange, linspace, full, zeros, ones, eye, identity, tri, tril, triu, meshgrid, windows, copy.
 
 #include "python/src/bindings.h"
 
@@ -43,32 +43,32 @@ void init_ops_creation(py::module_& m) {
       py::arg("stream") = py::none());
   m.def(
       "full",
-      [](py::object shape, py::object vals, std::optional<Dtype> dtype, StreamOrDevice s) {
+      [](const py::object& shape, const py::object& vals, std::optional<Dtype> dtype, StreamOrDevice s) {
         auto v = to_array(vals, dtype);
         return full(to_shape(shape), v, s);
       },
       py::arg("shape"), py::arg("vals"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "zeros",
-      [](py::object shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+      [](const py::object& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
         return zeros(to_shape(shape), dtype.value_or(float32), s);
       },
       py::arg("shape"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "ones",
-      [](py::object shape, std::optional<Dtype> dtype, StreamOrDevice s) {
+      [](const py::object& shape, std::optional<Dtype> dtype, StreamOrDevice s) {
         return ones(to_shape(shape), dtype.value_or(float32), s);
       },
       py::arg("shape"), py::arg("dtype") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
-      "zeros_like", [](py::object a, StreamOrDevice s) { return zeros_like(to_array(a), s); }, py::arg("a"),
+      "zeros_like", [](const py::object& a, StreamOrDevice s) { return zeros_like(to_array(a), s); }, py::arg("a"),
       py::kw_only(), py::arg("stream") = py::none());
   m.def(
-      "ones_like", [](py::object a, StreamOrDevice s) { return ones_like(to_array(a), s); }, py::arg("a"),
+      "ones_like", [](const py::object& a, StreamOrDevice s) { return ones_like(to_array(a), s); }, py::arg("a"),
       py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "full_like",
-      [](py::object a, py::object vals, std::optional<Dtype> dtype, StreamOrDevice s) {
+      [](const py::object& a, const py::object& vals, std::optional<Dtype> dtype, StreamOrDevice s) {
         auto x = to_array(a);
         Dtype type = dtype.value_or(x.dtype());
         return full_like(x, to_array(vals, type), type, s);
@@ -93,10 +93,10 @@ void init_ops_creation(py::module_& m) {
       py::arg("n"), py::arg("m") = py::none(), py::arg("k") = 0, py::arg("dtype") = py::none(), py::kw_only(),
       py::arg("stream") = py::none());
   m.def(
-      "tril", [](py::object x, int k, StreamOrDevice s) { return tril(to_array(x), k, s); }, py::arg("x"),
+      "tril", [](const py::object& x, int k, StreamOrDevice s) { return tril(to_array(x), k, s); }, py::arg("x"),
       py::arg("k") = 0, py::kw_only(), py::arg("stream") = py::none());
   m.def(
-      "triu", [](py::object x, int k, StreamOrDevice s) { return triu(to_array(x), k, s); }, py::arg("x"),
+      "triu", [](const py::object& x, int k, StreamOrDevice s) { return triu(to_array(x), k, s); }, py::arg("x"),
       py::arg("k") = 0, py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "meshgrid",
@@ -124,14 +124,13 @@ void init_ops_creation(py::module_& m) {
         py::arg("M"), py::kw_only(), py::arg("stream") = py::none());
   }
   m.def(
-      "view", [](py::object a, Dtype dtype, StreamOrDevice s) { return view(to_array(a), dtype, s); }, py::arg("a"),
-      py::arg("dtype"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "copy", [](py::object a, StreamOrDevice s) { return copy(to_array(a), s); }, py::arg("a"), py::kw_only(),
+      "copy", [](const py::object& a, StreamOrDevice s) { return copy(to_array(a), s); }, py::arg("a"), py::kw_only(),
       py::arg("stream") = py::none());
   m.def(
       "contiguous",
-      [](py::object a, bool allow_col_major, StreamOrDevice s) { return contiguous(to_array(a), allow_col_major, s); },
+      [](const py::object& a, bool allow_col_major, StreamOrDevice s) {
+        return contiguous(to_array(a), allow_col_major, s);
+      },
       py::arg("a"), py::arg("allow_col_major") = false, py::kw_only(), py::arg("stream") = py::none());
 }
 

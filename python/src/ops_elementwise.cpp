@@ -1,5 +1,6 @@
 // Element-wise ops: unary math, binary arithmetic and comparisons (with MLX's scalar promotion), where and clip.
-// The unary and binary functions take the fast-call path (fast_function.h), with their array methods.
+// The unary and binary functions, round, where and clip take the fast-call path (fast_function.h), with their array
+// methods.
 
 #include <set>
 #include <string_view>
@@ -19,7 +20,7 @@ const std::set<std::string_view> methods = {"abs",   "conj",   "conjugate", "cos
                                             "sqrt",  "square", "tan",       "maximum", "minimum"};
 
 /// name(a, *, stream=None), on the fast-call path: in eager-style loops these follow one another.
-void def_unary(py::module_& m, py::class_<array>& cls, const char* name, Unary fn) {
+void def_unary(py::module_& m, ArrayClass& cls, const char* name, Unary fn) {
   auto body = [fn](const Arguments& args) { return wrap(fn(args.to_array(0), args.to_stream(1))); };
   auto parameters = std::string(", *, ").append(stream_parameter);
   if (methods.contains(name)) {
@@ -30,7 +31,7 @@ void def_unary(py::module_& m, py::class_<array>& cls, const char* name, Unary f
 }
 
 /// name(a, b, *, stream=None) with MLX's scalar promotion, on the fast-call path.
-void def_binary(py::module_& m, py::class_<array>& cls, const char* name, Binary fn) {
+void def_binary(py::module_& m, ArrayClass& cls, const char* name, Binary fn) {
   auto body = [fn](const Arguments& args) {
     auto [x, y] = to_arrays(args[0], args[1]);
     return wrap(fn(x, y, args.to_stream(2)));
@@ -45,7 +46,7 @@ void def_binary(py::module_& m, py::class_<array>& cls, const char* name, Binary
 
 }  // namespace
 
-void init_ops_elementwise(py::module_& m, py::class_<array>& cls) {
+void init_ops_elementwise(py::module_& m, ArrayClass& cls) {
   const std::pair<const char*, Unary> unary[] = {
       {"abs", &nuvec::abs},
       {"negative", &nuvec::negative},
@@ -132,45 +133,48 @@ void init_ops_elementwise(py::module_& m, py::class_<array>& cls) {
   }
   m.def(
       "divmod",
-      [](py::object a, py::object b, StreamOrDevice s) {
+      [](const py::object& a, const py::object& b, StreamOrDevice s) {
         auto [x, y] = to_arrays(a, b);
         auto qr = divmod(x, y, s);
         return py::make_tuple(qr[0], qr[1]);
       },
       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "round", [](py::object a, int decimals, StreamOrDevice s) { return round(to_array(a), decimals, s); },
-      py::arg("a"), py::arg("decimals") = 0, py::kw_only(), py::arg("stream") = py::none());
+  def_fast_both(
+      m, cls, "round", std::string(", decimals: int = 0, *, ").append(stream_parameter),
+      [](const Arguments& args) { return wrap(round(args.to_array(0), args.to_int(1, 0), args.to_stream(2))); });
   m.def(
       "nan_to_num",
-      [](py::object a, float nan, std::optional<float> posinf, std::optional<float> neginf, StreamOrDevice s) {
+      [](const py::object& a, float nan, std::optional<float> posinf, std::optional<float> neginf, StreamOrDevice s) {
         return nan_to_num(to_array(a), nan, posinf, neginf, s);
       },
       py::arg("a"), py::arg("nan") = 0.0F, py::arg("posinf") = py::none(), py::arg("neginf") = py::none(),
       py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "where",
-      [](py::object condition, py::object x, py::object y, StreamOrDevice s) {
-        auto [a, b] = to_arrays(x, y);
-        return where(to_array(condition), a, b, s);
-      },
-      py::arg("condition"), py::arg("x"), py::arg("y"), py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "clip",
-      [](py::object a, py::object a_min, py::object a_max, StreamOrDevice s) {
-        auto x = to_array(a);
-        auto bound = [&](py::object v) -> std::optional<array> {
-          if (v.is_none()) {
-            return std::nullopt;
-          }
-          return to_arrays(py::cast(x), v).second;
-        };
-        return clip(x, bound(a_min), bound(a_max), s);
-      },
-      py::arg("a"), py::arg("a_min"), py::arg("a_max"), py::kw_only(), py::arg("stream") = py::none());
+  def_fast(m,
+           std::string("where(condition: object, x: object, y: object, *, ")
+               .append(stream_parameter)
+               .append(") -> nuvec.core.array"),
+           [](const Arguments& args) {
+             auto [x, y] = to_arrays(args[1], args[2]);
+             return wrap(where(args.to_array(0), x, y, args.to_stream(3)));
+           });
+  // The bounds take the array's dtype as a Python scalar operand does (a float bound keeps a float16 array float16).
+  def_fast(m,
+           std::string("clip(a: object, a_min: object, a_max: object, *, ")
+               .append(stream_parameter)
+               .append(") -> nuvec.core.array"),
+           [](const Arguments& args) {
+             auto x = args.to_array(0);
+             auto bound = [&](size_t i) -> std::optional<array> {
+               if (!args.given(i)) {
+                 return std::nullopt;
+               }
+               return to_array_like(args[i], x);
+             };
+             return wrap(clip(x, bound(1), bound(2), args.to_stream(3)));
+           });
   m.def(
       "isclose",
-      [](py::object a, py::object b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
+      [](const py::object& a, const py::object& b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
         auto [x, y] = to_arrays(a, b);
         return isclose(x, y, rtol, atol, equal_nan, s);
       },
@@ -178,7 +182,7 @@ void init_ops_elementwise(py::module_& m, py::class_<array>& cls) {
       py::arg("equal_nan") = false, py::arg("stream") = py::none());
   m.def(
       "allclose",
-      [](py::object a, py::object b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
+      [](const py::object& a, const py::object& b, double rtol, double atol, bool equal_nan, StreamOrDevice s) {
         auto [x, y] = to_arrays(a, b);
         return allclose(x, y, rtol, atol, equal_nan, s);
       },
@@ -186,7 +190,7 @@ void init_ops_elementwise(py::module_& m, py::class_<array>& cls) {
       py::arg("equal_nan") = false, py::arg("stream") = py::none());
   m.def(
       "array_equal",
-      [](py::object a, py::object b, bool equal_nan, StreamOrDevice s) {
+      [](const py::object& a, const py::object& b, bool equal_nan, StreamOrDevice s) {
         return array_equal(to_array(a), to_array(b), equal_nan, s);
       },
       py::arg("a"), py::arg("b"), py::kw_only(), py::arg("equal_nan") = false, py::arg("stream") = py::none());

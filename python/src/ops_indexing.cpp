@@ -13,8 +13,8 @@ using Scatter = array (*)(const array&, const std::vector<array>&, const array&,
 void def_scatter(py::module_& m, const char* name, Scatter op, const char* doc) {
   m.def(
       name,
-      [op](py::object a, py::object indices, py::object updates, std::variant<int, std::vector<int>> axes,
-           StreamOrDevice s) {
+      [op](const py::object& a, const py::object& indices, const py::object& updates,
+           std::variant<int, std::vector<int>> axes, StreamOrDevice s) {
         auto x = to_array(a);
         std::vector<array> idx;
         std::vector<int> ax;
@@ -43,9 +43,9 @@ Shape strides_or_ones(const std::optional<Shape>& strides, const Shape& start) {
 void init_ops_indexing(py::module_& m) {
   m.def(
       "take",
-      [](py::object a, py::object indices, std::optional<int> axis, StreamOrDevice s) {
+      [](const py::object& a, py::object indices, std::optional<int> axis, StreamOrDevice s) {
         auto x = to_array(a);
-        if (PyIndex_Check(indices.ptr()) != 0 && !py::isinstance<array>(indices)) {
+        if (PyIndex_Check(indices.ptr()) != 0 && !is_array(indices)) {
           int index = indices.cast<int>();
           return axis ? take(x, index, *axis, s) : take(x, index, s);
         }
@@ -55,7 +55,7 @@ void init_ops_indexing(py::module_& m) {
       py::arg("a"), py::arg("indices"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "take_along_axis",
-      [](py::object a, py::object indices, std::optional<int> axis, StreamOrDevice s) {
+      [](const py::object& a, const py::object& indices, std::optional<int> axis, StreamOrDevice s) {
         auto x = to_array(a);
         auto idx = to_array(indices);
         if (!axis) {
@@ -66,7 +66,8 @@ void init_ops_indexing(py::module_& m) {
       py::arg("a"), py::arg("indices"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "put_along_axis",
-      [](py::object a, py::object indices, py::object values, std::optional<int> axis, StreamOrDevice s) {
+      [](const py::object& a, const py::object& indices, const py::object& values, std::optional<int> axis,
+         StreamOrDevice s) {
         auto x = to_array(a);
         auto v = to_array(values, x.dtype());
         if (!axis) {
@@ -79,7 +80,7 @@ void init_ops_indexing(py::module_& m) {
       py::arg("stream") = py::none());
   m.def(
       "scatter_add_axis",
-      [](py::object a, py::object indices, py::object values, int axis, StreamOrDevice s) {
+      [](const py::object& a, const py::object& indices, const py::object& values, int axis, StreamOrDevice s) {
         auto x = to_array(a);
         return scatter_add_axis(x, to_array(indices), to_array(values, x.dtype()), axis, s);
       },
@@ -92,14 +93,15 @@ void init_ops_indexing(py::module_& m) {
   def_scatter(m, "scatter_min", &scatter_min, "scatter, keeping the minimum (np.minimum.at).");
   m.def(
       "masked_scatter",
-      [](py::object a, py::object mask, py::object src, StreamOrDevice s) {
+      [](const py::object& a, const py::object& mask, const py::object& src, StreamOrDevice s) {
         auto x = to_array(a);
         return masked_scatter(x, to_array(mask), to_array(src, x.dtype()), s);
       },
       py::arg("a"), py::arg("mask"), py::arg("src"), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "slice",
-      [](py::object a, py::object start_indices, std::vector<int> axes, Shape slice_size, StreamOrDevice s) {
+      [](const py::object& a, const py::object& start_indices, std::vector<int> axes, Shape slice_size,
+         StreamOrDevice s) {
         return slice(to_array(a), to_array(start_indices), std::move(axes), std::move(slice_size), s);
       },
       py::arg("a"), py::arg("start_indices"), py::arg("axes"), py::arg("slice_size"), py::kw_only(),
@@ -107,7 +109,7 @@ void init_ops_indexing(py::module_& m) {
   // The static forms take keywords only, so positional calls keep MLX's array-start form.
   m.def(
       "slice",
-      [](py::object a, Shape start, Shape stop, std::optional<Shape> strides, StreamOrDevice s) {
+      [](const py::object& a, Shape start, Shape stop, const std::optional<Shape>& strides, StreamOrDevice s) {
         auto st = strides_or_ones(strides, start);
         return slice(to_array(a), std::move(start), std::move(stop), std::move(st), s);
       },
@@ -115,7 +117,8 @@ void init_ops_indexing(py::module_& m) {
       py::arg("stream") = py::none(), "a[start:stop:strides] on every axis.");
   m.def(
       "slice_update",
-      [](py::object a, py::object update, py::object start_indices, std::vector<int> axes, StreamOrDevice s) {
+      [](const py::object& a, const py::object& update, const py::object& start_indices, std::vector<int> axes,
+         StreamOrDevice s) {
         auto x = to_array(a);
         return slice_update(x, to_array(update, x.dtype()), to_array(start_indices), std::move(axes), s);
       },
@@ -123,7 +126,8 @@ void init_ops_indexing(py::module_& m) {
       py::arg("stream") = py::none(), "a with update written at a start on axes read from an array.");
   m.def(
       "slice_update",
-      [](py::object a, py::object update, Shape start, Shape stop, std::optional<Shape> strides, StreamOrDevice s) {
+      [](const py::object& a, const py::object& update, Shape start, Shape stop, const std::optional<Shape>& strides,
+         StreamOrDevice s) {
         auto x = to_array(a);
         auto st = strides_or_ones(strides, start);
         return slice_update(x, to_array(update, x.dtype()), std::move(start), std::move(stop), std::move(st), s);

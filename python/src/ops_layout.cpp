@@ -1,6 +1,6 @@
 // Shape and layout: reshape, transpose, squeeze, expand_dims, astype, concatenate, stack, split, pad, roll,
-// diagonal... The per-call ones (reshape to broadcast_to, astype) take the fast-call path (fast_function.h), as
-// functions and as array methods, and concatenate and stack as functions.
+// diagonal, view... The per-call ones (reshape to broadcast_to, astype, split, diag, view) take the fast-call path
+// (fast_function.h), as functions and as array methods, and concatenate and stack as functions.
 
 #include "python/src/bindings.h"
 #include "python/src/fast_function.h"
@@ -51,7 +51,7 @@ std::vector<std::pair<int, int>> pad_widths(py::handle width, int ndim) {
 
 }  // namespace
 
-void init_ops_layout(py::module_& m, py::class_<array>& cls) {
+void init_ops_layout(py::module_& m, ArrayClass& cls) {
   // Each is a function and, where MLX has one, an array method with the same parameters after the array.
   const std::string stream = std::string(", *, ").append(stream_parameter);
   def_fast(m, "reshape(a: object, shape: List[int]" + stream + ") -> nuvec.core.array",
@@ -67,7 +67,9 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
   });
   m.def(
       "unflatten",
-      [](py::object a, int axis, Shape shape, StreamOrDevice s) { return unflatten(to_array(a), axis, shape, s); },
+      [](const py::object& a, int axis, const Shape& shape, StreamOrDevice s) {
+        return unflatten(to_array(a), axis, shape, s);
+      },
       py::arg("a"), py::arg("axis"), py::arg("shape"), py::kw_only(), py::arg("stream") = py::none());
   def_fast_both(m, cls, "squeeze", ", axis: Optional[Union[int, List[int]]] = None" + stream,
                 [](const Arguments& args) {
@@ -140,6 +142,7 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
             return py::cast(lift(inputs[0]));
           }
           std::vector<array> out;
+          out.reserve(inputs.size());
           for (const auto& a : inputs) {
             out.push_back(lift(a));
           }
@@ -160,21 +163,26 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
     return wrap(stack(to_array_list(args[0]), args.absent(1) ? 0 : args.to_int(1), args.to_stream(2)));
   });
   m.def(
-      "unstack", [](py::object a, int axis, StreamOrDevice s) { return unstack(to_array(a), axis, s); }, py::arg("a"),
-      py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
-  m.def(
-      "split",
-      [](py::object a, py::object indices_or_sections, int axis, StreamOrDevice s) {
-        auto x = to_array(a);
-        if (PyIndex_Check(indices_or_sections.ptr()) != 0) {
-          return split(x, indices_or_sections.cast<int>(), axis, s);
-        }
-        return split(x, indices_or_sections.cast<Shape>(), axis, s);
-      },
-      py::arg("a"), py::arg("indices_or_sections"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+      "unstack", [](const py::object& a, int axis, StreamOrDevice s) { return unstack(to_array(a), axis, s); },
+      py::arg("a"), py::arg("axis") = 0, py::kw_only(), py::arg("stream") = py::none());
+  const auto split_body = [](const Arguments& args) {
+    auto x = args.to_array(0);
+    int axis = args.to_int(2, 0);
+    auto s = args.to_stream(3);
+    auto parts =
+        PyIndex_Check(args[1].ptr()) != 0 ? split(x, args.to_int(1), axis, s) : split(x, args.to_ints(1), axis, s);
+    py::list out(parts.size());
+    for (size_t i = 0; i < parts.size(); ++i) {
+      PyList_SET_ITEM(out.ptr(), static_cast<Py_ssize_t>(i), wrap(std::move(parts[i])).release().ptr());
+    }
+    return py::object(std::move(out));
+  };
+  const std::string split_parameters = ", indices_or_sections: Union[int, List[int]], axis: int = 0" + stream;
+  def_fast(m, "split(a: object" + split_parameters + ") -> List[nuvec.core.array]", split_body);
+  def_fast_method(cls, "split(self: nuvec.core.array" + split_parameters + ") -> List[nuvec.core.array]", split_body);
   m.def(
       "repeat",
-      [](py::object a, int repeats, std::optional<int> axis, StreamOrDevice s) {
+      [](const py::object& a, int repeats, std::optional<int> axis, StreamOrDevice s) {
         auto x = to_array(a);
         return axis ? repeat(x, repeats, *axis, s) : repeat(x, repeats, s);
       },
@@ -182,14 +190,15 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
       py::arg("stream") = py::none());
   m.def(
       "tile",
-      [](py::object a, std::variant<int, std::vector<int>> reps, StreamOrDevice s) {
+      [](const py::object& a, std::variant<int, std::vector<int>> reps, StreamOrDevice s) {
         auto x = to_array(a);
         return tile(x, axes_or_all(reps, x), s);
       },
       py::arg("a"), py::arg("reps"), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "pad",
-      [](py::object a, py::object pad_width, const std::string& mode, py::object constant_values, StreamOrDevice s) {
+      [](const py::object& a, const py::object& pad_width, const std::string& mode, const py::object& constant_values,
+         StreamOrDevice s) {
         auto x = to_array(a);
         return pad(x, pad_widths(pad_width, x.ndim()), to_array(constant_values), mode, s);
       },
@@ -197,7 +206,7 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
       py::arg("stream") = py::none());
   m.def(
       "roll",
-      [](py::object a, std::variant<int, Shape> shift, Axes axis, StreamOrDevice s) {
+      [](const py::object& a, std::variant<int, Shape> shift, const Axes& axis, StreamOrDevice s) {
         auto x = to_array(a);
         Shape shifts = std::holds_alternative<int>(shift) ? Shape{std::get<int>(shift)} : std::get<Shape>(shift);
         if (!axis) {
@@ -208,24 +217,27 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
       py::arg("a"), py::arg("shift"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "flip",
-      [](py::object a, Axes axis, StreamOrDevice s) {
+      [](const py::object& a, const Axes& axis, StreamOrDevice s) {
         auto x = to_array(a);
         return axis ? flip(x, axes_or_all(axis, x), s) : flip(x, s);
       },
       py::arg("a"), py::arg("axis") = py::none(), py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "diagonal",
-      [](py::object a, int offset, int axis1, int axis2, StreamOrDevice s) {
+      [](const py::object& a, int offset, int axis1, int axis2, StreamOrDevice s) {
         return diagonal(to_array(a), offset, axis1, axis2, s);
       },
       py::arg("a"), py::arg("offset") = 0, py::arg("axis1") = 0, py::arg("axis2") = 1, py::kw_only(),
       py::arg("stream") = py::none());
-  m.def(
-      "diag", [](py::object a, int k, StreamOrDevice s) { return diag(to_array(a), k, s); }, py::arg("a"),
-      py::arg("k") = 0, py::kw_only(), py::arg("stream") = py::none());
+  def_fast_both(m, cls, "diag", ", k: int = 0" + stream, [](const Arguments& args) {
+    return wrap(diag(args.to_array(0), args.to_int(1, 0), args.to_stream(2)));
+  });
+  def_fast_both(m, cls, "view", ", dtype: nuvec.core.Dtype" + stream, [](const Arguments& args) {
+    return wrap(view(args.to_array(0), args.to_dtype(1), args.to_stream(2)));
+  });
   m.def(
       "trace",
-      [](py::object a, int offset, int axis1, int axis2, std::optional<Dtype> dtype, StreamOrDevice s) {
+      [](const py::object& a, int offset, int axis1, int axis2, std::optional<Dtype> dtype, StreamOrDevice s) {
         auto x = to_array(a);
         return dtype ? trace(x, offset, axis1, axis2, *dtype, s) : trace(x, offset, axis1, axis2, s);
       },
@@ -233,7 +245,8 @@ void init_ops_layout(py::module_& m, py::class_<array>& cls) {
       py::kw_only(), py::arg("stream") = py::none());
   m.def(
       "as_strided",
-      [](py::object a, std::optional<Shape> shape, std::optional<Strides> strides, size_t offset, StreamOrDevice s) {
+      [](const py::object& a, const std::optional<Shape>& shape, std::optional<Strides> strides, size_t offset,
+         StreamOrDevice s) {
         auto x = to_array(a);
         Shape out_shape = shape.value_or(x.shape());
         Strides out_strides;

@@ -16,7 +16,7 @@ constexpr const char* reduce_parameters = "axis: Optional[Union[int, List[int]]]
 constexpr const char* arg_reduce_parameters = "axis: Optional[int] = None, keepdims: bool = False, *, ";
 
 /// name(a, axis=None, keepdims=False, *, stream=None) and the method a.name(axis=None, keepdims=False, *, ...).
-void def_reduce(py::module_& m, py::class_<array>& cls, const char* name, Reduce fn) {
+void def_reduce(py::module_& m, ArrayClass& cls, const char* name, Reduce fn) {
   auto body = [fn](const Arguments& args) {
     auto x = args.to_array(0);
     return wrap(fn(x, axes_or_all(args.to_axes(1), x), args.to_bool(2, false), args.to_stream(3)));
@@ -24,7 +24,7 @@ void def_reduce(py::module_& m, py::class_<array>& cls, const char* name, Reduce
   def_fast_both(m, cls, name, std::string(", ").append(reduce_parameters).append(stream_parameter), body);
 }
 
-void def_arg_reduce(py::module_& m, py::class_<array>& cls, const char* name, ArgReduce fn, ArgReduceAll all) {
+void def_arg_reduce(py::module_& m, ArrayClass& cls, const char* name, ArgReduce fn, ArgReduceAll all) {
   auto body = [fn, all](const Arguments& args) {
     auto x = args.to_array(0);
     bool keepdims = args.to_bool(2, false);
@@ -57,7 +57,7 @@ using ScanAll = array (*)(const array&, bool, bool, StreamOrDevice);
 
 /// name(a, axis=None, *, reverse=False, inclusive=True, stream=None) and the array method; axis=None scans the
 /// flattened array.
-void def_scan(py::module_& m, py::class_<array>& cls, const char* name, Scan fn, ScanAll all) {
+void def_scan(py::module_& m, ArrayClass& cls, const char* name, Scan fn, ScanAll all) {
   auto body = [fn, all](const Arguments& args) {
     auto x = args.to_array(0);
     bool reverse = args.to_bool(2, false);
@@ -73,7 +73,7 @@ void def_scan(py::module_& m, py::class_<array>& cls, const char* name, Scan fn,
 
 }  // namespace
 
-void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
+void init_ops_reduce(py::module_& m, ArrayClass& cls) {
   const std::pair<const char*, Reduce> reductions[] = {
       {"all", &nuvec::all},       {"any", &nuvec::any},
       {"sum", &nuvec::sum},       {"prod", &nuvec::prod},
@@ -110,29 +110,37 @@ void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
 
   def_sort(m, "sort", &nuvec::sort, &nuvec::sort);
   def_sort(m, "argsort", &nuvec::argsort, &nuvec::argsort);
-  for (const char* name : {"partition", "argpartition"}) {
-    bool values = name[0] == 'p';
-    m.def(
-        name,
-        [values](py::object a, int kth, std::optional<int> axis, StreamOrDevice s) {
-          auto x = to_array(a);
-          if (values) {
-            return axis ? partition(x, kth, *axis, s) : partition(x, kth, s);
-          }
-          return axis ? argpartition(x, kth, *axis, s) : argpartition(x, kth, s);
-        },
-        py::arg("a"), py::arg("kth"), py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
+  // partition, argpartition and topk: name(a, <k>: int, axis: Optional[int] = -1), None for the flattened array.
+  struct Selection {
+    const char* name;
+    const char* k;  // the count's parameter name
+    array (*fn)(const array&, int, int, StreamOrDevice);
+    array (*all)(const array&, int, StreamOrDevice);
+  };
+  const Selection selections[] = {
+      {"partition", "kth", &nuvec::partition, &nuvec::partition},
+      {"argpartition", "kth", &nuvec::argpartition, &nuvec::argpartition},
+      {"topk", "k", &nuvec::topk, &nuvec::topk},
+  };
+  for (const auto& selection : selections) {
+    def_fast(m,
+             std::string(selection.name)
+                 .append("(a: object, ")
+                 .append(selection.k)
+                 .append(": int, axis: Optional[int] = -1, *, ")
+                 .append(stream_parameter)
+                 .append(") -> nuvec.core.array"),
+             [selection](const Arguments& args) {
+               auto x = args.to_array(0);
+               int k = args.to_int(1);
+               auto axis = args.to_optional_int(2, -1);
+               auto s = args.to_stream(3);
+               return wrap(axis ? selection.fn(x, k, *axis, s) : selection.all(x, k, s));
+             });
   }
   m.def(
-      "topk",
-      [](py::object a, int k, std::optional<int> axis, StreamOrDevice s) {
-        auto x = to_array(a);
-        return axis ? topk(x, k, *axis, s) : topk(x, k, s);
-      },
-      py::arg("a"), py::arg("k"), py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
-  m.def(
       "searchsorted",
-      [](py::object a, py::object v, bool right, StreamOrDevice s) {
+      [](const py::object& a, const py::object& v, bool right, StreamOrDevice s) {
         return searchsorted(to_array(a), to_array(v), right, s);
       },
       py::arg("a"), py::arg("v"), py::kw_only(), py::arg("right") = false, py::arg("stream") = py::none());
@@ -143,7 +151,7 @@ void init_ops_reduce(py::module_& m, py::class_<array>& cls) {
   def_scan(m, cls, "cummin", &nuvec::cummin, &nuvec::cummin);
   def_scan(m, cls, "logcumsumexp", &nuvec::logcumsumexp, &nuvec::logcumsumexp);
   m.def(
-      "diff", [](py::object a, int n, int axis, StreamOrDevice s) { return diff(to_array(a), n, axis, s); },
+      "diff", [](const py::object& a, int n, int axis, StreamOrDevice s) { return diff(to_array(a), n, axis, s); },
       py::arg("a"), py::arg("n") = 1, py::arg("axis") = -1, py::kw_only(), py::arg("stream") = py::none());
 }
 

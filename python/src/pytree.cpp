@@ -26,7 +26,7 @@ std::vector<array> tree_leaves(py::handle tree) {
 }
 
 py::object tree_replace(py::handle tree, const std::vector<array>& leaves, size_t& next) {
-  if (py::isinstance<array>(tree)) {
+  if (is_array(tree)) {
     return py::cast(leaves.at(next++));
   }
   if (py::isinstance<py::list>(tree)) {

@@ -2,12 +2,13 @@
 // Each Python function becomes a nuvec::Function over the flat list of its arrays; the Python structure around
 // the arrays (other arguments, containers) is kept aside and rebuilt around the traced arrays on every call.
 
+#include "nuvec/core/transforms.h"
+
 #include <memory>
 #include <string>
 #include <unordered_map>
 
 #include "nuvec/core/compile.h"
-#include "nuvec/core/transforms.h"
 #include "python/src/bindings.h"
 #include "python/src/pytree.h"
 
@@ -112,21 +113,21 @@ py::cpp_function make_value_and_grad(const py::function& fun, const py::object& 
   auto argnames = parse_argnames(argnames_obj);
   auto argnums = parse_argnums(argnums_obj, !argnames.empty());
   return py::cpp_function([fun, argnums, argnames, with_value, op](const py::args& args,
-                                                                           const py::kwargs& kwargs) -> py::object {
+                                                                   const py::kwargs& kwargs) -> py::object {
     auto sel = select(args, kwargs, argnums, argnames, op);
     auto output = std::make_shared<py::object>();
     Function traced = [&](const std::vector<array>& xs) {
       auto [a, k] = substitute(args, kwargs, sel, xs);
       *output = fun(*a, **k);
       auto leaves = tree_leaves(*output);
-      bool scalar_first = !leaves.empty() && (py::isinstance<array>(*output) ||
-                                              ((py::isinstance<py::tuple>(*output) || py::isinstance<py::list>(*output)) &&
-                                               py::len(*output) > 0 && py::isinstance<array>((*output)[py::int_(0)])));
+      bool scalar_first =
+          !leaves.empty() &&
+          (is_array(*output) || ((py::isinstance<py::tuple>(*output) || py::isinstance<py::list>(*output)) &&
+                                 py::len(*output) > 0 && is_array((*output)[py::int_(0)])));
       if (!scalar_first) {
-        throw py::value_error(std::string("[")
-                                  .append(op)
-                                  .append("] The return value of the function whose gradient we want to compute "
-                                          "should be a scalar array or a tuple whose first element is one."));
+        throw py::value_error(
+            std::string("[").append(op).append("] The return value of the function whose gradient we want to compute "
+                                               "should be a scalar array or a tuple whose first element is one."));
       }
       return leaves;
     };
@@ -169,12 +170,12 @@ py::cpp_function make_value_and_grad(const py::function& fun, const py::object& 
 }
 
 std::vector<array> array_list(const py::handle& seq, const char* op, const char* what) {
-  if (py::isinstance<array>(seq)) {
+  if (is_array(seq)) {
     return {seq.cast<array>()};
   }
   std::vector<array> out;
   for (auto item : seq) {
-    if (!py::isinstance<array>(item)) {
+    if (!is_array(item)) {
       throw py::value_error(std::string("[").append(op).append("] ").append(what).append(" must be arrays."));
     }
     out.push_back(item.cast<array>());
@@ -226,7 +227,7 @@ void flat_axes(py::handle tree, py::handle axes, const char* what, int extra_ran
                                       "int or None for the whole subtree."));
   };
   bool whole = axes.is_none() || py::isinstance<py::int_>(axes);
-  if (py::isinstance<array>(tree)) {
+  if (is_array(tree)) {
     if (is_sequence(axes) && py::len(axes) == 1) {
       axes = axes[py::int_(0)];
       whole = axes.is_none() || py::isinstance<py::int_>(axes);
@@ -283,7 +284,7 @@ void flat_axes(py::handle tree, py::handle axes, const char* what, int extra_ran
 /// `tree` with each array replaced by its axis from `axes` (None when not mapped) and any other leaf by None: the
 /// axes a custom vmap rule receives, shaped as its inputs.
 py::object axes_like(py::handle tree, const std::vector<int>& axes, size_t& next) {
-  if (py::isinstance<array>(tree)) {
+  if (is_array(tree)) {
     int axis = axes.at(next++);
     return axis < 0 ? py::object(py::none()) : py::object(py::int_(axis));
   }
@@ -352,7 +353,7 @@ py::cpp_function make_vmap(const py::function& fun, const py::object& in_axes, c
 /// compile does (it would be baked into the trace unseen); in the state (inputs=) such leaves are no inputs of the
 /// compiled function and are skipped, as MLX skips them.
 void structure_key(const py::handle& tree, bool arguments, std::string& key) {
-  if (py::isinstance<array>(tree)) {
+  if (is_array(tree)) {
     key += "A,";
   } else if (py::isinstance<py::list>(tree) || py::isinstance<py::tuple>(tree)) {
     key += py::isinstance<py::list>(tree) ? "[" : "(";
@@ -388,7 +389,7 @@ py::object skeleton(const py::handle& tree) {
 /// Writes `leaves` (from `next` on) over the arrays of `tree` in place: the containers stay, their arrays change.
 void tree_assign(const py::handle& tree, const std::vector<array>& leaves, size_t& next) {
   auto assign = [&](const py::handle& container, const py::handle& key, const py::handle& value) {
-    if (py::isinstance<array>(value)) {
+    if (is_array(value)) {
       container[key] = py::cast(leaves.at(next++));
     } else {
       tree_assign(value, leaves, next);
@@ -405,7 +406,7 @@ void tree_assign(const py::handle& tree, const std::vector<array>& leaves, size_
     }
   } else if (py::isinstance<py::tuple>(tree)) {
     for (auto item : tree) {
-      if (py::isinstance<array>(item)) {
+      if (is_array(item)) {
         throw py::value_error("[compile] State arrays must sit in lists or dicts (a tuple cannot be updated).");
       }
       tree_assign(item, leaves, next);
@@ -522,7 +523,7 @@ class CustomFunction {
         next = 0;
         auto o = tree_replace(state->output, outputs, next);
         auto grads = (*rule)(p, c, o);
-        return tree_leaves(state->args.size() == 1 && py::isinstance<array>(grads) ? py::make_tuple(grads) : grads);
+        return tree_leaves(state->args.size() == 1 && is_array(grads) ? py::make_tuple(grads) : grads);
       };
     }
     std::optional<CustomJVPFn> jvp_rule;
@@ -533,6 +534,7 @@ class CustomFunction {
         py::gil_scoped_acquire gil;
         // The rule sees a tangent for every primal: zeros for those not differentiated.
         std::vector<array> all;
+        all.reserve(primals.size());
         for (const auto& p : primals) {
           all.push_back(zeros_like(p));
         }
@@ -558,8 +560,9 @@ class CustomFunction {
         // As MLX's: the only argument and its axes alone, else the arguments' tuple and a tuple of their axes.
         auto returned = state->args.size() == 1 ? (*rule)(in[py::int_(0)], in_axes[py::int_(0)]) : (*rule)(in, in_axes);
         if (!py::isinstance<py::tuple>(returned) || py::len(returned) != 2) {
-          throw py::value_error("[custom vmap] The vmap function should return a tuple of 2 items: the outputs and "
-                                "their vectorization axes.");
+          throw py::value_error(
+              "[custom vmap] The vmap function should return a tuple of 2 items: the outputs and "
+              "their vectorization axes.");
         }
         auto result = returned.cast<py::tuple>();
         auto outs = tree_leaves(result[0]);
@@ -611,8 +614,8 @@ void init_transforms(py::module_& m) {
   m.def(
       "jvp",
       [](const py::function& fun, const py::object& primals, const py::object& tangents) {
-        auto [outputs, jvps] =
-            jvp(positional_function(fun), array_list(primals, "jvp", "primals"), array_list(tangents, "jvp", "tangents"));
+        auto [outputs, jvps] = jvp(positional_function(fun), array_list(primals, "jvp", "primals"),
+                                   array_list(tangents, "jvp", "tangents"));
         return py::make_tuple(to_pylist(outputs), to_pylist(jvps));
       },
       py::arg("fun"), py::arg("primals"), py::arg("tangents"),

@@ -156,3 +156,88 @@ def test_fast_ops_from_threads():
         t.join()
     assert not errors and len(results) == 1200
     np.testing.assert_allclose(results, expected, rtol=1e-5)
+
+
+def test_partition_argpartition_and_topk_against_numpy():
+    x = rng.permutation(24).astype(np.float32).reshape(2, 3, 4)  # distinct values: the partitions are unambiguous
+    a = mx.array(x)
+    for out in [mx.partition(a, 1), mx.partition(a, kth=1, axis=-1), mx.partition(a=a, kth=1, stream=mx.cpu)]:
+        np.testing.assert_array_equal(np.sort(np.array(out)[..., :2], -1), np.sort(np.partition(x, 1)[..., :2], -1))
+        np.testing.assert_array_equal(np.array(out)[..., 1], np.partition(x, 1)[..., 1])
+    out = mx.partition(a, 5, None)  # None: the flattened array
+    assert out.shape == (24,) and np.array(out)[5] == 5.0 and np.all(np.array(out)[:5] < 5)
+    idx = np.array(mx.argpartition(a, 2, axis=1))
+    np.testing.assert_array_equal(np.take_along_axis(x, idx, 1)[:, 2], np.partition(x, 2, 1)[:, 2])
+    assert mx.argpartition(a, kth=3, axis=None).shape == (24,)
+    top = mx.topk(a, 2)
+    np.testing.assert_array_equal(np.sort(np.array(top), -1), np.sort(x, -1)[..., -2:])
+    np.testing.assert_array_equal(np.sort(np.array(mx.topk(a, k=3, axis=None))), np.arange(21, 24))
+    np.testing.assert_array_equal(np.sort(np.array(mx.topk(a, 1, axis=0)), 0), x.max(0, keepdims=True))
+    with pytest.raises(TypeError, match=r"topk\(\) missing required argument 'k'"):
+        mx.topk(a)
+    with pytest.raises(TypeError, match=r"partition\(\) got an unexpected keyword argument 'k'"):
+        mx.partition(a, k=1)
+    with pytest.raises(TypeError, match=r"argument 'kth' must be int"):
+        mx.argpartition(a, 1.5)
+    with pytest.raises(ValueError, match=r"\[topk\]"):
+        mx.topk(a, 9)
+
+
+def test_where_clip_and_round_against_numpy():
+    a, b = mx.array(X), mx.array(Y)
+    condition = X > Y
+    for out in [mx.where(a > b, a, b), mx.where(condition=a > b, x=a, y=b), mx.where(condition, X, b, stream=mx.cpu)]:
+        np.testing.assert_array_equal(np.array(out), np.where(condition, X, Y))
+    half = mx.array(X, mx.float16)
+    assert mx.where(half > 1, half, 0.0).dtype == mx.float16  # a Python scalar takes the array's dtype, as MLX's
+    assert mx.where(True, 1, 2.0).dtype == mx.float32
+    np.testing.assert_array_equal(np.array(mx.clip(a, 0.8, 1.2)), np.clip(X, 0.8, 1.2))
+    np.testing.assert_array_equal(np.array(mx.clip(a, a_min=None, a_max=1.0)), np.minimum(X, 1.0))
+    np.testing.assert_array_equal(np.array(mx.clip(a, b, None)), np.maximum(X, Y))
+    assert mx.clip(half, 0.9, 1.1).dtype == mx.float16
+    assert mx.clip(mx.array([1, 5, 9]), 2, 6).tolist() == [2, 5, 6]
+    z = (X * 100).astype(np.float32)
+    for out in [mx.round(mx.array(z)), mx.round(mx.array(z), 0), mx.array(z).round()]:
+        np.testing.assert_array_equal(np.array(out), np.round(z))
+    for out in [mx.round(mx.array(X), 2), mx.round(a=mx.array(X), decimals=2), mx.array(X).round(decimals=2)]:
+        np.testing.assert_allclose(np.array(out), np.round(X.astype(np.float64), 2), atol=1e-6)
+    with pytest.raises(TypeError, match=r"clip\(\) missing required argument 'a_max'"):
+        mx.clip(a, 0.0)
+    with pytest.raises(TypeError, match=r"where\(\) takes at most 3 positional arguments \(4 given\)"):
+        mx.where(a > b, a, b, mx.cpu)
+    with pytest.raises(TypeError, match=r"argument 'decimals' must be int"):
+        a.round(1.5)
+    with pytest.raises(ValueError, match=r"\[broadcast_shapes\] Shapes \(3\) and \(2\) cannot be broadcast"):
+        mx.where(mx.ones((3,)) > 0, mx.ones((2,)), 0.0)
+
+
+def test_diag_split_and_view_functions_and_methods_against_numpy():
+    m = rng.uniform(size=(4, 4)).astype(np.float32)
+    a, v = mx.array(m), mx.array(m[0])
+    for out, expected in [(mx.diag(a), np.diag(m)), (a.diag(1), np.diag(m, 1)), (a.diag(k=-2), np.diag(m, -2)),
+                          (mx.diag(v), np.diag(m[0])), (mx.diag(a=v, k=1, stream=mx.cpu), np.diag(m[0], 1))]:
+        np.testing.assert_array_equal(np.array(out), expected)
+    x = mx.array(X)
+    for parts, expected in [(mx.split(x, 2), np.split(X, 2)), (x.split(3, axis=1), np.split(X, 3, 1)),
+                            (x.split([1, 3], 2), np.split(X, [1, 3], 2)),
+                            (mx.split(a=x, indices_or_sections=(1,), axis=-1), np.split(X, [1], -1))]:
+        assert isinstance(parts, list) and len(parts) == len(expected)
+        for part, e in zip(parts, expected):
+            np.testing.assert_array_equal(np.array(part), e)
+    bits = np.array(mx.view(v, mx.uint32))
+    np.testing.assert_array_equal(bits, m[0].view(np.uint32))
+    np.testing.assert_array_equal(np.array(v.view(mx.int16)), m[0].view(np.int16))
+    np.testing.assert_array_equal(np.array(v.view(dtype=mx.uint8, stream=mx.cpu)), m[0].view(np.uint8))
+    with pytest.raises(TypeError, match=r"argument 'dtype' must be a nuvec.core.Dtype"):
+        v.view("uint32")
+    with pytest.raises(TypeError, match=r"split\(\) missing required argument 'indices_or_sections'"):
+        x.split()
+    with pytest.raises(TypeError, match=r"argument 'indices_or_sections' must be a sequence of ints"):
+        mx.split(x, "2")
+    with pytest.raises(ValueError, match=r"\[split\]"):
+        mx.split(x, 5)
+    with pytest.raises(TypeError, match=r"diag\(\) got an unexpected keyword argument 'offset'"):
+        a.diag(offset=1)
+    assert mx.diag.__doc__.startswith("diag(a: object, k: int = 0, *, stream:")
+    assert mx.array.split.__doc__.startswith("split(self: nuvec.core.array, indices_or_sections: Union[int, List[int]]")
+    assert mx.topk.__doc__.startswith("topk(a: object, k: int, axis: Optional[int] = -1, *, stream:")

@@ -40,7 +40,7 @@ void reject_complex(const array& a, const char* op) {
 /// (see the top of this file) keeps its own shape.
 array operand(const array& a, const Shape& shape, Dtype dtype, StreamOrDevice s) {
   auto x = astype(a, dtype, s);
-  if (x.size() == 1 && x.ndim() <= static_cast<int>(shape.size())) {
+  if ((x.size() == 1 && x.ndim() <= static_cast<int>(shape.size())) || x.shape() == shape) {
     return x;
   }
   return broadcast_to(x, shape, s);
@@ -49,9 +49,15 @@ array operand(const array& a, const Shape& shape, Dtype dtype, StreamOrDevice s)
 /// The operands converted to `compute` and broadcast together; the primitive's rules give the output.
 array binary(Primitive&& p, const array& a, const array& b, Dtype compute, StreamOrDevice s) {
   // Operands of one shape (the common case) need no broadcast shape of their own.
-  const Shape broadcast = a.shape() == b.shape() ? Shape{} : broadcast_shapes(a.shape(), b.shape());
-  const Shape& shape = a.shape() == b.shape() ? a.shape() : broadcast;
-  return detail::make_node(std::move(p), {operand(a, shape, compute, s), operand(b, shape, compute, s)}, to_stream(s));
+  const bool same_shape = a.shape() == b.shape();
+  const Shape broadcast = same_shape ? Shape{} : broadcast_shapes(a.shape(), b.shape());
+  const Shape& shape = same_shape ? a.shape() : broadcast;
+  // The operands are moved into the node's inputs (an initializer list would copy each handle once more).
+  std::vector<array> inputs;
+  inputs.reserve(2);
+  inputs.push_back(operand(a, shape, compute, s));
+  inputs.push_back(operand(b, shape, compute, s));
+  return detail::make_node(std::move(p), std::move(inputs), to_stream(s));
 }
 
 array same_dtype_binary(Primitive&& p, const array& a, const array& b, StreamOrDevice s) {
