@@ -246,19 +246,25 @@ def make_logits_processors(
 
 def _sampling_params(temp, top_p, top_k, seed, sampler, logits_processors):
     """The C++ generation's parameters: temp, top_p, top_k and seed, replaced by a sampler's settings and joined by
-    the logits processors'. Generation runs in C++, so samplers and processors must be nuvec.lm's own."""
+    the logits processors' when they come from make_sampler and make_logits_processors; any other callables are
+    returned to be called each step: (params, processors, sampler)."""
     settings = {"temperature": temp, "top_p": top_p, "top_k": top_k}
-    if sampler is not None:
-        if not isinstance(sampler, Sampler):
-            raise TypeError("[stream_generate] sampler must come from nuvec.lm.make_sampler: generation runs in C++ "
-                            "and calls no Python function per token.")
+    custom_sampler = None
+    if isinstance(sampler, Sampler):
         settings.update(sampler.settings)
+    elif sampler is not None:
+        if not callable(sampler):
+            raise TypeError("[stream_generate] sampler must be callable (log-probabilities -> token).")
+        custom_sampler = sampler
+    custom_processors = []
     for processor in logits_processors or []:
-        if not isinstance(processor, LogitsProcessor):
-            raise TypeError("[stream_generate] logits_processors must come from nuvec.lm.make_logits_processors: "
-                            "generation runs in C++ and calls no Python function per token.")
-        settings.update(processor.settings)
-    return _lm.SamplingParams(**settings, seed=seed)
+        if isinstance(processor, LogitsProcessor):
+            settings.update(processor.settings)
+        elif callable(processor):
+            custom_processors.append(processor)
+        else:
+            raise TypeError("[stream_generate] logits_processors must be callables (tokens, logits -> logits).")
+    return _lm.SamplingParams(**settings, seed=seed), custom_processors, custom_sampler
 
 
 def _prompt_ids(tokenizer, prompt) -> List[int]:
@@ -282,11 +288,13 @@ def stream_generate(
     sampler: Optional[Sampler] = None,
     logits_processors: Optional[List[LogitsProcessor]] = None,
 ) -> Iterator[GenerationResponse]:
-    """Yields a GenerationResponse per generated token (greedy unless temp > 0, or as `sampler` from make_sampler
-    says, after `logits_processors` from make_logits_processors). Generation runs on a thread of its own and stops
-    at the next token once the iterator is closed."""
+    """Yields a GenerationResponse per generated token (greedy unless temp > 0, or as `sampler` says, after
+    `logits_processors`). Samplers and processors from make_sampler and make_logits_processors run in C++; any other
+    callables are called each step as mlx_lm calls them, processor(tokens, logits) -> logits on the ids so far (T)
+    and logits (1, V) before the C++ ones, sampler(logprobs) -> token on (1, V). Reported log-probabilities stay the
+    model's own. Generation runs on a thread of its own and stops at the next token once the iterator is closed."""
     ids = _prompt_ids(tokenizer, prompt)
-    sampling = _sampling_params(temp, top_p, top_k, seed, sampler, logits_processors)
+    sampling, processors, custom_sampler = _sampling_params(temp, top_p, top_k, seed, sampler, logits_processors)
     responses = queue.Queue()
     stopped = threading.Event()
     done = object()
@@ -297,7 +305,7 @@ def stream_generate(
 
     def run():
         try:
-            _lm.stream_generate(model._loaded, ids, on_token, max_tokens, sampling)
+            _lm.stream_generate(model._loaded, ids, on_token, max_tokens, sampling, processors, custom_sampler)
             responses.put(done)
         except BaseException as error:  # handed to the consumer's thread
             responses.put(error)

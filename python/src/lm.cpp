@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -87,6 +88,43 @@ py::dict response_dict(const lm::GenerationResponse& r) {
   d["peak_memory"] = static_cast<double>(r.stats.peak_memory) / 1e9;
   d["finish_reason"] = r.finish_reason ? py::object(py::str(*r.finish_reason)) : py::object(py::none());
   return d;
+}
+
+/// A Python callable that C++ code may copy and drop on threads without the GIL: its reference is released with the
+/// GIL held.
+std::shared_ptr<py::function> held(const py::function& f) {
+  return {new py::function(f), [](py::function* p) {
+            py::gil_scoped_acquire acquire;
+            delete p;
+          }};
+}
+
+/// What a Python hook returned, which must be an array.
+array returned_array(const py::object& result, const char* hook) {
+  if (!is_array(result)) {
+    throw py::type_error(std::string("[stream_generate] ") + hook + " must return a nuvec array; got " +
+                         py::str(py::type::of(result).attr("__name__")).cast<std::string>() + ".");
+  }
+  return array_of(result);
+}
+
+/// The generation's hooks calling Python's processors and sampler (with the GIL; their exceptions reach the caller).
+lm::SamplingHooks python_hooks(const std::vector<py::function>& processors,
+                               const std::optional<py::function>& sampler) {
+  lm::SamplingHooks hooks;
+  for (const py::function& processor : processors) {
+    hooks.processors.emplace_back([f = held(processor)](const array& ids, const array& logits) {
+      py::gil_scoped_acquire acquire;
+      return returned_array((*f)(ids, logits), "a logits processor");
+    });
+  }
+  if (sampler) {
+    hooks.chooser = [f = held(*sampler)](const array& logprobs) {
+      py::gil_scoped_acquire acquire;
+      return returned_array((*f)(logprobs), "a sampler");
+    };
+  }
+  return hooks;
 }
 
 }  // namespace
@@ -189,10 +227,12 @@ PYBIND11_MODULE(_lm, m) {
   m.def(
       "stream_generate",
       [](lm::LoadedModel& loaded, const std::vector<int32_t>& prompt, const py::function& callback, int max_tokens,
-         const lm::SamplingParams& sampling) {
+         const lm::SamplingParams& sampling, const std::vector<py::function>& processors,
+         const std::optional<py::function>& sampler) {
         lm::GenerateOptions options;
         options.max_tokens = max_tokens;
         options.sampling = sampling;
+        options.hooks = python_hooks(processors, sampler);
         py::gil_scoped_release release;
         lm::stream_generate(loaded, prompt, options, [&](const lm::GenerationResponse& r) {
           py::gil_scoped_acquire acquire;
@@ -200,5 +240,7 @@ PYBIND11_MODULE(_lm, m) {
         });
       },
       py::arg("loaded"), py::arg("prompt"), py::arg("callback"), py::arg("max_tokens"), py::arg("sampling"),
-      "Generates from token ids, calling callback(response) with each token; it returns whether to go on.");
+      py::arg("processors") = std::vector<py::function>(), py::arg("sampler") = py::none(),
+      "Generates from token ids, calling callback(response) with each token; it returns whether to go on. "
+      "processors(ids, logits) and sampler(logprobs) are the caller's own, called each step.");
 }

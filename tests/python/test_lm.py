@@ -182,8 +182,43 @@ def test_generation_takes_samplers_and_logits_processors(folder):
     text = lm.generate(model, tokenizer, prompt, max_tokens=4, sampler=lm.make_sampler(temp=0.7, top_k=5),
                        logits_processors=lm.make_logits_processors(repetition_penalty=1.2))
     assert isinstance(text, str)
-    with pytest.raises(TypeError, match="make_sampler"):
-        lm.generate(model, tokenizer, prompt, max_tokens=2, sampler=lambda logprobs: mx.argmax(logprobs, -1))
+
+
+
+def test_generation_calls_python_samplers_and_processors_each_step(folder):
+    model, tokenizer = lm.load(folder)
+    prompt = [1, 5, 17, 33, 9]
+    greedy = list(lm.stream_generate(model, tokenizer, prompt, max_tokens=6))
+    # mlx_lm's idioms: a lambda sampler on log-probabilities, a processor on the ids so far and the logits.
+    argmax = lm.stream_generate(model, tokenizer, prompt, max_tokens=6, sampler=lambda lp: mx.argmax(lp, -1))
+    assert [r.token for r in argmax] == [r.token for r in greedy]
+    seen = []
+
+    def ban_greedy_first(tokens, logits):
+        seen.append(tokens.tolist())
+        return logits - 1e30 * (mx.arange(logits.shape[-1]) == greedy[0].token)
+
+    banned = list(lm.stream_generate(model, tokenizer, prompt, max_tokens=4, logits_processors=[ban_greedy_first]))
+    biased = list(lm.stream_generate(model, tokenizer, prompt, max_tokens=4, logits_processors=lm.make_logits_processors(
+        logit_bias={greedy[0].token: -1e30})))
+    assert [r.token for r in banned] == [r.token for r in biased]
+    assert greedy[0].token not in [r.token for r in banned]
+    # Each call sees the prompt and the tokens generated before it; reported log-probabilities stay the model's.
+    assert seen == [prompt + [r.token for r in banned[:i]] for i in range(4)]
+    assert [r.logprob for r in banned] == pytest.approx([r.logprob for r in biased])
+    # A processor's or a sampler's exception reaches the caller; so does a wrong return.
+
+    def broken(tokens, logits):
+        raise ValueError("processor broke")
+
+    with pytest.raises(ValueError, match="processor broke"):
+        lm.generate(model, tokenizer, prompt, max_tokens=2, logits_processors=[broken])
+    with pytest.raises(TypeError, match="a sampler must return a nuvec array; got list"):
+        lm.generate(model, tokenizer, prompt, max_tokens=2, sampler=lambda lp: [3])
+    with pytest.raises(ValueError, match="outside the vocabulary of 64"):
+        lm.generate(model, tokenizer, prompt, max_tokens=2, sampler=lambda lp: mx.array(64))
+    with pytest.raises(TypeError, match="must be callables"):
+        lm.generate(model, tokenizer, prompt, max_tokens=2, logits_processors=[3])
 
 
 CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ 'w10' if m['role'] == 'user' else 'w11' }} "
