@@ -414,6 +414,21 @@ inline void store_sums(const __m512 (&acc)[R][C], float (&out)[R][C]) {
   }
 }
 
+/// For the kernels taking four rows of w a vector: each group's four row pointers (rows past C repeat the last one)
+/// and zeroed accumulators.
+template <int R, int C>
+inline void start_row_groups(const uint8_t* w, int64_t row_bytes, const uint8_t* (&rows)[(C + 3) / 4][4],
+                             __m512 (&acc)[R][(C + 3) / 4]) {
+  for (int g = 0; g < (C + 3) / 4; ++g) {
+    for (int i = 0; i < 4; ++i) {
+      rows[g][i] = w + std::min(4 * g + i, C - 1) * row_bytes;
+    }
+    for (int r = 0; r < R; ++r) {
+      acc[r][g] = _mm512_setzero_ps();
+    }
+  }
+}
+
 /// Sums each accumulator of four rows of w (lanes 4i to 4i + 3 row i's) into out[r][4g + i], for the C rows there are.
 template <int R, int C>
 inline void store_row_groups(const __m512 (&acc)[R][(C + 3) / 4], float (&out)[R][C]) {
@@ -471,14 +486,7 @@ void rows_q4_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
   constexpr int groups = (C + 3) / 4;
   const uint8_t* rows[groups][4];
   __m512 acc[R][groups];
-  for (int g = 0; g < groups; ++g) {
-    for (int i = 0; i < 4; ++i) {
-      rows[g][i] = w + std::min(4 * g + i, C - 1) * row_bytes;
-    }
-    for (int r = 0; r < R; ++r) {
-      acc[r][g] = _mm512_setzero_ps();
-    }
-  }
+  start_row_groups<R, C>(w, row_bytes, rows, acc);
   const int8_t* x_rows[R];
   for (int r = 0; r < R; ++r) {
     x_rows[r] = x.row(r0 + r);
@@ -583,14 +591,7 @@ void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
   constexpr int groups = (C + 3) / 4;
   const uint8_t* rows[groups][4];
   __m512 acc[R][groups];
-  for (int g = 0; g < groups; ++g) {
-    for (int i = 0; i < 4; ++i) {
-      rows[g][i] = w + std::min(4 * g + i, C - 1) * row_bytes;
-    }
-    for (int r = 0; r < R; ++r) {
-      acc[r][g] = _mm512_setzero_ps();
-    }
-  }
+  start_row_groups<R, C>(w, row_bytes, rows, acc);
   const int8_t* x_rows[R];
   const float* x_sums[R];
   for (int r = 0; r < R; ++r) {
