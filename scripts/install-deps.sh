@@ -19,6 +19,7 @@ packages=(
   fortunes  # the text corpus of nuvec gpt
   clang libclang-rt-dev  # libFuzzer for fuzz/run.sh
   libopenmpi-dev openmpi-bin  # the distributed library's MPI backend; its tests start ranks with mpirun
+  iproute2  # the ring tests across network namespaces (ip netns, veth, bridge)
 )
 
 missing=()

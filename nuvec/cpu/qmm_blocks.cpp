@@ -204,6 +204,15 @@ struct BlockIntegers {
   alignas(64) int32_t whole[32];     // Q per value
   alignas(16) int8_t digits[3][32];  // [digit][value], the first the most significant
   float unit;                        // the last level's
+
+  /// The sum of Q over values [first, first + 4) and [second, second + 4): the values of one lane of sums.
+  [[nodiscard]] int32_t lane_sum(size_t first, size_t second) const {
+    int32_t sum = 0;
+    for (size_t i = 0; i < 4; ++i) {
+      sum += whole[first + i] + whole[second + i];
+    }
+    return sum;
+  }
 };
 
 /// Splits the 32 values at `values` as split_levels does into `out`; false where it does.
@@ -263,11 +272,7 @@ struct BlockDigits {
         std::memcpy(out, block.digits, size_t{32} * static_cast<size_t>(levels));
         int32_t offsets[4];
         for (size_t j = 0; j < 4; ++j) {
-          int32_t sum = 0;
-          for (size_t i = 4 * j; i < 4 * j + 4; ++i) {
-            sum += block.whole[i] + block.whole[16 + i];
-          }
-          offsets[j] = code_offset * sum;
+          offsets[j] = code_offset * block.lane_sum(4 * j, 16 + 4 * j);
         }
         std::memcpy(out + offsets_at(levels), offsets, sizeof(offsets));
         std::memcpy(out + unit_at(levels), &block.unit, sizeof(float));
@@ -315,12 +320,9 @@ struct SpanDigits {
             }
           }
           for (int u = 0; u < 4; ++u) {  // lane 4t + u: dwords u % 2 + 4 (u / 2) and two further on
-            const int first = 4 * (u % 2) + 16 * (u / 2);
-            int32_t sum = 0;
-            for (int i = 0; i < 4; ++i) {
-              sum += block.whole[first + i] + block.whole[first + 8 + i];
-            }
-            offsets[4 * t + u] = code_offset * sum;
+            const auto lane = static_cast<size_t>(u);
+            const size_t first = 4 * (lane % 2) + 16 * (lane / 2);
+            offsets[4 * t + u] = code_offset * block.lane_sum(first, first + 8);
             units[4 * t + u] = block.unit;
           }
         }

@@ -126,7 +126,7 @@ array choose_with_hooks(const array& processed, std::span<const SamplingRow> row
       throw_invalid("[sample] A sampler chose token " + std::to_string(id) + ", outside the vocabulary of " +
                     std::to_string(vocab_size) + ".");
     }
-    chosen.push_back(array(static_cast<uint32_t>(id)) * ones({1, 1}, uint32));
+    chosen.push_back(array({static_cast<uint32_t>(id)}, {1, 1}, uint32));
   }
   return concatenate(chosen, 0);
 }
