@@ -1,6 +1,5 @@
 #include "nuvec/cuda/jit.h"
 
-#include <nvrtc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include "nuvec/cuda/check.h"
 #include "nuvec/cuda/device.h"
 #include "nuvec/cuda/kernel_sources.h"
+#include "nuvec/cuda/libraries.h"
 
 namespace nuvec::cuda {
 
@@ -26,7 +26,7 @@ namespace {
 
 void check_nvrtc(nvrtcResult status, const char* what) {
   if (status != NVRTC_SUCCESS) {
-    throw_internal(std::string("[cuda] ") + what + ": " + nvrtcGetErrorString(status) + ".");
+    throw_internal(std::string("[cuda] ") + what + ": " + nvrtc().get_error_string(status) + ".");
   }
 }
 
@@ -52,7 +52,7 @@ const Headers& headers() {
 std::string nvrtc_version() {
   int major = 0;
   int minor = 0;
-  check_nvrtc(nvrtcVersion(&major, &minor), "nvrtcVersion");
+  check_nvrtc(nvrtc().version(&major, &minor), "nvrtcVersion");
   return std::to_string(major) + "." + std::to_string(minor);
 }
 
@@ -120,25 +120,25 @@ std::string compile_cubin(const std::string& source, int arch) {
     names.push_back(h.names[i].c_str());
   }
   nvrtcProgram program = nullptr;
-  check_nvrtc(nvrtcCreateProgram(&program, source.c_str(), "nuvec_kernel.cu", static_cast<int>(texts.size()),
+  check_nvrtc(nvrtc().create_program(&program, source.c_str(), "nuvec_kernel.cu", static_cast<int>(texts.size()),
                                  texts.data(), names.data()),
               "nvrtcCreateProgram");
   const std::string arch_option = "--gpu-architecture=sm_" + std::to_string(arch);
   const char* options[] = {arch_option.c_str(), "-std=c++20", "-default-device", "-DNDEBUG"};
-  const auto status = nvrtcCompileProgram(program, static_cast<int>(std::size(options)), options);
+  const auto status = nvrtc().compile_program(program, static_cast<int>(std::size(options)), options);
   if (status != NVRTC_SUCCESS) {
     size_t log_size = 0;
-    nvrtcGetProgramLogSize(program, &log_size);
+    nvrtc().get_program_log_size(program, &log_size);
     std::string log(log_size, '\0');
-    nvrtcGetProgramLog(program, log.data());
-    nvrtcDestroyProgram(&program);
+    nvrtc().get_program_log(program, log.data());
+    nvrtc().destroy_program(&program);
     throw_internal("[cuda] NVRTC could not compile a generated kernel:\n" + log + "\nsource:\n" + source);
   }
   size_t size = 0;
-  check_nvrtc(nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
+  check_nvrtc(nvrtc().get_cubin_size(program, &size), "nvrtcGetCUBINSize");
   std::string cubin(size, '\0');
-  check_nvrtc(nvrtcGetCUBIN(program, cubin.data()), "nvrtcGetCUBIN");
-  nvrtcDestroyProgram(&program);
+  check_nvrtc(nvrtc().get_cubin(program, cubin.data()), "nvrtcGetCUBIN");
+  nvrtc().destroy_program(&program);
   return cubin;
 }
 

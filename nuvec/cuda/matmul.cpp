@@ -6,8 +6,6 @@
 
 #include "nuvec/cuda/matmul.h"
 
-#include <cublasLt.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -25,6 +23,7 @@
 #include "nuvec/cuda/device.h"
 #include "nuvec/cuda/elementwise.h"
 #include "nuvec/cuda/kernels.h"
+#include "nuvec/cuda/libraries.h"
 
 namespace nuvec::cuda {
 
@@ -37,8 +36,8 @@ void check_cublas(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) [[likely]] {
     return;
   }
-  const std::string message = std::string("[matmul] ") + what + ": " + cublasLtGetStatusName(status) + " (" +
-                              cublasLtGetStatusString(status) + ").";
+  const std::string message = std::string("[matmul] ") + what + ": " + cublas_lt().get_status_name(status) + " (" +
+                              cublas_lt().get_status_string(status) + ").";
   if (status == CUBLAS_STATUS_ALLOC_FAILED) {
     throw_error(ErrorKind::out_of_memory, message);
   }
@@ -211,23 +210,23 @@ struct Plan {
 
 template <class T>
 void set_attribute(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attribute, T value) {
-  check_cublas(cublasLtMatmulDescSetAttribute(desc, attribute, &value, sizeof(value)),
+  check_cublas(cublas_lt().matmul_desc_set_attribute(desc, attribute, &value, sizeof(value)),
                "cublasLtMatmulDescSetAttribute");
 }
 template <class T>
 void set_attribute(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attribute, T value) {
-  check_cublas(cublasLtMatrixLayoutSetAttribute(layout, attribute, &value, sizeof(value)),
+  check_cublas(cublas_lt().matrix_layout_set_attribute(layout, attribute, &value, sizeof(value)),
                "cublasLtMatrixLayoutSetAttribute");
 }
 template <class T>
 void set_attribute(cublasLtMatmulPreference_t preference, cublasLtMatmulPreferenceAttributes_t attribute, T value) {
-  check_cublas(cublasLtMatmulPreferenceSetAttribute(preference, attribute, &value, sizeof(value)),
+  check_cublas(cublas_lt().matmul_preference_set_attribute(preference, attribute, &value, sizeof(value)),
                "cublasLtMatmulPreferenceSetAttribute");
 }
 
 void init_layout(cublasLtMatrixLayoutOpaque_t& layout, const Problem& p, int64_t rows, int64_t cols, int64_t ld,
                  int64_t stride) {
-  check_cublas(cublasLtMatrixLayoutInit(&layout, p.type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+  check_cublas(cublas_lt().matrix_layout_init(&layout, sizeof(layout), p.type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
                "cublasLtMatrixLayoutInit");
   if (p.batch > 1) {
     set_attribute(&layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, static_cast<int32_t>(p.batch));
@@ -240,7 +239,7 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Problem& p) {
   // float32 computes in float32 (not TF32) and the 16-bit types accumulate in it, as the CPU does.
   const bool f64 = p.type == CUDA_R_64F;
   check_cublas(
-      cublasLtMatmulDescInit(&plan->desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F),
+      cublas_lt().matmul_desc_init(&plan->desc, sizeof(plan->desc), f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F),
       "cublasLtMatmulDescInit");
   auto op = [](bool transposed) { return static_cast<int32_t>(transposed ? CUBLAS_OP_T : CUBLAS_OP_N); };
   set_attribute(&plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, op(p.a.transposed));
@@ -250,7 +249,7 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Problem& p) {
   init_layout(plan->d, p, p.m, p.n, p.m, p.stride_d);
 
   cublasLtMatmulPreferenceOpaque_t preference;
-  check_cublas(cublasLtMatmulPreferenceInit(&preference), "cublasLtMatmulPreferenceInit");
+  check_cublas(cublas_lt().matmul_preference_init(&preference, sizeof(preference)), "cublasLtMatmulPreferenceInit");
   set_attribute(&preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{workspace_bytes});
   set_attribute(&preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p.align_a);
   set_attribute(&preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.align_b);
@@ -258,7 +257,7 @@ std::unique_ptr<Plan> make_plan(cublasLtHandle_t handle, const Problem& p) {
   set_attribute(&preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.align_d);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  check_cublas(cublasLtMatmulAlgoGetHeuristic(handle, &plan->desc, &plan->a, &plan->b, &plan->d, &plan->d, &preference,
+  check_cublas(cublas_lt().matmul_algo_get_heuristic(handle, &plan->desc, &plan->a, &plan->b, &plan->d, &plan->d, &preference,
                                               1, &result, &found),
                "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0) {
@@ -300,7 +299,7 @@ Launch prepare(const Problem& p, const Stream& s, cudaStream_t stream) {
   auto& state = lt(s.device.index);
   std::lock_guard lock(state.mutex);
   if (state.handle == nullptr) {
-    check_cublas(cublasLtCreate(&state.handle), "cublasLtCreate");
+    check_cublas(cublas_lt().create(&state.handle), "cublasLtCreate");
   }
   auto& workspace = state.workspaces[stream];
   if (workspace == nullptr) {
@@ -394,7 +393,7 @@ void product(const array& a, const array& b, array& out, float alpha, float beta
     }
     void* d = out_ptr + out_offset * static_cast<int64_t>(item);
     check_cublas(
-        cublasLtMatmul(launch.handle, &launch.plan->desc, alpha_ptr, b_ptr + b_offset * static_cast<int64_t>(item),
+        cublas_lt().matmul(launch.handle, &launch.plan->desc, alpha_ptr, b_ptr + b_offset * static_cast<int64_t>(item),
                        &launch.plan->a, a_ptr + a_offset * static_cast<int64_t>(item), &launch.plan->b, beta_ptr, d,
                        &launch.plan->d, d, &launch.plan->d, &launch.plan->algo, launch.workspace, workspace_bytes,
                        stream),
