@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <new>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 
@@ -162,7 +164,7 @@ void delete_record(CachedBlock* block) noexcept {
 
 /// The cache of freed buffers; every operation is O(1). Reuse takes the newest buffer of a class (its memory is
 /// the most likely to still be in CPU caches and mapped); eviction takes the oldest of all, which is also the
-/// oldest of its class, so both lists only ever lose an end. Not synchronized: the caller holds the mutex.
+/// oldest of its class, so both lists only ever lose an end. Not synchronized: the caller holds the lock.
 class Cache {
  public:
   void push(CachedBlock* block) {
@@ -291,8 +293,26 @@ size_t default_memory_limit() {
   return limit;
 }
 
+/// The allocator's lock. Its sections are a few list operations, so a waiter spins (yielding the core between looks)
+/// instead of sleeping, and releasing it is a plain store where a mutex's unlock is an atomic exchange: every small
+/// op's buffer takes it twice (allocated, freed), and an atomic costs about 6 ns on the machines measured.
+class SpinLock {
+ public:
+  void lock() noexcept {
+    while (locked_.exchange(true, std::memory_order_acquire)) {
+      while (locked_.load(std::memory_order_relaxed)) {
+        std::this_thread::yield();
+      }
+    }
+  }
+  void unlock() noexcept { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
 struct State {
-  std::mutex mutex;
+  SpinLock lock;
   Cache cache;
   size_t active = 0;
   // Bytes admitted under the memory limit whose system allocation is still running outside the lock. They count
@@ -356,7 +376,7 @@ Buffer malloc(size_t size) {
   size_t limit = 0;
   size_t in_use = 0;
   {
-    std::lock_guard lock(s.mutex);
+    std::lock_guard lock(s.lock);
     reused = s.cache.take_newest(size_class);
     if (reused != nullptr) {
       s.take_active(bytes);
@@ -390,14 +410,14 @@ Buffer malloc(size_t size) {
     // The system is short of memory (other processes, or a limit above what the machine has): return the cache
     // to it and try once more.
     {
-      std::lock_guard lock(s.mutex);
+      std::lock_guard lock(s.lock);
       s.evict_to(0, evicted);
     }
     evicted.release();
     ptr = system_alloc(bytes);
   }
   {
-    std::lock_guard lock(s.mutex);
+    std::lock_guard lock(s.lock);
     s.pending -= bytes;
     if (ptr != nullptr) {
       s.take_active(bytes);
@@ -426,7 +446,7 @@ void free(Buffer buffer) noexcept {
   Evicted evicted;
   bool cached = false;
   {
-    std::lock_guard lock(s.mutex);
+    std::lock_guard lock(s.lock);
     assert(s.active >= size_class.bytes && "free: a buffer freed twice, or not from malloc");
     s.active -= size_class.bytes;
     // A buffer larger than the cache may hold is released rather than flushing everything else out.
@@ -468,7 +488,7 @@ size_t get_active_memory() {
     return detail::gpu_memory(gpu, detail::GpuMemory::active);
   }
   State& s = state();
-  std::lock_guard lock(s.mutex);
+  std::lock_guard lock(s.lock);
   return s.active;
 }
 
@@ -477,7 +497,7 @@ size_t get_peak_memory() {
     return detail::gpu_memory(gpu, detail::GpuMemory::peak);
   }
   State& s = state();
-  std::lock_guard lock(s.mutex);
+  std::lock_guard lock(s.lock);
   return s.peak;
 }
 
@@ -487,7 +507,7 @@ void reset_peak_memory() {
     return;
   }
   State& s = state();
-  std::lock_guard lock(s.mutex);
+  std::lock_guard lock(s.lock);
   s.peak = s.active;
 }
 
@@ -496,7 +516,7 @@ size_t get_cache_memory() {
     return detail::gpu_memory(gpu, detail::GpuMemory::cache);
   }
   State& s = state();
-  std::lock_guard lock(s.mutex);
+  std::lock_guard lock(s.lock);
   return s.cache.bytes();
 }
 
@@ -505,7 +525,7 @@ size_t get_memory_limit() {
     return detail::gpu_memory(gpu, detail::GpuMemory::memory_limit);
   }
   State& s = state();
-  std::lock_guard lock(s.mutex);
+  std::lock_guard lock(s.lock);
   return s.memory_limit;
 }
 
@@ -517,7 +537,7 @@ size_t set_memory_limit(size_t limit) {
   }
   State& s = state();
   Evicted evicted;
-  std::lock_guard lock(s.mutex);
+  std::lock_guard lock(s.lock);
   size_t previous = std::exchange(s.memory_limit, limit);
   s.evict_to(s.cache_room(), evicted);
   return previous;
@@ -529,7 +549,7 @@ size_t set_cache_limit(size_t limit) {
   }
   State& s = state();
   Evicted evicted;
-  std::lock_guard lock(s.mutex);
+  std::lock_guard lock(s.lock);
   size_t previous = std::exchange(s.cache_limit, limit);
   s.evict_to(s.cache_room(), evicted);
   return previous;
@@ -543,7 +563,7 @@ void clear_cache() {
   {
     State& s = state();
     Evicted evicted;
-    std::lock_guard lock(s.mutex);
+    std::lock_guard lock(s.lock);
     s.evict_to(0, evicted);
   }
 #if defined(__GLIBC__)

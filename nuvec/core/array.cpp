@@ -267,18 +267,24 @@ const std::vector<array>& array::inputs() const {
 }
 
 std::vector<array> array::outputs() const {
-  if (!desc_->node || desc_->node->outputs.empty()) {
-    return {*this};
-  }
   std::vector<array> result;
-  result.reserve(desc_->node->outputs.size());
-  const auto& node = *desc_->node;
-  for (size_t i = 0; i < node.outputs.size(); ++i) {
-    auto desc = node.outputs[i].lock();
-    // A dropped sibling becomes a stand-in of its shape and dtype, written and then freed.
-    result.push_back(desc ? array(std::move(desc)) : array(node.output_shapes[i], node.output_dtypes[i]));
-  }
+  detail::outputs_into(*this, result);
   return result;
+}
+
+void detail::outputs_into(const array& a, std::vector<array>& into) {
+  into.clear();
+  const auto& node = a.desc_->node;
+  if (!node || node->outputs.empty()) {
+    into.push_back(a);
+    return;
+  }
+  into.reserve(node->outputs.size());
+  for (size_t i = 0; i < node->outputs.size(); ++i) {
+    auto desc = node->outputs[i].lock();
+    // A dropped sibling becomes a stand-in of its shape and dtype, written and then freed.
+    into.push_back(desc ? array(std::move(desc)) : array(node->output_shapes[i], node->output_dtypes[i]));
+  }
 }
 
 std::vector<array> array::siblings() const {

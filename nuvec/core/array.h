@@ -87,6 +87,10 @@ void check_no_tracers(const std::vector<array>& outputs, const char* op);
 /// must have a primitive.
 int& traversal_mark(const array& a);
 
+/// Replaces the contents of `into` with a.outputs(), reusing its storage: evaluation fills one list per thread
+/// instead of allocating one for each node.
+void outputs_into(const array& a, std::vector<array>& into);
+
 }  // namespace detail
 
 /// Evaluation state of an array.
@@ -338,6 +342,7 @@ class array {
   std::shared_ptr<detail::ArrayDesc> desc_;
   friend struct detail::ArrayDesc;
   friend int& detail::traversal_mark(const array& a);
+  friend void detail::outputs_into(const array& a, std::vector<array>& into);
 };
 
 namespace detail {

@@ -210,8 +210,7 @@ void eval_on(const Stream& stream, const Primitive& primitive, const std::vector
 
 namespace {
 
-void run_node(const array& a) {
-  auto outputs = a.outputs();
+void run_node(const array& a, std::vector<array>& outputs) {
   const auto& inputs = a.inputs();
   for (const auto& in : inputs) {
     if (in.status() == Status::failed) {
@@ -236,14 +235,26 @@ void run_node(const array& a) {
   }
 }
 
-/// Runs a node and drops its primitive and inputs, which frees intermediates as
-/// soon as their last consumer has run. A tracer keeps its graph, which the
-/// transform running around it still walks (MLX).
-void run_and_detach(array& a) {
-  run_node(a);
+/// Runs a node and drops its primitive and inputs, which frees intermediates as soon as their last consumer has run.
+/// A tracer keeps its graph, which the transform running around it still walks (MLX). The outputs' list is kept per
+/// thread (a list per node would cost an allocation, and each handle copied once more an atomic count); a kernel that
+/// evaluates a graph of its own while the list is in use (a compiled function's) gets fresh lists for its nodes.
+void run_and_detach(const array& a) {
+  thread_local std::vector<array> kept;
+  thread_local bool kept_in_use = false;
+  std::vector<array> fresh;
+  const bool nested = kept_in_use;
+  auto& outputs = nested ? fresh : kept;
+  detail::outputs_into(a, outputs);
+  kept_in_use = true;
+  run_node(a, outputs);
   if (!a.is_tracer()) {
-    a.detach();
+    for (auto& out : outputs) {
+      out.detach();  // the first live output detaches them all; stand-ins for dropped ones have no node
+    }
   }
+  outputs.clear();
+  kept_in_use = nested;
 }
 
 /// Whether `a` is one node whose inputs are all computed: the eager-style case
@@ -295,8 +306,7 @@ void run_entry(array& a) {
 
 void eval_locked(const std::vector<array>& outputs) {
   if (outputs.size() == 1 && is_one_ready_node(outputs[0])) {
-    array node = outputs[0];
-    run_and_detach(node);
+    run_and_detach(outputs[0]);
     return;
   }
   Graph graph(outputs);
@@ -498,8 +508,7 @@ bool detail::try_eval_small_node(const array& a, size_t max_bytes) {
     if (bytes > max_bytes) {
       return false;
     }
-    array node = a;
-    run_and_detach(node);
+    run_and_detach(a);
   } else {
     auto order = small_graph_order(a, max_bytes);
     if (order.empty()) {
