@@ -238,15 +238,15 @@ double decode_rate(lm::LanguageModel& model, int count) {
 }  // namespace
 
 void run_generate(const GenerateCommandOptions& o, std::FILE* out, std::FILE* err) {
-  auto loaded = lm::load_model(o.model);
   // Under nuvec launch or mpirun the ranks split the model's heads and features (tensor parallelism), or with
-  // --pipeline its layers; they decode the same tokens, and rank 0 prints them.
+  // --pipeline its layers, as it loads (each reads only its part of the checkpoint); they decode the same tokens,
+  // and rank 0 prints them.
   const distributed::Group group = distributed::init();
-  if (group.size() > 1 && o.pipeline) {
-    loaded.model->pipeline(group);
-  } else if (group.size() > 1) {
-    loaded.model->shard(group);
+  std::optional<lm::Placement> placement;
+  if (group.size() > 1) {
+    placement = lm::Placement{group, o.pipeline};
   }
+  auto loaded = lm::load_model(o.model, placement);
   const bool prints = group.rank() == 0;
   auto ids = prompt_ids(o, loaded.tokenizer);
   lm::GenerateOptions options;

@@ -91,10 +91,12 @@ void ModelRegistry::load(const std::string& name, const std::string& path, const
   std::optional<lm::LoadedModel> draft;
   {
     std::lock_guard compute(compute_);
-    loaded = lm::load_model(path);
+    // Sharded across the ranks as it loads: each reads only its slices of the checkpoint.
+    std::optional<lm::Placement> placement;
     if (options.group && options.group->size() > 1) {
-      loaded->model->shard(*options.group);
+      placement = lm::Placement{*options.group};
     }
+    loaded = lm::load_model(path, placement);
     if (!draft_path.empty()) {
       draft = lm::load_model(draft_path);
     }

@@ -37,8 +37,7 @@ int follow(const ServeOptions& options, const ModelOptions& model_options, std::
   const StopSignals signals;
   ignore_broken_pipes();
   const distributed::Group& group = *options.group;
-  lm::LoadedModel loaded = lm::load_model(options.models.front().second);
-  loaded.model->shard(group);
+  lm::LoadedModel loaded = lm::load_model(options.models.front().second, lm::Placement{group});
   std::fprintf(err, "nuvec serve: rank %d of %d follows rank 0\n", group.rank(), group.size());
   std::fflush(err);
   const int context = served_context(model_options, loaded.model->max_context());

@@ -7,9 +7,7 @@
 
 #include "nuvec/core/block_code_bits.h"
 #include "nuvec/core/error.h"
-#include "nuvec/core/eval.h"
 #include "nuvec/core/ops.h"
-#include "nuvec/io/blob.h"
 #include "nuvec/lm/models/registry.h"
 #include "nuvec/lm/tokenizer/tokenizer.h"
 
@@ -355,38 +353,6 @@ int kernel_bits(int bits) {
   }
 }
 
-/// Packed codes (rows of `bits`-wide little-endian bit streams along the last axis) rewritten `wider` bits wide (4 or
-/// 8), value for value.
-array widen_codes(const array& packed, int bits, int wider) {
-  array w = contiguous(packed);
-  w.eval();
-  const int64_t words = w.shape(-1);
-  const int64_t rows = static_cast<int64_t>(w.size()) / words;
-  const int64_t count = words * 32 / bits;
-  const int64_t wide_words = count * wider / 32;
-  Shape shape = w.shape();
-  shape.back() = static_cast<int32_t>(wide_words);
-  array out = io::detail::allocate(shape, uint32);
-  auto* dst = static_cast<uint32_t*>(out.raw_data());
-  std::fill_n(dst, rows * wide_words, 0U);
-  const auto* src = w.data<uint32_t>();
-  const uint64_t mask = (uint64_t{1} << bits) - 1;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint32_t* in = src + r * words;
-    uint32_t* row = dst + r * wide_words;
-    for (int64_t i = 0; i < count; ++i) {
-      const int64_t bit = i * bits;
-      uint64_t window = in[bit / 32];
-      if (bit % 32 + bits > 32) {
-        window |= uint64_t{in[bit / 32 + 1]} << 32;
-      }
-      const auto code = static_cast<uint32_t>((window >> (bit % 32)) & mask);
-      row[i * wider / 32] |= code << (i * wider % 32);
-    }
-  }
-  return out;
-}
-
 /// The length of the rows of a linear module's weight (its input features), from the config.
 int input_features(const std::string& module, const json& config) {
   const int hidden = config["hidden_size"].get<int>();
@@ -534,8 +500,9 @@ array unpermute_rope_rows(const array& rows, int heads) {
   return contiguous(reshape(swapaxes(reshape(rows, split), 1, 2), rows.shape()));
 }
 
-NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std::string& file,
-                            const std::unordered_map<std::string, QuantizationMode>& block_formats) {
+GGUFWeights gguf_hf_sources(const NamedArrays& tensors, json& config, const std::string& file,
+                            const std::unordered_map<std::string, QuantizationMode>& block_formats,
+                            const BlockParts& blocks) {
   const std::string arch = config["model_type"].get<std::string>();
   const int heads = config["num_attention_heads"].get<int>();
   const int kv_heads = config["num_key_value_heads"].get<int>();
@@ -544,10 +511,11 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
   if ((arch == "llama" || arch == "mixtral") && !permuted_rows) {
     config["rope_traditional"] = true;
   }
-  NamedArrays out;
+  GGUFWeights result;
+  NamedArrays& out = result.weights;
+  auto& conversions = result.conversions;
   json quantization = json::object();
   for (const auto& [name, stored] : tensors) {
-    array value = stored;
     if (is_rope_tensor(name)) {
       continue;  // in the config's rope_scaling
     }
@@ -559,25 +527,36 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
                               {"bits", block_code_bits(format->second)},
                               {"mode", mode_name(format->second)}};
     }
+    GGUFConversion c(stored);
+    if (auto part = blocks.find(name); part != blocks.end()) {
+      c.blocks = part->second.first;
+      c.part = part->second.second;
+    }
     // The converter permutes the Q and K rows of the llama architecture only (Qwen's files keep HF's order), so that
     // RoPE on adjacent pairs of features gives Hugging Face's rotation of the two halves. The model then rotates
     // adjacent pairs itself (rope_traditional) and computes with the file's rows, uncopied; only a partial rotation,
     // which the permutation does not match, gets Hugging Face's rows back.
     if (permuted_rows) {
       if (ends_with(module, ".q_proj")) {
-        value = unpermute_rope_rows(value, heads);
+        c.heads = heads;
       } else if (ends_with(module, ".k_proj")) {
-        value = unpermute_rope_rows(value, kv_heads);
+        c.heads = kv_heads;
       }
     }
     // The converter stores Gemma's norm weights with the 1 its RMSNorm adds (1 + w) already added.
     if (arch.starts_with("gemma") && ends_with(hf, "norm.weight")) {
-      if (!is_floating(value.dtype())) {
+      if (!is_floating(stored.dtype())) {
         throw_invalid(std::string(file).append(": the norm weight ").append(name).append(" is quantized"));
       }
-      value = subtract(astype(value, float32), array(1.0F));
+      c.minus_one = true;
     }
-    out.insert_or_assign(std::move(hf), std::move(value));
+    if (c.blocks || c.heads > 0 || c.minus_one) {
+      // A stand-in of the converted weight's shape and dtype until the conversion runs.
+      out.insert_or_assign(hf, zeros(stored.shape(), c.minus_one ? float32 : stored.dtype()));
+      conversions.insert_or_assign(hf, std::move(c));
+    } else {
+      out.insert_or_assign(hf, stored);
+    }
   }
   // Quantized modules: the packed width and the number of groups of a row give the bits and the group size.
   // (`out` gains no element in the loop, so its iteration stays valid while a weight is replaced.)
@@ -605,7 +584,18 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
     const auto stored_bits = static_cast<int>(bits_total / k);
     const int bits = kernel_bits(stored_bits);
     if (bits != stored_bits) {
-      weight->second = widen_codes(weight->second, stored_bits, bits);
+      conversions.try_emplace(weight->first, weight->second);
+      Shape wide = weight->second.shape();
+      wide.back() = static_cast<int32_t>(int64_t{k} * bits / 32);
+      weight->second = zeros(wide, uint32);
+    }
+    for (const char* part : {".weight", ".scales", ".biases"}) {
+      if (auto c = conversions.find(module + part); c != conversions.end()) {
+        c->second.packed = true;
+        c->second.group = group;
+        c->second.stored_bits = stored_bits;
+        c->second.bits = bits;
+      }
     }
     quantization[module] = {{"group_size", group}, {"bits", bits}};
     ++uses[{group, bits}];
@@ -618,20 +608,23 @@ NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std:
   if (!quantization.empty()) {
     config["quantization"] = quantization;
   }
-  std::vector<array> values;
-  for (auto& [name, value] : out) {
-    values.push_back(value);
-  }
-  eval(values);
-  return out;
+  return result;
+}
+
+NamedArrays gguf_hf_weights(const NamedArrays& tensors, json& config, const std::string& file,
+                            const std::unordered_map<std::string, QuantizationMode>& block_formats) {
+  GGUFWeights sources = gguf_hf_sources(tensors, config, file, block_formats);
+  convert_gguf_weights(sources.weights, sources.conversions, LoadPlan());
+  return std::move(sources.weights);
 }
 
 }  // namespace detail
 
-LoadedModel load_gguf_model(const std::string& path) {
+LoadedModel load_gguf_model(const std::string& path, const std::optional<Placement>& placement) {
   io::GGUFTensors file = io::load_gguf_tensors(path);
   detail::NamedArrays tensors;
   std::unordered_map<std::string, QuantizationMode> block_formats;
+  detail::BlockParts blocks;
   for (io::GGUFTensor& t : file.tensors) {
     const auto* info = io::detail::ggml_type_info(static_cast<uint32_t>(t.type));
     auto format = io::block_format(t.type);
@@ -642,23 +635,35 @@ LoadedModel load_gguf_model(const std::string& path) {
       tensors.insert_or_assign(t.name, std::move(t.data));
       continue;
     }
-    // Other types, and stacked experts, as affine quantization (as io::load_gguf's packed_all gives them).
-    auto packed = io::detail::pack_blocks(*info, t.data.data<uint8_t>(), t.shape);
+    // Other types, and stacked experts, as affine quantization (as io::load_gguf's packed_all gives them), repacked
+    // once the model knows what this rank keeps of them: stand-ins of the repacked shapes until then.
+    auto source = std::make_shared<const detail::GGUFBlocks>(detail::GGUFBlocks{t.data, info, t.shape});
+    Shape codes = t.shape;
+    Shape scales = t.shape;
+    codes.back() = static_cast<int32_t>(int64_t{t.shape.back()} * info->bits / 32);
+    scales.back() = static_cast<int32_t>(t.shape.back() / static_cast<int32_t>(info->group));
     std::string base = t.name;
     if (base.ends_with(".weight")) {
       base.resize(base.size() - 7);
     }
-    tensors.insert_or_assign(t.name, packed[0]);
-    tensors.insert_or_assign(base + ".scales", packed[1]);
-    tensors.insert_or_assign(base + ".biases", packed[2]);
+    const std::string names[] = {t.name, base + ".scales", base + ".biases"};
+    for (int part = 0; part < 3; ++part) {
+      tensors.insert_or_assign(names[part], zeros(part == 0 ? codes : scales, part == 0 ? uint32 : float32));
+      blocks.insert_or_assign(names[part], std::pair{source, part});
+    }
   }
   file.tensors.clear();
   const detail::GGUFMetadata& metadata = file.metadata;
   json config = detail::gguf_hf_config(metadata, tensors, path);
-  detail::NamedArrays weights = detail::gguf_hf_weights(tensors, config, path, block_formats);
+  detail::GGUFWeights sources = detail::gguf_hf_sources(tensors, config, path, block_formats, blocks);
   tensors.clear();  // the renamed weights hold what is still needed; the rest is freed before the model is built
+  blocks.clear();
   std::shared_ptr<LanguageModel> model = create_model(config);
-  load_weights_into(*model, std::move(weights), config);
+  load_weights_into(*model, std::move(sources.weights), config, placement,
+                    [&](detail::NamedArrays& weights, const LoadPlan& plan) {
+                      detail::convert_gguf_weights(weights, sources.conversions, plan);
+                    });
+  sources.conversions.clear();
   model->eval();
   GenerationConfig generation = GenerationConfig::from_json(nullptr, config);
   return LoadedModel{std::move(model), Tokenizer::from_gguf(path), std::move(generation), std::move(config)};

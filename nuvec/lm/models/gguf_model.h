@@ -12,18 +12,23 @@
 // Q3_K, Q6_K), in the layout of an MLX-quantized folder; their codes of 3, 5 and 6 bits are stored one width up (4 or
 // 8 bits), which nuvec's products stream much faster.
 
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 #include "nuvec/io/gguf.h"
+#include "nuvec/lm/models/gguf_convert.h"
 #include "nuvec/lm/models/load.h"
 
 namespace nuvec::lm {
 
 /// Loads a GGUF file: the model, its tokenizer and its EOS ids. Architectures: llama (Llama, Mistral, and Mixtral when
-/// it has experts), qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3 (its text model).
-LoadedModel load_gguf_model(const std::string& path);
+/// it has experts), qwen2, qwen3, qwen3moe, phi3, gemma2 and gemma3 (its text model). With a placement the model is
+/// split before its weights load, and only the parts this rank keeps are read and converted.
+LoadedModel load_gguf_model(const std::string& path, const std::optional<Placement>& placement = std::nullopt);
 
 namespace detail {
 
@@ -44,10 +49,26 @@ std::string hf_tensor_name(const std::string& gguf_name, const std::string& mode
 /// (the first axis), so it applies to packed quantized weights and their scales and biases alike.
 array unpermute_rope_rows(const array& rows, int heads);
 
-/// The tensors of a GGUF file (as io::load_gguf packs them, or left in their blocks: `block_formats` names those
-/// tensors and their formats) under their Hugging Face names, in Hugging Face's layout (Gemma's norm weights less the
-/// 1 the converter added), 3-, 5- and 6-bit codes widened to 4 or 8 bits; records the group size and bits (and the
-/// mode of block formats) of every quantized module in config["quantization"].
+/// The repacked blocks a file's tensor name stands for: the blocks and which of codes, scales or biases it is.
+using BlockParts = std::unordered_map<std::string, std::pair<std::shared_ptr<const GGUFBlocks>, int>>;
+
+/// A model's weights from a GGUF file before they are read: stand-ins (of the converted shapes and dtypes) for the
+/// weights that need converting, and how each is converted.
+struct GGUFWeights {
+  NamedArrays weights;
+  std::unordered_map<std::string, GGUFConversion> conversions;
+};
+
+/// The tensors of a GGUF file (as io::load_gguf packs them, left in their blocks: `block_formats` names those tensors
+/// and their formats, or stand-ins for blocks to repack: `blocks` names them) under their Hugging Face names, with
+/// the conversions to Hugging Face's layout (Gemma's norm weights less the 1 the converter added) and to codes of 4
+/// or 8 bits (from 3, 5 and 6); records the group size and bits (and the mode of block formats) of every quantized
+/// module in config["quantization"]. Reads no tensor.
+GGUFWeights gguf_hf_sources(const NamedArrays& tensors, nlohmann::json& config, const std::string& file,
+                            const std::unordered_map<std::string, QuantizationMode>& block_formats = {},
+                            const BlockParts& blocks = {});
+
+/// gguf_hf_sources' weights, all converted whole.
 NamedArrays gguf_hf_weights(const NamedArrays& tensors, nlohmann::json& config, const std::string& file,
                             const std::unordered_map<std::string, QuantizationMode>& block_formats = {});
 

@@ -259,12 +259,22 @@ Weights load_folder_weights(const std::string& dir) {
   return weights;
 }
 
-void load_weights_into(LanguageModel& model, Weights weights, const nlohmann::json& config) {
+void load_weights_into(LanguageModel& model, Weights weights, const nlohmann::json& config,
+                       const std::optional<Placement>& placement, const WeightConversion& convert) {
   if (auto* transformer = dynamic_cast<TransformerModel*>(&model)) {
     transformer->sanitize(weights);
   }
   if (const nlohmann::json quantization = quantization_of(config); !quantization.is_null()) {
     apply_quantization(model, quantization, weights);
+  }
+  // The split comes before the weights: they are then read (and converted) only where the rank keeps them.
+  const LoadPlan plan = placement ? LoadPlan(model, *placement) : LoadPlan();
+  std::erase_if(weights, [&](const auto& entry) { return !plan.keeps(entry.first); });
+  if (convert) {
+    convert(weights, plan);
+  }
+  for (auto& [name, value] : weights) {
+    value = plan.take(name, value);
   }
   if (auto wrong = dtype_mismatches(model, weights); !wrong.empty()) {
     throw_invalid("[load_weights] weights of the wrong kind (is config.json's quantization right?): " + join(wrong) +
@@ -275,7 +285,7 @@ void load_weights_into(LanguageModel& model, Weights weights, const nlohmann::js
   model.load_weights(params, true);
 }
 
-LoadedModel load_folder(const std::string& dir) {
+LoadedModel load_folder(const std::string& dir, const std::optional<Placement>& placement) {
   const fs::path root(dir);
   if (!fs::is_directory(root)) {
     throw_error(ErrorKind::io, "[load_folder] " + dir + " is not a folder.");
@@ -285,7 +295,7 @@ LoadedModel load_folder(const std::string& dir) {
   }
   nlohmann::json config = read_json(root / "config.json");
   std::shared_ptr<LanguageModel> model = create_model(config);
-  load_weights_into(*model, load_folder_weights(dir), config);
+  load_weights_into(*model, load_folder_weights(dir), config, placement);
   model->eval();
   const fs::path generation_file = root / "generation_config.json";
   const nlohmann::json generation = fs::exists(generation_file) ? read_json(generation_file) : nlohmann::json();

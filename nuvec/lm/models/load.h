@@ -15,6 +15,7 @@
 #include "nuvec/core/array.h"
 #include "nuvec/lm/models/config.h"
 #include "nuvec/lm/models/language_model.h"
+#include "nuvec/lm/models/load_plan.h"
 #include "nuvec/lm/tokenizer/tokenizer.h"
 
 namespace nuvec::lm {
@@ -26,19 +27,27 @@ struct LoadedModel {
   nlohmann::json config;
 };
 
-/// Loads a model folder: the architecture config.json names, its weights, tokenizer and generation defaults.
-LoadedModel load_folder(const std::string& dir);
+/// Loads a model folder: the architecture config.json names, its weights, tokenizer and generation defaults. With a
+/// placement the model is split before its weights load, and this rank reads only what it keeps of them.
+LoadedModel load_folder(const std::string& dir, const std::optional<Placement>& placement = std::nullopt);
 
 /// The weights of a folder by name, mapped: model.safetensors.index.json's shards, else model.safetensors, else
 /// every *.safetensors file.
 std::unordered_map<std::string, array> load_folder_weights(const std::string& dir);
 
+/// Turns the stand-ins among `weights` (arrays of the shape and dtype a weight will have, never evaluated) into
+/// their values, each cut to what `plan` keeps of it: the hook of loaders that convert what they read (GGUF's).
+using WeightConversion = std::function<void(std::unordered_map<std::string, array>& weights, const LoadPlan& plan)>;
+
 /// Loads Hugging Face-named weights into a model create_model built from `config`: drops what checkpoints carry
 /// that the model computes (rotary inv_freq, lm_head of tied embeddings), swaps in quantized layers where config's
 /// quantization and the weights' .scales say so, and throws one error listing every missing, unexpected and
-/// mis-shaped weight by name.
+/// mis-shaped weight by name. With a placement the model is split first (LoadPlan), the weights it drops are never
+/// read and the others are cut, lazily, to its part (stacked experts before they are stacked); `convert` then
+/// gives the stand-ins their values.
 void load_weights_into(LanguageModel& model, std::unordered_map<std::string, array> weights,
-                       const nlohmann::json& config);
+                       const nlohmann::json& config, const std::optional<Placement>& placement = std::nullopt,
+                       const WeightConversion& convert = {});
 
 /// Group size and bits of one quantized layer.
 struct QuantParams {

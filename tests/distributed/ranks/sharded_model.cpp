@@ -3,14 +3,16 @@
 // through their KV caches the same tokens. With 3 ranks the heads split unevenly (by whole key-value heads). Models
 // loaded from checkpoints (GGUF files as llama.cpp writes them, safetensors folders) and sharded equal the whole
 // model loaded from the same file, and a rank keeps only its slices of the file's sharded weights (a pipeline rank:
-// only the weights of its layers).
+// only the weights of its layers), which are all it reads, converts or stacks while it loads.
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -444,6 +446,130 @@ TEST(PipelinedCheckpoint, EachRankHoldsOnlyItsLayersAndEqualsTheWholeModel) {
     EXPECT_EQ(held, want) << what;
     std::printf("rank %d of %d: %s holds %zu of the model's weight bytes\n", g.rank(), g.size(), what.c_str(), held);
     expect_same_model(whole, split, what + " pipelined", 1e-4);
+    std::filesystem::remove_all(path);
+  }
+}
+
+/// `model`'s weights as a Hugging Face checkpoint names them: each stacked expert projection
+/// (<block>.switch_mlp.<projection>.weight) as one weight an expert (<block>.experts.E.<name>.weight, mixtral's w1,
+/// w3 and w2).
+test::NamedArrays hf_expert_weights(const LanguageModel& model) {
+  const bool mixtral = model.model_type() == "mixtral";
+  const std::map<std::string, std::string> names = {{"gate_proj", mixtral ? "w1" : "gate_proj"},
+                                                    {"up_proj", mixtral ? "w3" : "up_proj"},
+                                                    {"down_proj", mixtral ? "w2" : "down_proj"}};
+  test::NamedArrays weights;
+  for (const auto& [name, value] : model.parameters()) {
+    const auto at = name.find("switch_mlp.");
+    if (at == std::string::npos) {
+      weights.insert_or_assign(name, value);
+      continue;
+    }
+    const std::string projection = name.substr(at + 11, name.find('.', at + 11) - at - 11);
+    for (int e = 0; e < value.shape(0); ++e) {
+      weights.insert_or_assign(
+          name.substr(0, at) + "experts." + std::to_string(e) + "." + names.at(projection) + ".weight",
+          contiguous(take(value, e, 0)));
+    }
+  }
+  return weights;
+}
+
+/// The peak of active memory, above what was active before, while `load` runs and the weights of the model it gives
+/// are evaluated; and what the model then holds.
+struct LoadMemory {
+  size_t peak;
+  size_t held;
+};
+LoadMemory load_memory(const std::function<std::shared_ptr<LanguageModel>()>& load) {
+  clear_cache();
+  const size_t before = get_active_memory();
+  reset_peak_memory();
+  std::shared_ptr<LanguageModel> model = load();
+  std::vector<array> weights;
+  for (const auto& [name, value] : model->parameters()) {
+    weights.push_back(value);
+  }
+  eval(weights);
+  return {get_peak_memory() - before, get_active_memory() - before};
+}
+
+/// The bytes of the largest module of a layer (a projection, or a stack of experts: weight, scales and biases).
+size_t largest_layer_module(const LanguageModel& model) {
+  std::map<std::string, size_t> modules;
+  for (const auto& [name, value] : model.parameters()) {
+    if (name.starts_with("model.layers.")) {
+      modules[name.substr(0, name.rfind('.'))] += value.nbytes();
+    }
+  }
+  size_t largest = 0;
+  for (const auto& [module, bytes] : modules) {
+    largest = std::max(largest, bytes);
+  }
+  return largest;
+}
+
+TEST(ShardedCheckpoint, EachRankReadsAndConvertsOnlyWhatItKeeps) {
+  const distributed::Group g = distributed::init(true);
+  // Checkpoints whose loading converts: GGUF files of mixtral (its stacked experts repacked from Q8_0 blocks) and of
+  // llama in Q5_0 (every matrix repacked, its 5-bit codes widened to 8), and a Hugging Face folder of mixtral (its
+  // experts, one weight each in the file, stacked). 5 layers: a pipeline rank keeps 3 or 2 of them on 2 ranks.
+  nlohmann::json mixtral = gguf_config("mixtral");
+  mixtral["num_local_experts"] = 4;
+  mixtral["num_experts_per_tok"] = 2;
+  mixtral["num_hidden_layers"] = 5;
+  nlohmann::json llama = gguf_config("llama");
+  llama["num_hidden_layers"] = 5;
+  struct Checkpoint {
+    nlohmann::json config;
+    std::string format;
+    io::GGMLType matrices;
+  };
+  for (const Checkpoint& c :
+       {Checkpoint{mixtral, "GGUF", io::GGMLType::Q8_0}, Checkpoint{llama, "GGUF", io::GGMLType::Q5_0},
+        Checkpoint{mixtral, "safetensors", io::GGMLType::F32}}) {
+    const std::string name = c.config["model_type"].get<std::string>() + " " + c.format;
+    const std::string path = temp_path(c.format == "GGUF" ? "converted.gguf" : "converted");
+    const test::NamedArrays weights = hf_expert_weights(*tiny_model(c.config, 15));
+    if (c.format == "GGUF") {
+      test::write_gguf_model(
+          path, c.config, weights,
+          [&](const std::string& weight) {
+            const bool matrix = weight.find("norm") == std::string::npos && weight.find("embed") == std::string::npos;
+            return matrix ? c.matrices : io::GGMLType::F32;
+          },
+          test::byte_level_vocabulary(c.config["vocab_size"].get<int>()));
+    } else {
+      std::filesystem::remove_all(path);
+      std::filesystem::create_directories(path);
+      std::ofstream(path + "/config.json") << c.config.dump();
+      save_safetensors(path + "/model.safetensors", weights);
+    }
+    const auto load = [&](const std::optional<Placement>& placement) {
+      if (c.format == "GGUF") {
+        return load_model(path, placement).model;
+      }
+      std::shared_ptr<LanguageModel> model = create_model(c.config);
+      load_weights_into(*model, load_folder_weights(path), c.config, placement);
+      return model;
+    };
+    std::shared_ptr<LanguageModel> whole = load(std::nullopt);
+    const size_t module = largest_layer_module(*whole);
+    const LoadMemory whole_memory = load_memory([&] { return load(std::nullopt); });
+    for (const bool pipeline : {false, true}) {
+      const std::string what = name + (pipeline ? " pipelined" : " sharded");
+      const LoadMemory split_memory = load_memory([&] { return load(Placement{g, pipeline}); });
+      // Loading goes past what the rank keeps by what loading the whole model goes past what it keeps (the file's
+      // metadata and tokenizer) and less than one module of a layer (the blocks of its share of one, read before
+      // they are repacked): the other ranks' parts are never converted or stacked.
+      std::printf("rank %d of %d: %s: %zu bytes at the peak of loading, %zu held (the whole model: %zu and %zu)\n",
+                  g.rank(), g.size(), what.c_str(), split_memory.peak, split_memory.held, whole_memory.peak,
+                  whole_memory.held);
+      EXPECT_LT(split_memory.peak - split_memory.held, whole_memory.peak - whole_memory.held + module)
+          << what << ": the largest module of a layer holds " << module << " bytes";
+      EXPECT_LT(split_memory.held, whole_memory.held) << what;
+      expect_same_model(whole, load(Placement{g, pipeline}), what, c.format == "GGUF" ? 1e-3 : 1e-4);
+    }
     std::filesystem::remove_all(path);
   }
 }
