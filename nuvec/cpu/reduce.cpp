@@ -781,8 +781,8 @@ void column_reduce(const typename R::In* x, typename R::Out* y, const Plan& plan
                    [&](int64_t offset, int64_t start, int64_t length) {
                      for (int64_t i = 0; i < length; i += column_group_rows) {
                        const int64_t count = std::min(column_group_rows, length - i);
-                       for (int64_t p = i + column_prefetch_rows; p < std::min(length, i + column_prefetch_rows + count);
-                            ++p) {
+                       const int64_t ahead = std::min(length, i + column_prefetch_rows + count);
+                       for (int64_t p = i + column_prefetch_rows; p < ahead; ++p) {
                          prefetch_l2(x0 + offset + p * rs, row_bytes);
                        }
                        acc.add(x0 + offset + i * rs, rs, count, start + i);

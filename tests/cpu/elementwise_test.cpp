@@ -387,9 +387,11 @@ TEST(ElementwiseUnary, Float32ExpAndTanhAreAccurateOverEveryBinade) {
   }
   const float big = std::numeric_limits<float>::max();
   const float tiny = std::numeric_limits<float>::denorm_min();
-  v.insert(v.end(), {88.72283F, 88.7228394F, 89.0F, 90.0F, -87.33F, -87.34F, -103.27F, -103.97F, -104.0F, -105.0F,
-                     big, -big, tiny, -tiny, 0.0F, -0.0F, std::numeric_limits<float>::infinity(),
-                     -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), 9.0F, 9.1F});
+  const float infinity = std::numeric_limits<float>::infinity();
+  const std::vector<float> edges = {88.72283F, 88.7228394F, 89.0F,    90.0F,     -87.33F, -87.34F, -103.27F,
+                                    -103.97F,  -104.0F,     -105.0F,  big,       -big,    tiny,    -tiny,
+                                    0.0F,      -0.0F,       infinity, -infinity, NAN,     9.0F,    9.1F};
+  v.insert(v.end(), edges.begin(), edges.end());
   const array x(v.begin(), {static_cast<int>(v.size())}, float32);
   auto e = exp(x);
   auto t = tanh(x);
