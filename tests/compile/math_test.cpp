@@ -1,7 +1,7 @@
 // The generated kernels' own math against the eager kernels: tanh (a rational approximation in the generated code),
-// exp (glibc's vector function there, SLEEF's eagerly) and sigmoid (on an exp written out there) over a sweep of
-// every 4096th float bit pattern and the special values, in ulps; erfinv; products and minima over rows, and the
-// LayerNorm, RMSNorm and LogSumExp primitives, fused into row kernels.
+// exp (glibc's vector function there, exp_nonpositive.h's eagerly) and sigmoid (on an exp written out there) over a
+// sweep of every 4096th float bit pattern and the special values, in ulps; erfinv; products and minima over rows, and
+// the LayerNorm, RMSNorm and LogSumExp primitives, fused into row kernels.
 
 #include <cmath>
 #include <cstring>
@@ -94,8 +94,9 @@ UlpReport compare_ulps(const array& x, const array& compiled, const array& eager
 
 TEST_F(GeneratedMath, TanhExpAndSigmoidWithinUlpsOfEager) {
   // Stated tolerances: the generated tanh is within 5 ulp of the correctly rounded result and the eager one within
-  // 1.1, so they differ by at most 6; exp is glibc's (1 ulp) against SLEEF's (1 ulp): 2; sigmoid runs on an exp of
-  // 1 ulp on each side, with one division and one product more: 4. NaN, infinities, zeros and the overflow and
+  // 1.1, so they differ by at most 6; exp is glibc's vector expf (2.4 ulp from e^x at x = 1.7335455: 5.66068745
+  // against 5.66068858) against the eager exp (within 1 ulp): 3; sigmoid runs on an exp on each side, with one
+  // division and one product more: 4. NaN, infinities, zeros and the overflow and
   // underflow edges (denormal results included) give the same value.
   using Op = array (*)(const array&, StreamOrDevice);
   struct Case {
@@ -103,7 +104,7 @@ TEST_F(GeneratedMath, TanhExpAndSigmoidWithinUlpsOfEager) {
     Op op;
     int64_t ulps;
   };
-  const Case cases[] = {{"tanh", tanh, 6}, {"exp", exp, 2}, {"sigmoid", sigmoid, 4}};
+  const Case cases[] = {{"tanh", tanh, 6}, {"exp", exp, 3}, {"sigmoid", sigmoid, 4}};
   auto x = float_sweep();
   eval(x);
   for (const auto& c : cases) {

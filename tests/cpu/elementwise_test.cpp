@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -371,6 +374,50 @@ TEST(ElementwiseUnary, Float32TanhIsAccurateOnBothSidesOfItsBranchPoint) {
   eval(zeros);
   for (float z : std::vector<float>(zeros.data<float>(), zeros.data<float>() + zeros.size())) {
     EXPECT_TRUE(z == 0.0F && std::signbit(z));
+  }
+}
+
+TEST(ElementwiseUnary, Float32ExpAndTanhAreAccurateOverEveryBinade) {
+  // Every 4099th float32 bit pattern (both signs: denormals, huge values, infinities' neighbours and NaNs), then the
+  // edges of exp's range, against the float nearest the float64 function (std::exp, std::tanh): exp within 1 ulp,
+  // tanh within 2; NaN stays NaN, and results past the range are exactly +inf, 0 or +-1.
+  std::vector<float> v;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
+    v.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  }
+  const float big = std::numeric_limits<float>::max();
+  const float tiny = std::numeric_limits<float>::denorm_min();
+  const float infinity = std::numeric_limits<float>::infinity();
+  const std::vector<float> edges = {88.72283F, 88.7228394F, 89.0F,    90.0F,     -87.33F, -87.34F, -103.27F,
+                                    -103.97F,  -104.0F,     -105.0F,  big,       -big,    tiny,    -tiny,
+                                    0.0F,      -0.0F,       infinity, -infinity, NAN,     9.0F,    9.1F};
+  v.insert(v.end(), edges.begin(), edges.end());
+  const array x(v.begin(), {static_cast<int>(v.size())}, float32);
+  auto e = exp(x);
+  auto t = tanh(x);
+  eval({e, t});
+  auto ulps = [](float a, double reference) {
+    const auto b = static_cast<float>(reference);
+    if (std::isnan(a) || std::isnan(b)) {
+      return std::isnan(a) && std::isnan(b) ? int64_t{0} : std::numeric_limits<int64_t>::max();
+    }
+    // Distance in representable floats (the bit patterns of negative floats counted downwards).
+    auto order = [](float f) {
+      const auto i = static_cast<int64_t>(std::bit_cast<int32_t>(f));
+      return i < 0 ? std::numeric_limits<int32_t>::min() - i : i;
+    };
+    return std::abs(order(a) - order(b));
+  };
+  int failures = 0;
+  for (size_t i = 0; i < v.size() && failures < 5; ++i) {
+    const auto xi = static_cast<double>(v[i]);
+    const float ei = e.data<float>()[i];
+    const float ti = t.data<float>()[i];
+    if (ulps(ei, std::exp(xi)) > 1 || ulps(ti, std::tanh(xi)) > 2) {
+      ADD_FAILURE() << "x = " << v[i] << ": exp " << ei << " (float64 " << std::exp(xi) << "), tanh " << ti
+                    << " (float64 " << std::tanh(xi) << ")";
+      ++failures;
+    }
   }
 }
 

@@ -397,14 +397,16 @@ TEST(ReduceLayout, StridedInputs) {
 TEST(ReduceLayout, LargeInputsTakeThreadedAndChunkedPaths) {
   std::mt19937 rng(7);
   // Long rows (chunked all-reduce and row reduce), a tall thin column reduce (split rows), a wide column reduce,
-  // many short rows, and reductions over outer and middle axes.
+  // many short rows, and reductions over outer and middle axes; last, column sums whose rows meet in registers eight at
+  // a time over three column blocks (the last a partial vector) and chunks of 167 rows (a last group of 7 rows,
+  // pairwise blocks of 128 and 39).
   struct Case {
     Shape shape;
     std::vector<int> axes;
   };
   const std::vector<Case> cases = {
-      {{3, 300001}, {0, 1}}, {{3, 300001}, {1}},     {{100003, 20}, {0}}, {{257, 3000}, {0}},
-      {{20000, 37}, {1}},    {{40, 50, 61}, {0, 2}}, {{40, 50, 61}, {1}}, {{64, 2, 4096}, {0, 2}},
+      {{3, 300001}, {0, 1}},  {{3, 300001}, {1}},  {{100003, 20}, {0}},     {{257, 3000}, {0}},  {{20000, 37}, {1}},
+      {{40, 50, 61}, {0, 2}}, {{40, 50, 61}, {1}}, {{64, 2, 4096}, {0, 2}}, {{1001, 2100}, {0}},
   };
   for (const auto& c : cases) {
     // One random draw per shape, converted to each dtype (int16 gets small integers, so ties are common).
