@@ -6,6 +6,7 @@
 
 #include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 #include "nuvec/core/quantization_mode.h"
 #include "nuvec/core/random.h"
 #include "nuvec/core/transforms.h"
@@ -96,15 +97,6 @@ LayerSizes layer_sizes(const std::string& layer, int dim, int n, const Segments&
   return {std::vector<int>(static_cast<size_t>(n), dim / n), std::nullopt};
 }
 
-/// a[begin:end] along axis.
-array range(const array& a, int axis, int begin, int end) {
-  Shape start(a.ndim(), 0);
-  Shape stop = a.shape();
-  start[axis] = begin;
-  stop[axis] = end;
-  return slice(a, start, stop);
-}
-
 /// The boundaries of the segments of an axis of `dim`: 0, where each later part begins, dim.
 std::vector<int> segment_bounds(int dim, const Segments& segments, const std::string& path) {
   std::vector<int> bounds{0};
@@ -163,8 +155,8 @@ array shard_value(const array& value, int axis, const Segments& segments, const 
       throw_invalid("[shard] " + path + ": cannot split an axis of " + std::to_string(dim) + " by sizes " +
                     list_text(*cut) + ".");
     }
-    return contiguous(
-        range(value, axis, static_cast<int>(before * dim / total), static_cast<int>(after * dim / total)));
+    return contiguous(nuvec::detail::slice_axis(value, axis, static_cast<int>(before * dim / total),
+                                                static_cast<int>(after * dim / total), {}));
   }
   const std::vector<int> bounds = segment_bounds(dim, segments, path);
   std::vector<array> parts;
@@ -174,7 +166,8 @@ array shard_value(const array& value, int axis, const Segments& segments, const 
       throw_invalid("[shard] " + path + ": a segment of " + std::to_string(length) + " cannot be split across " +
                     std::to_string(n) + " ranks.");
     }
-    parts.push_back(range(value, axis, bounds[i] + rank * length / n, bounds[i] + (rank + 1) * length / n));
+    parts.push_back(
+        nuvec::detail::slice_axis(value, axis, bounds[i] + rank * length / n, bounds[i] + (rank + 1) * length / n, {}));
   }
   return contiguous(concatenate(parts, axis));
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 #include "nuvec/io/blob.h"
 #include "nuvec/lm/models/gguf_model.h"
 
@@ -14,13 +15,9 @@ namespace nuvec::lm::detail {
 
 namespace {
 
-/// a[begin:end] along axis.
+/// a[begin:end] along axis (offsets within one tensor's axis, so within int).
 array cut(const array& a, int axis, int64_t begin, int64_t end) {
-  Shape start(a.ndim(), 0);
-  Shape stop = a.shape();
-  start[axis] = static_cast<int32_t>(begin);
-  stop[axis] = static_cast<int32_t>(end);
-  return slice(a, start, stop);
+  return nuvec::detail::slice_axis(a, axis, static_cast<int>(begin), static_cast<int>(end), {});
 }
 
 /// Repacked blocks by (tensor, axis, first and end value or row): the codes, scales and biases of one run are

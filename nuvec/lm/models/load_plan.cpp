@@ -5,6 +5,7 @@
 
 #include "nuvec/core/error.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/ops/utils.h"
 #include "nuvec/core/primitives.h"
 
 namespace nuvec::lm {
@@ -84,15 +85,6 @@ std::optional<WeightRegion> region_in(const array& part, const array& whole, con
   return WeightRegion{run->first, {run->second}};
 }
 
-/// a[begin:end] along axis.
-array cut(const array& a, int axis, int begin, int end) {
-  Shape start(a.ndim(), 0);
-  Shape stop = a.shape();
-  start[axis] = begin;
-  stop[axis] = end;
-  return slice(a, start, stop);
-}
-
 /// The runs of `region` in `value`, lazily; an unevaluated join is cut in its parts, so that evaluating the result
 /// joins only what the region keeps.
 array region_view(const array& value, const WeightRegion& region) {
@@ -110,7 +102,7 @@ array region_view(const array& value, const WeightRegion& region) {
   }
   for (const auto& [begin, end] : region.ranges) {
     if (join == nullptr) {
-      parts.push_back(cut(value, axis, begin, end));
+      parts.push_back(nuvec::detail::slice_axis(value, axis, begin, end, {}));
       continue;
     }
     // The parts of the join that overlap [begin, end), each cut to the overlap.
@@ -120,7 +112,9 @@ array region_view(const array& value, const WeightRegion& region) {
       const int from = std::max(begin, offset);
       const int to = std::min(end, offset + length);
       if (from < to) {
-        parts.push_back(from == offset && to == offset + length ? input : cut(input, axis, from - offset, to - offset));
+        parts.push_back(from == offset && to == offset + length
+                            ? input
+                            : nuvec::detail::slice_axis(input, axis, from - offset, to - offset, {}));
       }
       offset += length;
     }
