@@ -9,6 +9,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
 
 import nuvec.core  # noqa: F401  (registers the translation of nuvec's errors into Python exceptions)
 from nuvec import _lm
+from nuvec.utils import tree_unflatten
 
 
 class Model:
@@ -20,6 +21,11 @@ class Model:
     @property
     def model_type(self) -> str:
         return self._loaded.model_type
+
+    def parameters(self) -> dict:
+        """The parameters as a nested dict (mlx.nn.Module's form); on a model split across processes, this
+        process's part."""
+        return tree_unflatten(self._loaded.parameters())
 
 
 class StreamingDetokenizer:
@@ -180,9 +186,12 @@ class GenerationResponse:
     finish_reason: Optional[str]
 
 
-def load(path: str) -> Tuple[Model, TokenizerWrapper]:
-    """Loads a Hugging Face or MLX model folder, or a GGUF file, as (model, tokenizer)."""
-    loaded = _lm.load(str(path))
+def load(path: str, group=None, pipeline: bool = False) -> Tuple[Model, TokenizerWrapper]:
+    """Loads a Hugging Face or MLX model folder, or a GGUF file, as (model, tokenizer). With a
+    nuvec.core.distributed.Group of several processes (each runs the same program, started by `nuvec launch` or
+    mpirun), every process loads and computes its part of the model: its slices of each layer, or with pipeline=True
+    its run of layers. Generation then runs on every process alike."""
+    loaded = _lm.load(str(path), group, pipeline)
     return Model(loaded), TokenizerWrapper(loaded)
 
 

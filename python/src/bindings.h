@@ -29,5 +29,6 @@ void init_fast(py::module_& m);
 void init_io(py::module_& m);
 void init_memory(py::module_& m);
 void init_export(py::module_& m);
+void init_distributed(py::module_& m);
 
 }  // namespace nuvec::python

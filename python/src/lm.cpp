@@ -191,14 +191,24 @@ PYBIND11_MODULE(_lm, m) {
           py::return_value_policy::reference_internal)
       .def_property_readonly("eos_token_ids", [](const lm::LoadedModel& self) { return self.generation.eos_token_ids; })
       .def_property_readonly(
-          "model_type", [](const lm::LoadedModel& self) { return self.config.value("model_type", std::string()); });
+          "model_type", [](const lm::LoadedModel& self) { return self.config.value("model_type", std::string()); })
+      .def(
+          "parameters", [](const lm::LoadedModel& self) { return self.model->parameters(); },
+          "The model's parameters as (dotted name, array) pairs: on a split model, this process's part.");
   m.def(
       "load",
-      [](const std::string& path) {
+      [](const std::string& path, std::optional<distributed::Group> group, bool pipeline) {
+        std::optional<lm::Placement> placement;
+        if (group) {
+          placement = lm::Placement{*group, pipeline};
+        }
         py::gil_scoped_release release;
-        return std::make_shared<lm::LoadedModel>(lm::load_model(path));
+        return std::make_shared<lm::LoadedModel>(lm::load_model(path, placement));
       },
-      py::arg("path"), "Loads a model folder or GGUF file: model, tokenizer and generation defaults.");
+      py::arg("path"), py::arg("group") = py::none(), py::arg("pipeline") = false,
+      "Loads a model folder or GGUF file: model, tokenizer and generation defaults. With a group of several "
+      "processes, each loads and computes its part: its slices of every layer (tensor parallel), or with pipeline "
+      "its run of layers; every process reads only what it keeps.");
   // The sampling parameters, validated when made; nuvec.lm's samplers and logits processors hold them.
   py::class_<lm::SamplingParams>(m, "SamplingParams")
       .def(py::init([](float temperature, float top_p, float min_p, int min_tokens_to_keep, int top_k,

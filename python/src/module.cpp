@@ -69,4 +69,5 @@ PYBIND11_MODULE(core, m) {
   init_io(m);
   init_memory(m);
   init_export(m);
+  init_distributed(m);
 }
