@@ -1,118 +1,57 @@
-"""Layers (mlx.nn's names and arguments): Linear, Embedding, Conv1d, Conv2d, Dropout, norms, Sequential and the
-activation modules. Weights are initialized as MLX does."""
+"""Layers (mlx.nn's names, constructor arguments and defaults): the C++ layers of nuvec::nn, each a CppModule whose
+parameters live in the Python module, and Sequential, which chains any Python callables."""
 
-import math
-from typing import Optional
+import nuvec._nn as _nn
+from nuvec.nn.module import CppModule, Module, cpp_layer
 
-import nuvec.core as mx
-from nuvec.nn import activations
-from nuvec.nn.module import Module
+_LAYERS = [
+    # activations
+    "ReLU", "ReLU6", "SELU", "SiLU", "Mish", "Softplus", "Softsign", "Hardswish", "HardSigmoid", "Sigmoid", "Tanh",
+    "LogSigmoid", "LeakyReLU", "ELU", "CELU", "GELU", "HardTanh", "PReLU", "GLU", "LogSoftmax", "Softmax", "Step",
+    # dense, convolution, pooling
+    "Identity", "Linear", "Bilinear", "Embedding", "QuantizedLinear", "QuantizedEmbedding",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "Upsample",
+    # normalization, dropout, positions, attention
+    "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "InstanceNorm", "Dropout", "Dropout2d", "Dropout3d",
+    "RoPE", "ALiBi", "SinusoidalPositionalEncoding", "MultiHeadAttention", "TransformerEncoderLayer",
+    "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder",
+]
 
-
-class Linear(Module):
-    """y = x @ weight.T + bias, weight (output_dims, input_dims) uniform in +-1/sqrt(input_dims)."""
-
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True):
-        super().__init__()
-        scale = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
-        if bias:
-            self.bias = mx.random.uniform(-scale, scale, (output_dims,))
-
-    def __call__(self, x):
-        if "bias" in self:
-            return mx.addmm(self["bias"], x, self["weight"].T)
-        return x @ self["weight"].T
+globals().update({name: cpp_layer(getattr(_nn, name)) for name in _LAYERS})
 
 
-class Embedding(Module):
-    def __init__(self, num_embeddings: int, dims: int):
-        super().__init__()
-        self.weight = mx.random.normal((num_embeddings, dims), scale=math.sqrt(1 / dims))
+def _frozen_after_init(cls):
+    """mlx.nn's quantized layers start frozen: their packed weights are not trained."""
+    init = cls.__init__
 
-    def __call__(self, x):
-        return self.weight[x]
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.freeze()
 
-    def as_linear(self, x):
-        return x @ self.weight.T
-
-
-class Conv1d(Module):
-    """Channels-last 1-d convolution: input (N, L, C_in), weight (C_out, K, C_in / groups)."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True):
-        super().__init__()
-        scale = math.sqrt(1 / (in_channels * kernel_size))
-        self.weight = mx.random.uniform(-scale, scale, (out_channels, kernel_size, in_channels // groups))
-        if bias:
-            self.bias = mx.zeros((out_channels,))
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-
-    def __call__(self, x):
-        y = mx.conv1d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-        return y + self.bias if "bias" in self else y
+    cls.__init__ = __init__
+    return cls
 
 
-class Conv2d(Module):
-    """Channels-last 2-d convolution: input (N, H, W, C_in), weight (C_out, KH, KW, C_in / groups)."""
+def _from_float(quantized, float_type):
+    def from_float(cls, layer, group_size: int = 64, bits: int = 4, mode: str = "affine"):
+        """The quantized copy of a float layer (its current parameters), by the C++ quantization."""
+        if not isinstance(layer, float_type):
+            raise TypeError(f"[{cls.__name__}] Expected a {float_type.__name__}; got {type(layer).__name__}.")
+        module = CppModule._wrap(cls._cpp_type(layer._loaded(), group_size, bits, mode))
+        return module.freeze()
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True):
-        super().__init__()
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-        scale = math.sqrt(1 / (in_channels * kh * kw))
-        self.weight = mx.random.uniform(-scale, scale, (out_channels, kh, kw, in_channels // groups))
-        if bias:
-            self.bias = mx.zeros((out_channels,))
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-
-    def __call__(self, x):
-        y = mx.conv2d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-        return y + self.bias if "bias" in self else y
+    return classmethod(from_float)
 
 
-class Dropout(Module):
-    """Zeroes entries with probability p while training and scales the rest by 1 / (1 - p)."""
-
-    def __init__(self, p: float = 0.5):
-        super().__init__()
-        if not 0 <= p < 1:
-            raise ValueError(f"[Dropout] The probability should be in [0, 1); got {p}.")
-        self._p_keep = 1 - p
-
-    def __call__(self, x):
-        if not self.training or self._p_keep == 1:
-            return x
-        mask = mx.random.bernoulli(self._p_keep, x.shape)
-        return (1 / self._p_keep) * mask * x
-
-
-class LayerNorm(Module):
-    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True, bias: bool = True):
-        super().__init__()
-        if affine:
-            self.weight = mx.ones((dims,))
-            if bias:
-                self.bias = mx.zeros((dims,))
-        self.eps = eps
-
-    def __call__(self, x):
-        return mx.fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
-
-
-class RMSNorm(Module):
-    def __init__(self, dims: int, eps: float = 1e-5):
-        super().__init__()
-        self.weight = mx.ones((dims,))
-        self.eps = eps
-
-    def __call__(self, x):
-        return mx.fast.rms_norm(x, self.weight, self.eps)
+_frozen_after_init(QuantizedLinear)  # noqa: F821 (defined above)
+_frozen_after_init(QuantizedEmbedding)  # noqa: F821
+QuantizedLinear.from_linear = _from_float(QuantizedLinear, Linear)  # noqa: F821
+QuantizedEmbedding.from_embedding = _from_float(QuantizedEmbedding, Embedding)  # noqa: F821
 
 
 class Sequential(Module):
-    """Calls its modules (or callables) in order."""
+    """Calls its modules (or any callables) in order; they are kept in ``layers`` (mlx.nn's names: layers.0...)."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -124,18 +63,38 @@ class Sequential(Module):
         return x
 
 
-def _activation(name: str, fn):
-    def call(self, x):
-        return fn(x)
+def quantize(model: Module, group_size: int = 64, bits: int = 4, *, mode: str = "affine", class_predicate=None):
+    """Replaces, in place, the Linear and Embedding layers of ``model`` (those ``class_predicate(path, module)``
+    accepts, and whose input size divides by group_size) with their quantized versions (mlx.nn.quantize)."""
+    swaps = {Linear: QuantizedLinear.from_linear, Embedding: QuantizedEmbedding.from_embedding}  # noqa: F821
 
-    return type(name, (Module,), {"__call__": call, "__doc__": f"The {fn.__name__} activation as a module."})
+    def accepts(path, module):
+        if type(module) not in swaps or module["weight"].shape[-1] % group_size != 0:
+            return False
+        return class_predicate is None or class_predicate(path, module)
+
+    for path, module in model.named_modules():
+        for key, child in list(_child_slots(module)):
+            child_path = f"{path}.{key}" if path else str(key)
+            if isinstance(child, Module) and accepts(child_path, child):
+                replacement = swaps[type(child)](child, group_size, bits, mode)
+                _replace(module, key, replacement)
+    return model
 
 
-ReLU = _activation("ReLU", activations.relu)
-GELU = _activation("GELU", activations.gelu)
-SiLU = _activation("SiLU", activations.silu)
-Sigmoid = _activation("Sigmoid", activations.sigmoid)
-Tanh = _activation("Tanh", activations.tanh)
-LeakyReLU = _activation("LeakyReLU", activations.leaky_relu)
-Softplus = _activation("Softplus", activations.softplus)
-Mish = _activation("Mish", activations.mish)
+def _child_slots(module):
+    for key, value in module.items():
+        if isinstance(value, list):
+            yield from ((f"{key}.{i}", v) for i, v in enumerate(value))
+        else:
+            yield key, value
+
+
+def _replace(module, key, replacement):
+    head, _, index = str(key).partition(".")
+    if isinstance(module, CppModule):
+        module._cpp._set_child(key, replacement._cpp)
+    if index:
+        module[head][int(index)] = replacement
+    else:
+        dict.__setitem__(module, head, replacement)
