@@ -7,7 +7,7 @@ schedule is nuvec::optimizers' in C++. The state is kept as MLX's Python keeps i
 each parameter's slots under "params") that a compiled step takes as inputs and gives back as outputs.
 """
 
-from typing import Callable, List, Optional, Union
+from typing import Callable, List, Union
 
 import nuvec._nn as _nn
 import nuvec.core as mx

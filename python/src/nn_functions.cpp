@@ -4,7 +4,6 @@
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
-#include <optional>
 #include <string>
 
 #include "nuvec/core/error.h"
@@ -73,7 +72,6 @@ namespace nuvec::python {
 namespace {
 
 using Reduction = nn::losses::Reduction;
-using OptionalArray = std::optional<array>;
 
 void init_activation_functions(py::module_& m) {
   m.def("relu", &nn::relu, py::arg("x"));

@@ -183,8 +183,10 @@ def layers_stub():
     """nuvec.nn.layers: each C++ layer as a CppModule with the C++ class's constructor and call."""
     body = [HEADER.replace("nuvec.core's", "nuvec._nn's") + "import nuvec.core\nfrom nuvec.nn.module import CppModule, "
             "Module\n\n"]
-    for name in nuvec.nn.layers._LAYERS:
-        cpp = getattr(nuvec._nn, name)
+    for name, cls in vars(nuvec.nn.layers).items():
+        if not (isinstance(cls, type) and issubclass(cls, nuvec.nn.layers.CppModule)) or cls._cpp_type is None:
+            continue
+        cpp = cls._cpp_type
         lines = [f"class {name}(CppModule):\n"]
         for attr in ("__init__", "__call__", *sorted(k for k, v in vars(cpp).items() if isinstance(v, staticmethod)),
                      *(["as_linear"] if hasattr(cpp, "as_linear") else [])):

@@ -310,7 +310,8 @@ TEST(Optimizers, PerParameterRuleEqualsApplyGradients) {
   // apply_gradients' parameters and state step for step.
   const auto t = make_trajectory();
   O::Adam whole(0.01, {0.9, 0.999}, 1e-8, true);
-  O::Adam rule(0.5, {0.9, 0.999}, 1e-8, true);  // its own rate is unused: the caller passes lr
+  O::Adam adam(0.5, {0.9, 0.999}, 1e-8, true);  // its own rate is unused: the caller passes lr
+  O::Optimizer& rule = adam;
   auto params = t.params;
   auto single = t.params;
   std::map<std::string, O::Optimizer::State> states;

@@ -4,21 +4,66 @@ parameters live in the Python module, and Sequential, which chains any Python ca
 import nuvec._nn as _nn
 from nuvec.nn.module import CppModule, Module, cpp_layer
 
-_LAYERS = [
-    # activations
-    "ReLU", "ReLU6", "SELU", "SiLU", "Mish", "Softplus", "Softsign", "Hardswish", "HardSigmoid", "Sigmoid", "Tanh",
-    "LogSigmoid", "LeakyReLU", "ELU", "CELU", "GELU", "HardTanh", "PReLU", "GLU", "LogSoftmax", "Softmax", "Step",
-    # dense, convolution, pooling
-    "Identity", "Linear", "Bilinear", "Embedding", "QuantizedLinear", "QuantizedEmbedding",
-    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
-    "MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "Upsample",
-    # normalization, dropout, positions, attention
-    "LayerNorm", "RMSNorm", "GroupNorm", "BatchNorm", "InstanceNorm", "Dropout", "Dropout2d", "Dropout3d",
-    "RoPE", "ALiBi", "SinusoidalPositionalEncoding", "MultiHeadAttention", "TransformerEncoderLayer",
-    "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder",
-]
+ReLU = cpp_layer(_nn.ReLU)
+ReLU6 = cpp_layer(_nn.ReLU6)
+SELU = cpp_layer(_nn.SELU)
+SiLU = cpp_layer(_nn.SiLU)
+Mish = cpp_layer(_nn.Mish)
+Softplus = cpp_layer(_nn.Softplus)
+Softsign = cpp_layer(_nn.Softsign)
+Hardswish = cpp_layer(_nn.Hardswish)
+HardSigmoid = cpp_layer(_nn.HardSigmoid)
+Sigmoid = cpp_layer(_nn.Sigmoid)
+Tanh = cpp_layer(_nn.Tanh)
+LogSigmoid = cpp_layer(_nn.LogSigmoid)
+LeakyReLU = cpp_layer(_nn.LeakyReLU)
+ELU = cpp_layer(_nn.ELU)
+CELU = cpp_layer(_nn.CELU)
+GELU = cpp_layer(_nn.GELU)
+HardTanh = cpp_layer(_nn.HardTanh)
+PReLU = cpp_layer(_nn.PReLU)
+GLU = cpp_layer(_nn.GLU)
+LogSoftmax = cpp_layer(_nn.LogSoftmax)
+Softmax = cpp_layer(_nn.Softmax)
+Step = cpp_layer(_nn.Step)
 
-globals().update({name: cpp_layer(getattr(_nn, name)) for name in _LAYERS})
+Identity = cpp_layer(_nn.Identity)
+Linear = cpp_layer(_nn.Linear)
+Bilinear = cpp_layer(_nn.Bilinear)
+Embedding = cpp_layer(_nn.Embedding)
+QuantizedLinear = cpp_layer(_nn.QuantizedLinear)
+QuantizedEmbedding = cpp_layer(_nn.QuantizedEmbedding)
+Conv1d = cpp_layer(_nn.Conv1d)
+Conv2d = cpp_layer(_nn.Conv2d)
+Conv3d = cpp_layer(_nn.Conv3d)
+ConvTranspose1d = cpp_layer(_nn.ConvTranspose1d)
+ConvTranspose2d = cpp_layer(_nn.ConvTranspose2d)
+ConvTranspose3d = cpp_layer(_nn.ConvTranspose3d)
+MaxPool1d = cpp_layer(_nn.MaxPool1d)
+MaxPool2d = cpp_layer(_nn.MaxPool2d)
+MaxPool3d = cpp_layer(_nn.MaxPool3d)
+AvgPool1d = cpp_layer(_nn.AvgPool1d)
+AvgPool2d = cpp_layer(_nn.AvgPool2d)
+AvgPool3d = cpp_layer(_nn.AvgPool3d)
+Upsample = cpp_layer(_nn.Upsample)
+
+LayerNorm = cpp_layer(_nn.LayerNorm)
+RMSNorm = cpp_layer(_nn.RMSNorm)
+GroupNorm = cpp_layer(_nn.GroupNorm)
+BatchNorm = cpp_layer(_nn.BatchNorm)
+InstanceNorm = cpp_layer(_nn.InstanceNorm)
+Dropout = cpp_layer(_nn.Dropout)
+Dropout2d = cpp_layer(_nn.Dropout2d)
+Dropout3d = cpp_layer(_nn.Dropout3d)
+
+RoPE = cpp_layer(_nn.RoPE)
+ALiBi = cpp_layer(_nn.ALiBi)
+SinusoidalPositionalEncoding = cpp_layer(_nn.SinusoidalPositionalEncoding)
+MultiHeadAttention = cpp_layer(_nn.MultiHeadAttention)
+TransformerEncoderLayer = cpp_layer(_nn.TransformerEncoderLayer)
+TransformerDecoderLayer = cpp_layer(_nn.TransformerDecoderLayer)
+TransformerEncoder = cpp_layer(_nn.TransformerEncoder)
+TransformerDecoder = cpp_layer(_nn.TransformerDecoder)
 
 
 def _frozen_after_init(cls):
@@ -33,7 +78,7 @@ def _frozen_after_init(cls):
     return cls
 
 
-def _from_float(quantized, float_type):
+def _from_float(float_type):
     def from_float(cls, layer, group_size: int = 64, bits: int = 4, mode: str = "affine"):
         """The quantized copy of a float layer (its current parameters), by the C++ quantization."""
         if not isinstance(layer, float_type):
@@ -44,10 +89,10 @@ def _from_float(quantized, float_type):
     return classmethod(from_float)
 
 
-_frozen_after_init(QuantizedLinear)  # noqa: F821 (defined above)
-_frozen_after_init(QuantizedEmbedding)  # noqa: F821
-QuantizedLinear.from_linear = _from_float(QuantizedLinear, Linear)  # noqa: F821
-QuantizedEmbedding.from_embedding = _from_float(QuantizedEmbedding, Embedding)  # noqa: F821
+_frozen_after_init(QuantizedLinear)
+_frozen_after_init(QuantizedEmbedding)
+QuantizedLinear.from_linear = _from_float(Linear)
+QuantizedEmbedding.from_embedding = _from_float(Embedding)
 
 
 class Sequential(Module):
@@ -66,7 +111,7 @@ class Sequential(Module):
 def quantize(model: Module, group_size: int = 64, bits: int = 4, *, mode: str = "affine", class_predicate=None):
     """Replaces, in place, the Linear and Embedding layers of ``model`` (those ``class_predicate(path, module)``
     accepts, and whose input size divides by group_size) with their quantized versions (mlx.nn.quantize)."""
-    swaps = {Linear: QuantizedLinear.from_linear, Embedding: QuantizedEmbedding.from_embedding}  # noqa: F821
+    swaps = {Linear: QuantizedLinear.from_linear, Embedding: QuantizedEmbedding.from_embedding}
 
     def accepts(path, module):
         if type(module) not in swaps or module["weight"].shape[-1] % group_size != 0:

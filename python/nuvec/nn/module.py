@@ -203,8 +203,8 @@ class CppModule(Module):
         super().__init__()
         self._adopt(self._cpp_type(*args, **kwargs))
 
-    @classmethod
-    def _wrap(cls, cpp) -> "CppModule":
+    @staticmethod
+    def _wrap(cpp) -> "CppModule":
         """An existing C++ layer, under the class registered for its type (CppModule when there is none)."""
         wrapper = _cpp_classes.get(type(cpp), CppModule)
         module = wrapper.__new__(wrapper)
