@@ -274,12 +274,11 @@ class CppModule(Module):
 _cpp_classes = {}
 
 
-def cpp_layer(cpp_type, name: Optional[str] = None) -> type:
-    """The CppModule subclass for a class of nuvec._nn (mlx.nn's name unless ``name``), its static methods
-    included."""
+def cpp_layer(cpp_type) -> type:
+    """The CppModule subclass for a class of nuvec._nn, under its name (mlx.nn's), its static methods included."""
     attributes = {k: v for k, v in vars(cpp_type).items() if isinstance(v, staticmethod)}
     attributes.update(_cpp_type=cpp_type, __doc__=cpp_type.__init__.__doc__, __module__="nuvec.nn")
-    cls = type(name or cpp_type.__name__, (CppModule,), attributes)
+    cls = type(cpp_type.__name__, (CppModule,), attributes)
     _cpp_classes[cpp_type] = cls
     return cls
 
