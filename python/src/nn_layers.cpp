@@ -45,8 +45,8 @@ class type_caster<nuvec::nn::Sizes> {
   static handle cast(const nuvec::nn::Sizes& sizes, return_value_policy /*policy*/, handle /*parent*/) {
     return pybind11::cast(sizes.values).release();
   }
-  operator nuvec::nn::Sizes*() { return &value_; }             // NOLINT(google-explicit-constructor)
-  operator nuvec::nn::Sizes&() { return value_; }              // NOLINT(google-explicit-constructor)
+  operator nuvec::nn::Sizes*() { return &value_; }                // NOLINT(google-explicit-constructor)
+  operator nuvec::nn::Sizes&() { return value_; }                 // NOLINT(google-explicit-constructor)
   operator nuvec::nn::Sizes&&() && { return std::move(value_); }  // NOLINT(google-explicit-constructor)
 
  private:
@@ -195,8 +195,7 @@ void init_positional(py::module_& m) {
       .def("__call__", &nn::ALiBi::forward, py::arg("attention_scores"), py::arg("offset") = 0,
            py::arg("mask") = py::none())
       .def_static("create_alibi_matrix", &nn::ALiBi::create_alibi_matrix, py::arg("q_sequence_length"),
-                  py::arg("k_sequence_length"), py::arg("num_heads"), py::arg("offset") = 0,
-                  py::arg("dtype") = float32)
+                  py::arg("k_sequence_length"), py::arg("num_heads"), py::arg("offset") = 0, py::arg("dtype") = float32)
       .def_static("create_alibi_slope", &nn::ALiBi::create_alibi_slope, py::arg("num_heads"),
                   py::arg("dtype") = float32);
   LayerClass<nn::SinusoidalPositionalEncoding>(m, "SinusoidalPositionalEncoding")
@@ -239,8 +238,8 @@ void init_transformer(py::module_& m) {
       .def("__call__", &nn::TransformerDecoderLayer::forward, py::arg("x"), py::arg("memory"),
            py::arg("x_mask") = py::none(), py::arg("memory_mask") = py::none());
   LayerClass<nn::TransformerEncoder, nn::Module>(m, "TransformerEncoder")
-      .def(py::init([activation_of](int num_layers, int dims, int num_heads, std::optional<int> mlp_dims,
-                                    float dropout, const Activation& activation, bool norm_first) {
+      .def(py::init([activation_of](int num_layers, int dims, int num_heads, std::optional<int> mlp_dims, float dropout,
+                                    const Activation& activation, bool norm_first) {
              return std::make_shared<nn::TransformerEncoder>(num_layers, dims, num_heads, mlp_dims, dropout,
                                                              activation_of(activation), norm_first);
            }),
@@ -248,8 +247,8 @@ void init_transformer(py::module_& m) {
            py::arg("dropout") = 0.0F, py::arg("activation") = py::none(), py::arg("norm_first") = true)
       .def("__call__", &nn::TransformerEncoder::forward, py::arg("x"), py::arg("mask") = py::none());
   LayerClass<nn::TransformerDecoder, nn::Module>(m, "TransformerDecoder")
-      .def(py::init([activation_of](int num_layers, int dims, int num_heads, std::optional<int> mlp_dims,
-                                    float dropout, const Activation& activation, bool norm_first) {
+      .def(py::init([activation_of](int num_layers, int dims, int num_heads, std::optional<int> mlp_dims, float dropout,
+                                    const Activation& activation, bool norm_first) {
              return std::make_shared<nn::TransformerDecoder>(num_layers, dims, num_heads, mlp_dims, dropout,
                                                              activation_of(activation), norm_first);
            }),

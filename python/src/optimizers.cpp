@@ -2,6 +2,8 @@
 // defaults, and the learning-rate schedules. nuvec.optimizers (python/nuvec/optimizers.py) keeps the state as MLX's
 // Python does (a tree beside the step and the rate) and runs these rules on each parameter's dict of slots.
 
+#include "nuvec/nn/optimizers.h"
+
 #include <pybind11/functional.h>
 #include <pybind11/stl.h>
 
@@ -11,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "nuvec/nn/optimizers.h"
 #include "python/src/nn_module.h"
 
 namespace nuvec::python {
@@ -75,31 +76,32 @@ void init_rules(py::module_& m) {
       }),
       py::arg("betas") = Betas{0.9, 0.999}, py::arg("eps") = 1e-8, py::arg("bias_correction") = false,
       py::arg("weight_decay") = 0.0);
-  OptimizerClass<O::AdamW>(m, "AdamW").def(
-      py::init([](Betas betas, double eps, double weight_decay, bool bias_correction) {
-        return std::make_shared<O::AdamW>(0.0, betas, eps, weight_decay, bias_correction);
-      }),
-      py::arg("betas") = Betas{0.9, 0.999}, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.01,
-      py::arg("bias_correction") = false);
-  OptimizerClass<O::Adamax>(m, "Adamax").def(
-      py::init([](Betas betas, double eps, double weight_decay) {
-        return std::make_shared<O::Adamax>(0.0, betas, eps, weight_decay);
-      }),
-      py::arg("betas") = Betas{0.9, 0.999}, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
-  OptimizerClass<O::Adagrad>(m, "Adagrad").def(
-      py::init([](double eps, double weight_decay) { return std::make_shared<O::Adagrad>(0.0, eps, weight_decay); }),
-      py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
-  OptimizerClass<O::AdaDelta>(m, "AdaDelta").def(
-      py::init([](double rho, double eps, double weight_decay) {
-        return std::make_shared<O::AdaDelta>(0.0, rho, eps, weight_decay);
-      }),
-      py::arg("rho") = 0.9, py::arg("eps") = 1e-6, py::arg("weight_decay") = 0.0);
-  OptimizerClass<O::RMSprop>(m, "RMSprop").def(
-      py::init([](double alpha, double eps, double weight_decay, double momentum, bool centered) {
-        return std::make_shared<O::RMSprop>(0.0, alpha, eps, weight_decay, momentum, centered);
-      }),
-      py::arg("alpha") = 0.99, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0, py::arg("momentum") = 0.0,
-      py::arg("centered") = false);
+  OptimizerClass<O::AdamW>(m, "AdamW")
+      .def(py::init([](Betas betas, double eps, double weight_decay, bool bias_correction) {
+             return std::make_shared<O::AdamW>(0.0, betas, eps, weight_decay, bias_correction);
+           }),
+           py::arg("betas") = Betas{0.9, 0.999}, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.01,
+           py::arg("bias_correction") = false);
+  OptimizerClass<O::Adamax>(m, "Adamax")
+      .def(py::init([](Betas betas, double eps, double weight_decay) {
+             return std::make_shared<O::Adamax>(0.0, betas, eps, weight_decay);
+           }),
+           py::arg("betas") = Betas{0.9, 0.999}, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
+  OptimizerClass<O::Adagrad>(m, "Adagrad")
+      .def(py::init(
+               [](double eps, double weight_decay) { return std::make_shared<O::Adagrad>(0.0, eps, weight_decay); }),
+           py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0);
+  OptimizerClass<O::AdaDelta>(m, "AdaDelta")
+      .def(py::init([](double rho, double eps, double weight_decay) {
+             return std::make_shared<O::AdaDelta>(0.0, rho, eps, weight_decay);
+           }),
+           py::arg("rho") = 0.9, py::arg("eps") = 1e-6, py::arg("weight_decay") = 0.0);
+  OptimizerClass<O::RMSprop>(m, "RMSprop")
+      .def(py::init([](double alpha, double eps, double weight_decay, double momentum, bool centered) {
+             return std::make_shared<O::RMSprop>(0.0, alpha, eps, weight_decay, momentum, centered);
+           }),
+           py::arg("alpha") = 0.99, py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0, py::arg("momentum") = 0.0,
+           py::arg("centered") = false);
   OptimizerClass<O::Lion>(m, "Lion").def(
       py::init([](Betas betas, double weight_decay) { return std::make_shared<O::Lion>(0.0, betas, weight_decay); }),
       py::arg("betas") = Betas{0.9, 0.99}, py::arg("weight_decay") = 0.0);
@@ -116,8 +118,7 @@ void init_rules(py::module_& m) {
       py::init([](double momentum, double weight_decay, bool nesterov, int ns_steps) {
         return std::make_shared<O::Muon>(0.0, momentum, weight_decay, nesterov, ns_steps);
       }),
-      py::arg("momentum") = 0.95, py::arg("weight_decay") = 0.01, py::arg("nesterov") = true,
-      py::arg("ns_steps") = 5);
+      py::arg("momentum") = 0.95, py::arg("weight_decay") = 0.01, py::arg("nesterov") = true, py::arg("ns_steps") = 5);
 }
 
 void init_schedules(py::module_& m) {
