@@ -60,12 +60,13 @@ class Optimizer {
   void save_state(const std::string& file) const;
   void load_state(const std::string& file);
 
- protected:
+  /// One parameter's state slots by name ("m", "v", ...).
   using State = std::map<std::string, array>;
-  /// Creates the per-parameter slots (zeros in the parameter's dtype).
+  /// Creates the per-parameter slots (zeros in the parameter's dtype). Public, as MLX's, so that a caller keeping
+  /// the state itself (the Python optimizers, whose state is a tree) runs this rule.
   virtual void init_single(const array& parameter, State& state) = 0;
-  /// The new parameter value; `lr` is this step's rate (float32 scalar), `step` the 1-based number of this step
-  /// (uint64 scalar).
+  /// The new parameter value, updating `state`; `gradient` has the parameter's dtype, `lr` is this step's rate
+  /// (float32 scalar), `step` the 1-based number of this step (uint64 scalar).
   virtual array apply_single(const array& gradient, const array& parameter, State& state, const array& lr,
                              const array& step) = 0;
 

@@ -1,16 +1,17 @@
-"""Optimizers (mlx.optimizers): SGD, Adam, AdamW, RMSprop, Adagrad over trees of parameters, and the learning-rate
-schedules (exponential_decay, step_decay, cosine_decay, linear_schedule, join_schedules).
+"""Optimizers (mlx.optimizers): SGD, Adam, AdamW, Adamax, Adagrad, AdaDelta, RMSprop, Lion, Adafactor and Muon
+over trees of parameters, clip_grad_norm, and the learning-rate schedules (exponential_decay, step_decay,
+cosine_decay, linear_schedule, join_schedules).
 
-Names, arguments, defaults and update rules are MLX's, as nuvec::optimizers' in C++: Adam's bias_correction is off
-unless asked for, and SGD's momentum buffer starts at zero.
+Names, arguments and defaults are MLX's; each optimizer's per-parameter rule (init_single, apply_single) and every
+schedule is nuvec::optimizers' in C++. The state is kept as MLX's Python keeps it: a tree (step, learning_rate, and
+each parameter's slots under "params") that a compiled step takes as inputs and gives back as outputs.
 """
 
 from typing import Callable, List, Union
 
-import math
-
+import nuvec._nn as _nn
 import nuvec.core as mx
-from nuvec.utils import tree_map
+from nuvec.utils import tree_flatten, tree_map, tree_unflatten
 
 LearningRate = Union[float, Callable[[mx.array], mx.array]]
 
@@ -65,147 +66,75 @@ class Optimizer:
                         self.state["params"], is_leaf=lambda x: isinstance(x, mx.array))
 
     def init_single(self, parameter: mx.array, state: dict):
-        raise NotImplementedError
+        """Creates the parameter's slots in ``state``."""
+        self._rule.init_single(parameter, state)
 
     def apply_single(self, gradient, parameter, state, lr, step):
-        raise NotImplementedError
+        """The parameter's new value; its slots in ``state`` are updated."""
+        return self._rule.apply_single(gradient, parameter, state, lr.astype(mx.float32), step)
 
 
-class SGD(Optimizer):
-    def __init__(self, learning_rate: LearningRate, momentum: float = 0.0, weight_decay: float = 0.0,
-                 dampening: float = 0.0, nesterov: bool = False):
-        if nesterov and (momentum <= 0 or dampening != 0):
-            raise ValueError("[SGD] Nesterov momentum needs a positive momentum and zero dampening.")
-        super().__init__(learning_rate)
-        self.momentum, self.weight_decay, self.dampening, self.nesterov = momentum, weight_decay, dampening, nesterov
+def _optimizer(rule, default_rate=None) -> type:
+    """The Optimizer subclass running a C++ rule of nuvec._nn: mlx.optimizers' constructor, learning_rate first
+    (then the rule's arguments, with their names and defaults)."""
 
-    def init_single(self, parameter, state):
-        state["v"] = mx.zeros_like(parameter)
+    def __init__(self, learning_rate: LearningRate = default_rate, *args, **kwargs):
+        self._rule = rule(*args, **kwargs)
+        Optimizer.__init__(self, 0.0 if learning_rate is None else learning_rate)
 
-    def apply_single(self, gradient, parameter, state, lr, step):
-        if self.weight_decay != 0:
-            gradient = gradient + self.weight_decay * parameter
-        if self.momentum <= 0:
-            return parameter - lr.astype(gradient.dtype) * gradient
-        v = state["v"] * self.momentum
-        v = v + (1 - self.dampening) * gradient if self.dampening > 0 else v + gradient
-        state["v"] = v
-        update = gradient + self.momentum * v if self.nesterov else v
-        return parameter - lr.astype(gradient.dtype) * update
+    __init__.__doc__ = rule.__init__.__doc__
+    return type(rule.__name__, (Optimizer,), {"__init__": __init__, "__module__": __name__})
 
 
-class Adam(Optimizer):
-    def __init__(self, learning_rate: LearningRate, betas=(0.9, 0.999), eps: float = 1e-8,
-                 bias_correction: bool = False):
-        super().__init__(learning_rate)
-        self.betas, self.eps, self.bias_correction = betas, eps, bias_correction
-
-    def init_single(self, parameter, state):
-        state["m"] = mx.zeros_like(parameter)
-        state["v"] = mx.zeros_like(parameter)
-
-    def _moments(self, gradient, state):
-        b1, b2 = self.betas
-        m = b1 * state["m"] + (1 - b1) * gradient
-        v = b2 * state["v"] + (1 - b2) * mx.square(gradient)
-        state["m"], state["v"] = m, v
-        return m, v
-
-    def apply_single(self, gradient, parameter, state, lr, step):
-        m, v = self._moments(gradient, state)
-        lr = lr.astype(gradient.dtype)
-        if self.bias_correction:
-            b1, b2 = self.betas
-            t = step.astype(mx.float32)
-            m_hat = m / (1 - mx.power(b1, t)).astype(gradient.dtype)
-            v_hat = v / (1 - mx.power(b2, t)).astype(gradient.dtype)
-            return parameter - lr * m_hat / (mx.sqrt(v_hat) + self.eps)
-        return parameter - lr * m / (mx.sqrt(v) + self.eps)
+SGD = _optimizer(_nn.SGD)
+Adam = _optimizer(_nn.Adam)
+AdamW = _optimizer(_nn.AdamW)
+Adamax = _optimizer(_nn.Adamax)
+Adagrad = _optimizer(_nn.Adagrad)
+AdaDelta = _optimizer(_nn.AdaDelta)
+RMSprop = _optimizer(_nn.RMSprop)
+Lion = _optimizer(_nn.Lion)
+Adafactor = _optimizer(_nn.Adafactor, default_rate=None)
+Muon = _optimizer(_nn.Muon)
 
 
-class AdamW(Adam):
-    def __init__(self, learning_rate: LearningRate, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.01, bias_correction: bool = False):
-        super().__init__(learning_rate, betas, eps, bias_correction)
-        self.weight_decay = weight_decay
-
-    def apply_single(self, gradient, parameter, state, lr, step):
-        decayed = parameter * (1 - lr.astype(parameter.dtype) * self.weight_decay)
-        return super().apply_single(gradient, decayed, state, lr, step)
+def clip_grad_norm(grads: dict, max_norm: float):
+    """The gradients scaled so their global L2 norm is at most max_norm, and the norm before (nuvec::optimizers')."""
+    clipped, norm = _nn.clip_grad_norm(tree_flatten(grads), max_norm)
+    return tree_unflatten(clipped), norm
 
 
-class RMSprop(Optimizer):
-    def __init__(self, learning_rate: LearningRate, alpha: float = 0.99, eps: float = 1e-8):
-        super().__init__(learning_rate)
-        self.alpha, self.eps = alpha, eps
+def _schedule(cpp_schedule: Callable) -> Callable:
+    """A C++ schedule that also takes a Python int step, as MLX's do."""
 
-    def init_single(self, parameter, state):
-        state["v"] = mx.zeros_like(parameter)
+    def schedule(step):
+        return cpp_schedule(step if isinstance(step, mx.array) else mx.array(step, mx.uint64))
 
-    def apply_single(self, gradient, parameter, state, lr, step):
-        v = self.alpha * state["v"] + (1 - self.alpha) * mx.square(gradient)
-        state["v"] = v
-        return parameter - lr.astype(gradient.dtype) * gradient / (mx.sqrt(v) + self.eps)
-
-
-class Adagrad(Optimizer):
-    def __init__(self, learning_rate: LearningRate, eps: float = 1e-8):
-        super().__init__(learning_rate)
-        self.eps = eps
-
-    def init_single(self, parameter, state):
-        state["v"] = mx.zeros_like(parameter)
-
-    def apply_single(self, gradient, parameter, state, lr, step):
-        v = state["v"] + mx.square(gradient)
-        state["v"] = v
-        return parameter - lr.astype(gradient.dtype) * gradient / (mx.sqrt(v) + self.eps)
+    return schedule
 
 
 def exponential_decay(init: float, decay_rate: float) -> Callable:
     """init * decay_rate ** step."""
-    def schedule(step):
-        return init * decay_rate ** step
-    return schedule
+    return _schedule(_nn.exponential_decay(init, decay_rate))
 
 
 def step_decay(init: float, decay_rate: float, step_size: int) -> Callable:
     """init * decay_rate ** (step // step_size)."""
-    def schedule(step):
-        return init * decay_rate ** (step // step_size)
-    return schedule
+    return _schedule(_nn.step_decay(init, decay_rate, step_size))
 
 
 def cosine_decay(init: float, decay_steps: int, end: float = 0.0) -> Callable:
     """end + (init - end) * (1 + cos(pi * min(step, decay_steps) / decay_steps)) / 2."""
-    def schedule(step):
-        s = mx.minimum(step, decay_steps)
-        decay = 0.5 * (1.0 + mx.cos((math.pi / decay_steps) * s))
-        return end + decay * (init - end)
-    return schedule
+    return _schedule(_nn.cosine_decay(init, decay_steps, end))
 
 
 def linear_schedule(init: float, end: float, steps: int) -> Callable:
     """From init to end over `steps` steps, then end."""
-    if steps < 1:
-        raise ValueError(f"steps must be greater than 0, but got {steps}.")
-
-    def schedule(step):
-        step = mx.minimum(step, steps)
-        return step * ((end - init) / steps) + init
-    return schedule
+    return _schedule(_nn.linear_schedule(init, end, steps))
 
 
 def join_schedules(schedules: List[Callable], boundaries: List[int]) -> Callable:
     """schedules[0] until boundaries[0], then schedules[i + 1] counted from boundaries[i] (e.g. warm-up, then decay)."""
-    if len(schedules) == 0:
-        raise ValueError("Must provide at least 1 schedule to join.")
-    if len(schedules) != len(boundaries) + 1:
-        raise ValueError(f"Received {len(boundaries)} boundaries but expected {len(schedules) - 1}.")
+    return _schedule(_nn.join_schedules(schedules, boundaries))
 
-    def schedule(step):
-        output = schedules[0](step)
-        for boundary, later in zip(boundaries, schedules[1:]):
-            output = mx.where(step < boundary, output, later(step - boundary))
-        return output
-    return schedule
+

@@ -1,8 +1,11 @@
-"""Writes type stubs (.pyi) for nuvec.core and its submodules from the signatures pybind11 puts on the first line of
-each docstring (one numbered line per overload), so editors complete and type checkers check the API.
+"""Writes type stubs (.pyi) for nuvec.core, nuvec._nn and their submodules from the signatures pybind11 puts on the
+first line of each docstring (one numbered line per overload), so editors complete and type checkers check the API;
+and nuvec/nn/layers.pyi, the C++ layers under nuvec.nn with their constructors' and calls' signatures (the module
+makes those classes at import).
 
 Usage: stubs.py PACKAGE_DIR, with the built package importable; writes PACKAGE_DIR/core/__init__.pyi, one
-PACKAGE_DIR/core/<submodule>.pyi per submodule, and PACKAGE_DIR/py.typed (PEP 561's marker).
+PACKAGE_DIR/core/<submodule>.pyi per submodule, the same under PACKAGE_DIR/_nn, PACKAGE_DIR/nn/layers.pyi and
+PACKAGE_DIR/py.typed (PEP 561's marker).
 """
 
 import ast
@@ -12,7 +15,9 @@ import re
 import sys
 import types
 
+import nuvec._nn
 import nuvec.core
+import nuvec.nn.layers
 
 TYPING = ["Any", "Callable", "Dict", "Iterable", "Iterator", "List", "Optional", "Sequence", "Tuple", "Union"]
 HEADER = (
@@ -65,10 +70,10 @@ class _Respell(ast.NodeTransformer):
 
 
 def annotation(text, module):
-    """A type as the stub spells it: nuvec.core's own names unqualified inside nuvec.core, `Any` for what is not a
-    Python expression over names the stub imports (C++ types pybind11 could not name)."""
-    if module == "nuvec.core":
-        text = text.replace("nuvec.core.", "")
+    """A type as the stub spells it: a module's own names unqualified inside it, `Any` for what is not a Python
+    expression over names the stub imports (C++ types pybind11 could not name)."""
+    own = module.split(".")[0] + "." + module.split(".")[1] if module.count(".") else module
+    text = text.replace(own + ".", "")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
@@ -77,7 +82,7 @@ def annotation(text, module):
     if module == "nuvec.core":
         shadowed = {name for name in dir(builtins) if hasattr(nuvec.core, name) and not name.startswith("__")}
     tree = _Respell(shadowed).visit(tree)
-    known = set(TYPING) | {"numpy", "nuvec", "builtins"} | set(dir(builtins)) | set(dir(nuvec.core))
+    known = set(TYPING) | {"numpy", "nuvec", "builtins"} | set(dir(builtins)) | set(dir(sys.modules[own]))
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id not in known:
             return "Any"
@@ -170,17 +175,47 @@ def module_stub(module, qualified):
         else:
             body.append(f"{name}: {annotation(type(value).__module__ + '.' + type(value).__name__, qualified)}\n")
     header = HEADER if qualified == "nuvec.core" else HEADER + "import nuvec.core\n\n"
+    header = header.replace("nuvec.core's", module.__name__ + "'s")
     return header + "\n".join(body)
 
 
-def main(package_dir):
-    out = pathlib.Path(package_dir) / "core"
+def layers_stub():
+    """nuvec.nn.layers: each C++ layer as a CppModule with the C++ class's constructor and call."""
+    body = [HEADER.replace("nuvec.core's", "nuvec._nn's") + "import nuvec.core\nfrom nuvec.nn.module import CppModule, "
+            "Module\n\n"]
+    for name, cls in vars(nuvec.nn.layers).items():
+        if not (isinstance(cls, type) and issubclass(cls, nuvec.nn.layers.CppModule)) or cls._cpp_type is None:
+            continue
+        cpp = cls._cpp_type
+        lines = [f"class {name}(CppModule):\n"]
+        for attr in ("__init__", "__call__", *sorted(k for k, v in vars(cpp).items() if isinstance(v, staticmethod)),
+                     *(["as_linear"] if hasattr(cpp, "as_linear") else [])):
+            lines.append(function(attr, getattr(cpp, attr), "nuvec._nn", "    ", method=True).replace(
+                "nuvec._nn.", "").replace(" -> _nn.", " -> "))
+        body.append("".join(lines))
+    body.append("class Sequential(Module):\n    def __init__(self, *modules: Any) -> None: ...\n"
+                "    def __call__(self, x: Any) -> Any: ...\n")
+    body.append("def quantize(model: Module, group_size: int = ..., bits: int = ..., *, mode: str = ..., "
+                "class_predicate: Optional[Callable[[str, Module], bool]] = ...) -> Module: ...\n")
+    return "\n".join(body)
+
+
+def extension_stubs(package_dir, module):
+    """A stub per module of the extension `module` under PACKAGE_DIR/<its name>/ (a folder of .pyi files only, so
+    the import still finds the extension)."""
+    out = pathlib.Path(package_dir) / module.__name__.split(".")[-1]
     out.mkdir(parents=True, exist_ok=True)
-    (out / "__init__.pyi").write_text(module_stub(nuvec.core, "nuvec.core"))
-    for name in dir(nuvec.core):
-        sub = getattr(nuvec.core, name)
-        if isinstance(sub, types.ModuleType) and sub.__name__.startswith("nuvec.core."):
+    (out / "__init__.pyi").write_text(module_stub(module, module.__name__))
+    for name in dir(module):
+        sub = getattr(module, name)
+        if isinstance(sub, types.ModuleType) and sub.__name__.startswith(module.__name__ + "."):
             (out / f"{name}.pyi").write_text(module_stub(sub, sub.__name__))
+
+
+def main(package_dir):
+    extension_stubs(package_dir, nuvec.core)
+    extension_stubs(package_dir, nuvec._nn)
+    (pathlib.Path(package_dir) / "nn" / "layers.pyi").write_text(layers_stub())
     (pathlib.Path(package_dir) / "py.typed").write_text("")
 
 

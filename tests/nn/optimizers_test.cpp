@@ -305,6 +305,37 @@ TEST(Optimizers, ARefusedStepChangesNothing) {
   EXPECT_EQ(opt.state_arrays(), slots);
 }
 
+TEST(Optimizers, PerParameterRuleEqualsApplyGradients) {
+  // init_single and apply_single, driven by a caller that keeps the state itself (the Python optimizers), give
+  // apply_gradients' parameters and state step for step.
+  const auto t = make_trajectory();
+  O::Adam whole(0.01, {0.9, 0.999}, 1e-8, true);
+  O::Adam adam(0.5, {0.9, 0.999}, 1e-8, true);  // its own rate is unused: the caller passes lr
+  O::Optimizer& rule = adam;
+  auto params = t.params;
+  auto single = t.params;
+  std::map<std::string, O::Optimizer::State> states;
+  for (int s = 0; s < kSteps; ++s) {
+    params = whole.apply_gradients(t.grads[s], params);
+    const array lr(0.01F);
+    const array step(static_cast<uint64_t>(s + 1), uint64);
+    for (size_t i = 0; i < single.size(); ++i) {
+      auto& state = states[single[i].first];
+      if (s == 0) {
+        rule.init_single(single[i].second, state);
+      }
+      single[i].second = rule.apply_single(t.grads[s][i].second, single[i].second, state, lr, step);
+      EXPECT_TRUE(allclose(single[i].second, params[i].second, 0.0, 0.0).item<bool>()) << single[i].first;
+    }
+  }
+  for (const auto& [name, value] : whole.state()) {
+    if (name != "step" && name != "learning_rate") {
+      const auto dot = name.find('.');
+      EXPECT_TRUE(array_equal(states[name.substr(0, dot)].at(name.substr(dot + 1)), value).item<bool>()) << name;
+    }
+  }
+}
+
 TEST(Optimizers, UpdateAModel) {
   nn::Linear model(3, 2);
   model.freeze(false, {"bias"});

@@ -61,3 +61,24 @@ def test_overloads_and_keywords_come_from_the_signatures():
     assert [a.arg for a in add.args.args] == ["a", "b"]
     assert [a.arg for a in add.args.kwonlyargs] == ["stream"]
     assert ast.unparse(add.returns) == "array"
+
+
+def test_nn_stubs_name_every_layer_and_function():
+    import nuvec._nn as cpp
+    import nuvec.nn as nn
+    import nuvec.nn.layers as layers
+
+    nn_dir = STUB_DIR.parent / "nn"
+    tree = ast.parse((nn_dir / "layers.pyi").read_text())
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    cpp_layers = {n for n, c in vars(layers).items() if isinstance(c, type) and issubclass(c, nn.CppModule)}
+    bound = {n for n, c in vars(cpp).items() if isinstance(c, type) and issubclass(c, cpp.Module)}
+    assert cpp_layers - {"CppModule"} == bound - {"Module", "UnaryModule"}  # every C++ layer has its class
+    assert cpp_layers - {"CppModule"} | {"Sequential"} <= set(classes)
+    (init,) = [n for n in classes["Conv2d"].body if isinstance(n, ast.FunctionDef) and n.name == "__init__"]
+    assert [a.arg for a in init.args.args][:4] == ["self", "in_channels", "out_channels", "kernel_size"]
+    assert isinstance(nn.Conv2d(1, 1, 1), nn.CppModule)
+    for stub, module in [("__init__.pyi", cpp), ("losses.pyi", cpp.losses), ("init.pyi", cpp.init)]:
+        path = STUB_DIR.parent / "_nn" / stub
+        missing = public_callables(module) - defined(ast.parse(path.read_text()))
+        assert not missing, (stub, sorted(missing))

@@ -1,49 +1,33 @@
-"""Activation functions (mlx.nn's)."""
-
-import math
+"""Activation functions (mlx.nn's names and arguments): nuvec::nn's, and the core ops mlx.nn re-exports."""
 
 import nuvec.core as mx
+from nuvec._nn import (  # noqa: F401 (re-exported)
+    celu,
+    elu,
+    gelu,
+    gelu_approx,
+    gelu_fast_approx,
+    glu,
+    hard_sigmoid,
+    hard_tanh,
+    hardswish,
+    leaky_relu,
+    log_sigmoid,
+    log_softmax,
+    mish,
+    prelu,
+    relu,
+    relu6,
+    selu,
+    silu,
+    softplus,
+    softsign,
+    step,
+)
 
-
-def relu(x):
-    return mx.maximum(x, 0)
-
-
-def leaky_relu(x, negative_slope: float = 0.01):
-    return mx.maximum(negative_slope * x, x)
-
-
-def gelu(x):
-    return x * (1 + mx.erf(x / math.sqrt(2))) / 2
-
-
-def gelu_approx(x):
-    return 0.5 * x * (1 + mx.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-
-
-def sigmoid(x):
-    return mx.sigmoid(x)
-
-
-def silu(x):
-    return x * mx.sigmoid(x)
-
-
-def tanh(x):
-    return mx.tanh(x)
-
-
-def softplus(x):
-    return mx.logaddexp(x, 0)
-
-
-def mish(x):
-    return x * mx.tanh(softplus(x))
+sigmoid = mx.sigmoid
+tanh = mx.tanh
 
 
 def softmax(x, axis: int = -1):
     return mx.softmax(x, axis=axis)
-
-
-def log_softmax(x, axis: int = -1):
-    return x - mx.logsumexp(x, axis=axis, keepdims=True)

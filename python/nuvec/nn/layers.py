@@ -1,118 +1,102 @@
-"""Layers (mlx.nn's names and arguments): Linear, Embedding, Conv1d, Conv2d, Dropout, norms, Sequential and the
-activation modules. Weights are initialized as MLX does."""
+"""Layers (mlx.nn's names, constructor arguments and defaults): the C++ layers of nuvec::nn, each a CppModule whose
+parameters live in the Python module, and Sequential, which chains any Python callables."""
 
-import math
-from typing import Optional
+import nuvec._nn as _nn
+from nuvec.nn.module import CppModule, Module, cpp_layer
 
-import nuvec.core as mx
-from nuvec.nn import activations
-from nuvec.nn.module import Module
+ReLU = cpp_layer(_nn.ReLU)
+ReLU6 = cpp_layer(_nn.ReLU6)
+SELU = cpp_layer(_nn.SELU)
+SiLU = cpp_layer(_nn.SiLU)
+Mish = cpp_layer(_nn.Mish)
+Softplus = cpp_layer(_nn.Softplus)
+Softsign = cpp_layer(_nn.Softsign)
+Hardswish = cpp_layer(_nn.Hardswish)
+HardSigmoid = cpp_layer(_nn.HardSigmoid)
+Sigmoid = cpp_layer(_nn.Sigmoid)
+Tanh = cpp_layer(_nn.Tanh)
+LogSigmoid = cpp_layer(_nn.LogSigmoid)
+LeakyReLU = cpp_layer(_nn.LeakyReLU)
+ELU = cpp_layer(_nn.ELU)
+CELU = cpp_layer(_nn.CELU)
+GELU = cpp_layer(_nn.GELU)
+HardTanh = cpp_layer(_nn.HardTanh)
+PReLU = cpp_layer(_nn.PReLU)
+GLU = cpp_layer(_nn.GLU)
+LogSoftmax = cpp_layer(_nn.LogSoftmax)
+Softmax = cpp_layer(_nn.Softmax)
+Step = cpp_layer(_nn.Step)
 
+Identity = cpp_layer(_nn.Identity)
+Linear = cpp_layer(_nn.Linear)
+Bilinear = cpp_layer(_nn.Bilinear)
+Embedding = cpp_layer(_nn.Embedding)
+QuantizedLinear = cpp_layer(_nn.QuantizedLinear)
+QuantizedEmbedding = cpp_layer(_nn.QuantizedEmbedding)
+Conv1d = cpp_layer(_nn.Conv1d)
+Conv2d = cpp_layer(_nn.Conv2d)
+Conv3d = cpp_layer(_nn.Conv3d)
+ConvTranspose1d = cpp_layer(_nn.ConvTranspose1d)
+ConvTranspose2d = cpp_layer(_nn.ConvTranspose2d)
+ConvTranspose3d = cpp_layer(_nn.ConvTranspose3d)
+MaxPool1d = cpp_layer(_nn.MaxPool1d)
+MaxPool2d = cpp_layer(_nn.MaxPool2d)
+MaxPool3d = cpp_layer(_nn.MaxPool3d)
+AvgPool1d = cpp_layer(_nn.AvgPool1d)
+AvgPool2d = cpp_layer(_nn.AvgPool2d)
+AvgPool3d = cpp_layer(_nn.AvgPool3d)
+Upsample = cpp_layer(_nn.Upsample)
 
-class Linear(Module):
-    """y = x @ weight.T + bias, weight (output_dims, input_dims) uniform in +-1/sqrt(input_dims)."""
+LayerNorm = cpp_layer(_nn.LayerNorm)
+RMSNorm = cpp_layer(_nn.RMSNorm)
+GroupNorm = cpp_layer(_nn.GroupNorm)
+BatchNorm = cpp_layer(_nn.BatchNorm)
+InstanceNorm = cpp_layer(_nn.InstanceNorm)
+Dropout = cpp_layer(_nn.Dropout)
+Dropout2d = cpp_layer(_nn.Dropout2d)
+Dropout3d = cpp_layer(_nn.Dropout3d)
 
-    def __init__(self, input_dims: int, output_dims: int, bias: bool = True):
-        super().__init__()
-        scale = math.sqrt(1.0 / input_dims)
-        self.weight = mx.random.uniform(-scale, scale, (output_dims, input_dims))
-        if bias:
-            self.bias = mx.random.uniform(-scale, scale, (output_dims,))
-
-    def __call__(self, x):
-        if "bias" in self:
-            return mx.addmm(self["bias"], x, self["weight"].T)
-        return x @ self["weight"].T
-
-
-class Embedding(Module):
-    def __init__(self, num_embeddings: int, dims: int):
-        super().__init__()
-        self.weight = mx.random.normal((num_embeddings, dims), scale=math.sqrt(1 / dims))
-
-    def __call__(self, x):
-        return self.weight[x]
-
-    def as_linear(self, x):
-        return x @ self.weight.T
-
-
-class Conv1d(Module):
-    """Channels-last 1-d convolution: input (N, L, C_in), weight (C_out, K, C_in / groups)."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True):
-        super().__init__()
-        scale = math.sqrt(1 / (in_channels * kernel_size))
-        self.weight = mx.random.uniform(-scale, scale, (out_channels, kernel_size, in_channels // groups))
-        if bias:
-            self.bias = mx.zeros((out_channels,))
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-
-    def __call__(self, x):
-        y = mx.conv1d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-        return y + self.bias if "bias" in self else y
-
-
-class Conv2d(Module):
-    """Channels-last 2-d convolution: input (N, H, W, C_in), weight (C_out, KH, KW, C_in / groups)."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True):
-        super().__init__()
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-        scale = math.sqrt(1 / (in_channels * kh * kw))
-        self.weight = mx.random.uniform(-scale, scale, (out_channels, kh, kw, in_channels // groups))
-        if bias:
-            self.bias = mx.zeros((out_channels,))
-        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
-
-    def __call__(self, x):
-        y = mx.conv2d(x, self.weight, self.stride, self.padding, self.dilation, self.groups)
-        return y + self.bias if "bias" in self else y
+RoPE = cpp_layer(_nn.RoPE)
+ALiBi = cpp_layer(_nn.ALiBi)
+SinusoidalPositionalEncoding = cpp_layer(_nn.SinusoidalPositionalEncoding)
+MultiHeadAttention = cpp_layer(_nn.MultiHeadAttention)
+TransformerEncoderLayer = cpp_layer(_nn.TransformerEncoderLayer)
+TransformerDecoderLayer = cpp_layer(_nn.TransformerDecoderLayer)
+TransformerEncoder = cpp_layer(_nn.TransformerEncoder)
+TransformerDecoder = cpp_layer(_nn.TransformerDecoder)
 
 
-class Dropout(Module):
-    """Zeroes entries with probability p while training and scales the rest by 1 / (1 - p)."""
+def _frozen_after_init(cls):
+    """mlx.nn's quantized layers start frozen: their packed weights are not trained."""
+    init = cls.__init__
 
-    def __init__(self, p: float = 0.5):
-        super().__init__()
-        if not 0 <= p < 1:
-            raise ValueError(f"[Dropout] The probability should be in [0, 1); got {p}.")
-        self._p_keep = 1 - p
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.freeze()
 
-    def __call__(self, x):
-        if not self.training or self._p_keep == 1:
-            return x
-        mask = mx.random.bernoulli(self._p_keep, x.shape)
-        return (1 / self._p_keep) * mask * x
+    cls.__init__ = __init__
+    return cls
 
 
-class LayerNorm(Module):
-    def __init__(self, dims: int, eps: float = 1e-5, affine: bool = True, bias: bool = True):
-        super().__init__()
-        if affine:
-            self.weight = mx.ones((dims,))
-            if bias:
-                self.bias = mx.zeros((dims,))
-        self.eps = eps
+def _from_float(float_type):
+    def from_float(cls, layer, group_size: int = 64, bits: int = 4, mode: str = "affine"):
+        """The quantized copy of a float layer (its current parameters), by the C++ quantization."""
+        if not isinstance(layer, float_type):
+            raise TypeError(f"[{cls.__name__}] Expected a {float_type.__name__}; got {type(layer).__name__}.")
+        module = CppModule._wrap(cls._cpp_type(layer._loaded(), group_size, bits, mode))
+        return module.freeze()
 
-    def __call__(self, x):
-        return mx.fast.layer_norm(x, self.get("weight"), self.get("bias"), self.eps)
+    return classmethod(from_float)
 
 
-class RMSNorm(Module):
-    def __init__(self, dims: int, eps: float = 1e-5):
-        super().__init__()
-        self.weight = mx.ones((dims,))
-        self.eps = eps
-
-    def __call__(self, x):
-        return mx.fast.rms_norm(x, self.weight, self.eps)
+_frozen_after_init(QuantizedLinear)
+_frozen_after_init(QuantizedEmbedding)
+QuantizedLinear.from_linear = _from_float(Linear)
+QuantizedEmbedding.from_embedding = _from_float(Embedding)
 
 
 class Sequential(Module):
-    """Calls its modules (or callables) in order."""
+    """Calls its modules (or any callables) in order; they are kept in ``layers`` (mlx.nn's names: layers.0...)."""
 
     def __init__(self, *modules):
         super().__init__()
@@ -124,18 +108,38 @@ class Sequential(Module):
         return x
 
 
-def _activation(name: str, fn):
-    def call(self, x):
-        return fn(x)
+def quantize(model: Module, group_size: int = 64, bits: int = 4, *, mode: str = "affine", class_predicate=None):
+    """Replaces, in place, the Linear and Embedding layers of ``model`` (those ``class_predicate(path, module)``
+    accepts, and whose input size divides by group_size) with their quantized versions (mlx.nn.quantize)."""
+    swaps = {Linear: QuantizedLinear.from_linear, Embedding: QuantizedEmbedding.from_embedding}
 
-    return type(name, (Module,), {"__call__": call, "__doc__": f"The {fn.__name__} activation as a module."})
+    def accepts(path, module):
+        if type(module) not in swaps or module["weight"].shape[-1] % group_size != 0:
+            return False
+        return class_predicate is None or class_predicate(path, module)
+
+    for path, module in model.named_modules():
+        for key, child in list(_child_slots(module)):
+            child_path = f"{path}.{key}" if path else str(key)
+            if isinstance(child, Module) and accepts(child_path, child):
+                replacement = swaps[type(child)](child, group_size, bits, mode)
+                _replace(module, key, replacement)
+    return model
 
 
-ReLU = _activation("ReLU", activations.relu)
-GELU = _activation("GELU", activations.gelu)
-SiLU = _activation("SiLU", activations.silu)
-Sigmoid = _activation("Sigmoid", activations.sigmoid)
-Tanh = _activation("Tanh", activations.tanh)
-LeakyReLU = _activation("LeakyReLU", activations.leaky_relu)
-Softplus = _activation("Softplus", activations.softplus)
-Mish = _activation("Mish", activations.mish)
+def _child_slots(module):
+    for key, value in module.items():
+        if isinstance(value, list):
+            yield from ((f"{key}.{i}", v) for i, v in enumerate(value))
+        else:
+            yield key, value
+
+
+def _replace(module, key, replacement):
+    head, _, index = str(key).partition(".")
+    if isinstance(module, CppModule):
+        module._cpp._set_child(key, replacement._cpp)
+    if index:
+        module[head][int(index)] = replacement
+    else:
+        dict.__setitem__(module, head, replacement)

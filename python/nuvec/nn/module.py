@@ -1,6 +1,6 @@
-"""Module: a dict of parameters and child modules, as mlx.nn.Module."""
+"""Module: a dict of parameters and child modules, as mlx.nn.Module; CppModule: a C++ layer of nuvec._nn under it."""
 
-from typing import Any, Callable, List, Optional, Tuple
+from typing import Any, Callable, List, Optional, Tuple, Union
 
 import nuvec.core as mx
 from nuvec.utils import tree_flatten, tree_unflatten
@@ -78,20 +78,7 @@ class Module(dict):
 
     def modules(self) -> List["Module"]:
         """This module and every module below it."""
-        found = []
-
-        def walk(value):
-            if isinstance(value, Module):
-                found.append(value)
-            if isinstance(value, (Module, dict)):
-                for v in value.values():
-                    walk(v)
-            elif isinstance(value, (list, tuple)):
-                for v in value:
-                    walk(v)
-
-        walk(self)
-        return found
+        return [m for _, m in self.named_modules()]
 
     def update(self, parameters: dict) -> "Module":
         """Replaces the parameters named in ``parameters`` (a tree as parameters() gives) in place."""
@@ -113,19 +100,56 @@ class Module(dict):
 
         return self.update(tree_map(map_fn, self.parameters()))
 
-    def freeze(self, keys: Optional[List[str]] = None) -> "Module":
-        """Excludes parameters (all of every module, or the named ones) from trainable_parameters()."""
-        for m in self.modules():
+    def freeze(self, *, recurse: bool = True, keys: Optional[Union[str, List[str]]] = None,
+               strict: bool = False) -> "Module":
+        """Excludes parameters (all, or those whose local name is in ``keys``) of this module, and of every module
+        below it when ``recurse``, from trainable_parameters()."""
+        keys = [keys] if isinstance(keys, str) else keys
+        if strict and keys is not None:
+            missing = [k for k in keys if not isinstance(self.get(k), mx.array)]
+            if missing:
+                raise ValueError(f"[freeze] {type(self).__name__} has no parameters called {missing}.")
+        for m in self.modules() if recurse else [self]:
             names = keys if keys is not None else [k for k, v in m.items() if isinstance(v, mx.array)]
             m._no_grad.update(names)
         return self
 
-    def unfreeze(self, keys: Optional[List[str]] = None) -> "Module":
-        for m in self.modules():
+    def unfreeze(self, *, recurse: bool = True, keys: Optional[Union[str, List[str]]] = None,
+                 strict: bool = False) -> "Module":
+        """Undoes freeze() for all parameters or the local names in ``keys``."""
+        keys = [keys] if isinstance(keys, str) else keys
+        for m in self.modules() if recurse else [self]:
             if keys is None:
                 m._no_grad.clear()
             else:
                 m._no_grad.difference_update(keys)
+        return self
+
+    def named_modules(self) -> List[Tuple[str, "Module"]]:
+        """Every module with its dotted path ("" for this one), this one last as MLX lists them."""
+        found = []
+
+        def walk(value, path):
+            if isinstance(value, (Module, dict)):
+                for k, v in value.items():
+                    walk(v, f"{path}.{k}" if path else k)
+            elif isinstance(value, (list, tuple)):
+                for i, v in enumerate(value):
+                    walk(v, f"{path}.{i}" if path else str(i))
+            if isinstance(value, Module):
+                found.append((path, value))
+
+        walk(self, "")
+        return found
+
+    def leaf_modules(self) -> List[Tuple[str, "Module"]]:
+        """The modules without child modules, with their paths."""
+        return [(k, m) for k, m in self.named_modules() if not m.children()]
+
+    def apply_to_modules(self, apply_fn: Callable[[str, "Module"], Any]) -> "Module":
+        """Calls apply_fn(path, module) on every module of the tree."""
+        for path, m in self.named_modules():
+            apply_fn(path, m)
         return self
 
     def train(self, mode: bool = True) -> "Module":
@@ -164,6 +188,99 @@ class Module(dict):
 
     def __repr__(self):
         return f"{type(self).__name__}()"
+
+
+class CppModule(Module):
+    """A C++ layer (a class of nuvec._nn) as an mlx.nn Module: its parameters live in this dict under mlx.nn's names
+    (its C++ children as CppModules, vectors of them as lists), so trees, gradients, compile and optimizers see plain
+    arrays; __call__ loads them and the training mode into the C++ layer, a set of array handles, and runs its
+    forward. Subclasses name the C++ class in ``_cpp_type``; their constructor arguments are its.
+    """
+
+    _cpp_type = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self._adopt(self._cpp_type(*args, **kwargs))
+
+    @staticmethod
+    def _wrap(cpp) -> "CppModule":
+        """An existing C++ layer, under the class registered for its type (CppModule when there is none)."""
+        wrapper = _cpp_classes.get(type(cpp), CppModule)
+        module = wrapper.__new__(wrapper)
+        Module.__init__(module)
+        return module._adopt(cpp)
+
+    def _adopt(self, cpp) -> "CppModule":
+        object.__setattr__(self, "_cpp", cpp)
+        object.__setattr__(self, "_training", cpp.training)
+        for name, value, buffer in cpp._local_parameters():
+            dict.__setitem__(self, name, value)
+            if buffer:  # running statistics: saved and loaded, never trained (mlx.nn freezes them)
+                self._no_grad.add(name)
+        for name, child in cpp._children():
+            head, _, index = name.partition(".")
+            if index:
+                self.setdefault(head, []).append(CppModule._wrap(child))
+            else:
+                dict.__setitem__(self, name, CppModule._wrap(child))
+        object.__setattr__(self, "_has_buffers", bool(cpp._buffers()))
+        return self
+
+    def _loaded(self):
+        """The C++ layer with this tree's parameters and mode."""
+        self._cpp._load(self, self._training)
+        return self._cpp
+
+    def __call__(self, *args, **kwargs):
+        out = self._loaded()(*args, **kwargs)
+        if self._has_buffers:
+            self._read_buffers()
+        return out
+
+    def _read_buffers(self):
+        """Running statistics the forward updated, back into the tree."""
+        for name, value in self._cpp._buffers():
+            *path, last = name.split(".")
+            node = self
+            for part in path:
+                node = node[int(part)] if isinstance(node, list) else node[part]
+            node[last] = value
+
+    def __getattr__(self, key: str):
+        if key in self:
+            return self[key]
+        method = None if key.startswith("_") else getattr(self.__dict__.get("_cpp"), key, None)
+        if callable(method):  # the C++ layer's other methods (Embedding.as_linear), on this tree's parameters
+            def call(*args, **kwargs):
+                self._loaded()
+                return method(*args, **kwargs)
+
+            return call
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {key!r}")
+
+    def __setattr__(self, key: str, value: Any):
+        if isinstance(value, Module) and isinstance(self.get(key), CppModule):
+            if not isinstance(value, CppModule):
+                raise TypeError(f"[{type(self).__name__}] The child {key!r} runs in C++; it can only be replaced by "
+                                f"a C++ layer (a nuvec.nn class), not a {type(value).__name__}.")
+            self._cpp._set_child(key, value._cpp)
+        super().__setattr__(key, value)
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+_cpp_classes = {}
+
+
+def cpp_layer(cpp_type) -> type:
+    """The CppModule subclass for a class of nuvec._nn, under its name (mlx.nn's), its static methods included."""
+    attributes = {k: v for k, v in vars(cpp_type).items() if isinstance(v, staticmethod)}
+    attributes.update(_cpp_type=cpp_type, __doc__=cpp_type.__init__.__doc__, __module__="nuvec.nn")
+    cls = type(cpp_type.__name__, (CppModule,), attributes)
+    _cpp_classes[cpp_type] = cls
+    return cls
 
 
 def _values(container):
