@@ -394,7 +394,8 @@ void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b, boo
       const auto form = nuvec::detail::power_form(static_cast<double>(e));
       if (form.kind == nuvec::detail::PowerForm::Kind::product) {
         with_exponent(
-            form.n, [&](auto exponent) { binary_run(ProductPowerFn<decltype(exponent)::value>{}, out, n, a, b, stream); },
+            form.n,
+            [&](auto exponent) { binary_run(ProductPowerFn<decltype(exponent)::value>{}, out, n, a, b, stream); },
             std::make_integer_sequence<int, 17>{});
         return;
       }

@@ -2,8 +2,8 @@
 // entry changes course (its lines, its blocks, the streaming threshold), with inputs of one value broadcast
 // everywhere, traced one-element inputs and outputs of several widths.
 
-#include <random>
 #include <functional>
+#include <random>
 #include <string>
 
 #include "nuvec/core/fused.h"
@@ -58,7 +58,9 @@ TEST_F(FlatEntry, EveryLoopOverElementsIsMarkedForTheVectorizer) {
   const std::vector<std::pair<std::string, std::function<V(const V&)>>> chains = {
       {"float32", [](const V& xs) { return V{exp(xs[0]) * xs[1]}; }},
       {"float64", [](const V& xs) { return V{exp(astype(xs[0], float64)) * astype(xs[1], float64)}; }},
-      {"three widths", [](const V& xs) { return V{xs[0] * 2.0F, astype(xs[1], float16), greater(xs[0], xs[1])}; }}};
+      {"three widths", [](const V& xs) {
+         return V{xs[0] * 2.0F, astype(xs[1], float16), greater(xs[0], xs[1])};
+       }}};
   for (const auto& [what, f] : chains) {
     auto y = compile(f)({x, t});
     ASSERT_EQ(count_primitives(y, "Compiled"), 1) << what;

@@ -522,9 +522,9 @@ std::string generate_source(const FusedKernel& k) {
   src += "    if (" + line_starts + ") {\n" + buffers + "    for (; i + " + line + " <= end; i += " + line + ") {\n" +
          run_pointers + "      " + simd_loop + "      for (int64_t l = 0; l < " + line + "; ++l) {\n        " +
          call(line_read, 'w', "l") + "      }\n" + streams + "    }\n    nv_stream_fence();\n    }\n  }\n";
-  src += "  while (i < end) {\n    const int64_t n = end - i < " + block + " ? end - i : " + block + ";\n" + run_pointers +
-         "    " + simd_loop + "    for (int64_t l = 0; l < n; ++l) {\n      " + call(line_read, 'o', "i + l") +
-         "    }\n    i += n;\n  }\n}\n";
+  src += "  while (i < end) {\n    const int64_t n = end - i < " + block + " ? end - i : " + block + ";\n" +
+         run_pointers + "    " + simd_loop + "    for (int64_t l = 0; l < n; ++l) {\n      " +
+         call(line_read, 'o', "i + l") + "    }\n    i += n;\n  }\n}\n";
 
   // Elements [begin, end) of a strided iteration space, a run of the inner axis at a time, in blocks: an input at
   // unit stride is read in place, one broadcast along the run (stride 0) is staged once per run, any other stride is
@@ -596,10 +596,10 @@ std::string generate_source(const FusedKernel& k) {
   }
   src += "          const int64_t at = i + a * inner + j0;\n";
   src += cat("          if (stream && n == ", tile_cols, " && ", line_starts, ") {\n            ", simd_loop,
-             "            for (int64_t l = 0; l < ",
-             tile_cols, "; ++l) {\n              ", call(run_read, 'w', "l"), "            }\n", streams,
-             "          } else {\n            ", simd_loop, "            for (int64_t l = 0; l < n; ++l) {\n              ",
-             call(run_read, 'o', "at + l"), "            }\n          }\n        }\n      }\n");
+             "            for (int64_t l = 0; l < ", tile_cols, "; ++l) {\n              ", call(run_read, 'w', "l"),
+             "            }\n", streams, "          } else {\n            ", simd_loop,
+             "            for (int64_t l = 0; l < n; ++l) {\n              ", call(run_read, 'o', "at + l"),
+             "            }\n          }\n        }\n      }\n");
   src += cat("      i += ", tile_rows, " * inner;\n      for (int k = 0; k < ", tile_rows,
              "; ++k) { for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; } }\n",
              "      continue;\n    }\n");
@@ -614,9 +614,10 @@ std::string generate_source(const FusedKernel& k) {
                ";\n");
   }
   src += "      if (stream && n == " + block + " && " + row_line_starts + ") {\n        " + simd_loop +
-         "        for (int64_t l = 0; l < " + block + "; ++l) {\n          " + call(run_read, 'w', "l") + "        }\n" +
-         row_streams + "      } else {\n        " + simd_loop + "        for (int64_t l = 0; l < n; ++l) {\n          " +
-         call(run_read, 'o', "i + l") + "        }\n      }\n";
+         "        for (int64_t l = 0; l < " + block + "; ++l) {\n          " + call(run_read, 'w', "l") +
+         "        }\n" + row_streams + "      } else {\n        " + simd_loop +
+         "        for (int64_t l = 0; l < n; ++l) {\n          " + call(run_read, 'o', "i + l") +
+         "        }\n      }\n";
   src += "      j += n;\n      i += n;\n    }\n    j = 0;\n";
   src += "    for (int d = ndim - 2; d >= 0; --d) { if (++index[d] < shape[d]) break; index[d] = 0; }\n";
   src += "  }\n  if (stream) nv_stream_fence();\n}\n";
