@@ -11,8 +11,8 @@
 // buffers, split over nuvec's pool with the compiled kernels' grain), timed turn about with the eager and compiled
 // functions (medians of 11 each; min and max of the floor's reps printed as its spread). Why: the copy measured once
 // before the rows (256 MiB std::vectors, std::threads, the better of memcpy and streaming stores) gave 36-66 GB/s
-// minutes apart, and so did this floor: the VM's bandwidth itself moves (the same 2-thread streaming copy of 64 MiB took
-// 3.5 ms at 21:10:09 and 2.6 ms at 21:10:36, 38 and 51 GB/s, medians of 11), so a floor taken at another moment
+// minutes apart, and so did this floor: the VM's bandwidth itself moves (the same 2-thread streaming copy of 64 MiB
+// took 3.5 ms at 21:10:09 and 2.6 ms at 21:10:36, 38 and 51 GB/s, medians of 11), so a floor taken at another moment
 // judged the rows by another machine. Not the causes: L3 keeping part of the input (a copy right after another
 // was 2-3% faster than one after reading 64 MiB else), compute before the copy (none), the page size (a copy over
 // 4 KiB pages, as the old std::vectors had, ran at 0.64-0.85x the speed of one over huge pages, but steadily so;
