@@ -95,7 +95,7 @@ constexpr size_t strided_tile_rows = 16;
 constexpr size_t strided_tile_cols = 64;
 /// Put before every loop over elements: a loop of 16 or fewer iterations (a line of floats) is otherwise unrolled
 /// whole before the vectorizer sees it, and GCC 12 then computed the line in scalar code, one libm call per element
-/// (a streamed exp 4.6x slower, a cube 2x slower on one thread).
+/// (`exp(x) * 0.5` over 2^24 floats 5.3x slower, `x * c + d` 1.4x, CPU time on one thread).
 constexpr const char* simd_loop = "_Pragma(\"omp simd\")\n";
 
 }  // namespace
