@@ -8,11 +8,11 @@
 //
 // The floor of a row is a measurement, not a constant: a kernel with the row's traffic and nothing else (it reads
 // the row's large inputs once and writes as many outputs of the same size once, with streaming stores, into nuvec
-// buffers, split over nuvec's pool with the compiled kernels' grain), timed turn about with the compiled function
-// (medians of 11 each; min and max of the floor's reps printed as its spread). Why: the copy measured once before
-// the rows (256 MiB std::vectors, std::threads, the better of memcpy and streaming stores) gave 36-66 GB/s minutes
-// apart, and so did this floor: the VM's bandwidth itself moves (the same 2-thread streaming copy of 64 MiB took
-// 3.5 ms at 21:10:09 and 2.6 ms at 21:10:36, 38 and 51 GB/s, medians of 11), so a floor taken at another moment
+// buffers, split over nuvec's pool with the compiled kernels' grain), timed turn about with the eager and compiled
+// functions (medians of 11 each; min and max of the floor's reps printed as its spread). Why: the copy measured once
+// before the rows (256 MiB std::vectors, std::threads, the better of memcpy and streaming stores) gave 36-66 GB/s
+// minutes apart, and so did this floor: the VM's bandwidth itself moves (the same 2-thread streaming copy of 64 MiB
+// took 3.5 ms at 21:10:09 and 2.6 ms at 21:10:36, 38 and 51 GB/s, medians of 11), so a floor taken at another moment
 // judged the rows by another machine. Not the causes: L3 keeping part of the input (a copy right after another
 // was 2-3% faster than one after reading 64 MiB else), compute before the copy (none), the page size (a copy over
 // 4 KiB pages, as the old std::vectors had, ran at 0.64-0.85x the speed of one over huge pages, but steadily so;
@@ -50,23 +50,6 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-/// Median wall time of f (evaluating its outputs) over reps after two warm-up calls. The allocator's cache is emptied
-/// first: the buffers an earlier workload left there slowed the next one's streaming stores by up to 1.7x (a compiled
-/// layer norm timed after the eager plain-op one), so every timing starts from the same state.
-double time_ms(const std::function<V()>& f, int reps) {
-  clear_cache();
-  for (int i = 0; i < 2; ++i) {
-    eval(f());
-  }
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    auto t0 = Clock::now();
-    eval(f());
-    times.push_back(ms_since(t0));
-  }
-  return median(times);
 }
 
 /// The floor kernel's stores: past the caches where the CPU has streaming stores, as the compiled kernels' are.
@@ -118,37 +101,45 @@ void floor_kernel(const std::vector<const float*>& ins, const std::vector<float*
 }
 
 struct Timing {
+  double eager_ms;
   double compiled_ms;
   double floor_ms;
   double floor_min_ms;
   double floor_max_ms;
 };
 
-/// The compiled function and the floor kernel of the same traffic, timed turn about (which goes first alternates),
-/// so that both see the same machine: on this VM the copy bandwidth drifts by up to 2x within minutes, and a floor
-/// measured once at the start judged every row by that moment's bandwidth. Medians of reps after two warm-ups each.
-Timing time_against_floor(const std::function<V()>& compiled, const std::function<void()>& floor, int reps) {
+/// The eager and compiled functions and the floor kernel of the same traffic, timed turn about (each rep runs the
+/// three, which goes first rotating), so that all see the same machine: on this VM the copy bandwidth drifts by up to
+/// 2x within minutes, and a floor measured once at the start judged every row by that moment's bandwidth. Eager was
+/// timed in a block of its own before the compiled reps: `power(x, array(3.0f))`, which compile leaves to the eager
+/// kernel, then read 0.64-0.83x "compiled against eager" in every run, the same kernel timed at two moments. The
+/// allocator's cache is emptied first: the buffers an earlier workload left there slowed the next one's streaming
+/// stores by up to 1.7x, so every row starts from the same state. Medians of reps after two warm-ups each.
+Timing time_turn_about(const std::function<V()>& eager, const std::function<V()>& compiled,
+                       const std::function<void()>& floor, int reps) {
   clear_cache();
   for (int i = 0; i < 2; ++i) {
+    eval(eager());
     eval(compiled());
     floor();
   }
-  std::vector<double> compiled_times;
-  std::vector<double> floor_times;
-  auto time_floor = [&] {
+  std::vector<double> times[3];
+  auto run = [&](int which) {
     auto t0 = Clock::now();
-    floor();
-    floor_times.push_back(ms_since(t0));
+    if (which == 0) {
+      eval(eager());
+    } else if (which == 1) {
+      eval(compiled());
+    } else {
+      floor();
+    }
+    times[which].push_back(ms_since(t0));
   };
   for (int i = 0; i < reps; ++i) {
-    if (i % 2 == 0) time_floor();
-    auto t0 = Clock::now();
-    eval(compiled());
-    compiled_times.push_back(ms_since(t0));
-    if (i % 2 == 1) time_floor();
+    for (int k = 0; k < 3; ++k) run((i + k) % 3);
   }
-  const auto [lo, hi] = std::minmax_element(floor_times.begin(), floor_times.end());
-  return {median(compiled_times), median(floor_times), *lo, *hi};
+  const auto [lo, hi] = std::minmax_element(times[2].begin(), times[2].end());
+  return {median(times[0]), median(times[1]), median(times[2]), *lo, *hi};
 }
 
 array gelu(const array& x) { return 0.5F * x * (1.0F + tanh(0.7978845608F * (x + 0.044715F * x * x * x))); }
@@ -232,10 +223,10 @@ int main() {
     for (size_t i = 0; i < row.reads; ++i) ins.push_back(row.inputs[i].data<float>());
     std::vector<float*> outs;
     for (size_t o = 0; o < row.writes; ++o) outs.push_back(sinks[o].data<float>());
-    const double eager_ms = time_ms([&] { return row.f(row.inputs); }, 9);
-    const Timing t = time_against_floor([&] { return compiled(row.inputs); }, [&] { floor_kernel(ins, outs, n); }, 11);
+    const Timing t = time_turn_about([&] { return row.f(row.inputs); }, [&] { return compiled(row.inputs); },
+                                     [&] { floor_kernel(ins, outs, n); }, 11);
     std::printf("row %s eager_ms=%.3f compiled_ms=%.3f floor_ms=%.3f floor_min_ms=%.3f floor_max_ms=%.3f bytes=%.0f\n",
-                row.name, eager_ms, t.compiled_ms, t.floor_ms, t.floor_min_ms, t.floor_max_ms,
+                row.name, t.eager_ms, t.compiled_ms, t.floor_ms, t.floor_min_ms, t.floor_max_ms,
                 4.0 * n * static_cast<double>(row.reads + row.writes));
   }
 

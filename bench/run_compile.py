@@ -3,7 +3,7 @@
 
     python3 bench/run_compile.py [--bench build/release/bench/compile_bench] [--markdown] [--runs N] [--wait-idle S]
 
-compile_bench times nuvec (eager: median of 9 after 2 warm-ups; compiled: median of 11, taken turn about with the
+compile_bench times nuvec (eager and compiled: medians of 11 after 2 warm-ups, taken turn about with each other and the
 row's floor kernel, which moves the bytes the row must move, each large input read once and each output written once,
 and nothing else); this script times NumPy on the same workloads (float32, 2^24 elements; layer norm over rows of
 4096x4096) in a child /usr/bin/python3 that sees Debian's NumPy. See compile_bench.cpp's header for the floor's method.

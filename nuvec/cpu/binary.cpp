@@ -5,6 +5,8 @@
 
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 
 #include "nuvec/core/dispatch.h"
 #include "nuvec/core/power_form.h"
@@ -153,6 +155,35 @@ struct ConstantPowerFn {
     return form.n < 0 ? T(C(1)) / result : result;
   }
 };
+
+/// x ** N for an integral exponent known when compiled (|N| <= 8, detail::power_form's products): the products
+/// unroll, where ConstantPowerFn walked the exponent's bits for every vector (pow(x, 3) 1.2x the time of square(x)
+/// on one thread).
+template <int N>
+struct ProductPowerFn {
+  template <class T>
+  requires requires(T v) { math::pow(v, v); }
+  T operator()(T x, T) const {
+    using C = simd::lane_t<T>;
+    if constexpr (N == 0) {
+      return T(C(1));
+    } else {
+      const T result =
+          nuvec::detail::power_by_squaring(x, N < 0 ? -N : N, [](const T& a, const T& b) { return a * b; });
+      if constexpr (N < 0) {
+        return T(C(1)) / result;
+      } else {
+        return result;
+      }
+    }
+  }
+};
+
+/// Calls fn(std::integral_constant<int, n>) for an exponent -8 <= n <= 8.
+template <class Fn, int... K>
+void with_exponent(int n, const Fn& fn, std::integer_sequence<int, K...>) {
+  static_cast<void>(((n == K - 8 ? (fn(std::integral_constant<int, K - 8>{}), true) : false) || ...));
+}
 
 /// The larger value; a NaN on either side wins.
 struct MaximumFn {
@@ -360,7 +391,15 @@ void binary_run(const Op& op, S* out, int64_t n, Strided<T> a, Strided<T> b, boo
     if (scalar_b) {
       C e{};
       load_block(&e, b, 1);
-      binary_run(ConstantPowerFn<C>{e, nuvec::detail::power_form(static_cast<double>(e))}, out, n, a, b, stream);
+      const auto form = nuvec::detail::power_form(static_cast<double>(e));
+      if (form.kind == nuvec::detail::PowerForm::Kind::product) {
+        with_exponent(
+            form.n,
+            [&](auto exponent) { binary_run(ProductPowerFn<decltype(exponent)::value>{}, out, n, a, b, stream); },
+            std::make_integer_sequence<int, 17>{});
+        return;
+      }
+      binary_run(ConstantPowerFn<C>{e, form}, out, n, a, b, stream);
       return;
     }
   }
