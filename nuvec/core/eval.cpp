@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <mutex>
 #include <numeric>
@@ -20,12 +22,44 @@ namespace nuvec {
 
 namespace {
 
+/// std::mutex's interface over one atomic word (0 free, 1 held, 2 held with sleepers): a Python op followed by eval
+/// takes and releases it once, and the pthread calls cost more than the kernel of a small op. Blocked callers sleep
+/// in the kernel (atomic wait), woken only when one is asleep.
+class EvalLock {
+ public:
+  bool try_lock() {
+    uint32_t expected = 0;
+    return state_.compare_exchange_strong(expected, 1, std::memory_order_acquire, std::memory_order_relaxed);
+  }
+  void lock() {
+    uint32_t seen = 0;
+    if (state_.compare_exchange_strong(seen, 1, std::memory_order_acquire, std::memory_order_relaxed)) {
+      return;
+    }
+    if (seen != 2) {
+      seen = state_.exchange(2, std::memory_order_acquire);
+    }
+    while (seen != 0) {
+      state_.wait(2, std::memory_order_relaxed);
+      seen = state_.exchange(2, std::memory_order_acquire);
+    }
+  }
+  void unlock() {
+    if (state_.exchange(0, std::memory_order_release) == 2) {
+      state_.notify_one();
+    }
+  }
+
+ private:
+  std::atomic<uint32_t> state_{0};
+};
+
 // One evaluation at a time: a subgraph shared by two threads' graphs is then
 // computed once, and node state is only mutated under this lock. Kernels still
 // use every core through the intra-op thread pool.
-std::mutex& eval_mutex() {
-  static std::mutex mutex;
-  return mutex;
+EvalLock& eval_mutex() {
+  static EvalLock lock;
+  return lock;
 }
 
 std::atomic<int> max_eval_width{64};
