@@ -74,11 +74,11 @@ class Optimizer:
         return self._rule.apply_single(gradient, parameter, state, lr.astype(mx.float32), step)
 
 
-def _optimizer(rule, default_rate=None) -> type:
+def _optimizer(rule) -> type:
     """The Optimizer subclass running a C++ rule of nuvec._nn: mlx.optimizers' constructor, learning_rate first
     (then the rule's arguments, with their names and defaults)."""
 
-    def __init__(self, learning_rate: LearningRate = default_rate, *args, **kwargs):
+    def __init__(self, learning_rate: LearningRate = None, *args, **kwargs):
         self._rule = rule(*args, **kwargs)
         Optimizer.__init__(self, 0.0 if learning_rate is None else learning_rate)
 
@@ -94,7 +94,7 @@ Adagrad = _optimizer(_nn.Adagrad)
 AdaDelta = _optimizer(_nn.AdaDelta)
 RMSprop = _optimizer(_nn.RMSprop)
 Lion = _optimizer(_nn.Lion)
-Adafactor = _optimizer(_nn.Adafactor, default_rate=None)
+Adafactor = _optimizer(_nn.Adafactor)
 Muon = _optimizer(_nn.Muon)
 
 
