@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 #include "nuvec/core/backend.h"
 #include "nuvec/core/dispatch.h"
@@ -34,7 +35,10 @@ ArrayDesc::ArrayDesc(Shape s, Dtype t)
 
 /// An array's whole record: its accessors' part and the owners of its node, buffer and error.
 struct ArrayRecord : ArrayDesc {
-  std::shared_ptr<Node> owned_node;  // what `node` points at while the array has a primitive
+  // The node of a single-output primitive, its output's alone, lives in the output's record: one allocation per op
+  // instead of two. A multi-output primitive's node is shared by its outputs.
+  std::optional<Node> own_node;
+  std::shared_ptr<Node> shared_node;
   uint32_t position = 0;
   std::shared_ptr<array::Data> data;
   std::exception_ptr error;
@@ -43,29 +47,35 @@ struct ArrayRecord : ArrayDesc {
   ArrayRecord(const ArrayRecord&) = delete;
   ArrayRecord& operator=(const ArrayRecord&) = delete;
 
-  void set_node(std::shared_ptr<Node> n) {
-    node = n.get();
-    owned_node = std::move(n);
+  void set_own_node(Primitive&& primitive, Stream stream, std::vector<array>&& inputs) {
+    node = &own_node.emplace(std::move(primitive), stream, std::move(inputs));
   }
+  void set_shared_node(std::shared_ptr<Node> n) {
+    node = n.get();
+    shared_node = std::move(n);
+  }
+  /// Whether no other array holds this array's node.
+  [[nodiscard]] bool holds_node_alone() const { return own_node || shared_node.use_count() == 1; }
   void reset_node() {
     node = nullptr;
-    owned_node.reset();
+    own_node.reset();
+    shared_node.reset();
   }
 
   // Deep graphs (a long chain of lazy ops) would overflow the stack if freed
   // recursively: unlink inputs that only this node holds and free them in a loop.
   ~ArrayRecord() {
-    if (!owned_node || owned_node.use_count() > 1) {
+    if (!node || !holds_node_alone()) {
       return;
     }
-    std::vector<array> pending = std::move(owned_node->inputs);
+    std::vector<array> pending = std::move(node->inputs);
     reset_node();
     while (!pending.empty()) {
       array a = std::move(pending.back());
       pending.pop_back();
       auto& desc = static_cast<ArrayRecord&>(*a.desc_);
-      if (a.desc_.use_count() == 1 && desc.owned_node && desc.owned_node.use_count() == 1) {
-        for (auto& input : desc.owned_node->inputs) {
+      if (a.desc_.use_count() == 1 && desc.node && desc.holds_node_alone()) {
+        for (auto& input : desc.node->inputs) {
           pending.push_back(std::move(input));
         }
         desc.reset_node();
@@ -187,21 +197,20 @@ array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void
 array::array(Shape shape, Dtype dtype, Primitive primitive, std::vector<array> inputs, Stream stream)
     : array(std::move(shape), dtype) {
   desc_->is_tracer = std::any_of(inputs.begin(), inputs.end(), [](const array& in) { return in.desc_->is_tracer; });
-  detail::record(desc_).set_node(
-      std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}}));
+  detail::record(desc_).set_own_node(std::move(primitive), stream, std::move(inputs));
 }
 
 std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes, Primitive primitive,
                                       std::vector<array> inputs, Stream stream) {
   bool is_tracer = std::any_of(inputs.begin(), inputs.end(), [](const array& in) { return in.desc_->is_tracer; });
-  auto node = std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}});
+  auto node = std::make_shared<detail::Node>(std::move(primitive), stream, std::move(inputs));
   node->output_shapes = shapes;
   node->output_dtypes = dtypes;
   std::vector<array> outputs;
   for (size_t i = 0; i < shapes.size(); ++i) {
     array out(std::move(shapes[i]), dtypes[i]);
     auto& record = detail::record(out.desc_);
-    record.set_node(node);
+    record.set_shared_node(node);
     record.position = static_cast<uint32_t>(i);
     out.desc_->is_tracer = is_tracer;
     node->outputs.emplace_back(out.desc_);
@@ -310,8 +319,13 @@ void array::detach() {
   if (!desc_->node) {
     return;
   }
-  auto node = std::move(detail::record(desc_).owned_node);
-  detail::record(desc_).reset_node();
+  auto& record = detail::record(desc_);
+  if (record.own_node) {
+    record.reset_node();
+    return;
+  }
+  auto node = std::move(record.shared_node);
+  record.reset_node();
   for (auto& weak : node->outputs) {
     if (auto desc = weak.lock()) {
       detail::record(desc).reset_node();
