@@ -190,20 +190,42 @@ void RingCommunicator::both_ways(const Pass& right, const Pass* left) {
     run_pass(right, incoming_[0]);
     return;
   }
+  in_parallel([&] { run_pass(right, incoming_[0]); }, [&] { run_pass(*left, incoming_[1]); });
+}
+
+void RingCommunicator::in_parallel(const std::function<void()>& here, std::function<void()> there) {
   if (!second_) {
     second_ = std::make_unique<SecondDirection>();
   }
-  second_->start([&] { run_pass(*left, incoming_[1]); });
-  std::exception_ptr right_error;
+  second_->start(std::move(there));
+  std::exception_ptr here_error;
   try {
-    run_pass(right, incoming_[0]);
+    here();
   } catch (...) {
-    right_error = std::current_exception();
+    here_error = std::current_exception();
   }
-  const auto left_error = second_->finish();
-  if (right_error || left_error) {
-    std::rethrow_exception(right_error ? right_error : left_error);
+  const auto there_error = second_->finish();
+  if (here_error || there_error) {
+    std::rethrow_exception(here_error ? here_error : there_error);
   }
+}
+
+void RingCommunicator::all_reduce_pair(char* data, size_t count, Dtype dtype, ReduceOp op) {
+  // Each rank sends the other its whole buffer and reduces: one step where reduce-scatter and all-gather take two,
+  // with the same bytes. Both reduce with rank 0's values first, so their results are the same bits.
+  const int peer = members_[static_cast<size_t>(1 - rank_)];
+  const auto exchange = [&, peer](size_t begin, size_t length, int channel, std::vector<char>& incoming) {
+    char* mine = data + begin * dtype.size;
+    char* theirs = at_least(incoming, length * dtype.size);
+    mesh_->exchange(peer, mine, length * dtype.size, peer, theirs, length * dtype.size, channel, "all-reduce");
+    reduce(mine, rank_ == 0 ? mine : theirs, rank_ == 0 ? theirs : mine, length, dtype, op);
+  };
+  if (count * dtype.size < both_ways_bytes) {
+    exchange(0, count, 0, incoming_[0]);
+    return;
+  }
+  const size_t half = count / 2;
+  in_parallel([&] { exchange(0, half, 0, incoming_[0]); }, [&] { exchange(half, count - half, 1, incoming_[1]); });
 }
 
 void RingCommunicator::all_reduce(const void* in, void* out, size_t count, Dtype dtype, ReduceOp op) {
@@ -216,6 +238,10 @@ void RingCommunicator::all_reduce(const void* in, void* out, size_t count, Dtype
     return;
   }
   auto* data = static_cast<char*>(out);
+  if (n == 2) {
+    all_reduce_pair(data, count, dtype, op);
+    return;
+  }
   // Elements [base, base + length) in n nearly equal blocks.
   const auto blocks = [=](size_t base, size_t length) {
     return [=](int j) {

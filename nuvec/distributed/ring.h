@@ -4,6 +4,7 @@
 // data going each way at once; all_gather and sum_scatter the same passes; send and recv over the direct
 // connection that every pair of ranks has. Sub-groups from split share their parent's connections.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,11 @@ class RingCommunicator final : public nuvec::detail::Communicator {
   void run_pass(const Pass& pass, std::vector<char>& incoming) const;
   /// Runs `right` on this thread and, when given, `left` on the second direction's thread at the same time.
   void both_ways(const Pass& right, const Pass* left);
+  /// Runs `here` on this thread and `there` on the second direction's thread at the same time; rethrows the first
+  /// exception once both have ended.
+  void in_parallel(const std::function<void()>& here, std::function<void()> there);
+  /// all_reduce for two ranks: one exchange of the whole buffer (channel 0), or of each half (channels 0 and 1).
+  void all_reduce_pair(char* data, size_t count, Dtype dtype, nuvec::detail::ReduceOp op);
 
   std::shared_ptr<TcpMesh> mesh_;
   std::vector<int> members_;
