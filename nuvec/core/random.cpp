@@ -9,6 +9,7 @@
 #include <mutex>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "nuvec/core/linalg.h"
@@ -119,12 +120,51 @@ KeySequence::KeySequence(uint64_t seed) { this->seed(seed); }
 
 void KeySequence::seed(uint64_t seed) {
   std::lock_guard lock(mutex_);
+  lazy_.reset();
   k0_ = static_cast<uint32_t>(seed >> 32);
   k1_ = static_cast<uint32_t>(seed);
 }
 
+namespace {
+
+/// Whether `key` has its values (and is no trace's placeholder): the sequence can then continue on the host.
+bool computed(const array& key) { return key.is_available() && !key.is_tracer(); }
+
+/// The two words of a computed key (possibly a strided view).
+std::pair<uint32_t, uint32_t> words(const array& key) {
+  const auto* p = key.data<uint32_t>();
+  return {p[0], p[key.strides()[0]]};
+}
+
+}  // namespace
+
+array KeySequence::state() {
+  std::lock_guard lock(mutex_);
+  return lazy_ ? *lazy_ : array({k0_, k1_});
+}
+
+void KeySequence::set_state(const array& key) {
+  check_key(key, "random.state");
+  std::lock_guard lock(mutex_);
+  if (computed(key)) {
+    lazy_.reset();
+    std::tie(k0_, k1_) = words(key);
+  } else {
+    lazy_ = key;
+  }
+}
+
 array KeySequence::next() {
   std::lock_guard lock(mutex_);
+  if (lazy_ && computed(*lazy_)) {
+    std::tie(k0_, k1_) = words(*lazy_);
+    lazy_.reset();
+  }
+  if (lazy_) {
+    auto [kept, drawn] = split(*lazy_);
+    lazy_ = std::move(kept);
+    return drawn;
+  }
   // split(key) is bits({2, 2}, 4, key): words 0..3 from the counter pairs (0, 2) and (1, 3).
   uint32_t a0 = 0;
   uint32_t a1 = 2;

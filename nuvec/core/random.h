@@ -28,12 +28,20 @@ class KeySequence {
   explicit KeySequence(uint64_t seed);
   void seed(uint64_t seed);
   array next();
+  /// The key the next `next()` splits (uint32 (2,)): Python's `mx.random.state[0]`.
+  array state();
+  /// Continues from `key`. A computed key is read in; a lazy one (a compile trace's input, a compiled call's
+  /// output not yet computed) is kept and split lazily by each next() until it is computed, so a compiled function
+  /// that takes and returns the state draws new numbers at every call, as MLX's does. A key that is not uint32 (2,)
+  /// throws.
+  void set_state(const array& key);
   static KeySequence& default_();
 
  private:
   std::mutex mutex_;
   uint32_t k0_ = 0;
   uint32_t k1_ = 0;
+  std::optional<array> lazy_;  // set: the key is this array, not (k0_, k1_)
 };
 
 /// A PRNG key from a seed: uint32 [seed >> 32, seed & 0xffffffff].

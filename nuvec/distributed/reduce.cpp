@@ -9,33 +9,34 @@ namespace nuvec::distributed::detail {
 
 using nuvec::detail::ReduceOp;
 
-void reduce_into(void* acc, const void* x, size_t count, Dtype dtype, ReduceOp op) {
+void reduce(void* out, const void* a, const void* b, size_t count, Dtype dtype, ReduceOp op) {
   dispatch(dtype, [&]<class T>(type_tag<T>) {
-    T* a = static_cast<T*>(acc);
-    const T* b = static_cast<const T*>(x);
+    T* o = static_cast<T*>(out);
+    const T* x = static_cast<const T*>(a);
+    const T* y = static_cast<const T*>(b);
     if constexpr (std::is_same_v<T, bool>) {
       for (size_t i = 0; i < count; ++i) {
-        a[i] = op == ReduceOp::min ? (a[i] && b[i]) : (a[i] || b[i]);
+        o[i] = op == ReduceOp::min ? (x[i] && y[i]) : (x[i] || y[i]);
       }
     } else if constexpr (std::is_same_v<T, complex64_t>) {
       for (size_t i = 0; i < count; ++i) {
-        a[i] = a[i] + b[i];
+        o[i] = x[i] + y[i];
       }
     } else {
       switch (op) {
         case ReduceOp::sum:
           for (size_t i = 0; i < count; ++i) {
-            a[i] = static_cast<T>(a[i] + b[i]);
+            o[i] = static_cast<T>(x[i] + y[i]);
           }
           return;
         case ReduceOp::max:
           for (size_t i = 0; i < count; ++i) {
-            a[i] = b[i] > a[i] || b[i] != b[i] ? b[i] : a[i];  // NaN wins, as maximum
+            o[i] = y[i] > x[i] || y[i] != y[i] ? y[i] : x[i];  // NaN wins, as maximum
           }
           return;
         case ReduceOp::min:
           for (size_t i = 0; i < count; ++i) {
-            a[i] = b[i] < a[i] || b[i] != b[i] ? b[i] : a[i];
+            o[i] = y[i] < x[i] || y[i] != y[i] ? y[i] : x[i];
           }
           return;
       }

@@ -8,8 +8,14 @@
 
 namespace nuvec::distributed::detail {
 
-/// acc[i] = op(acc[i], x[i]) for `count` elements of `dtype`. On bool, sum and max are or, min is and; complex
-/// values only sum (the ops layer rejects all_max and all_min on them).
-void reduce_into(void* acc, const void* x, size_t count, Dtype dtype, nuvec::detail::ReduceOp op);
+/// out[i] = op(a[i], b[i]) for `count` elements of `dtype`; `out` may be `a` or `b`. On bool, sum and max are or,
+/// min is and; complex values only sum (the ops layer rejects all_max and all_min on them). The operands' order
+/// matters for bits only: which NaN a max keeps, the sign of a zero.
+void reduce(void* out, const void* a, const void* b, size_t count, Dtype dtype, nuvec::detail::ReduceOp op);
+
+/// acc[i] = op(acc[i], x[i]).
+inline void reduce_into(void* acc, const void* x, size_t count, Dtype dtype, nuvec::detail::ReduceOp op) {
+  reduce(acc, acc, x, count, dtype, op);
+}
 
 }  // namespace nuvec::distributed::detail

@@ -23,6 +23,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+/// How long exchange polls without sleeping before it waits in poll.
+constexpr auto spin_before_sleep = std::chrono::microseconds(50);
+
 struct Endpoint {
   std::string host;
   std::string port;
@@ -234,7 +237,18 @@ void TcpMesh::exchange(int to, const void* out, size_t out_bytes, int from, void
         p[n++] = {recv_fd, POLLIN, 0};
       }
     }
-    const int ready = ::poll(p.data(), n, milliseconds_left(last_progress + timeout_));
+    // Ask without sleeping for a while first: a peer's reply often comes within microseconds, and waking a thread
+    // that sleeps in poll costs more than that on a virtual machine (1 KiB all_sum on 2 ranks: 54-58 -> 26-32 us).
+    int ready = 0;
+    for (const auto spin_end = Clock::now() + spin_before_sleep;;) {
+      ready = ::poll(p.data(), n, 0);
+      if (ready != 0 || Clock::now() >= spin_end) {
+        break;
+      }
+    }
+    if (ready == 0) {
+      ready = ::poll(p.data(), n, milliseconds_left(last_progress + timeout_));
+    }
     if (ready < 0 && errno != EINTR) {
       fail(what, system_error("poll"));
     }

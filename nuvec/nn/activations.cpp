@@ -113,6 +113,14 @@ array hard_tanh(const array& x, float min_val, float max_val) {
   return where(less(x, like(x, min_val)), like(x, min_val), where(greater(x, like(x, max_val)), like(x, max_val), x));
 }
 
+array softshrink(const array& x, float lambd) {
+  return where(greater(abs(x), like(x, lambd)), x - sign(x) * like(x, lambd), like(x, 0.0));
+}
+
+array hard_shrink(const array& x, float lambd) { return where(greater(abs(x), like(x, lambd)), x, like(x, 0)); }
+
+array softmin(const array& x, int axis) { return nuvec::softmax(-x, axis, true); }
+
 array prelu(const array& x, const array& alpha) { return where(less(x, like(x, 0.0)), alpha * x, x); }
 
 array glu(const array& x, int axis) {

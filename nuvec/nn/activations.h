@@ -46,6 +46,12 @@ array hardswish(const array& x);
 array hard_sigmoid(const array& x);
 /// clip(x, min_val, max_val).
 array hard_tanh(const array& x, float min_val = -1.0F, float max_val = 1.0F);
+/// x - sign(x) * lambd where |x| > lambd, else 0.
+array softshrink(const array& x, float lambd = 0.5F);
+/// x where |x| > lambd, else 0.
+array hard_shrink(const array& x, float lambd = 0.5F);
+/// softmax(-x) over `axis` (default -1).
+array softmin(const array& x, int axis = -1);
 /// x where x >= 0, alpha * x elsewhere; alpha broadcasts against x (one value, or one per channel of the last axis).
 array prelu(const array& x, const array& alpha);
 /// a * sigmoid(b) for the two halves a, b of `axis` (default -1), which halves its size; an odd size or a 0-d x
@@ -183,6 +189,39 @@ class Softmax : public UnaryModule {
 
  private:
   int axis_;
+};
+
+/// softmin over a fixed axis (default -1).
+class Softmin : public UnaryModule {
+ public:
+  explicit Softmin(int axis = -1) : axis_(axis) {}
+  [[nodiscard]] std::string type_name() const override { return "Softmin"; }
+  array forward(const array& x) override { return softmin(x, axis_); }
+
+ private:
+  int axis_;
+};
+
+/// softshrink with a fixed lambd (default 0.5).
+class Softshrink : public UnaryModule {
+ public:
+  explicit Softshrink(float lambd = 0.5F) : lambd_(lambd) {}
+  [[nodiscard]] std::string type_name() const override { return "Softshrink"; }
+  array forward(const array& x) override { return softshrink(x, lambd_); }
+
+ private:
+  float lambd_;
+};
+
+/// hard_shrink with a fixed lambd (default 0.5).
+class HardShrink : public UnaryModule {
+ public:
+  explicit HardShrink(float lambd = 0.5F) : lambd_(lambd) {}
+  [[nodiscard]] std::string type_name() const override { return "HardShrink"; }
+  array forward(const array& x) override { return hard_shrink(x, lambd_); }
+
+ private:
+  float lambd_;
 };
 
 /// step with a fixed threshold (default 0).

@@ -90,6 +90,9 @@ void init_activation_functions(py::module_& m) {
   m.def("hardswish", &nn::hardswish, py::arg("x"));
   m.def("hard_sigmoid", &nn::hard_sigmoid, py::arg("x"));
   m.def("hard_tanh", &nn::hard_tanh, py::arg("x"), py::arg("min_val") = -1.0F, py::arg("max_val") = 1.0F);
+  m.def("softshrink", &nn::softshrink, py::arg("x"), py::arg("lambd") = 0.5F);
+  m.def("hard_shrink", &nn::hard_shrink, py::arg("x"), py::arg("lambd") = 0.5F);
+  m.def("softmin", &nn::softmin, py::arg("x"), py::arg("axis") = -1);
   m.def("prelu", &nn::prelu, py::arg("x"), py::arg("alpha"));
   m.def("glu", &nn::glu, py::arg("x"), py::arg("axis") = -1);
   m.def("log_sigmoid", &nn::log_sigmoid, py::arg("x"));

@@ -121,6 +121,9 @@ void init_activations(py::module_& m) {
   LayerClass<nn::GLU>(m, "GLU").def(py::init<int>(), py::arg("axis") = -1);
   LayerClass<nn::LogSoftmax>(m, "LogSoftmax").def(py::init<int>(), py::arg("axis") = -1);
   LayerClass<nn::Softmax>(m, "Softmax").def(py::init<int>(), py::arg("axis") = -1);
+  LayerClass<nn::Softmin>(m, "Softmin").def(py::init<int>(), py::arg("axis") = -1);
+  LayerClass<nn::Softshrink>(m, "Softshrink").def(py::init<float>(), py::arg("lambd") = 0.5F);
+  LayerClass<nn::HardShrink>(m, "HardShrink").def(py::init<float>(), py::arg("lambd") = 0.5F);
   LayerClass<nn::Step>(m, "Step").def(py::init<float>(), py::arg("threshold") = 0.0F);
 }
 

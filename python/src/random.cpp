@@ -2,6 +2,7 @@
 
 #include "nuvec/core/random.h"
 #include "python/src/bindings.h"
+#include "python/src/random_state.h"
 
 namespace nuvec::python {
 
@@ -10,6 +11,18 @@ void init_random(py::module_& parent) {
   using Key = std::optional<array>;
   m.def("key", &random::key, py::arg("seed"), "A PRNG key from a seed.");
   m.def("seed", &random::seed, py::arg("seed"), "Reseeds the global key.");
+  // `state` through the module's __getattr__ (PEP 562), so that each read brings the key up to date.
+  m.attr("__getattr__") = py::cpp_function([](const std::string& name) -> py::object {
+    if (name == "state") {
+      return random_state();
+    }
+    throw py::attribute_error("module 'nuvec.core.random' has no attribute '" + name + "'");
+  });
+  m.attr("__dir__") = py::cpp_function([m]() {
+    py::list names(m.attr("__dict__").attr("keys")());
+    names.append("state");
+    return names;
+  });
   m.def(
       "split", [](const array& key, int num, StreamOrDevice s) { return random::split(key, num, s); }, py::arg("key"),
       py::arg("num") = 2, py::kw_only(), py::arg("stream") = py::none());

@@ -9,8 +9,10 @@
 #include <unordered_map>
 
 #include "nuvec/core/compile.h"
+#include "nuvec/core/random.h"
 #include "python/src/bindings.h"
 #include "python/src/pytree.h"
+#include "python/src/random_state.h"
 
 namespace nuvec::python {
 namespace {
@@ -420,9 +422,30 @@ void tree_assign(const py::handle& tree, const std::vector<array>& leaves, size_
 class Compiled {
  public:
   Compiled(py::function fun, py::object inputs, py::object outputs, bool shapeless)
-      : fun_(std::move(fun)), state_in_(std::move(inputs)), state_out_(std::move(outputs)), shapeless_(shapeless) {}
+      : fun_(std::move(fun)),
+        state_in_(std::move(inputs)),
+        state_out_(std::move(outputs)),
+        shapeless_(shapeless),
+        random_state_(holds_random_state(state_in_) || holds_random_state(state_out_)) {}
 
   py::object call(const py::args& args, const py::kwargs& kwargs) {
+    if (!random_state_) {
+      return run(args, kwargs);
+    }
+    // mx.random.state in the state: the key goes in as an input and its successor comes out. A call that throws
+    // leaves the key sequence where it was, not on a placeholder of the trace.
+    refresh_random_state();
+    const auto key = random::KeySequence::default_().state();
+    try {
+      return run(args, kwargs);
+    } catch (...) {
+      random::KeySequence::default_().set_state(key);
+      throw;
+    }
+  }
+
+ private:
+  py::object run(const py::args& args, const py::kwargs& kwargs) {
     auto inputs = py::make_tuple(args, kwargs);
     auto state = tree_leaves(state_in_);
     std::string key;
@@ -437,12 +460,15 @@ class Compiled {
       auto state_in = held(state_in_);
       auto state_out = held(state_out_);
       entry->compiled = compile(
-          [fun, weak, state_in, state_out](const std::vector<array>& xs) {
+          [fun, weak, state_in, state_out, random_state = random_state_](const std::vector<array>& xs) {
             auto e = weak.lock();
             size_t next = 0;
             auto rebuilt = tree_replace(e->inputs, xs, next);
-            tree_assign(*state_in, xs, next);
+            tree_assign(*state_in, xs, next);  // the key's placeholder goes to the sequence
             auto result = (*fun)(*rebuilt[py::int_(0)], **rebuilt[py::int_(1)]);
+            if (random_state) {
+              refresh_random_state();  // the key after the trace's draws, an output
+            }
             auto outs = tree_leaves(result);
             e->output = skeleton(result);
             e->output_count = outs.size();
@@ -464,12 +490,11 @@ class Compiled {
       tree_assign(state_in_, state, next);
     }
     next = entry.output_count;
-    tree_assign(state_out_, results, next);
+    tree_assign(state_out_, results, next);  // the call's new key continues the sequence
     next = 0;
     return tree_replace(entry.output, results, next);
   }
 
- private:
   struct Entry {
     py::object inputs;  // the structure the function was traced with, without its arrays
     py::object output;  // the structure of its result, without its arrays
@@ -480,6 +505,7 @@ class Compiled {
   py::object state_in_;
   py::object state_out_;
   bool shapeless_;
+  bool random_state_;  // the state holds mx.random.state
   std::unordered_map<std::string, std::shared_ptr<Entry>> entries_;
 };
 

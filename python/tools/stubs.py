@@ -172,6 +172,8 @@ def module_stub(module, qualified):
             body.append(class_stub(name, value, qualified))
         elif callable(value):
             body.append(function(name, value, qualified))
+        elif isinstance(value, list):  # random.state, a list of its own class
+            body.append(f"{name}: List[Any]\n")
         else:
             body.append(f"{name}: {annotation(type(value).__module__ + '.' + type(value).__name__, qualified)}\n")
     header = HEADER if qualified == "nuvec.core" else HEADER + "import nuvec.core\n\n"

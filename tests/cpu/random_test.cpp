@@ -300,6 +300,51 @@ TEST(RandomSeed, EachThreadHasItsOwnSequence) {
   EXPECT_EQ(values<uint64_t>(random::bits({4})), values<uint64_t>(random::bits({4}, main_reference.next())));
 }
 
+TEST(RandomKey, SequenceStateIsTheKeyItSplitsNext) {
+  random::KeySequence keys(9);
+  const auto key = keys.state();
+  ASSERT_EQ(key.dtype(), uint32);
+  EXPECT_EQ(values<uint64_t>(key), (std::vector<uint64_t>{0, 9}));
+  auto [kept, drawn] = random::split(key);
+  EXPECT_EQ(values<uint64_t>(keys.next()), values<uint64_t>(drawn));
+  EXPECT_EQ(values<uint64_t>(keys.state()), values<uint64_t>(kept));
+}
+
+TEST(RandomKey, SequenceContinuesFromAGivenKeyComputedOrLazy) {
+  // A computed key is read in: the sequence goes on as one seeded there.
+  random::KeySequence reference(0);
+  reference.set_state(random::key(41));
+  random::KeySequence computed(41);
+  std::vector<std::vector<uint64_t>> expected;
+  for (int i = 0; i < 3; ++i) {
+    expected.push_back(values<uint64_t>(computed.next()));
+    EXPECT_EQ(values<uint64_t>(reference.next()), expected.back());
+  }
+  // A lazy key (not computed yet) is split lazily, giving the same keys, and the sequence returns to the host once
+  // its key is computed; a strided view of a key reads as the key.
+  random::KeySequence lazy(0);
+  lazy.set_state(add(random::key(41), array({0U, 0U})));
+  auto first = lazy.next();
+  EXPECT_FALSE(first.is_available());
+  EXPECT_EQ(values<uint64_t>(first), expected[0]);
+  EXPECT_EQ(values<uint64_t>(lazy.next()), expected[1]);
+  eval(lazy.state());
+  EXPECT_EQ(values<uint64_t>(lazy.next()), expected[2]);
+  auto rows = reshape(array({0U, 7U, 41U, 7U}), {2, 2});
+  eval(rows);
+  auto column = squeeze(slice(rows, {0, 0}, {2, 1}), 1);  // (0, 41), two words apart
+  eval(column);
+  random::KeySequence strided(0);
+  strided.set_state(column);
+  EXPECT_EQ(values<uint64_t>(strided.next()), expected[0]);
+  // seed leaves a lazy key behind; a key of another type or shape throws.
+  lazy.set_state(add(random::key(5), array({0U, 0U})));
+  lazy.seed(41);
+  EXPECT_EQ(values<uint64_t>(lazy.next()), expected[0]);
+  EXPECT_THROW(lazy.set_state(array({1, 2})), std::invalid_argument);
+  EXPECT_THROW(lazy.set_state(array({1U, 2U, 3U})), std::invalid_argument);
+}
+
 TEST(RandomKey, DeterministicWithKey) {
   auto key = random::key(2024);
   EXPECT_EQ(values<double>(random::uniform({100}, float32, key)), values<double>(random::uniform({100}, float32, key)));

@@ -380,6 +380,12 @@ TEST(Activations, MatchTorch) {
       {"F.logsigmoid(x)", [](const array& v) { return nn::LogSigmoid()(v); }},
       {"F.log_softmax(x, -1)", [](const array& v) { return nn::LogSoftmax()(v); }},
       {"F.softmax(x, 0)", [](const array& v) { return nn::Softmax(0)(v); }},
+      {"F.softmin(x, -1)", [](const array& v) { return nn::Softmin()(v); }},
+      {"F.softmin(x, 0)", [](const array& v) { return nn::softmin(v, 0); }},
+      {"F.softshrink(x, 0.5)", [](const array& v) { return nn::Softshrink()(v); }},
+      {"F.softshrink(x, 1.0)", [](const array& v) { return nn::softshrink(v, 1.0F); }},
+      {"F.hardshrink(x, 0.5)", [](const array& v) { return nn::HardShrink()(v); }},
+      {"F.hardshrink(x, 2.0)", [](const array& v) { return nn::hard_shrink(v, 2.0F); }},
       {"(x > 0.5).double()", [](const array& v) { return nn::Step(0.5F)(v); }},
   };
   for (const auto& c : cases) {
@@ -417,6 +423,7 @@ TEST(Activations, IntegerInputsPromoteAsInMLX) {
       {"F.silu(x)", [](const array& v) { return nn::silu(v); }},
       {"F.softplus(x)", [](const array& v) { return nn::softplus(v); }},
       {"F.hardswish(x)", [](const array& v) { return nn::hardswish(v); }},
+      {"F.softshrink(x, 0.5)", [](const array& v) { return nn::softshrink(v); }},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.torch);
@@ -427,6 +434,10 @@ TEST(Activations, IntegerInputsPromoteAsInMLX) {
   auto r = nn::relu(x);
   EXPECT_EQ(r.dtype(), int32);
   EXPECT_TRUE(array_equal(r, array({0, 0, 0, 1, 2, 5})).item<bool>());
+  // hard_shrink's zero is an integer in mlx.nn, so an integer input keeps its dtype.
+  auto h = nn::hard_shrink(x, 1.5F);
+  EXPECT_EQ(h.dtype(), int32);
+  EXPECT_TRUE(array_equal(h, array({-3, 0, 0, 0, 2, 5})).item<bool>());
 }
 
 TEST(Activations, StepGivesInt32AsMLX) {

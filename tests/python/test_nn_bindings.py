@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import nuvec.core as mx
 import nuvec.nn as nn
 import nuvec.optimizers as optim
-from nuvec.utils import tree_flatten
+from nuvec.utils import tree_flatten, tree_map
 
 RNG = np.random.default_rng(0)
 
@@ -66,6 +66,10 @@ ACTIVATIONS = [
     ("log_sigmoid", nn.log_sigmoid, nn.LogSigmoid(), F.logsigmoid),
     ("log_softmax", nn.log_softmax, nn.LogSoftmax(), lambda x: F.log_softmax(x, -1)),
     ("softmax", nn.softmax, nn.Softmax(), lambda x: F.softmax(x, -1)),
+    ("softmin", nn.softmin, nn.Softmin(), lambda x: F.softmin(x, -1)),
+    ("softmin_axis0", lambda x: nn.softmin(x, 0), nn.Softmin(0), lambda x: F.softmin(x, 0)),
+    ("softshrink", lambda x: nn.softshrink(x, 0.7), nn.Softshrink(0.7), lambda x: F.softshrink(x, 0.7)),
+    ("hard_shrink", nn.hard_shrink, nn.HardShrink(), F.hardshrink),
     ("sigmoid", nn.sigmoid, nn.Sigmoid(), torch.sigmoid),
     ("tanh", nn.tanh, nn.Tanh(), torch.tanh),
     ("step", lambda x: nn.step(x, 0.1), nn.Step(0.1), lambda x: (x > 0.1).float()),
@@ -80,6 +84,64 @@ def test_activations_against_pytorch(name, fn, module, reference, shape):
     close(fn(mx.array(x)), expected)
     close(module(mx.array(x)), expected)
     close(module(mx.array(x).astype(mx.float16)), expected, tol=2e-2)
+
+
+def test_batch_norm_lists_mlx_parameters_and_loads_an_mlx_checkpoint(tmp_path):
+    layer = nn.BatchNorm(3)
+    names = ["weight", "bias", "running_mean", "running_var"]
+    assert [k for k, _ in tree_flatten(layer.parameters())] == names
+    assert [k for k, _ in tree_flatten(layer.trainable_parameters())] == ["weight", "bias"]
+    x = normal(6, 3)
+    layer(mx.array(x))  # a training step moves the running statistics
+    checkpoint = {k: mx.array(normal(3)) for k in names}
+    mx.save_safetensors(str(tmp_path / "bn.safetensors"), checkpoint)  # as mlx.nn saves a BatchNorm
+    loaded = nn.BatchNorm(3).load_weights(str(tmp_path / "bn.safetensors")).eval()
+    var = np.abs(np.array(checkpoint["running_var"]))
+    loaded.update({"running_var": mx.array(var)})
+    expected = (x - np.array(checkpoint["running_mean"])) / np.sqrt(var + 1e-5) * np.array(checkpoint["weight"]) + \
+        np.array(checkpoint["bias"])
+    close(loaded(mx.array(x)), expected)
+
+
+class TwoLayers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 4)
+        self.bn = nn.BatchNorm(4)
+        self.blocks = [nn.TransformerEncoder(1, 4, 2)]
+
+    def __call__(self, x):
+        return self.blocks[0](self.bn(self.fc(x))[:, None, :], None)
+
+
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+def test_layers_copy_and_pickle_with_parameters_and_modes(how):
+    import copy
+    import pickle
+
+    mx.random.seed(5)
+    model = TwoLayers() if how == "deepcopy" else nn.Linear(3, 4)
+    x = mx.array(normal(5, 3))
+    model(x)  # moves BatchNorm's running statistics away from their start
+    model.freeze(keys=["bias"])
+    model.eval()
+    twin = copy.deepcopy(model) if how == "deepcopy" else pickle.loads(pickle.dumps(model))
+    assert type(twin) is type(model)
+    for (name, a), (other, b) in zip(tree_flatten(model.state), tree_flatten(twin.state)):
+        assert name == other
+        np.testing.assert_array_equal(np.array(a), np.array(b), err_msg=name)
+    assert [k for k, _ in tree_flatten(twin.trainable_parameters())] == \
+        [k for k, _ in tree_flatten(model.trainable_parameters())]
+    assert all(not m.training for _, m in twin.named_modules())
+    np.testing.assert_array_equal(np.array(twin(x)), np.array(model(x)))
+    # The copy is independent: training it leaves the original as it was.
+    before = np.array(model(x))
+    twin.update(tree_map(lambda v: v + 1, twin.trainable_parameters()))
+    assert not np.array_equal(np.array(twin(x)), before)
+    np.testing.assert_array_equal(np.array(model(x)), before)
+    if how == "deepcopy":
+        with pytest.raises(TypeError, match="C\\+\\+ parent"):
+            copy.deepcopy(model.blocks[0].layers[0])
 
 
 def test_prelu_has_mlx_weight():
@@ -479,8 +541,8 @@ def test_optimizers_against_torch(name, ours, theirs, slots):
         close(tree["w"], torch_params[0].detach().numpy(), 1e-5)
         close(tree["layers"][0]["b"], torch_params[1].detach().numpy(), 1e-5)
     assert optimizer.step.item() == 4 and optimizer.state["step"].dtype == mx.uint64
-    # The state is a tree of the parameters' shape, holding each parameter's slots of the C++ rule.
-    assert set(optimizer.state["params"]["layers"][0]["b"]) == slots
+    # Beside the step and the rate, the state is a tree of the parameters' shape holding each one's C++ slots.
+    assert set(optimizer.state["layers"][0]["b"]) == slots
 
 
 def test_learning_rate_is_settable_and_optimizer_arguments_are_mlx():
@@ -489,7 +551,6 @@ def test_learning_rate_is_settable_and_optimizer_arguments_are_mlx():
     p = {"w": mx.array([1.0])}
     optimizer.apply_gradients({"w": mx.array([1.0])}, p)
     assert optimizer.learning_rate.item() == pytest.approx(0.01)
-    assert optim.Adafactor().learning_rate.item() == 0.0  # relative steps: no rate needed (MLX's default None)
     optim.Adafactor(beta_1=0.9, relative_step=False, learning_rate=0.01)
     with pytest.raises(TypeError):
         optim.Adam(0.1, momentum=0.9)

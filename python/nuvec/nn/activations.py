@@ -8,6 +8,7 @@ from nuvec._nn import (  # noqa: F401 (re-exported)
     gelu_approx,
     gelu_fast_approx,
     glu,
+    hard_shrink,
     hard_sigmoid,
     hard_tanh,
     hardswish,
@@ -20,7 +21,9 @@ from nuvec._nn import (  # noqa: F401 (re-exported)
     relu6,
     selu,
     silu,
+    softmin,
     softplus,
+    softshrink,
     softsign,
     step,
 )

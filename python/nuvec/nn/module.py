@@ -17,6 +17,9 @@ class Module(dict):
     of them as one tree.
     """
 
+    # Arrays the tree carries (compile's state and copies take them) that parameters() does not list.
+    _unlisted = frozenset()
+
     def __init__(self):
         super().__init__()
         object.__setattr__(self, "_no_grad", set())
@@ -66,11 +69,11 @@ class Module(dict):
 
     def parameters(self) -> dict:
         """Every array of the module tree, nested as the modules hold them."""
-        return _prune(self._tree(lambda m, k, v: True))
+        return _prune(self._tree(lambda m, k, v: k not in m._unlisted))
 
     def trainable_parameters(self) -> dict:
         """The parameters not frozen."""
-        return _prune(self._tree(lambda m, k, v: k not in m._no_grad))
+        return _prune(self._tree(lambda m, k, v: k not in m._no_grad and k not in m._unlisted))
 
     def children(self) -> dict:
         return {k: v for k, v in self.items() if isinstance(v, Module) or (
@@ -202,6 +205,26 @@ class CppModule(Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
         self._adopt(self._cpp_type(*args, **kwargs))
+        object.__setattr__(self, "_arguments", (args, kwargs))
+
+    def __reduce_ex__(self, protocol):
+        """Pickling and copy.deepcopy: the layer is made again from its constructor arguments (a C++ layer holds no
+        Python state to copy), then given this one's parameters, frozen names and modes."""
+        arguments = self.__dict__.get("_arguments")
+        if arguments is None:
+            raise TypeError(f"[{type(self).__name__}] This layer was made by its C++ parent layer; copy or pickle "
+                            f"the parent instead.")
+        modes = {path: (m._training, sorted(m._no_grad)) for path, m in self.named_modules()}
+        return _remade, (type(self), *arguments), (_prune(self._tree(lambda m, k, v: True)), modes)
+
+    def __setstate__(self, state):
+        parameters, modes = state
+        self.update(parameters)
+        for path, m in self.named_modules():
+            training, frozen = modes[path]
+            object.__setattr__(m, "_training", training)
+            m._no_grad.clear()
+            m._no_grad.update(frozen)
 
     @staticmethod
     def _wrap(cpp) -> "CppModule":
@@ -274,10 +297,16 @@ class CppModule(Module):
 _cpp_classes = {}
 
 
-def cpp_layer(cpp_type) -> type:
-    """The CppModule subclass for a class of nuvec._nn, under its name (mlx.nn's), its static methods included."""
+def _remade(cls, args, kwargs):
+    return cls(*args, **kwargs)
+
+
+def cpp_layer(cpp_type, unlisted=()) -> type:
+    """The CppModule subclass for a class of nuvec._nn, under its name (mlx.nn's), its static methods included;
+    ``unlisted`` names the C++ layer's arrays that mlx.nn's layer does not have (kept, but not in parameters())."""
     attributes = {k: v for k, v in vars(cpp_type).items() if isinstance(v, staticmethod)}
-    attributes.update(_cpp_type=cpp_type, __doc__=cpp_type.__init__.__doc__, __module__="nuvec.nn")
+    attributes.update(_cpp_type=cpp_type, _unlisted=frozenset(unlisted), __doc__=cpp_type.__init__.__doc__,
+                      __module__="nuvec.nn")
     cls = type(cpp_type.__name__, (CppModule,), attributes)
     _cpp_classes[cpp_type] = cls
     return cls

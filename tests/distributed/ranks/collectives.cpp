@@ -172,6 +172,20 @@ TEST(Collectives, NaNWinsMaxAndMin) {
   EXPECT_TRUE(std::isnan(n.data<float>()[0]));
 }
 
+TEST(Collectives, EveryRankGetsTheSameBits) {
+  // max(+0, -0) and min(+0, -0) depend on the operands' order: each rank must reduce in the same order, so that
+  // data-parallel replicas stay bit for bit equal. Small arrays and ones large enough for both directions.
+  const Group g = world();
+  for (int n : {3, (1 << 19) + 3}) {
+    const array zero = full({n}, g.rank() % 2 == 0 ? 0.0f : -0.0f);
+    for (const array& y : {all_max(zero), all_min(zero), all_sum(zero)}) {
+      const array bits = view(y, uint32);
+      const array gathered = reshape(all_gather(bits), {g.size(), n});
+      EXPECT_TRUE(all(equal(gathered, broadcast_to(bits, {g.size(), n}))).item<bool>()) << n;
+    }
+  }
+}
+
 TEST(Collectives, SplitGroupsByColorAndKey) {
   const Group g = world();
   // Colors by parity; keys reversed, so the highest rank of a color comes first.
