@@ -88,10 +88,6 @@ namespace {
 
 ArrayRecord& record(const std::shared_ptr<ArrayDesc>& desc) { return static_cast<ArrayRecord&>(*desc); }
 
-}  // namespace
-
-namespace {
-
 template <class T, class V>
 T convert(V value) {
   if constexpr (std::is_same_v<T, bool>) {
@@ -260,7 +256,6 @@ array array::iterator::operator*() const {
   stop[0] = index_ + 1;
   return squeeze(slice(*arr_, start, stop), 0);
 }
-
 
 const Primitive& array::primitive() const {
   if (!desc_->node) {
