@@ -19,6 +19,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -52,27 +53,33 @@ std::vector<std::string> split_commas(const std::string& text) {
   return parts;
 }
 
-/// `count` ports that are free on this machine now (the sockets stay open until all are chosen, so they differ).
-std::vector<int> free_ports(size_t count) {
-  std::vector<int> sockets;
-  std::vector<int> ports;
-  for (size_t i = 0; i < count; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in address{};
-    address.sin_family = AF_INET;
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t length = sizeof(address);
-    if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-      throw std::runtime_error(std::string("cannot find a free port: ").append(std::strerror(errno)));
-    }
-    sockets.push_back(fd);
-    ports.push_back(ntohs(address.sin_port));
+/// The kernel's ephemeral port range, [first, last] (Linux's default when it cannot be read).
+std::pair<int, int> ephemeral_ports() {
+  std::pair<int, int> range{32768, 60999};
+  std::ifstream file("/proc/sys/net/ipv4/ip_local_port_range");
+  int first = 0;
+  int last = 0;
+  if (file >> first >> last && first > 0 && first <= last) {
+    range = {first, last};
   }
-  for (int fd : sockets) {
+  return range;
+}
+
+/// A socket bound to `port` on loopback, or -1.
+int bound_socket(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) {
+    return -1;
+  }
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     ::close(fd);
+    return -1;
   }
-  return ports;
+  return fd;
 }
 
 /// A word quoted for sh.
@@ -454,6 +461,37 @@ class TempFile {
 };
 
 }  // namespace
+
+std::vector<int> free_ports(size_t count) {
+  const auto [first, last] = ephemeral_ports();
+  // Below the ephemeral range when it leaves room there, else above it.
+  const bool below = first > 10000;
+  const int lowest = below ? std::max(1024, first - 20000) : last + 1;
+  const int highest = below ? first - 1 : 65535;
+  std::mt19937 random(std::random_device{}());
+  std::uniform_int_distribution<int> pick(lowest, std::max(lowest, highest));
+  std::vector<int> sockets;  // kept open until all are chosen, so that they differ
+  std::vector<int> ports;
+  for (int attempt = 0; ports.size() < count && attempt < 1000; ++attempt) {
+    const int port = pick(random);
+    if (std::find(ports.begin(), ports.end(), port) != ports.end()) {
+      continue;
+    }
+    const int fd = bound_socket(port);
+    if (fd >= 0) {
+      sockets.push_back(fd);
+      ports.push_back(port);
+    }
+  }
+  for (int fd : sockets) {
+    ::close(fd);
+  }
+  if (ports.size() < count) {
+    throw std::runtime_error("cannot find " + std::to_string(count) + " free ports between " +
+                             std::to_string(lowest) + " and " + std::to_string(highest) + ".");
+  }
+  return ports;
+}
 
 std::vector<std::string> command_after_dashes(int argc, char** argv, int& options_end) {
   options_end = argc;

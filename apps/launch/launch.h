@@ -32,4 +32,9 @@ std::vector<std::string> command_after_dashes(int argc, char** argv, int& option
 /// Runs the ranks to completion; returns 0 when all succeeded, else the first failure's status (1 for a signal).
 int run_launch(const LaunchOptions& options, std::FILE* out);
 
+/// `count` distinct ports free on this machine's loopback now, outside the range the kernel gives connecting
+/// sockets (ip_local_port_range): between their choice and the ranks' binds, no outgoing connection (the ranks' own,
+/// or another job's) can take them.
+std::vector<int> free_ports(size_t count);
+
 }  // namespace nuvec::launch
