@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 
 #include "nuvec/core/backend.h"
 #include "nuvec/core/dispatch.h"
@@ -29,52 +30,63 @@ struct Node {
   int traversal_mark = -1;
 };
 
-struct ArrayDesc {
-  Shape shape;
-  Strides strides;
-  size_t size;
-  Dtype dtype;
+ArrayDesc::ArrayDesc(Shape s, Dtype t)
+    : shape(std::move(s)), strides(row_major_strides(shape)), size(shape_size(shape)), dtype(t) {}
 
-  std::shared_ptr<Node> node;
+/// An array's whole record: its accessors' part and the owners of its node, buffer and error.
+struct ArrayRecord : ArrayDesc {
+  // The node of a single-output primitive, its output's alone, lives in the output's record: one allocation per op
+  // instead of two. A multi-output primitive's node is shared by its outputs.
+  std::optional<Node> own_node;
+  std::shared_ptr<Node> shared_node;
   uint32_t position = 0;
-
   std::shared_ptr<array::Data> data;
-  void* data_ptr = nullptr;
-  size_t data_size = 0;
-  Flags flags;
-
-  std::atomic<Status> status{Status::unscheduled};
   std::exception_ptr error;
-  bool is_tracer = false;
 
-  ArrayDesc(Shape s, Dtype t)
-      : shape(std::move(s)), strides(row_major_strides(shape)), size(shape_size(shape)), dtype(t) {}
-  ArrayDesc(const ArrayDesc&) = delete;
-  ArrayDesc& operator=(const ArrayDesc&) = delete;
+  using ArrayDesc::ArrayDesc;
+  ArrayRecord(const ArrayRecord&) = delete;
+  ArrayRecord& operator=(const ArrayRecord&) = delete;
+
+  void set_own_node(Primitive&& primitive, Stream stream, std::vector<array>&& inputs) {
+    node = &own_node.emplace(std::move(primitive), stream, std::move(inputs));
+  }
+  void set_shared_node(std::shared_ptr<Node> n) {
+    node = n.get();
+    shared_node = std::move(n);
+  }
+  /// Whether no other array holds this array's node.
+  [[nodiscard]] bool holds_node_alone() const { return own_node || shared_node.use_count() == 1; }
+  void reset_node() {
+    node = nullptr;
+    own_node.reset();
+    shared_node.reset();
+  }
 
   // Deep graphs (a long chain of lazy ops) would overflow the stack if freed
   // recursively: unlink inputs that only this node holds and free them in a loop.
-  ~ArrayDesc() {
-    if (!node || node.use_count() > 1) {
+  ~ArrayRecord() {
+    if (!node || !holds_node_alone()) {
       return;
     }
     std::vector<array> pending = std::move(node->inputs);
-    node.reset();
+    reset_node();
     while (!pending.empty()) {
       array a = std::move(pending.back());
       pending.pop_back();
-      auto& desc = a.desc_;
-      if (desc.use_count() == 1 && desc->node && desc->node.use_count() == 1) {
-        for (auto& input : desc->node->inputs) {
+      auto& desc = static_cast<ArrayRecord&>(*a.desc_);
+      if (a.desc_.use_count() == 1 && desc.node && desc.holds_node_alone()) {
+        for (auto& input : desc.node->inputs) {
           pending.push_back(std::move(input));
         }
-        desc->node.reset();
+        desc.reset_node();
       }
     }
   }
 };
 
 namespace {
+
+ArrayRecord& record(const std::shared_ptr<ArrayDesc>& desc) { return static_cast<ArrayRecord&>(*desc); }
 
 template <class T, class V>
 T convert(V value) {
@@ -164,7 +176,7 @@ array::array(std::initializer_list<int> data, Dtype dtype)
   init_from(data.begin(), data.size());
 }
 
-array::array(Shape shape, Dtype dtype) : desc_(std::make_shared<detail::ArrayDesc>(std::move(shape), dtype)) {}
+array::array(Shape shape, Dtype dtype) : desc_(std::make_shared<detail::ArrayRecord>(std::move(shape), dtype)) {}
 
 array::array(const complex64_t& value, Dtype dtype) : array(Shape{}, dtype) { init_from(&value, 1); }
 
@@ -181,20 +193,21 @@ array::array(void* data, Shape shape, Dtype dtype, const std::function<void(void
 array::array(Shape shape, Dtype dtype, Primitive primitive, std::vector<array> inputs, Stream stream)
     : array(std::move(shape), dtype) {
   desc_->is_tracer = std::any_of(inputs.begin(), inputs.end(), [](const array& in) { return in.desc_->is_tracer; });
-  desc_->node = std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}});
+  detail::record(desc_).set_own_node(std::move(primitive), stream, std::move(inputs));
 }
 
 std::vector<array> array::make_arrays(std::vector<Shape> shapes, const std::vector<Dtype>& dtypes, Primitive primitive,
                                       std::vector<array> inputs, Stream stream) {
   bool is_tracer = std::any_of(inputs.begin(), inputs.end(), [](const array& in) { return in.desc_->is_tracer; });
-  auto node = std::make_shared<detail::Node>(detail::Node{std::move(primitive), stream, std::move(inputs), {}});
+  auto node = std::make_shared<detail::Node>(std::move(primitive), stream, std::move(inputs));
   node->output_shapes = shapes;
   node->output_dtypes = dtypes;
   std::vector<array> outputs;
   for (size_t i = 0; i < shapes.size(); ++i) {
     array out(std::move(shapes[i]), dtypes[i]);
-    out.desc_->node = node;
-    out.desc_->position = static_cast<uint32_t>(i);
+    auto& record = detail::record(out.desc_);
+    record.set_shared_node(node);
+    record.position = static_cast<uint32_t>(i);
     out.desc_->is_tracer = is_tracer;
     node->outputs.emplace_back(out.desc_);
     outputs.push_back(std::move(out));
@@ -211,16 +224,12 @@ void array::check_init_size(size_t n) const {
 
 void array::allocate_row_contiguous() { set_data(allocator::malloc(nbytes())); }
 
-size_t array::size() const { return desc_->size; }
-const Shape& array::shape() const { return desc_->shape; }
 int array::shape(int axis) const {
   return desc_->shape[normalize_axis(axis, ndim(), "shape", ErrorKind::out_of_range)];
 }
-const Strides& array::strides() const { return desc_->strides; }
 int64_t array::strides(int axis) const {
   return desc_->strides[normalize_axis(axis, ndim(), "strides", ErrorKind::out_of_range)];
 }
-Dtype array::dtype() const { return desc_->dtype; }
 
 void array::eval() { nuvec::eval({*this}); }
 
@@ -229,7 +238,7 @@ void* array::checked_data() const {
     case Status::available:
       return raw_data();
     case Status::failed:
-      std::rethrow_exception(desc_->error);
+      std::rethrow_exception(detail::record(desc_).error);
     case Status::unscheduled:
     case Status::scheduled:
       break;
@@ -247,10 +256,6 @@ array array::iterator::operator*() const {
   stop[0] = index_ + 1;
   return squeeze(slice(*arr_, start, stop), 0);
 }
-
-Status array::status() const { return desc_->status.load(std::memory_order_acquire); }
-bool array::has_primitive() const { return desc_->node != nullptr; }
-uintptr_t array::node_id() const { return desc_->node ? reinterpret_cast<uintptr_t>(desc_->node.get()) : id(); }
 
 const Primitive& array::primitive() const {
   if (!desc_->node) {
@@ -274,7 +279,7 @@ std::vector<array> array::outputs() const {
 
 void detail::outputs_into(const array& a, std::vector<array>& into) {
   into.clear();
-  const auto& node = a.desc_->node;
+  const auto* node = a.desc_->node;
   if (!node || node->outputs.empty()) {
     into.push_back(a);
     return;
@@ -293,7 +298,7 @@ std::vector<array> array::siblings() const {
     return result;
   }
   for (size_t i = 0; i < desc_->node->outputs.size(); ++i) {
-    if (i == desc_->position) {
+    if (i == detail::record(desc_).position) {
       continue;
     }
     if (auto desc = desc_->node->outputs[i].lock()) {
@@ -303,38 +308,46 @@ std::vector<array> array::siblings() const {
   return result;
 }
 
-std::exception_ptr array::error() const { return status() == Status::failed ? desc_->error : nullptr; }
+std::exception_ptr array::error() const { return status() == Status::failed ? detail::record(desc_).error : nullptr; }
 
 void array::detach() {
   if (!desc_->node) {
     return;
   }
-  auto node = std::move(desc_->node);
+  auto& record = detail::record(desc_);
+  if (record.own_node) {
+    record.reset_node();
+    return;
+  }
+  auto node = std::move(record.shared_node);
+  record.reset_node();
   for (auto& weak : node->outputs) {
     if (auto desc = weak.lock()) {
-      desc->node.reset();
+      detail::record(desc).reset_node();
     }
   }
 }
 
-const Flags& array::flags() const { return desc_->flags; }
-size_t array::data_size() const { return desc_->data_size; }
 void* array::raw_data() const {
-  const auto& data = desc_->data;
+  const auto& data = detail::record(desc_).data;
   if (data && data->device.type == Device::gpu) [[unlikely]] {
     auto offset = static_cast<char*>(desc_->data_ptr) - static_cast<char*>(data->buffer.raw_ptr());
     return static_cast<char*>(detail::gpu_host_copy(*data)) + offset;
   }
   return desc_->data_ptr;
 }
-void* array::buffer_data() const { return desc_->data_ptr; }
-Device array::data_device() const { return desc_->data ? desc_->data->device : Device(Device::cpu); }
-allocator::Buffer array::buffer() const { return desc_->data ? desc_->data->buffer : allocator::Buffer(); }
-long array::buffer_use_count() const { return desc_->data.use_count(); }
-const std::shared_ptr<array::Data>& array::data_shared_ptr() const { return desc_->data; }
+Device array::data_device() const {
+  const auto& data = detail::record(desc_).data;
+  return data ? data->device : Device(Device::cpu);
+}
+allocator::Buffer array::buffer() const {
+  const auto& data = detail::record(desc_).data;
+  return data ? data->buffer : allocator::Buffer();
+}
+long array::buffer_use_count() const { return detail::record(desc_).data.use_count(); }
+const std::shared_ptr<array::Data>& array::data_shared_ptr() const { return detail::record(desc_).data; }
 
 void array::set_tracer(bool is_tracer) { desc_->is_tracer = is_tracer; }
-bool array::is_tracer() const { return desc_->is_tracer && detail::in_tracing(); }
 
 namespace {
 
@@ -368,7 +381,7 @@ void array::set_data(allocator::Buffer buffer, Deleter deleter) {
 }
 
 void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides, Flags flags, Deleter deleter) {
-  desc_->data = std::make_shared<Data>(buffer, std::move(deleter));
+  detail::record(desc_).data = std::make_shared<Data>(buffer, std::move(deleter));
   desc_->data_ptr = buffer.raw_ptr();
   desc_->data_size = data_size;
   desc_->strides = std::move(strides);
@@ -378,7 +391,7 @@ void array::set_data(allocator::Buffer buffer, size_t data_size, Strides strides
 
 void array::set_data(std::shared_ptr<Data> data) {
   desc_->data_ptr = data->buffer.raw_ptr();
-  desc_->data = std::move(data);
+  detail::record(desc_).data = std::move(data);
   desc_->data_size = size();
   if (!has_row_major_strides(shape(), desc_->strides)) {
     desc_->strides = row_major_strides(shape());
@@ -390,7 +403,7 @@ void array::set_data(std::shared_ptr<Data> data) {
 
 void array::copy_shared_buffer(const array& other, const Strides& strides, Flags flags, size_t data_size,
                                int64_t offset) {
-  desc_->data = other.desc_->data;
+  detail::record(desc_).data = detail::record(other.desc_).data;
   desc_->data_ptr = static_cast<char*>(other.desc_->data_ptr) + offset * static_cast<int64_t>(other.itemsize());
   desc_->data_size = data_size;
   desc_->strides = strides;
@@ -403,7 +416,7 @@ void array::copy_shared_buffer(const array& other) {
 }
 
 void array::move_shared_buffer(array other) {
-  desc_->data = std::move(other.desc_->data);
+  detail::record(desc_).data = std::move(detail::record(other.desc_).data);
   desc_->data_ptr = other.desc_->data_ptr;
   desc_->data_size = other.desc_->data_size;
   // A donor of another shape (the size-1 operand of an element-wise op) holds the same dense elements, which
@@ -414,7 +427,7 @@ void array::move_shared_buffer(array other) {
 }
 
 void array::set_failed(std::exception_ptr err) {
-  desc_->error = std::move(err);
+  detail::record(desc_).error = std::move(err);
   desc_->status.store(Status::failed, std::memory_order_release);
 }
 
@@ -423,8 +436,9 @@ void array::set_status(Status s) { desc_->status.store(s, std::memory_order_rele
 bool array::is_donatable() const {
   // Only the consuming node holds this array and no view shares its buffer; the buffer is host memory that no GPU
   // holds a copy of (writing it would leave the copy stale). The GPU backend donates by its own rule.
-  return desc_.use_count() == 1 && desc_->data && desc_->data.use_count() == 1 &&
-         desc_->data->device.type == Device::cpu && !desc_->data->gpu_state;
+  const auto& data = detail::record(desc_).data;
+  return desc_.use_count() == 1 && data && data.use_count() == 1 && data->device.type == Device::cpu &&
+         !data->gpu_state;
 }
 
 }  // namespace nuvec

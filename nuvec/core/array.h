@@ -67,7 +67,7 @@ void store_as(Dtype dtype, void* out, const T& value) {
 }
 
 struct Node;
-struct ArrayDesc;
+struct ArrayRecord;
 
 /// While one is alive on a thread, arrays marked as tracers there report is_tracer() (a transform is tracing).
 class TracingScope {
@@ -107,6 +107,33 @@ struct Flags {
   bool row_contiguous = true;  // C order
   bool col_contiguous = true;  // Fortran order
 };
+
+namespace detail {
+
+/// The part of an array's record that its accessors read, defined here so that they inline: building a small op
+/// reads its operands' shapes and dtypes many times. Array.cpp's ArrayRecord adds what owns the graph node and the
+/// buffer.
+struct ArrayDesc {
+  Shape shape;
+  Strides strides;
+  size_t size;
+  Dtype dtype;
+  bool is_tracer = false;
+  Flags flags;
+  std::atomic<Status> status{Status::unscheduled};
+  Node* node = nullptr;  // the graph node, owned by the record (null for data, and once detached)
+  void* data_ptr = nullptr;
+  size_t data_size = 0;
+
+  ArrayDesc(Shape s, Dtype t);
+  ArrayDesc(const ArrayDesc&) = delete;
+  ArrayDesc& operator=(const ArrayDesc&) = delete;
+
+ protected:
+  ~ArrayDesc() = default;  // destroyed as the ArrayRecord it is part of
+};
+
+}  // namespace detail
 
 /// A lazy n-dimensional array: a cheap handle to a graph node or to data.
 class array {
@@ -168,15 +195,15 @@ class array {
   array& operator=(array&&) && = delete;
 
   [[nodiscard]] size_t itemsize() const { return size_of(dtype()); }
-  [[nodiscard]] size_t size() const;
+  [[nodiscard]] size_t size() const { return desc_->size; }
   [[nodiscard]] size_t nbytes() const { return size() * itemsize(); }
   [[nodiscard]] int ndim() const { return static_cast<int>(shape().size()); }
-  [[nodiscard]] const Shape& shape() const;
+  [[nodiscard]] const Shape& shape() const { return desc_->shape; }
   /// Size of one axis; negative axes count from the end.
   [[nodiscard]] int shape(int axis) const;
-  [[nodiscard]] const Strides& strides() const;
+  [[nodiscard]] const Strides& strides() const { return desc_->strides; }
   [[nodiscard]] int64_t strides(int axis) const;
-  [[nodiscard]] Dtype dtype() const;
+  [[nodiscard]] Dtype dtype() const { return desc_->dtype; }
 
   /// Computes the array (and its graph) now; throws the error of a failed evaluation.
   void eval();
@@ -268,15 +295,15 @@ class array {
   /// value_and_grad, jvp, vmap, compile and export_function hand the function, and every array computed from them
   /// inside it. Those of vmap, compile and export_function stand for values not known yet and throw when evaluated,
   /// as in MLX; those of vjp and jvp are real values and evaluate. Once the thread traces nothing, it is false.
-  [[nodiscard]] bool is_tracer() const;
+  [[nodiscard]] bool is_tracer() const { return desc_->is_tracer && detail::in_tracing(); }
 
   // ---- graph and buffer access, for transforms and backends ----
   [[nodiscard]] uintptr_t id() const { return reinterpret_cast<uintptr_t>(desc_.get()); }
-  [[nodiscard]] Status status() const;
+  [[nodiscard]] Status status() const { return desc_->status.load(std::memory_order_acquire); }
   [[nodiscard]] bool is_available() const { return status() == Status::available; }
-  [[nodiscard]] bool has_primitive() const;
+  [[nodiscard]] bool has_primitive() const { return desc_->node != nullptr; }
   /// Identity of the graph node (shared by siblings); the array's own id when it has none.
-  [[nodiscard]] uintptr_t node_id() const;
+  [[nodiscard]] uintptr_t node_id() const { return desc_->node ? reinterpret_cast<uintptr_t>(desc_->node) : id(); }
   [[nodiscard]] const Primitive& primitive() const;
   [[nodiscard]] Stream stream() const;
   [[nodiscard]] const std::vector<array>& inputs() const;
@@ -289,13 +316,13 @@ class array {
   /// Drops the primitive and inputs of this array and its siblings (after evaluation).
   void detach();
 
-  [[nodiscard]] const Flags& flags() const;
+  [[nodiscard]] const Flags& flags() const { return desc_->flags; }
   /// Elements in the underlying contiguous range (smaller than size() for broadcasts).
-  [[nodiscard]] size_t data_size() const;
+  [[nodiscard]] size_t data_size() const { return desc_->data_size; }
   /// The first element on the host (for an array whose buffer lives on a GPU: in its host copy, made on first use).
   [[nodiscard]] void* raw_data() const;
   /// The first element in the buffer itself, wherever it lives (a device address for a GPU buffer).
-  [[nodiscard]] void* buffer_data() const;
+  [[nodiscard]] void* buffer_data() const { return desc_->data_ptr; }
   /// Where the array's buffer lives (the CPU before evaluation).
   [[nodiscard]] Device data_device() const;
   [[nodiscard]] allocator::Buffer buffer() const;
@@ -340,7 +367,7 @@ class array {
   explicit array(std::shared_ptr<detail::ArrayDesc> desc) : desc_(std::move(desc)) {}
 
   std::shared_ptr<detail::ArrayDesc> desc_;
-  friend struct detail::ArrayDesc;
+  friend struct detail::ArrayRecord;
   friend int& detail::traversal_mark(const array& a);
   friend void detail::outputs_into(const array& a, std::vector<array>& into);
 };

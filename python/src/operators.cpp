@@ -14,6 +14,9 @@ py::object not_implemented() { return py::reinterpret_borrow<py::object>(Py_NotI
 /// a <op> b with `a` the array; NotImplemented when b is no array-like, so Python tries b's reflected method.
 template <Binary Op>
 py::object forward(const array& a, py::handle b) {
+  if (is_array(b)) {
+    return wrap(Op(a, array_of(b), {}));  // b's own handle: a copy would cost two atomic counts
+  }
   if (!is_array_like(b)) {
     return not_implemented();
   }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <optional>
 
 #include "nuvec/nuvec.h"
 
@@ -119,6 +120,50 @@ TEST(Array, ErrorMessagesNameTheOp) {
   EXPECT_THROW((void)bitwise_and(array(1.0F), array(2.0F)), std::invalid_argument);
   EXPECT_THROW((void)broadcast_to(a, {3, 3}), std::invalid_argument);
   EXPECT_THROW((void)concatenate({a, array({1, 2})}, 0), std::invalid_argument);
+}
+
+TEST(Array, GraphBuffersReturnWithTheLastHandle) {
+  // A node holds its inputs' buffers until it has run or the last handle to it goes: for a chain and a node read
+  // twice dropped unevaluated, for an evaluated graph, and for a node of two outputs dropped one at a time. Active
+  // memory is the allocator's count of buffers handed out and not yet returned.
+  constexpr int n = 1 << 14;
+  const size_t bytes = n * sizeof(float);
+  auto computed = [] {
+    auto a = arange(static_cast<double>(n), float32);
+    eval(a);
+    return a;
+  };
+  const size_t base = get_active_memory();
+
+  std::optional<array> a = computed();
+  std::optional<array> y = exp(*a);
+  std::optional<array> z = exp(*y);
+  std::optional<array> w = add(*z, *y);
+  a.reset();
+  EXPECT_EQ(get_active_memory(), base + bytes) << "y's node holds a's buffer";
+  y.reset();
+  w.reset();
+  EXPECT_EQ(get_active_memory(), base + bytes) << "z's node holds y's, which holds a's buffer";
+  z.reset();
+  EXPECT_EQ(get_active_memory(), base);
+
+  a = computed();
+  w = add(exp(*a), *a);
+  a.reset();
+  eval(*w);
+  EXPECT_EQ(get_active_memory(), base + bytes) << "run nodes let go of their inputs";
+  w.reset();
+  EXPECT_EQ(get_active_memory(), base);
+
+  a = reshape(computed(), {128, 128});
+  auto [q, r] = linalg::qr(*a);
+  std::optional<array> q_handle = std::move(q);
+  std::optional<array> r_handle = std::move(r);
+  a.reset();
+  q_handle.reset();
+  EXPECT_EQ(get_active_memory(), base + bytes) << "the node is r's too";
+  r_handle.reset();
+  EXPECT_EQ(get_active_memory(), base);
 }
 
 }  // namespace
