@@ -17,6 +17,9 @@ namespace detail {
 /// A primitive applied to its inputs; shared by all of its outputs (siblings).
 /// Outputs are held weakly so siblings form no reference cycle.
 struct Node {
+  // Spelled out: clang 14 (the fuzzers' compiler) has no parenthesized aggregate initialization.
+  Node(Primitive p, Stream s, std::vector<array> in) : primitive(std::move(p)), stream(s), inputs(std::move(in)) {}
+
   Primitive primitive;
   Stream stream;
   std::vector<array> inputs;
