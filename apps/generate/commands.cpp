@@ -267,12 +267,6 @@ void run_generate(const GenerateCommandOptions& o, std::FILE* out, std::FILE* er
     options.draft_model = draft->model.get();
     options.num_draft = o.num_draft;
   }
-  // --max-tokens is the user's own bound, so the cache takes room for the whole request at once (a draft round can
-  // hold num_draft positions more before its rejected ones are dropped).
-  lm::PromptCache reserved;
-  reserved.cache = lm::detail::reserved_cache(
-      *loaded.model, static_cast<int64_t>(ids.size()) + o.max_tokens + (draft ? o.num_draft : 0));
-  options.prompt_cache = &reserved;
   if (!o.json) {
     lm::GenerationStats last;
     lm::stream_generate(*loaded.model, loaded.tokenizer, ids, options, [&](const lm::GenerationResponse& r) {

@@ -194,10 +194,11 @@ TEST_F(MatmulTest, HalfPrecisionWeightsMeetFloat32Rows) {
   // A float32 product keeps its float16 or bfloat16 operand as it is (no widened copy in the graph): few rows against
   // a transposed (n, k) weight stream it through the half-precision GEMV, other shapes widen it. Every row count
   // around the GEMV's limit (its rows of x four at a time, then one: 5), row lengths off the vector width and its
-  // unrolled step (300), batches, and both operand orders, against NumPy.
+  // unrolled step (300), rows too long for L1 (4133: eight rows of w at a time, then the 7 left), batches, and both
+  // operand orders, against NumPy.
   for (Dtype half : {float16, bfloat16}) {
     for (int m : {1, 3, 5, 8, 9, 40}) {
-      for (int k : {16, 37, 300}) {
+      for (int k : {16, 37, 300, 4133}) {
         SCOPED_TRACE(std::string(dtype_name(half)) + " m=" + std::to_string(m) + " k=" + std::to_string(k));
         auto x = rand({2, m, k}, float32);
         auto w = rand({23, k}, half);

@@ -115,7 +115,7 @@ TEST(Generate, ChunkedPrefillEqualsOneShot) {
   EXPECT_EQ(one_shot.tokens, naive_greedy(model, prompt, 10).tokens);
 }
 
-TEST(Generate, ReservedCacheTakesTheWholeRequestAtOnceAndChangesNothing) {
+TEST(Generate, ReservedCachesTakeTheWholeRequestAtOnceAndChangeNothing) {
   const auto model_owner = tiny_llama(2, 64);
   LanguageModel& model = *model_owner;
   const Tokenizer tokenizer = make_tokenizer();
@@ -138,6 +138,18 @@ TEST(Generate, ReservedCacheTakesTheWholeRequestAtOnceAndChangesNothing) {
     expect_same_run(generate(model, tokenizer, prompt, options), growing, "reserved " + std::to_string(asked));
     EXPECT_EQ(room(state.cache), expected);
   }
+  // generate itself reserves what the request can hold: the prompt and every generated token but the last (20); a
+  // reused cache that holds 20 positions grows once for a following request of 20 + 9 + 11 positions.
+  PromptCache state;
+  options.prompt_cache = &state;
+  expect_same_run(generate(model, tokenizer, prompt, options), growing, "generate's own reservation");
+  EXPECT_EQ(room(state.cache), 20);
+  std::vector<int32_t> following = state.tokens;
+  following.push_back(growing.tokens.back());
+  const std::vector<int32_t> more = random_prompt(rng, 8);
+  following.insert(following.end(), more.begin(), more.end());
+  (void)generate(model, tokenizer, following, options);
+  EXPECT_EQ(room(state.cache), static_cast<int>(following.size()) + options.max_tokens - 1);
 }
 
 TEST(Generate, PromptCacheReuseEqualsFreshRun) {

@@ -499,6 +499,12 @@ TEST(KVCacheTest, TrimmingInterleavedWithDecodingMatchesReference) {
   }
 }
 
+array attend_layer(KVCache& cache, const Chunk& c) {
+  array out = cache.attend(c.queries, c.keys, c.values, 0.2F, cache.make_mask(c.keys.shape(2)));
+  out.eval();
+  return out;
+}
+
 /// The address of the buffer behind a cache's first state array; equal across steps when writes stay in place.
 const void* buffer_of(const KVCache& cache) {
   array keys = cache.state()[0];
@@ -516,13 +522,43 @@ TEST(KVCacheTest, DecodingWritesInPlace) {
     SCOPED_TRACE(cache->type_name());
     std::vector<const void*> seen;
     for (int step = 0; step < 40; ++step) {
-      const Chunk c = random_chunk(d, step == 0 ? 20 : 1, rng);
-      cache->attend(c.queries, c.keys, c.values, 0.2F, cache->make_mask(c.keys.shape(2))).eval();
+      attend_layer(*cache, random_chunk(d, step == 0 ? 20 : 1, rng));
       if (step >= 2) {  // after the prompt (and, for the rotating cache, the step that cuts it to the window)
         seen.push_back(buffer_of(*cache));
       }
     }
     EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [&](const void* p) { return p == seen.front(); }));
+  }
+}
+
+/// Positions the buffer behind a cache's first state array has room for.
+int room_of(const KVCache& cache) {
+  array keys = cache.state()[0];
+  keys.eval();
+  return static_cast<int>(keys.buffer().size() / (keys.nbytes() / static_cast<size_t>(keys.shape(2))));
+}
+
+TEST(KVCacheTest, ReservedRoomIsTakenAtOnceAndSteppingResumesPastIt) {
+  const Dims d{1, 4, 2, 32, float32};
+  std::mt19937 rng(23);
+  GrowingKVCache growing(4);
+  RotatingKVCache rotating(64, 0, 4);
+  RotatingKVCache small_window(12, 0, 4);
+  QuantizedKVCache quantized(32, 4, 4);
+  for (KVCache* cache : std::vector<KVCache*>{&growing, &rotating, &small_window, &quantized}) {
+    const bool windowed = cache == &small_window;
+    SCOPED_TRACE(cache->type_name() + (windowed ? " of 12" : ""));
+    cache->reserve(30);
+    std::vector<const void*> seen;
+    for (int step = 0; step < 25; ++step) {  // a prompt of 6, then single tokens up to 30 positions
+      attend_layer(*cache, random_chunk(d, step == 0 ? 6 : 1, rng));
+      seen.push_back(buffer_of(*cache));
+      ASSERT_EQ(room_of(*cache), windowed ? 12 : 30) << "after " << cache->offset() << " positions";
+    }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [&](const void* p) { return p == seen.front(); }));
+    // Past the reservation the buffer grows by whole steps of 4 again.
+    attend_layer(*cache, random_chunk(d, 1, rng));
+    EXPECT_EQ(room_of(*cache), windowed ? 12 : 32);
   }
 }
 
@@ -546,12 +582,6 @@ Cache mixed_cache() {
   return {std::make_shared<GrowingKVCache>(4), std::make_shared<RotatingKVCache>(8, 0, 4),
           std::make_shared<RotatingKVCache>(6, 2, 4), std::make_shared<QuantizedKVCache>(32, 4, 4),
           std::make_shared<QuantizedKVCache>(32, 8, 4)};
-}
-
-array attend_layer(KVCache& cache, const Chunk& c) {
-  array out = cache.attend(c.queries, c.keys, c.values, 0.2F, cache.make_mask(c.keys.shape(2)));
-  out.eval();
-  return out;
 }
 
 TEST(PromptCacheTest, SaveLoadRoundTripKeepsAttentionAndMetadata) {

@@ -35,6 +35,10 @@ size_t KVCache::nbytes() const {
   return total;
 }
 
+int KVCache::capacity_for(int needed, int step) const {
+  return needed <= reserved_ ? reserved_ : (needed + step - 1) / step * step;
+}
+
 namespace {
 
 /// The first `count` positions (axis 2) of a (B, N, L, D) buffer.
@@ -49,10 +53,10 @@ array first_positions(const array& held, int count) {
 std::pair<array, array> GrowingKVCache::update_and_fetch(const array& keys, const array& values) {
   const int length = keys.shape(2);
   if (!keys_ || offset_ + length > keys_->shape(2)) {
-    const int steps = (step_ + length - 1) / step_;
+    const int capacity = capacity_for(offset_ + length, step_);
     auto grown = [&](const std::optional<array>& held, const array& incoming) {
       Shape shape = incoming.shape();
-      shape[2] = steps * step_;
+      shape[2] = capacity - offset_;
       array fresh = zeros(shape, incoming.dtype());
       if (!held) {
         return fresh;

@@ -5,6 +5,7 @@
 // values to the cache and attends through it, so a cache that stores keys in another form (quantized, rotating,
 // left-padded batches) changes nothing in the model's code.
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -63,6 +64,18 @@ class KVCache {
   [[nodiscard]] size_t nbytes() const;
   /// Whether nothing has been stored yet.
   [[nodiscard]] bool empty() const { return offset() == 0; }
+
+  /// Readies the cache for at least `positions` positions in all (those held included; the largest reservation
+  /// counts): its next growth takes them at once instead of one step at a time, so a request of known length copies
+  /// its history at most once. Past them the cache grows by steps again; a cache of fixed size ignores the hint.
+  void reserve(int positions) { reserved_ = std::max(reserved_, positions); }
+
+ protected:
+  /// The buffer size that holds `needed` positions: the reservation where it covers them, else whole `step`s.
+  [[nodiscard]] int capacity_for(int needed, int step) const;
+
+ private:
+  int reserved_ = 0;
 };
 
 /// A model's caches, one per layer.

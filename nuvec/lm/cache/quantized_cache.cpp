@@ -88,7 +88,7 @@ void QuantizedKVCache::store(const array& keys, const array& values) {
   const std::vector<array> qv = quantize(values, group_size_, bits_);
   if (!keys_ || needed > keys_->codes.shape(2)) {
     // Growing copies the held positions once per `step`; decoding in between writes in place.
-    const int capacity = (needed + step_ - 1) / step_ * step_;
+    const int capacity = capacity_for(needed, step_);
     auto grow = [&](const std::optional<Quantized>& held, const std::vector<array>& like) {
       if (!held) {
         return Quantized{zero_slots(like[0], capacity), zero_slots(like[1], capacity), zero_slots(like[2], capacity)};

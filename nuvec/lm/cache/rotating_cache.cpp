@@ -27,8 +27,6 @@ array zero_slots(const array& like, int length) {
   return zeros(shape, like.dtype());
 }
 
-int round_up(int n, int step) { return (n + step - 1) / step * step; }
-
 void check_update(const array& keys, const array& values) {
   if (keys.ndim() != 4 || values.ndim() != 4 || keys.shape(0) != values.shape(0) || keys.shape(1) != values.shape(1) ||
       keys.shape(2) != values.shape(2)) {
@@ -118,7 +116,7 @@ array RotatingKVCache::in_order(const array& buffer, int retain) const {
 }
 
 void RotatingKVCache::reserve(const array& keys, const array& values, int needed) {
-  const int capacity = std::min(max_size_, round_up(needed, step_));
+  const int capacity = std::min(max_size_, capacity_for(needed, step_));
   if (!keys_) {
     keys_ = zero_slots(keys, capacity);
     values_ = zero_slots(values, capacity);

@@ -49,6 +49,8 @@ void stream_generate(LanguageModel& model, const Tokenizer& tokenizer, const std
   PromptCache& state = options.prompt_cache != nullptr ? *options.prompt_cache : fresh;
   const int prompt_tokens = static_cast<int>(prompt.size());
   const int cached = reuse_prefix(state, model, prompt, options.max_kv_size);
+  // The last token generated is never fed back.
+  detail::reserve(state.cache, model, static_cast<int64_t>(prompt_tokens) + options.max_tokens - 1);
   detail::SequenceOutput output(tokenizer, options, prompt_tokens, cached);
   detail::prefill(model, state.cache, prompt.data() + cached, prompt_tokens - cached - 1, options.prefill_chunk_size);
   state.tokens.insert(state.tokens.end(), prompt.begin() + cached, prompt.end() - 1);

@@ -33,7 +33,9 @@ struct PromptCache {
 };
 
 struct GenerateOptions {
-  /// The most tokens to generate (0 generates none).
+  /// The most tokens to generate (0 generates none). The caches reserve room for the whole request (prompt and
+  /// max_tokens, within the model's context) when generation starts, so they never copy their history while
+  /// decoding.
   int max_tokens = 256;
   /// How each token is chosen (greedy by default), and how many top log-probabilities each token reports.
   SamplingParams sampling;

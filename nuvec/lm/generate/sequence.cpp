@@ -89,17 +89,18 @@ void eval_cache(const Cache& cache) {
   eval(std::move(arrays));
 }
 
-Cache reserved_cache(const LanguageModel& model, int64_t positions) {
+void reserve(Cache& cache, const LanguageModel& model, int64_t positions) {
   const int64_t context = model.max_context();
   const auto room =
       static_cast<int>(std::clamp<int64_t>(positions, 1, context > 0 ? context : std::numeric_limits<int>::max()));
-  Cache cache = model.make_cache();
-  for (auto& layer : cache) {
-    // Growing by steps of the whole request, its first update takes all of it.
-    if (dynamic_cast<const GrowingKVCache*>(layer.get()) != nullptr) {
-      layer = std::make_shared<GrowingKVCache>(room);
-    }
+  for (const auto& layer : cache) {
+    layer->reserve(room);
   }
+}
+
+Cache reserved_cache(const LanguageModel& model, int64_t positions) {
+  Cache cache = model.make_cache();
+  reserve(cache, model, positions);
   return cache;
 }
 

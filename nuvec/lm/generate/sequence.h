@@ -26,9 +26,11 @@ void check_prompt(const LanguageModel& model, const std::vector<int32_t>& prompt
 void prefill(LanguageModel& model, Cache& cache, const int32_t* tokens, int count, int chunk);
 /// Evaluates every array a cache holds.
 void eval_cache(const Cache& cache);
-/// The model's caches for a request of `positions` positions (prompt and generated tokens; no more than the model's
-/// context where it has one): each growing cache takes them all at its first update, in one buffer. Growing as tokens
-/// come needs the old buffer and the new one at once, and leaves the old one in the allocator's cache.
+/// Reserves room in every layer of `cache` for a request of `positions` positions (prompt and generated tokens; no
+/// more than the model's context where it has one), so the buffers grow once rather than step by step: each growth
+/// needs the old buffer and the new one at once, and leaves the old one in the allocator's cache.
+void reserve(Cache& cache, const LanguageModel& model, int64_t positions);
+/// The model's fresh caches, reserved for `positions` positions.
 Cache reserved_cache(const LanguageModel& model, int64_t positions);
 
 /// Whether steps overlap, given the option (unset: when the default device is a GPU, where the kernels do not

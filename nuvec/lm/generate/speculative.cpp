@@ -162,6 +162,10 @@ void speculative_stream_generate(LanguageModel& model, LanguageModel& draft, con
   PromptCache fresh;
   PromptCache& state = options.prompt_cache != nullptr ? *options.prompt_cache : fresh;
   const auto [cached, draft_cached] = reuse_prefix(state, model, draft, prompt, options.max_kv_size);
+  // A round holds up to num_draft positions more before its rejected ones are dropped.
+  const int64_t positions = static_cast<int64_t>(prompt_tokens) + options.max_tokens - 1 + options.num_draft;
+  detail::reserve(state.cache, model, positions);
+  detail::reserve(state.draft_cache, draft, positions);
   detail::SequenceOutput output(tokenizer, options, prompt_tokens, cached);
   detail::SequenceSampler sampler(options.sampling, model.vocab_size(), prompt);
   // The draft's draws must be independent of the acceptance draws, so a seeded draft gets a seed of its own.
