@@ -10,7 +10,9 @@ over rounds). Prints one row per model and test:
 
 ratio is nuvec over llama.cpp (above 1: nuvec is faster). Decode rows carry the memory roofline: the bytes a token
 reads, over the copy bandwidth measured beside it (STREAM's count: bytes read plus bytes written), give the most
-tokens per second; *_frac is the fraction of that each program reaches. The bytes a token reads are the file's
+tokens per second; *_frac is the fraction of that each program reaches. A token only reads, and on some machines
+reading alone is slower than copying (a virtual machine in session 22: 34 GB/s summing, 42 GB/s copying), so the
+rows also give the read bandwidth measured beside them and the fractions of that roofline (*_rfrac). The bytes a token reads are the file's
 tensor bytes as the file stores them (what llama.cpp streams; nuvec repacks some types wider) less the token
 embedding, of which decoding reads one row (unless the embedding is also the output matrix, tied, when all of it is
 read), plus the KV cache at 2 bytes per element (llama.cpp's F16 cache) averaged over the N decoded positions.
@@ -201,7 +203,7 @@ def llama_bench(args, path):
 def bandwidth(args):
     out = subprocess.run([args.models_tool, "bandwidth", "-t", str(args.t), "-r", "5"], check=True,
                          capture_output=True, text=True).stdout
-    return float(re.search(r"copy_gbs=([\d.]+)", out).group(1))
+    return float(re.search(r"copy_gbs=([\d.]+)", out).group(1)), float(re.search(r"read_gbs=([\d.]+)", out).group(1))
 
 
 def peak_memory(args, path, vocab):
@@ -231,7 +233,8 @@ def main():
     rows = []
     memory = []
     header = (f"{'model':<22} {'type':<7} {'test':<6} {'nuvec_tok/s':>11} {'llama_tok/s':>11} {'ratio':>6}   "
-              f"{'MiB/token':>9} {'GB/s':>6} {'max_tok/s':>9} {'nuvec_frac':>10} {'llama_frac':>10}")
+              f"{'MiB/token':>9} {'GB/s':>6} {'max_tok/s':>9} {'nuvec_frac':>10} {'llama_frac':>10}   "
+              f"{'read_GB/s':>9} {'nuvec_rfrac':>11} {'llama_rfrac':>11}")
     print(header, flush=True)
     for path in args.files:
         gguf = GGUF(path)
@@ -247,7 +250,8 @@ def main():
                 for test, rate in rates.items():
                     results[tool].setdefault(test, []).append(rate)
         gbs.append(bandwidth(args))
-        bw = statistics.mean(gbs)
+        bw = statistics.mean(copy for copy, _ in gbs)
+        read_bw = statistics.mean(read for _, read in gbs)
         for test in sorted(results["nuvec"], key=lambda t: (t[:2] != "pp", t)):
             nv = statistics.median(results["nuvec"][test])
             ll = statistics.median(results["llama"].get(test, [float("nan")]))
@@ -256,8 +260,10 @@ def main():
                 n = int(test[2:])
                 per_token = gguf.decode_weight_bytes() + gguf.kv_bytes_per_position() * (n + 1) / 2
                 ceiling = bw * 1e9 / per_token
+                read_ceiling = read_bw * 1e9 / per_token
                 line += (f"   {per_token / 2**20:>9.1f} {bw:>6.1f} {ceiling:>9.1f} {nv / ceiling:>10.2f} "
-                         f"{ll / ceiling:>10.2f}")
+                         f"{ll / ceiling:>10.2f}   {read_bw:>9.1f} {nv / read_ceiling:>11.2f} "
+                         f"{ll / read_ceiling:>11.2f}")
             print(line, flush=True)
             rows.append(line)
         if not args.no_memory:
