@@ -115,7 +115,7 @@ array RotatingKVCache::in_order(const array& buffer, int retain) const {
   return parts.size() == 1 ? parts[0] : concatenate(parts, 2);
 }
 
-void RotatingKVCache::reserve(const array& keys, const array& values, int needed) {
+void RotatingKVCache::make_room(const array& keys, const array& values, int needed) {
   const int capacity = std::min(max_size_, capacity_for(needed, step_));
   if (!keys_) {
     keys_ = zero_slots(keys, capacity);
@@ -145,7 +145,7 @@ std::pair<array, array> RotatingKVCache::update_and_fetch(const array& keys, con
   };
   switch (path_for(length)) {
     case Path::append:
-      reserve(keys, values, next.used);
+      make_room(keys, values, next.used);
       write(*keys_, keys, slots_.used);
       write(*values_, values, slots_.used);
       break;

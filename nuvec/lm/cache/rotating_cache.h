@@ -60,7 +60,9 @@ class RotatingKVCache : public KVCache {
   [[nodiscard]] std::vector<int> positions(const Slots& s) const;
   /// The filled slots in position order, keeping the sinks and the newest `retain - keep` others.
   [[nodiscard]] array in_order(const array& buffer, int retain) const;
-  void reserve(const array& keys, const array& values, int needed);
+  /// Grows the buffer (shaped like keys and values) to hold `needed` slots: a reservation or whole steps, at most
+  /// max_size. Not KVCache::reserve, which only sizes this growth.
+  void make_room(const array& keys, const array& values, int needed);
   [[nodiscard]] std::pair<array, array> filled() const;
 
   int max_size_;
