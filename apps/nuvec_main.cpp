@@ -8,12 +8,14 @@
 
 #include <cstdio>
 #include <exception>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "apps/cli/commands.h"
 #include "apps/serve/commands.h"
 #include "nuvec/core/device.h"
+#include "nuvec/core/matmul_precision.h"
 
 namespace {
 
@@ -36,7 +38,10 @@ const char* kUsage =
     "                    [--env NAME=VALUE ...] -- PROGRAM ARGS\n"
     "\n"
     "Every command but launch takes --device cpu|gpu: where arrays are computed (default: the GPU when one is\n"
-    "usable, else the CPU).\n"
+    "usable, else the CPU), and --matmul-precision highest|high|medium, as PyTorch's float32 matmul precision:\n"
+    "\"high\" and \"medium\" let products of float32 rows and quantized weights carry the rows with 16 bits\n"
+    "instead of float32's 24 (less arithmetic where decoding is compute-bound). Default: high for generate,\n"
+    "chat, bench and serve, highest for the others.\n"
     "\n"
     "nuvec train options:\n"
     "  --model NAME        cnn (default) or mlp\n"
@@ -188,31 +193,52 @@ int run_bench(int argc, char** argv) {
   return 0;
 }
 
-// Takes `--device cpu|gpu` out of the arguments and makes that device the default for every array the command
-// computes (without it: the GPU when one is usable, else the CPU). Every command but launch takes it.
-void use_device_option(int& argc, char** argv) {
+// Takes `NAME VALUE` out of the command's own arguments (those before a `--`); nullopt where it is not there.
+std::optional<std::string> take_option(int& argc, char** argv, const std::string& name) {
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") {
-      return;
+      return std::nullopt;
     }
-    if (arg != "--device") {
+    if (arg != name) {
       continue;
     }
     if (i + 1 >= argc) {
-      throw std::invalid_argument("--device needs a value: cpu or gpu");
+      throw std::invalid_argument(name + " expects a value, got nothing");
     }
-    const std::string name = argv[i + 1];
-    if (name != "cpu" && name != "gpu") {
-      throw std::invalid_argument("--device " + name + ": expected cpu or gpu");
-    }
-    nuvec::set_default_device(name == "gpu" ? nuvec::Device::gpu : nuvec::Device::cpu);
+    std::string value = argv[i + 1];
     for (int j = i; j + 2 < argc; ++j) {
       argv[j] = argv[j + 2];
     }
     argc -= 2;
+    return value;
+  }
+  return std::nullopt;
+}
+
+// `--device cpu|gpu` makes that device the default for every array the command computes (without it: the GPU when
+// one is usable, else the CPU). Every command but launch takes it.
+void use_device_option(int& argc, char** argv) {
+  const auto name = take_option(argc, argv, "--device");
+  if (!name) {
     return;
   }
+  if (*name != "cpu" && *name != "gpu") {
+    throw std::invalid_argument("--device " + *name + ": expected cpu or gpu");
+  }
+  nuvec::set_default_device(*name == "gpu" ? nuvec::Device::gpu : nuvec::Device::cpu);
+}
+
+// `--matmul-precision highest|high|medium` (nuvec::set_float32_matmul_precision). The language-model commands run
+// at "high" unless told otherwise: their weights are rounded far more coarsely than x is there.
+void use_matmul_precision_option(const std::string& command, int& argc, char** argv) {
+  const bool language_model = command == "generate" || command == "chat" || command == "bench" || command == "serve";
+  const std::string precision =
+      take_option(argc, argv, "--matmul-precision").value_or(language_model ? "high" : "highest");
+  if (precision != "highest" && precision != "high" && precision != "medium") {
+    throw std::invalid_argument("--matmul-precision " + precision + ": expected highest, high or medium");
+  }
+  nuvec::set_float32_matmul_precision(precision);
 }
 
 // Whether -h or --help comes among the command's own arguments (launch's program arguments, after --, are not).
@@ -243,6 +269,7 @@ int main(int argc, char** argv) {
   try {
     if (command != "launch") {
       use_device_option(argc, argv);
+      use_matmul_precision_option(command, argc, argv);
     }
     if (command == "train") {
       return run_train(argc, argv);

@@ -22,7 +22,8 @@ file's size plus the KV cache of P + N positions.
 
 usage: python3 bench/run_lm.py --llama-bench PATH [--nuvec build/release/apps/nuvec]
                                [--models-tool build/release/bench/nuvec_lm_models] [-p 512] [-n 128] [-t 2] [-r 3]
-                               [--rounds 1] [--llama-env KEY=VALUE] [--no-memory] FILE.gguf...
+                               [--rounds 1] [--llama-env KEY=VALUE] [--no-memory]
+                               [--matmul-precision highest|high|medium] FILE.gguf...
 
 The model files come from nuvec_lm_models (built with the bench targets), e.g.
     build/release/bench/nuvec_lm_models write --shape small --type Q4_0 --out /tmp/lm/small-Q4_0.gguf
@@ -36,6 +37,9 @@ and pass llama.cpp-build/bin/llama-bench as --llama-bench.
 On a machine that other jobs keep busy, llama.cpp built with OpenMP (GGML_OPENMP, the default) spins at its
 barriers while the other thread waits for a core, and loses up to 10x; `--llama-env OMP_WAIT_POLICY=PASSIVE` makes
 its threads sleep instead (on a quiet machine leave it out: spinning is what llama.cpp is measured with).
+
+nuvec runs at its language-model commands' float32 matmul precision, "high" (quantized weights meet activations
+carried with 16 bits, where llama.cpp carries 8); --matmul-precision highest measures float32 throughout.
 """
 
 import argparse
@@ -181,7 +185,7 @@ def run_rss(command, env=None):
 
 def nuvec_bench(args, path):
     out, rss = run_rss([args.nuvec, "bench", "--model", path, "-p", str(args.p), "-n", str(args.n),
-                        "-t", str(args.t), "-r", str(args.r)])
+                        "-t", str(args.t), "-r", str(args.r), "--matmul-precision", args.matmul_precision])
     rates = {}
     for line in out.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -228,6 +232,8 @@ def main():
     parser.add_argument("--llama-env", action="append", default=[], metavar="KEY=VALUE",
                         help="environment for llama-bench, e.g. OMP_WAIT_POLICY=PASSIVE on a loaded machine")
     parser.add_argument("--no-memory", action="store_true", help="skip the peak-memory runs of nuvec generate")
+    parser.add_argument("--matmul-precision", default="high", choices=["highest", "high", "medium"],
+                        help="nuvec's float32 matmul precision (its language-model commands' default: high)")
     args = parser.parse_args()
 
     rows = []

@@ -13,6 +13,7 @@
 #include "nuvec/core/fast.h"
 #include "nuvec/core/fft.h"
 #include "nuvec/core/linalg.h"
+#include "nuvec/core/matmul_precision.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/print.h"
 #include "nuvec/core/profile.h"

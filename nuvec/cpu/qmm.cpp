@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/core/matmul_precision.h"
 #include "nuvec/cpu/block_quants.h"
 #include "nuvec/cpu/copy.h"
 #include "nuvec/cpu/gemm.h"
@@ -643,8 +644,10 @@ const float* float_rows(const array& x, std::vector<float>& storage) {
 
 /// int8 levels of x for decode products. Three keep float32 accuracy (a few 1e-6 of the largest output at worst, with
 /// outliers in x; qmm_int8.cpp); two leave up to ~6e-4 with a 30x outlier, below bfloat16's rounding but not
-/// float16's.
-int decode_levels(Dtype out) { return out == bfloat16 ? 2 : 3; }
+/// float16's, and are what float32_matmul_precision() "high" and "medium" allow.
+int decode_levels(Dtype out) {
+  return out == bfloat16 || float32_matmul_precision() != MatmulPrecision::highest ? 2 : 3;
+}
 
 /// Runs `body(float* out)` into o's buffer (for kernel `op`), through a float32 scratch when o is half precision or
 /// float64.

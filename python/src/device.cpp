@@ -4,6 +4,7 @@
 #include <memory>
 #include <sstream>
 
+#include "nuvec/core/matmul_precision.h"
 #include "python/src/bindings.h"
 
 namespace nuvec::python {
@@ -64,6 +65,12 @@ void init_device(py::module_& m) {
   m.def("is_available", &is_available, py::arg("device"), "Whether the device exists on this machine.");
   m.def("device_count", &device_count, py::arg("device_type"));
   m.def("device_info", [](const Device& d) { return device_info(d); }, py::arg("device") = default_device());
+  m.def(
+      "set_float32_matmul_precision", [](const std::string& precision) { set_float32_matmul_precision(precision); },
+      py::arg("precision"),
+      "'highest' (default), 'high' or 'medium', as torch.set_float32_matmul_precision: under 'high' and 'medium' "
+      "decode-shaped quantized products carry float32 rows with 16 bits.");
+  m.def("get_float32_matmul_precision", &get_float32_matmul_precision);
   m.def("default_stream", &default_stream, py::arg("device"));
   m.def("set_default_stream", &set_default_stream, py::arg("stream"));
   m.def("new_stream", &new_stream, py::arg("device"));

@@ -174,7 +174,7 @@ TEST(Options, DeviceChoosesWhereACommandComputes) {
   EXPECT_EQ(run_nuvec("generate --device tpu --model m"),
             std::pair(1, std::string("nuvec generate: --device tpu: expected cpu or gpu\n")));
   EXPECT_EQ(run_nuvec("bench --model m --device"),
-            std::pair(1, std::string("nuvec bench: --device needs a value: cpu or gpu\n")));
+            std::pair(1, std::string("nuvec bench: --device expects a value, got nothing\n")));
   // The option leaves the command's own options to their parser.
   EXPECT_EQ(run_nuvec("train --device cpu --lr abc"),
             std::pair(1, std::string("nuvec train: --lr expects a number, got 'abc'\n")));
@@ -183,6 +183,16 @@ TEST(Options, DeviceChoosesWhereACommandComputes) {
     EXPECT_EQ(status, 1);
     EXPECT_NE(message.find("no GPU is usable"), std::string::npos) << message;
   }
+}
+
+TEST(Options, MatmulPrecisionIsOneOfPyTorchsNames) {
+  EXPECT_EQ(run_nuvec("bench --model m --matmul-precision fast"),
+            std::pair(1, std::string("nuvec bench: --matmul-precision fast: expected highest, high or medium\n")));
+  EXPECT_EQ(run_nuvec("generate --matmul-precision"),
+            std::pair(1, std::string("nuvec generate: --matmul-precision expects a value, got nothing\n")));
+  // Taken out before the command's own parser sees the arguments.
+  EXPECT_EQ(run_nuvec("train --matmul-precision medium --lr abc"),
+            std::pair(1, std::string("nuvec train: --lr expects a number, got 'abc'\n")));
 }
 
 TEST(Options, HelpAnywhereAmongACommandsOptionsPrintsTheUsage) {

@@ -1,11 +1,11 @@
 // Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k), read from the blocks as a
 // GGUF file holds them. The weights are random blocks (random codes, sub-block scales and mins, and random float16
 // scales), decoded for reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate
-// implementation) and multiplied in float64 here. Covered: the decode row counts of the integer kernel (1 to 9 rows
-// of x, computed two at a time; 1 to 300 rows of w, computed four at a time, with 1 to 3 left over), the extreme
-// codes (every code at its least or greatest, against x at the limits of its levels), the decoded-tile path (40 rows,
-// and rows not a multiple of 64 values), half-precision x, infinities and tiny values in x, empty products, the
-// gradient with respect to x, vmap, and the errors.
+// implementation) and multiplied in float64 here. Covered: the float32 matmul precision (two levels of x under "high"),
+// the decode row counts of the integer kernel (1 to 9 rows of x, computed two at a time; 1 to 300 rows of w, computed
+// four at a time, with 1 to 3 left over), the extreme codes (every code at its least or greatest, against x at the
+// limits of its levels), the decoded-tile path (40 rows, and rows not a multiple of 64 values), half-precision x,
+// infinities and tiny values in x, empty products, the gradient with respect to x, vmap, and the errors.
 
 #include <gtest/gtest.h>
 
@@ -109,11 +109,13 @@ double relative_error(const array& got, const std::vector<double>& expected) {
   return worst / scale;
 }
 
-/// Each output of the integer kernels within the error the three 8-bit levels of a float32 x allow: each x_i is off by
-/// at most 1 / (127 * 2^16) of the largest |x| of its 32 values (half that but where the last level reaches its bound),
-/// so out_j is off by at most sum_i |w_ji| of that, plus float32 rounding of sum_i |w_ji x_i|.
+/// Each output of the integer kernels within the error the 8-bit levels of a float32 x allow (three, or two under the
+/// float32 matmul precision "high"): each x_i is off by at most 1 / (127 * 2^8 per further level) of the largest |x|
+/// of its 32 values (half that but where the last level reaches its bound), so out_j is off by at most sum_i |w_ji|
+/// of that, plus float32 rounding of sum_i |w_ji x_i|.
 ::testing::AssertionResult within_level_error(const array& got, const std::vector<float>& x,
-                                              const std::vector<double>& w, int m, int n, int k) {
+                                              const std::vector<double>& w, int m, int n, int k, int levels = 3) {
+  const double level_unit = 127.0 * std::ldexp(1.0, 8 * (levels - 1));
   array g = astype(got, float32);
   g.eval();
   const float* p = g.data<float>();
@@ -130,7 +132,7 @@ double relative_error(const array& got, const std::vector<double>& expected) {
         const double wv = w[static_cast<size_t>(j) * k + t];
         const double xv = x[static_cast<size_t>(i * k + t)];
         exact += xv * wv;
-        bound += std::fabs(wv) * block_max / (127.0 * 65536);
+        bound += std::fabs(wv) * block_max / level_unit;
         magnitude += std::fabs(xv * wv);
       }
       const double error = std::fabs(static_cast<double>(p[i * n + j]) - exact);
@@ -170,6 +172,32 @@ TEST(QuantizedBlocks, ProductsEqualTheDecodedWeightsProduct) {
           ASSERT_EQ(out.shape(), Shape({m, n}));
           EXPECT_TRUE(within_level_error(out, x, values, m, n, k)) << f.mode << " m=" << m << " n=" << n << " k=" << k;
         }
+      }
+    }
+  }
+}
+
+// Under "high" and "medium" the decode kernels take two levels of x: within their error, and different from
+// "highest"'s three (the setting reaches the kernel); rows enough for the decoded-tile path are float32 under every
+// precision.
+TEST(QuantizedBlocks, HighMatmulPrecisionTakesTwoLevels) {
+  std::mt19937 rng(9);
+  for (const auto& f : formats()) {
+    const int n = 13;
+    const int k = 512;
+    array blocks = random_blocks(f, n, k, rng);
+    const auto values = reference_values(f, blocks, n, k);
+    for (int m : {1, 3, 40}) {
+      const auto x = random_x(m, k, rng);
+      const array xa(x.begin(), {m, k}, float32);
+      array highest = quantized_matmul(xa, blocks, f.mode);
+      highest.eval();
+      for (const char* precision : {"high", "medium"}) {
+        const MatmulPrecisionScope scope(precision);
+        array out = quantized_matmul(xa, blocks, f.mode);
+        EXPECT_TRUE(within_level_error(out, x, values, m, n, k, 2)) << f.mode << " " << precision << " m=" << m;
+        EXPECT_EQ(array_equal(out, highest).item<bool>(), m == 40 || !int8_decode_built)
+            << f.mode << " " << precision << " m=" << m;
       }
     }
   }

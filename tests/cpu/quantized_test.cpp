@@ -304,6 +304,39 @@ TEST_F(QuantizedTest, DecodeIsAccurateToFloat32) {
   }
 }
 
+TEST_F(QuantizedTest, HighMatmulPrecisionTakesTwoLevelsOfX) {
+  // Under "high" and "medium" decode products write x as two int8 levels: an error below 1e-3 of the largest output
+  // (~6e-4 with outliers 1000x the rest), and results that differ from "highest"'s three levels.
+  const int k = 64 * 9;
+  auto w = rand({29, k}, float32);
+  auto outliers = multiply(array(1000.F), astype(less(rand({3, k}, float32, 0.0, 1.0), array(0.005F)), float32));
+  const std::vector<std::pair<std::string, array>> xs{
+      {"plain", rand({3, k}, float32)},
+      {"outliers", add(rand({3, k}, float32), outliers)},
+  };
+  for (int bits : {2, 4, 8}) {
+    auto q = quantize(w, 64, bits);
+    for (const auto& [name, x] : xs) {
+      SCOPED_TRACE(name + " bits=" + std::to_string(bits));
+      auto highest = quantized_matmul(x, q[0], q[1], q[2], true, 64, bits);
+      highest.eval();
+      for (const char* precision : {"high", "medium"}) {
+        const MatmulPrecisionScope scope(precision);
+        auto out = quantized_matmul(x, q[0], q[1], q[2], true, 64, bits);
+        out.eval();
+        auto error = reference("W = dequant(b, c, d, 64, " + std::to_string(bits) +
+                                   ")\nref = a.astype(np.float64) @ W.T\n"
+                                   "out = np.array(np.abs(e.astype(np.float64) - ref).max() / np.abs(ref).max())",
+                               {x, q[0], q[1], q[2], out})[0];
+        EXPECT_LE(as_doubles(error)[0], 1e-3) << precision;
+        if (int8_decode_built) {
+          EXPECT_FALSE(array_equal(out, highest).item<bool>()) << precision;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(QuantizedTest, FloatDecodePath) {
   // NUVEC_QMM_INT8=0 sends decode products to the float path (the one CPUs without AVX-512 VNNI take): every width
   // and group size, one to three rows, both layouts of w, float32 and bfloat16.

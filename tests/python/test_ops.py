@@ -281,6 +281,23 @@ def test_dynamic_slices_quantization_and_fp8():
     assert mx.from_fp8(codes, mx.float32).tolist() == [1.0, -2.0, 0.5]
 
 
+def test_float32_matmul_precision():
+    assert mx.get_float32_matmul_precision() == "highest"
+    w = mx.array(rng.normal(size=(16, 256)).astype(np.float32))
+    wq, scales, biases = mx.quantize(w, group_size=64, bits=4)
+    v = mx.array(rng.normal(size=(1, 256)).astype(np.float32))
+    highest = np.array(mx.quantized_matmul(v, wq, scales, biases, group_size=64, bits=4))
+    try:
+        mx.set_float32_matmul_precision("high")
+        assert mx.get_float32_matmul_precision() == "high"
+        high = np.array(mx.quantized_matmul(v, wq, scales, biases, group_size=64, bits=4))
+    finally:
+        mx.set_float32_matmul_precision("highest")
+    np.testing.assert_allclose(high, highest, rtol=0, atol=1e-3 * np.abs(highest).max())
+    with pytest.raises(ValueError, match="expected \"highest\", \"high\" or \"medium\"; got \"fast\""):
+        mx.set_float32_matmul_precision("fast")
+
+
 def test_nvfp4_global_scale():
     # Hand-computed as tests/cpu/quantized_microscaled_test.cpp: a group of 16 whose largest value is 6 has scale 1
     # (E4M3 code 0x38) and codes 7 (6) and 2 (1); the global scale 6 turns its scale code into 448's (0x7E).

@@ -41,4 +41,25 @@ std::string error_of(const std::function<void()>& fn);
 /// Tolerances that suit the precision of a dtype.
 double default_rtol(Dtype dtype);
 
+/// Whether the CPU kernels were built with their AVX-512 VNNI decode products (int8 levels of x), as these tests were.
+#if defined(__AVX512VNNI__) && defined(__AVX512BW__)
+inline constexpr bool int8_decode_built = true;
+#else
+inline constexpr bool int8_decode_built = false;
+#endif
+
+/// Sets the float32 matmul precision ("highest", "high", "medium") for a scope.
+class MatmulPrecisionScope {
+ public:
+  explicit MatmulPrecisionScope(const char* precision) : before_(get_float32_matmul_precision()) {
+    set_float32_matmul_precision(precision);
+  }
+  MatmulPrecisionScope(const MatmulPrecisionScope&) = delete;
+  MatmulPrecisionScope& operator=(const MatmulPrecisionScope&) = delete;
+  ~MatmulPrecisionScope() { set_float32_matmul_precision(before_); }
+
+ private:
+  std::string before_;
+};
+
 }  // namespace nuvec::test

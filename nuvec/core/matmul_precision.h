@@ -1,0 +1,24 @@
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace nuvec {
+
+/// How precisely products of float32 matrices may be computed, as PyTorch's torch.set_float32_matmul_precision:
+/// - "highest" (the default): float32 throughout;
+/// - "high": each input may be carried with at least 16 significant bits (PyTorch's allows TF32's 11);
+/// - "medium": at least bfloat16's 8.
+/// nuvec reads it where float32 rows meet weights of 8 bits or fewer: the decode-shaped quantized products (a few
+/// rows of x against affine or GGML block weights) write x as 8-bit integer levels, three under "highest" (float32's
+/// accuracy) and two otherwise (within 2^-16 of the largest |x| of its row, or of its 32 values for the block formats:
+/// hundreds of times finer than the weights' own rounding, and a third less arithmetic). Every other product computes
+/// in float32. Read when a product is computed (at eval), not when its op is built; process-wide.
+void set_float32_matmul_precision(std::string_view precision);
+/// "highest", "high" or "medium".
+[[nodiscard]] std::string get_float32_matmul_precision();
+
+enum class MatmulPrecision { highest, high, medium };
+[[nodiscard]] MatmulPrecision float32_matmul_precision();
+
+}  // namespace nuvec
