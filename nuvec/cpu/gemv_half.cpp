@@ -4,8 +4,10 @@
 // vector. Threads split the rows of w. Four rows of w at a time, one vector of each, read at 0.2-0.7 of the read floor
 // on w 8192 x 2048 (one thread; rows of 4 KiB, or a multiple, likely put the four streams on the same L1 sets) and at
 // half of it on the small model's 32000 x 512 output; one row at a time reads at 0.8-1.0 of it on both
-// (bench/README.md, session 14). Software prefetch 1-4 KiB ahead did not help: the hardware prefetcher follows one
-// sequential stream well.
+// (bench/README.md, session 14). The hardware prefetcher follows that one sequential stream, but not far enough
+// ahead for two threads: asking for the line 8 KiB ahead of each one read, into L2, takes w 8192 x 2048 and
+// 32768 x 2048 from 1.29-1.37x of the read floor to 1.08-1.10x on two threads (4 to 32 KiB ahead alike; session 23;
+// into L1, 1-4 KiB ahead on one thread, it had not helped in session 14).
 //
 // Rows of a longer than 16 KiB (k > 4096: a Llama MLP's down projection) no longer stay in the 32 KiB L1 beside the
 // streaming weight and come back from L2 for every row of w: one row at a time then reads at half the rate
@@ -20,6 +22,7 @@
 #include "nuvec/core/half.h"
 #include "nuvec/cpu/gemm.h"
 #include "nuvec/cpu/highway.h"
+#include "nuvec/cpu/prefetch.h"
 #include "nuvec/cpu/thread_pool.h"
 
 namespace nuvec::cpu {
@@ -30,6 +33,7 @@ constexpr int64_t bytes_per_task = 1 << 16;  // weight bytes a thread reads befo
 constexpr int unroll = 4;                    // vectors of a row in flight: independent accumulator chains
 constexpr int64_t l1_row_bytes = 16 << 10;   // rows of a longer than this leave L1 while a weight streams through
 constexpr int shared_rows = 8;               // rows of w that share each vector of a long row of a
+constexpr int64_t prefetch_lead = 8 << 10;   // bytes of a row ahead of the one read that are asked for into L2
 
 /// One half-precision value as float (the tails of rows).
 template <class H>
@@ -56,6 +60,7 @@ void row_dot(const float* a, int64_t lda, const H* w, int64_t k, float* c, int64
   }
   int64_t i = 0;
   for (; i + unroll * lanes <= k; i += unroll * lanes) {
+    prefetch_l2(reinterpret_cast<const char*>(w + i) + prefetch_lead, unroll * lanes * int64_t{sizeof(H)});
     for (int u = 0; u < unroll; ++u) {
       const V wv = hn::PromoteTo(df, hn::LoadU(dh, w + i + u * lanes));
       for (int r = 0; r < R; ++r) {
