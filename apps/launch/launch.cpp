@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -26,6 +27,7 @@
 #include <utility>
 #include <vector>
 
+#include "nuvec/cpu/thread_pool.h"
 #include "nuvec/serve/stop_signals.h"
 
 namespace nuvec::launch {
@@ -416,6 +418,40 @@ Env rank_environment(const std::vector<std::string>& extra) {
   return env;
 }
 
+/// The thread counts of the ranks on this machine: its cores shared among them (at least one each) as
+/// NUVEC_NUM_THREADS, and the same count for OpenBLAS and OpenMP, each where neither this environment nor --env sets
+/// it (NUVEC_NUM_THREADS, where set, is the count). Otherwise each rank's pool takes every core, and OpenBLAS starts a
+/// worker per core that spins for a while after the library loads and after each call: the ranks' threads crowd each
+/// other out, and a small all-reduce waits for a descheduled thread (two ranks on two cores: 14 or 140 us at 1 KiB
+/// from run to run, 17-27 us with one OpenBLAS thread each).
+Env local_thread_counts(const std::vector<Placement>& placements, const Env& env) {
+  const auto set_by = [&](const std::string& name) -> std::optional<std::string> {
+    for (const auto& [key, value] : env) {
+      if (key == name) {
+        return value;
+      }
+    }
+    if (const char* value = std::getenv(name.c_str())) {
+      return value;
+    }
+    return std::nullopt;
+  };
+  const auto local =
+      std::count_if(placements.begin(), placements.end(), [](const Placement& p) { return p.host.empty(); });
+  if (local == 0) {
+    return {};
+  }
+  const std::string count =
+      set_by("NUVEC_NUM_THREADS").value_or(std::to_string(std::max<int64_t>(1, cpu::available_cores() / local)));
+  Env counts;
+  for (const char* name : {"NUVEC_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS"}) {
+    if (!set_by(name)) {
+      counts.emplace_back(name, count);
+    }
+  }
+  return counts;
+}
+
 /// The command line a remote rank's shell runs: writes the host file there, enters this working directory, prints
 /// its process id (pid_marker), then becomes the program with the environment.
 std::string remote_script(const std::string& hostfile_text, const std::string& remote_file, const std::string& cwd,
@@ -531,6 +567,7 @@ int run_launch(const LaunchOptions& o, std::FILE* out) {
               {}};
   std::array<char, 4096> cwd{};
   const bool have_cwd = ::getcwd(cwd.data(), cwd.size()) != nullptr;
+  const Env local_threads = local_thread_counts(placements, env);
   for (size_t r = 0; r < placements.size(); ++r) {
     Rank& rank = ranks.ranks[r];
     rank.index = static_cast<int>(r);
@@ -544,6 +581,7 @@ int run_launch(const LaunchOptions& o, std::FILE* out) {
     rank_env.insert(rank_env.end(),
                     {{"NUVEC_RANK", index}, {"MLX_RANK", index}, {"NUVEC_HOSTFILE", file}, {"MLX_HOSTFILE", file}});
     if (rank.host.empty()) {
+      rank_env.insert(rank_env.end(), local_threads.begin(), local_threads.end());
       rank.pid = spawn(o.command, rank_env, &rank.fds);
     } else {
       rank.awaiting_pid = true;

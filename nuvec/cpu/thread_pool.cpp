@@ -1,5 +1,7 @@
 #include "nuvec/cpu/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <charconv>
@@ -95,8 +97,7 @@ int default_num_threads() {
       return std::min(value, kMaxThreads);
     }
   }
-  const unsigned hardware = std::thread::hardware_concurrency();  // 0 when unknown
-  return hardware == 0 ? 1 : static_cast<int>(std::min<unsigned>(hardware, kMaxThreads));
+  return std::min(available_cores(), kMaxThreads);
 }
 
 constexpr std::uint64_t pack_state(std::uint32_t epoch, std::uint32_t chunks, std::uint32_t next) {
@@ -342,6 +343,16 @@ void detail::parallel_for_impl(std::size_t n, std::size_t grain, RangeFn body) {
     return;
   }
   pool().run(n, std::max<std::size_t>(grain, 1), body);
+}
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    return std::max(1, CPU_COUNT(&set));
+  }
+  const unsigned hardware = std::thread::hardware_concurrency();  // 0 when unknown
+  return hardware == 0 ? 1 : static_cast<int>(std::min<unsigned>(hardware, 1U << 30));
 }
 
 int num_threads() { return pool().num_threads(); }

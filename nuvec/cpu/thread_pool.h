@@ -46,7 +46,11 @@ void parallel_for(std::size_t n, std::size_t grain, F&& body) {
                       [](void* object, std::size_t begin, std::size_t end) { (*static_cast<Fn*>(object))(begin, end); }});
 }
 
-/// The number of threads parallel_for uses, the caller included: std::thread::hardware_concurrency(), or the
+/// The cores the calling thread may run on (its affinity mask, as taskset or mpirun's binding leave it; OpenMP's
+/// default count too), or std::thread::hardware_concurrency() where the mask cannot be read.
+int available_cores();
+
+/// The number of threads parallel_for uses, the caller included: available_cores() when the pool starts, or the
 /// NUVEC_NUM_THREADS environment variable when it holds a whole number >= 1 (other values are ignored).
 int num_threads();
 

@@ -1,6 +1,7 @@
 #include "nuvec/cpu/thread_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
@@ -75,6 +76,23 @@ class ThreadPoolTest : public ::testing::Test {
 };
 
 TEST_F(ThreadPoolTest, DefaultIsAtLeastOneThread) { EXPECT_GE(num_threads(), 1); }
+
+// The default thread count follows the affinity mask (taskset, mpirun's binding), not the machine's core count.
+TEST_F(ThreadPoolTest, AvailableCoresFollowTheAffinityMask) {
+  cpu_set_t before;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof(before), &before), 0);
+  EXPECT_EQ(available_cores(), CPU_COUNT(&before));
+  int first = 0;
+  while (!CPU_ISSET(first, &before)) {
+    ++first;
+  }
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(one), &one), 0);
+  EXPECT_EQ(available_cores(), 1);
+  ASSERT_EQ(::sched_setaffinity(0, sizeof(before), &before), 0);
+}
 
 TEST_F(ThreadPoolTest, SetNumThreadsRoundTrips) {
   set_num_threads(3);
