@@ -58,8 +58,7 @@ TEST(LaunchThreads, LocalRanksShareTheCores) {
   const Unset omp("OMP_NUM_THREADS");
   LaunchOptions options;
   options.processes = 2;
-  options.command = {"/bin/sh", "-c",
-                     "echo threads=$NUVEC_NUM_THREADS,$OPENBLAS_NUM_THREADS,$OMP_NUM_THREADS"};
+  options.command = {"/bin/sh", "-c", "echo threads=$NUVEC_NUM_THREADS,$OPENBLAS_NUM_THREADS,$OMP_NUM_THREADS"};
   const std::string each = std::to_string(std::max(1, cpu::available_cores() / 2));
   const std::string counts = "threads=" + each + "," + each + "," + each + "\n";
   std::string text = launched_output(options);
