@@ -21,7 +21,8 @@
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
 // --rows N (rows of x in the decode rows, default 1; below 32, where the sgemm path starts), --n N and --k K (the
 // weight's shape, default 4096 x 4096; Llama-3.2-1B's are 2048 x 2048, 8192 x 2048, 2048 x 8192 and 128256 x 2048),
-// --only TEXT (only the rows whose name holds TEXT).
+// --only TEXT (only the rows whose name holds TEXT), --matmul-precision highest|high|medium (nuvec's float32 matmul
+// precision: two int8 levels of x in the decode rows under high and medium).
 
 #include <nuvec/cpu/thread_pool.h>
 #include <nuvec/nuvec.h>
@@ -209,8 +210,11 @@ int main(int argc, char** argv) {
       k = std::atoi(argv[++i]);
     } else if (std::string(argv[i]) == "--only" && i + 1 < argc) {
       only = argv[++i];
+    } else if (std::string(argv[i]) == "--matmul-precision" && i + 1 < argc) {
+      nuvec::set_float32_matmul_precision(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: %s [--reps N] [--rows N] [--n N] [--k K] [--only TEXT]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--reps N] [--rows N] [--n N] [--k K] [--only TEXT] [--matmul-precision P]\n",
+                   argv[0]);
       return 2;
     }
   }
