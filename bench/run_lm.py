@@ -12,10 +12,11 @@ ratio is nuvec over llama.cpp (above 1: nuvec is faster). Decode rows carry the 
 reads, over the copy bandwidth measured beside it (STREAM's count: bytes read plus bytes written), give the most
 tokens per second; *_frac is the fraction of that each program reaches. A token only reads, and on some machines
 reading alone is slower than copying (a virtual machine in session 22: 34 GB/s summing, 42 GB/s copying), so the
-rows also give the read bandwidth measured beside them and the fractions of that roofline (*_rfrac). The bytes a token reads are the file's
-tensor bytes as the file stores them (what llama.cpp streams; nuvec repacks some types wider) less the token
-embedding, of which decoding reads one row (unless the embedding is also the output matrix, tied, when all of it is
-read), plus the KV cache at 2 bytes per element (llama.cpp's F16 cache) averaged over the N decoded positions.
+rows also give the read bandwidth measured beside them and the fractions of that roofline (*_rfrac). The bytes a
+token reads are the file's tensor bytes as the file stores them (what llama.cpp streams; nuvec repacks some types
+wider) less the token embedding, of which decoding reads one row (unless the embedding is also the output matrix,
+tied, when all of it is read), plus the KV cache at 2 bytes per element (llama.cpp's F16 cache) averaged over the N
+decoded positions.
 Then a memory table: the largest resident set of each program over its runs, and nuvec's own peak of allocated
 memory (`nuvec generate --json`'s peak_memory_bytes after a P-token prompt and N generated tokens), against the
 file's size plus the KV cache of P + N positions.
