@@ -10,6 +10,7 @@ int block_code_bits(QuantizationMode mode) {
     case QuantizationMode::nvfp4:
       return 0;  // not block formats
     case QuantizationMode::q4_0:
+    case QuantizationMode::q4_0x8:
     case QuantizationMode::q4_k:
       return 4;
     case QuantizationMode::q8_0:

@@ -7,7 +7,7 @@ namespace nuvec {
 namespace {
 constexpr std::array all_modes = {QuantizationMode::affine, QuantizationMode::q4_0,  QuantizationMode::q8_0,
                                   QuantizationMode::q4_k,   QuantizationMode::q6_k,  QuantizationMode::mxfp4,
-                                  QuantizationMode::mxfp8,  QuantizationMode::nvfp4};
+                                  QuantizationMode::mxfp8,  QuantizationMode::nvfp4, QuantizationMode::q4_0x8};
 }  // namespace
 
 std::string_view mode_name(QuantizationMode mode) {
@@ -28,6 +28,8 @@ std::string_view mode_name(QuantizationMode mode) {
       return "mxfp8";
     case QuantizationMode::nvfp4:
       return "nvfp4";
+    case QuantizationMode::q4_0x8:
+      return "q4_0x8";
   }
   return "unknown";
 }
@@ -49,6 +51,7 @@ BlockLayout block_layout(QuantizationMode mode) {
     case QuantizationMode::nvfp4:
       return {0, 0};
     case QuantizationMode::q4_0:
+    case QuantizationMode::q4_0x8:
       return {32, 18};
     case QuantizationMode::q8_0:
       return {32, 34};
@@ -58,6 +61,13 @@ BlockLayout block_layout(QuantizationMode mode) {
       return {256, 210};
   }
   return {0, 0};
+}
+
+int block_rows(QuantizationMode mode) {
+  if (mode == QuantizationMode::q4_0x8) {
+    return 8;
+  }
+  return is_block_format(mode) ? 1 : 0;
 }
 
 bool is_block_format(QuantizationMode mode) { return block_layout(mode).values != 0; }
@@ -79,6 +89,7 @@ MicroscaledLayout microscaled_layout(QuantizationMode mode) {
     case QuantizationMode::q8_0:
     case QuantizationMode::q4_k:
     case QuantizationMode::q6_k:
+    case QuantizationMode::q4_0x8:
       return {0, 0};
   }
   return {0, 0};

@@ -18,6 +18,11 @@
 //         codes (each 32 bytes hold 64 values: low nibbles first, then high ones); d * sc * q - dmin * m per 32.
 //   q6_k  256 values in 210 bytes: 128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales (one per 16 values),
 //         f16 d; d * sc * (q - 32).
+// q4_0x8 is nuvec's own layout of q4_0's bytes, for the CPU's decode kernel: each eight rows (B blocks each) are
+// stored together, first the B x 8 scales (block b's eight d at 16 b), then the B x 128 code bytes (block b's eight
+// rows' 16 bytes at 128 b), so that a pass over eight rows streams one run of memory and each 64 code bytes load as
+// one vector. Its shape is q4_0's (n rows of 18 B bytes) and its rows go in whole eights: slice it only at multiples
+// of 8 rows and never along its blocks. repack_blocks converts between the two.
 
 #include <cstdint>
 #include <optional>
@@ -27,7 +32,7 @@
 namespace nuvec {
 
 // New modes go last: exported files store the mode by its value.
-enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4 };
+enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4, q4_0x8 };
 
 /// The mode's name as the ops take it ("affine", "q4_0", ...).
 std::string_view mode_name(QuantizationMode mode);
@@ -41,7 +46,10 @@ struct BlockLayout {
 };
 BlockLayout block_layout(QuantizationMode mode);
 
-/// Whether the mode is one of GGML's block formats.
+/// The rows a block format's layout keeps together (q4_0x8: 8; the other block formats: 1; the rest: 0).
+int block_rows(QuantizationMode mode);
+
+/// Whether the mode is one of GGML's block formats (or a layout of one).
 bool is_block_format(QuantizationMode mode);
 
 /// Whether the mode is one of MLX's microscaled floating formats (mxfp4, mxfp8, nvfp4).

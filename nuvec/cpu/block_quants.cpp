@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <vector>
 #define NUVEC_BLOCK_DECODE_AVX512 1
 #endif
 
@@ -180,9 +181,22 @@ void q6_k(const uint8_t* b, float* out) {
 
 }  // namespace
 
-void dequantize_row(QuantizationMode mode, const uint8_t* row, int64_t k, float* out) {
+void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t k, float* out) {
   const BlockLayout layout = block_layout(mode);
   const int64_t count = k / layout.values;
+  const uint8_t* row = w + r * count * layout.bytes;
+  std::vector<uint8_t> gathered;
+  if (mode == QuantizationMode::q4_0x8) {
+    // The row's blocks gathered back into q4_0's order from its group of eight rows.
+    const uint8_t* group = w + r / 8 * 8 * count * layout.bytes;
+    const int64_t i = r % 8;
+    gathered.resize(static_cast<size_t>(count * layout.bytes));
+    for (int64_t b = 0; b < count; ++b) {
+      std::memcpy(gathered.data() + b * layout.bytes, group + b * 16 + 2 * i, 2);
+      std::memcpy(gathered.data() + b * layout.bytes + 2, group + count * 16 + b * 128 + 16 * i, 16);
+    }
+    row = gathered.data();
+  }
   for (int64_t i = 0; i < count; ++i) {
     const uint8_t* b = row + i * layout.bytes;
     float* o = out + i * layout.values;
@@ -193,6 +207,7 @@ void dequantize_row(QuantizationMode mode, const uint8_t* row, int64_t k, float*
       case QuantizationMode::nvfp4:
         break;  // not block formats: the ops never send them here
       case QuantizationMode::q4_0:
+      case QuantizationMode::q4_0x8:
         q4_0(b, o);
         break;
       case QuantizationMode::q8_0:

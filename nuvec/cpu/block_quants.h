@@ -9,8 +9,8 @@
 
 namespace nuvec::cpu::blocks {
 
-/// The k values of one row of blocks, as floats.
-void dequantize_row(QuantizationMode mode, const uint8_t* row, int64_t k, float* out);
+/// The k values of row r of a weight w of rows of blocks, as floats.
+void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t k, float* out);
 
 /// out (rows x n, dense) = x (rows x k, dense float32) @ W.T, W being n rows of blocks of k values each; decode
 /// products write x as `levels` (2 or 3) int8 levels (qmm_blocks.cpp).

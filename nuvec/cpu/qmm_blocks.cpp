@@ -17,6 +17,9 @@
 //   sub-block's scale is its own lanes' (one vector of scales where the rows' own order needs a permute per 64 values),
 //   and x's levels are written again as signed digits, every one against the codes as unsigned bytes; q4_k's mins meet
 //   the sums of x per 32 values. Their passes take eight rows.
+// - q4_0x8 (q4_0's rows interleaved in eights, quantization_mode.h; BlockDigits): q4_0's lanes, each 64 code bytes
+//   one load and a pass of eight rows one run of memory (q4_0's passes gather 16 bytes from each of eight rows and
+//   their scales one by one); 1.6x q4_0's speed from cache.
 // - q6_k (SpanDigits): x's digits are stored in an order that puts 8 values of one 16-value group in each lane, and
 //   the codes are moved into that order in registers, so that one chain of sums covers 128 values.
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
@@ -51,13 +54,12 @@ constexpr int64_t bytes_per_task = 1 << 16;  // weight bytes a thread reads befo
 constexpr int64_t prefetch_bytes = 1 << 14;  // how far ahead of its rows a task asks for more
 
 void prefill(QuantizationMode mode, const float* x, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
-  const int64_t row_bytes = k / block_layout(mode).values * block_layout(mode).bytes;
   decoded_gemm(
       x, rows, k, n, tile_rows, TileLayout::by_column,
       [&](int64_t t0, int64_t count, float* values) {
         parallel_for(static_cast<size_t>(count), 1, [&](size_t r0, size_t r1) {
           for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
-            dequantize_row(mode, w + (t0 + r) * row_bytes, k, values + r * k);
+            dequantize_row(mode, w, t0 + r, k, values + r * k);
           }
         });
       },
@@ -347,6 +349,7 @@ int code_offset(QuantizationMode mode) {
     case QuantizationMode::q4_k:
       return 0;
     case QuantizationMode::q4_0:
+    case QuantizationMode::q4_0x8:
       return -8;
     case QuantizationMode::q8_0:
       return -128;
@@ -766,6 +769,119 @@ void rows_q6_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
   store_sums(acc, out);
 }
 
+/// Eight q4_0x8 rows (a group: B x 8 scales, then B x 128 code bytes; quantization_mode.h) against R rows of x, two
+/// blocks at a time: each 64 code bytes hold four rows' 16 (rows 4q to 4q + 3 in vector q), so that lane 4i + j sums
+/// values 4j to 4j + 3 and 16 + 4j to 16 + 4j + 3 of one row's block, as in rows_q4_0, from one load. The two
+/// blocks' 16 scales convert at once, times each block's unit of x, and each vector takes its four lanes' own by a
+/// permute. Each digit of x gets a chain of sums of its own (the last one starting from the offsets), combined by
+/// shifts at the end, so that the chains are short and independent.
+template <int R, int L>
+void rows_q4_0x8(const uint8_t* group, int64_t lead, int64_t blocks, const BlockDigits& x, int64_t r0,
+                 float (&out)[R][8]) {
+  const uint8_t* scale_bytes = group;
+  const uint8_t* code_bytes = group + blocks * 16;
+  __m512 acc[R][2];
+  const int8_t* x_rows[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r][0] = _mm512_setzero_ps();
+    acc[r][1] = _mm512_setzero_ps();
+    x_rows[r] = x.row(r0 + r);
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  // Lane 4i + j of vector q of block h takes scale 8h + 4q + i of the two blocks'.
+  __m512i scale_lanes[2][2];
+  for (int h = 0; h < 2; ++h) {
+    for (int q = 0; q < 2; ++q) {
+      scale_lanes[h][q] = _mm512_add_epi32(_mm512_set1_epi32(8 * h + 4 * q),
+                                           _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
+    }
+  }
+  const __m512i unit_lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (int64_t b = 0; b < blocks; b += 2) {
+    prefetch_l2(code_bytes + b * 128 + lead, 256);
+    if (b % 4 == 0) {  // the scales, one line per four blocks (lead is whole groups: the same place in a later one)
+      prefetch_l2(scale_bytes + b * 16 + lead, 64);
+    }
+    const __m512 scales =
+        _mm512_maskz_cvtph_ps(all16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scale_bytes + b * 16)));
+    __m512i low[2][2];
+    __m512i high[2][2];
+    for (int h = 0; h < 2; ++h) {
+      for (int q = 0; q < 2; ++q) {
+        const __m512i codes = _mm512_loadu_si512(code_bytes + (b + h) * 128 + 64 * q);
+        low[h][q] = _mm512_and_si512(codes, nibble);
+        high[h][q] = _mm512_and_si512(_mm512_srli_epi16(codes, 4), nibble);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      const int8_t* pair = x_rows[r] + b * BlockDigits::record_bytes(L);
+      float units[2];
+      for (int h = 0; h < 2; ++h) {
+        std::memcpy(&units[h], pair + h * BlockDigits::record_bytes(L) + BlockDigits::unit_at(L), sizeof(float));
+      }
+      const __m512 scaled = _mm512_mul_ps(
+          scales, _mm512_maskz_permutexvar_ps(all16, unit_lanes,
+                                              _mm512_castps128_ps512(_mm_setr_ps(units[0], units[1], 0.F, 0.F))));
+      for (int h = 0; h < 2; ++h) {
+        const int8_t* block = pair + h * BlockDigits::record_bytes(L);
+        __m512i digits[L][2];
+        for (int l = 0; l < L; ++l) {
+          for (int half = 0; half < 2; ++half) {
+            digits[l][half] = _mm512_maskz_broadcast_i32x4(
+                all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + int64_t{32} * l + int64_t{16} * half)));
+          }
+        }
+        const __m512i offsets = _mm512_maskz_broadcast_i32x4(
+            all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + BlockDigits::offsets_at(L))));
+        for (int q = 0; q < 2; ++q) {
+          __m512i sums[L];
+          for (int l = 0; l < L; ++l) {
+            sums[l] = _mm512_dpbusd_epi32(l == L - 1 ? offsets : _mm512_setzero_si512(), low[h][q], digits[l][0]);
+            sums[l] = _mm512_dpbusd_epi32(sums[l], high[h][q], digits[l][1]);
+          }
+          __m512i total = sums[0];
+          for (int l = 1; l < L; ++l) {
+            total = _mm512_add_epi32(_mm512_maskz_slli_epi32(all16, total, level_bits), sums[l]);
+          }
+          acc[r][q] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, total),
+                                      _mm512_maskz_permutexvar_ps(all16, scale_lanes[h][q], scaled), acc[r][q]);
+        }
+      }
+    }
+  }
+  store_row_groups<R, 8>(acc, out);
+}
+
+/// Every group of eight q4_0x8 rows against the rows of x, two rows of x at a time, then one: threads split the
+/// groups.
+template <int L>
+void stream_groups_q4_0x8(const BlockDigits& x, int64_t rows, const uint8_t* w, int64_t n, float* out) {
+  const int64_t blocks = x.k / 32;
+  const int64_t group_bytes = int64_t{8} * blocks * 18;
+  const int64_t lead = (prefetch_bytes + group_bytes - 1) / group_bytes * group_bytes;
+  const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / group_bytes));
+  parallel_for(static_cast<size_t>(n / 8), grain, [&](size_t g0, size_t g1) {
+    for (auto g = static_cast<int64_t>(g0); g < static_cast<int64_t>(g1); ++g) {
+      auto store = [&]<int R>(int64_t r0, const float(&dots)[R][8]) {
+        for (int r = 0; r < R; ++r) {
+          std::copy_n(dots[r], 8, out + (r0 + r) * n + 8 * g);
+        }
+      };
+      int64_t r = 0;
+      for (; r + 2 <= rows; r += 2) {
+        float dots[2][8];
+        rows_q4_0x8<2, L>(w + g * group_bytes, lead, blocks, x, r, dots);
+        store(r, dots);
+      }
+      for (; r < rows; ++r) {
+        float dots[1][8];
+        rows_q4_0x8<1, L>(w + g * group_bytes, lead, blocks, x, r, dots);
+        store(r, dots);
+      }
+    }
+  });
+}
+
 /// C rows of w (row_bytes apart) against R rows of x on L levels: out[r][c]. Each block read asks for the bytes
 /// `lead` past it to be brought into L2, one line per line read: a burst of prefetches per row left the rows of
 /// several passes in flight at once and slowed the stream.
@@ -843,14 +959,19 @@ void stream_rows(const X& x, int64_t rows, const uint8_t* w, int64_t n, float* o
 template <QuantizationMode M, int L>
 bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
   // Formats whose kernels take four rows of w a vector: x as block records, eight rows of w a pass.
-  constexpr bool row_groups = M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k;
+  constexpr bool row_groups =
+      M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k || M == QuantizationMode::q4_0x8;
   using X =
       std::conditional_t<row_groups, BlockDigits, std::conditional_t<M == QuantizationMode::q6_k, SpanDigits, Levels>>;
   const X x(xf, rows, k, L, code_offset(M));
   if (!x.units_normal) {
     return false;
   }
-  stream_rows<M, row_groups ? 8 : 4, L>(x, rows, w, n, out);
+  if constexpr (M == QuantizationMode::q4_0x8) {
+    stream_groups_q4_0x8<L>(x, rows, w, n, out);
+  } else {
+    stream_rows<M, row_groups ? 8 : 4, L>(x, rows, w, n, out);
+  }
   return true;
 }
 
@@ -871,6 +992,8 @@ bool int8_product(QuantizationMode mode, const float* x, int64_t rows, int64_t k
       return int8_product_of<QuantizationMode::q4_k, L>(x, rows, k, w, n, out);
     case QuantizationMode::q6_k:
       return int8_product_of<QuantizationMode::q6_k, L>(x, rows, k, w, n, out);
+    case QuantizationMode::q4_0x8:
+      return int8_product_of<QuantizationMode::q4_0x8, L>(x, rows, k, w, n, out);
   }
   return false;
 }

@@ -177,7 +177,6 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
   const array w = quant::dense(in[0]);
   if (is_block_format(p.mode)) {
     const int64_t k = o.shape(-1);
-    const int64_t row_bytes = w.shape(-1);
     const auto* blocks = quant::data_of<const uint8_t>(w);
     dispatch<floating_types>(o.dtype(), "Dequantize", [&]<class T>(type_tag<T>) {
       T* dst = quant::data_of<T>(o);
@@ -185,7 +184,7 @@ void run(const Dequantize& p, const Inputs& in, Outputs& out) {
                    [&](size_t r0, size_t r1) {
                      std::vector<float> row(static_cast<size_t>(k));
                      for (size_t r = r0; r < r1; ++r) {
-                       blocks::dequantize_row(p.mode, blocks + r * row_bytes, k, row.data());
+                       blocks::dequantize_row(p.mode, blocks, static_cast<int64_t>(r), k, row.data());
                        std::copy(row.begin(), row.end(), dst + r * k);
                      }
                    });

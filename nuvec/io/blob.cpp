@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "nuvec/core/ops.h"
@@ -29,6 +31,16 @@ class MappedBlob final : public Blob {
   MappedBlob& operator=(const MappedBlob&) = delete;
   [[nodiscard]] const unsigned char* data() const override { return static_cast<const unsigned char*>(data_); }
   [[nodiscard]] size_t size() const override { return size_; }
+  void release(const unsigned char* begin, size_t count) const override {
+    const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto start = reinterpret_cast<uintptr_t>(std::max(begin, data()));
+    const auto end = reinterpret_cast<uintptr_t>(std::min(begin + count, data() + size_));
+    const uintptr_t first = (start + page - 1) / page * page;
+    const uintptr_t last = end / page * page;
+    if (first < last) {
+      ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // a hint: failure keeps the pages
+    }
+  }
 
  private:
   void* data_;
@@ -46,6 +58,8 @@ class MemoryBlob final : public Blob {
 };
 
 }  // namespace
+
+void Blob::release(const unsigned char* /*begin*/, size_t /*count*/) const {}
 
 std::shared_ptr<const Blob> map_file(const std::string& path, std::string_view op) {
   std::string label = "file " + path;

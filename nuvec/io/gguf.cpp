@@ -370,7 +370,8 @@ GGUFLoad load_gguf(const std::string& file, GGUFQuantized mode) { return load_gg
 
 GGUFTensors load_gguf_tensors(const std::string& file) {
   GGUFTensors out;
-  out.metadata = GGUFReader(map_file(file, kLoad), out.tensors).read().second;
+  out.blob = map_file(file, kLoad);
+  out.metadata = GGUFReader(out.blob, out.tensors).read().second;
   return out;
 }
 

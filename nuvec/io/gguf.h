@@ -68,6 +68,8 @@ struct GGUFTensor {
 struct GGUFTensors {
   std::vector<GGUFTensor> tensors;
   std::unordered_map<std::string, GGUFMetaData> metadata;
+  /// The mapped file the tensors view.
+  std::shared_ptr<const Blob> blob;
 };
 GGUFTensors load_gguf_tensors(const std::string& file);
 

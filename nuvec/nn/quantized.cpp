@@ -42,6 +42,15 @@ std::vector<array> quantized_parts(const array& float_weight, int rows, int dims
   return nuvec::quantize(float_weight, group_size, bits, mode);
 }
 
+/// An embedding reads single rows: a layout that keeps rows in groups cannot serve it.
+const std::string& embedding_mode(const std::string& mode) {
+  if (auto parsed = parse_quantization_mode(mode); parsed && block_rows(*parsed) > 1) {
+    throw_invalid("[QuantizedEmbedding] the layout '" + mode + "' keeps its rows in groups of " +
+                  std::to_string(block_rows(*parsed)) + "; an embedding reads single rows.");
+  }
+  return mode;
+}
+
 }  // namespace
 
 namespace detail {
@@ -67,6 +76,16 @@ void Quantized<Base>::init(const array& float_weight, int rows, int dims) {
 template <class Base>
 bool Quantized<Base>::block_format() const {
   return block_mode(mode_).has_value();
+}
+
+template <class Base>
+void Quantized<Base>::repack_weight(const std::string& mode) {
+  if (!block_format()) {
+    const std::string message = "only a weight in a block format has other layouts; this one is '" + mode_ + "'.";
+    throw_invalid(nuvec::detail::op_prefix(this->type_name()) + message);
+  }
+  this->weight = repack_blocks(this->weight, mode_, mode);
+  mode_ = mode;
 }
 
 template <class Base>
@@ -107,12 +126,12 @@ std::shared_ptr<Linear> Linear::to_quantized(int group_size, int bits, const std
 }
 
 QuantizedEmbedding::QuantizedEmbedding(int num_embeddings, int dims, int group_size, int bits, const std::string& mode)
-    : Quantized(group_size, bits, mode, num_embeddings, dims) {
+    : Quantized(group_size, bits, embedding_mode(mode), num_embeddings, dims) {
   init(weight, num_embeddings_, dims_);
 }
 
 QuantizedEmbedding::QuantizedEmbedding(const Embedding& embedding, int group_size, int bits, const std::string& mode)
-    : Quantized(group_size, bits, mode, embedding.num_embeddings(), embedding.dims()) {
+    : Quantized(group_size, bits, embedding_mode(mode), embedding.num_embeddings(), embedding.dims()) {
   init(embedding.weight, num_embeddings_, dims_);
 }
 

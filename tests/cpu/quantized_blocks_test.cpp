@@ -1,11 +1,12 @@
-// Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k), read from the blocks as a
-// GGUF file holds them. The weights are random blocks (random codes, sub-block scales and mins, and random float16
-// scales), decoded for reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate
-// implementation) and multiplied in float64 here. Covered: the float32 matmul precision (two levels of x under "high"),
-// the decode row counts of the integer kernel (1 to 9 rows of x, computed two at a time; 1 to 300 rows of w, computed
-// four at a time, with 1 to 3 left over), the extreme codes (every code at its least or greatest, against x at the
-// limits of its levels), the decoded-tile path (40 rows, and rows not a multiple of 64 values), half-precision x,
-// infinities and tiny values in x, empty products, the gradient with respect to x, vmap, and the errors.
+// Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k; and q4_0x8, q4_0 with its
+// rows interleaved in eights), read from the blocks as a GGUF file holds them. The weights are random blocks (random
+// codes, sub-block scales and mins, and random float16 scales), decoded for reference by the GGUF reader's own decoder
+// (io::detail::dequantize_blocks, a separate implementation) and multiplied in float64 here. Covered: the float32
+// matmul precision (two levels of x under "high"), the decode row counts of the integer kernel (1 to 9 rows of x,
+// computed two at a time; 1 to 300 rows of w, computed four at a time, with 1 to 3 left over), the extreme codes
+// (every code at its least or greatest, against x at the limits of its levels), the decoded-tile path (40 rows, and
+// rows not a multiple of 64 values), half-precision x, infinities and tiny values in x, empty products, the gradient
+// with respect to x, vmap, and the errors.
 
 #include <gtest/gtest.h>
 
@@ -338,7 +339,8 @@ TEST(QuantizedBlocks, Errors) {
   EXPECT_EQ(error_of([&] {
               quantized_matmul(ones({1, 64}), blocks, "q5_9");
             }),
-            "[quantized_matmul] Invalid block format 'q5_9'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k'.");
+            "[quantized_matmul] Invalid block format 'q5_9'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', "
+            "'q4_0x8'.");
   EXPECT_EQ(error_of([&] {
               quantized_matmul(ones({1, 64}), astype(blocks, int8), "q4_0");
             }),
@@ -357,6 +359,63 @@ TEST(QuantizedBlocks, Errors) {
             }),
             "[quantized_matmul] The block format 'q4_0' keeps its scales in its blocks; call quantized_matmul with "
             "the weight and the mode only.");
+  EXPECT_EQ(error_of([&] {
+              quantized_matmul(ones({1, 64}), blocks, "q4_0x8");
+            }),
+            "[quantized_matmul] A weight in the layout 'q4_0x8' holds its rows in groups of 8; got shape (2,36).");
+  EXPECT_EQ(error_of([&] { repack_blocks(random_blocks(formats()[1], 8, 64, rng), "q8_0", "q4_0x8"); }),
+            "[repack_blocks] A weight in the block format 'q4_0x8' is a matrix of rows of whole 18-byte blocks; got "
+            "shape (8,68).");
+  EXPECT_EQ(error_of([&] {
+              repack_blocks(random_blocks(formats()[0], 8, 544, rng), "q4_0", "q8_0");  // 306 bytes: both fit
+            }),
+            "[repack_blocks] No repacking from 'q4_0' to 'q8_0'; the layouts of one format are 'q4_0' and 'q4_0x8'.");
+}
+
+// q4_0x8 holds q4_0's bytes with each eight rows interleaved: repack_blocks moves every byte where
+// quantization_mode.h says (checked here byte by byte) and back, and the products and values equal q4_0's exactly
+// (the same integer sums, scaled and added in the same order) on the decode kernel's rows of x and the decoded
+// tiles', at both matmul precisions, with the odd block counts that the decode kernel leaves to the tiles.
+TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
+  std::mt19937 rng(12);
+  const Format& f = formats()[0];
+  for (int k : {64, 96, 512}) {
+    for (int n : {8, 16, 136}) {
+      array blocks = random_blocks(f, n, k, rng);
+      array interleaved = repack_blocks(blocks, "q4_0", "q4_0x8");
+      ASSERT_EQ(interleaved.shape(), blocks.shape());
+      blocks.eval();
+      interleaved.eval();
+      const uint8_t* from = blocks.data<uint8_t>();
+      const uint8_t* to = interleaved.data<uint8_t>();
+      const int count = k / 32;
+      const int group_bytes = 8 * count * 18;
+      bool moved = true;
+      for (int r = 0; r < n; ++r) {
+        const uint8_t* group = to + static_cast<ptrdiff_t>(r / 8) * group_bytes;
+        for (int b = 0; b < count; ++b) {
+          const uint8_t* block = from + static_cast<ptrdiff_t>(r) * count * 18 + static_cast<ptrdiff_t>(b) * 18;
+          moved = moved && std::equal(block, block + 2, group + 16 * b + 2 * (r % 8)) &&
+                  std::equal(block + 2, block + 18, group + 16 * count + 128 * b + 16 * (r % 8));
+        }
+      }
+      EXPECT_TRUE(moved) << "n=" << n << " k=" << k;
+      EXPECT_TRUE(array_equal(repack_blocks(interleaved, "q4_0x8", "q4_0"), blocks).item<bool>());
+      EXPECT_TRUE(array_equal(dequantize(interleaved, "q4_0x8"), dequantize(blocks, "q4_0")).item<bool>());
+      const auto values = reference_values(f, blocks, n, k);
+      for (const char* precision : {"highest", "high"}) {
+        const MatmulPrecisionScope scope(precision);
+        for (int m : {1, 2, 3, 40}) {
+          const auto x = random_x(m, k, rng);
+          const array xa(x.begin(), {m, k}, float32);
+          array got = quantized_matmul(xa, interleaved, "q4_0x8");
+          EXPECT_TRUE(array_equal(got, quantized_matmul(xa, blocks, "q4_0")).item<bool>())
+              << precision << " m=" << m << " n=" << n << " k=" << k;
+          EXPECT_TRUE(within_level_error(got, x, values, m, n, k, 2)) << precision << " m=" << m;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "nuvec/core/error.h"
 #include "nuvec/lm/models/registry.h"
 #include "nuvec/lm/models/rope.h"
+#include "nuvec/nn/quantized.h"
 #include "tests/lm/reference/gguf_writer.h"
 
 namespace nuvec::lm {
@@ -486,6 +487,38 @@ TEST(GGUFModel, LlamaEveryType) {
     TinyFile file("llama_" + type_name(type), tiny_config("llama"), all(type), 20);
     expect_same_model(file, kTol);
   }
+}
+
+// A Q4_0 file's linear layers load as q4_0x8 (rows interleaved in eights) where their rows come in eights, the
+// embedding and a 300-row head stay q4_0, and the config records the layout: a model built from it takes the loaded
+// weights and gives the same logits.
+TEST(GGUFModel, Q4_0LinearLayersLoadInterleaved) {
+  TinyFile file("llama_interleaved", tiny_config("llama"), all(GGMLType::Q4_0), 31);
+  LoadedModel loaded = load_gguf_model(file.path);
+  std::map<std::string, std::string> modes;
+  loaded.model->apply_to_modules([&](const std::string& path, nn::Module& module) {
+    if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
+      modes[path] = linear->mode();
+    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module)) {
+      modes[path] = embedding->mode();
+    }
+  });
+  EXPECT_EQ(modes.at("model.embed_tokens"), "q4_0");
+  EXPECT_EQ(modes.at("lm_head"), "q4_0");
+  for (const char* layer : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.o_proj", "mlp.down_proj"}) {
+    const std::string path = std::string("model.layers.1.") + layer;
+    EXPECT_EQ(modes.at(path), "q4_0x8") << path;
+    EXPECT_EQ(loaded.config["quantization"][path]["mode"], "q4_0x8") << path;
+  }
+  std::shared_ptr<LanguageModel> rebuilt = create_model(loaded.config);
+  const nn::Params params = loaded.model->parameters();
+  load_weights_into(*rebuilt, NamedArrays(params.begin(), params.end()), loaded.config);
+  const std::vector<int32_t> ids = {5, 17, 200, 3};
+  const array tokens(ids.begin(), {1, 4}, int32);
+  Cache cache = loaded.model->make_cache();
+  Cache rebuilt_cache = rebuilt->make_cache();
+  EXPECT_TRUE(
+      array_equal(rebuilt->forward(tokens, &rebuilt_cache), loaded.model->forward(tokens, &cache)).item<bool>());
 }
 
 TEST(GGUFModel, LlamaWithBiases) {

@@ -1,6 +1,6 @@
 // Quantized layers in GGML's block formats: their parameters (the uint8 rows of blocks, no scales or biases), a
-// zero start, and their outputs against the block-format ops on the same weight (the ops themselves are checked
-// against the GGUF reader's decoder in tests/cpu/quantized_blocks_test.cpp).
+// zero start, their outputs against the block-format ops on the same weight (the ops themselves are checked against
+// the GGUF reader's decoder in tests/cpu/quantized_blocks_test.cpp), and a q4_0 layer repacked into q4_0x8.
 
 #include <gtest/gtest.h>
 
@@ -68,11 +68,38 @@ TEST(QuantizedBlockLayers, EmbeddingLooksUpAndDecodesRows) {
   EXPECT_TRUE(allclose(embedding.as_linear(x), quantized_matmul(x, embedding.weight, "q8_0"), 1e-6, 1e-6).item<bool>());
 }
 
+// A q4_0 layer repacked into q4_0x8 (its rows interleaved in eights) takes the mode and computes the same outputs.
+TEST(QuantizedBlockLayers, LinearRepacksIntoInterleavedRows) {
+  std::mt19937 rng(3);
+  nn::QuantizedLinear layer(64, 16, true, 32, 4, "q4_0");
+  std::vector<uint8_t> bytes(static_cast<size_t>(16 * 36));
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = i % 18 == 0 ? 0x00 : i % 18 == 1 ? 0x24 : static_cast<uint8_t>(rng() & 0xFF);  // scales 1/64
+  }
+  layer.weight = array(bytes.begin(), {16, 36}, uint8);
+  array x = test::random_array({3, 64}, float32, rng);
+  array before = layer.forward(x);
+  before.eval();
+  layer.repack("q4_0x8");
+  EXPECT_EQ(layer.mode(), "q4_0x8");
+  EXPECT_EQ(layer.weight.shape(), Shape({16, 36}));
+  EXPECT_TRUE(array_equal(layer.forward(x), before).item<bool>());
+  EXPECT_TRUE(
+      array_equal(layer.weight, repack_blocks(array(bytes.begin(), {16, 36}, uint8), "q4_0", "q4_0x8")).item<bool>());
+}
+
 TEST(QuantizedBlockLayers, Errors) {
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(96, 4, false, 256, 4, "q4_k"); }),
             "[quantize] the input size 96 must be a multiple of the q4_k block of 256 values.");
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 4, false, 32, 4, "q9_9"); }),
             "[quantize] Invalid quantization mode 'q9_9'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
+  EXPECT_EQ(error_of([] { nn::QuantizedEmbedding(16, 64, 32, 4, "q4_0x8"); }),
+            "[QuantizedEmbedding] the layout 'q4_0x8' keeps its rows in groups of 8; an embedding reads single rows.");
+  EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 16, false, 64, 4).repack("q4_0x8"); }),
+            "[QuantizedLinear] only a weight in a block format has other layouts; this one is 'affine'.");
+  EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 16, false, 32, 8, "q8_0").repack("q4_0x8"); }),
+            "[repack_blocks] A weight in the block format 'q4_0x8' is a matrix of rows of whole 18-byte blocks; got "
+            "shape (16,68).");
 }
 
 }  // namespace

@@ -44,7 +44,7 @@ BlockWeight check_blocks(const array& w, const std::string& mode, const char* op
   auto parsed = parse_quantization_mode(mode);
   if (!parsed || !is_block_format(*parsed)) {
     throw_invalid(op_prefix(op) + "Invalid block format '" + mode +
-                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k'.");
+                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', 'q4_0x8'.");
   }
   const BlockLayout layout = block_layout(*parsed);
   if (w.dtype() != uint8) {
@@ -54,6 +54,10 @@ BlockWeight check_blocks(const array& w, const std::string& mode, const char* op
   if (w.ndim() != 2 || w.shape(-1) % layout.bytes != 0) {
     throw_invalid(op_prefix(op) + "A weight in the block format '" + mode + "' is a matrix of rows of whole " +
                   std::to_string(layout.bytes) + "-byte blocks; got shape " + shape_string(w.shape()) + ".");
+  }
+  if (w.shape(0) % block_rows(*parsed) != 0) {
+    throw_invalid(op_prefix(op) + "A weight in the layout '" + mode + "' holds its rows in groups of " +
+                  std::to_string(block_rows(*parsed)) + "; got shape " + shape_string(w.shape()) + ".");
   }
   return {*parsed, layout, w.shape(-1) / layout.bytes * layout.values};
 }
@@ -352,6 +356,35 @@ array dequantize(const array& w, const std::string& mode, std::optional<Dtype> d
     throw_invalid("[dequantize] The output dtype must be real floating point; got " + dtype_string(out_dtype) + ".");
   }
   return make_node(Dequantize{b.layout.values, block_code_bits(b.mode), b.mode, out_dtype}, {w}, to_stream(s));
+}
+
+array repack_blocks(const array& w, const std::string& from, const std::string& to, StreamOrDevice s) {
+  const BlockWeight source = check_blocks(w, from, "repack_blocks");
+  const BlockWeight target = check_blocks(w, to, "repack_blocks");
+  if (source.mode == target.mode) {
+    return w;
+  }
+  auto q4_0_layout = [](QuantizationMode m) { return m == QuantizationMode::q4_0 || m == QuantizationMode::q4_0x8; };
+  if (!q4_0_layout(source.mode) || !q4_0_layout(target.mode)) {
+    throw_invalid("[repack_blocks] No repacking from '" + from + "' to '" + to +
+                  "'; the layouts of one format are 'q4_0' and 'q4_0x8'.");
+  }
+  // Each eight rows of B 18-byte blocks are (8, B, 18) bytes in q4_0 and (B, 8, 2) scale bytes then (B, 8, 16) code
+  // bytes in q4_0x8.
+  const int groups = w.shape(0) / 8;
+  const int blocks = w.shape(1) / 18;
+  if (target.mode == QuantizationMode::q4_0x8) {
+    const array rows = reshape(w, {groups, 8, blocks, 18}, s);
+    const array scales = reshape(swapaxes(slice(rows, {0, 0, 0, 0}, {groups, 8, blocks, 2}, s), 1, 2, s),
+                                 {groups, blocks * 16}, s);
+    const array codes = reshape(swapaxes(slice(rows, {0, 0, 0, 2}, {groups, 8, blocks, 18}, s), 1, 2, s),
+                                {groups, blocks * 128}, s);
+    return reshape(concatenate({scales, codes}, 1, s), w.shape(), s);
+  }
+  const array grouped = reshape(w, {groups, blocks * 144}, s);
+  const array scales = reshape(slice(grouped, {0, 0}, {groups, blocks * 16}, s), {groups, blocks, 8, 2}, s);
+  const array codes = reshape(slice(grouped, {0, blocks * 16}, {groups, blocks * 144}, s), {groups, blocks, 8, 16}, s);
+  return reshape(swapaxes(concatenate({scales, codes}, 3, s), 1, 2, s), w.shape(), s);
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
