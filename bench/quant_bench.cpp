@@ -12,10 +12,11 @@
 //                                               the floor); float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0,
 //                                               no int8 dot products; decode_gbs: the bytes read over median_ms.
 //                                               decode_q4_0_t_x1 ...: the GGML block formats (quantized_matmul(x,
-//                                               blocks, mode)), random codes and scales; decode_mxfp4_t_x1 ...: MLX's
-//                                               microscaled modes (mxfp4, mxfp8, nvfp4) of the same weight;
-//                                               decode_f16_t_x1, decode_bf16_t_x1: matmul(x, w_half.T), the weight in
-//                                               half precision (a half-precision model's decode)
+//                                               blocks, mode); q4_0x8: q4_0's repacked), random codes and scales;
+//                                               decode_mxfp4_t_x1 ...: MLX's microscaled modes (mxfp4, mxfp8, nvfp4) of
+//                                               the same weight; decode_f16_t_x1, decode_bf16_t_x1: matmul(x,
+//                                               w_half.T), the weight in half precision (a half-precision model's
+//                                               decode)
 //   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
@@ -166,8 +167,11 @@ struct BlockFormat {
 };
 
 const std::vector<BlockFormat>& block_formats() {
-  static const std::vector<BlockFormat> all = {
-      {"q4_0", 32, 18, {0}}, {"q8_0", 32, 34, {0}}, {"q4_k", 256, 144, {0, 2}}, {"q6_k", 256, 210, {208}}};
+  static const std::vector<BlockFormat> all = {{"q4_0", 32, 18, {0}},
+                                               {"q4_0x8", 32, 18, {0}},
+                                               {"q8_0", 32, 34, {0}},
+                                               {"q4_k", 256, 144, {0, 2}},
+                                               {"q6_k", 256, 210, {208}}};
   return all;
 }
 
@@ -281,7 +285,11 @@ int main(int argc, char** argv) {
     if (!wanted(name)) {
       continue;
     }
-    const auto weights = copies_of({random_blocks(format, n, k, rng)});
+    array blocks = random_blocks(format, n, k, rng);
+    if (std::string(format.mode) == "q4_0x8") {  // q4_0's blocks with each eight rows interleaved
+      blocks = nuvec::repack_blocks(blocks, "q4_0", "q4_0x8");
+    }
+    const auto weights = copies_of({blocks});
     std::printf("row %s", name.c_str());
     const uint64_t checksum = time_streamed(
         reps, weights, [&](const std::vector<array>& wq) { return nuvec::quantized_matmul(x, wq[0], format.mode); });
