@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
@@ -210,6 +213,23 @@ int feature_block(int group_size, const std::string& mode) {
   return parsed && is_block_format(*parsed) ? block_layout(*parsed).values : group_size;
 }
 
+/// The plain layout of a layout that keeps rows in groups ("q4_0" for "q4_0x8"), whose rows and features cut as its
+/// blocks do; none for the other modes.
+std::optional<std::string> plain_layout(const std::string& mode) {
+  const auto parsed = parse_quantization_mode(mode);
+  if (!parsed || block_rows(*parsed) <= 1) {
+    return std::nullopt;
+  }
+  return std::string(mode_name(QuantizationMode::q4_0));
+}
+
+/// Puts a layer cut in the plain layout back into `grouped` where its rows still come in whole groups.
+void regroup(QuantizedLinear& layer, const std::string& grouped) {
+  if (layer.weight.shape(0) % block_rows(*parse_quantization_mode(grouped)) == 0) {
+    layer.repack(grouped);
+  }
+}
+
 /// The group and the checked shares of a layer's output (rows), by default as even as possible in multiples of
 /// `row_block` where there are enough of them.
 detail::RankSplit output_split(const std::string& layer, int dim, const std::optional<distributed::Group>& group,
@@ -407,6 +427,15 @@ array QuantizedShardedToAllLinear::forward(const array& x) {
 std::shared_ptr<Linear> shard_linear(const Linear& linear, Sharding sharding, const Segments& segments,
                                      std::optional<distributed::Group> group, const RankSizes& sizes) {
   const auto* quantized = dynamic_cast<const QuantizedLinear*>(&linear);
+  if (const auto plain = quantized != nullptr ? plain_layout(quantized->mode()) : std::nullopt) {
+    QuantizedLinear copy(quantized->input_dims(), quantized->output_dims(), quantized->bias.has_value(),
+                         quantized->group_size(), quantized->bits(), quantized->mode());
+    copy.update(quantized->parameters());
+    copy.repack(*plain);
+    std::shared_ptr<Linear> sharded = shard_linear(copy, sharding, segments, std::move(group), sizes);
+    regroup(dynamic_cast<QuantizedLinear&>(*sharded), quantized->mode());
+    return sharded;
+  }
   switch (sharding) {
     case Sharding::all_to_sharded:
       if (quantized != nullptr) {
@@ -424,6 +453,15 @@ std::shared_ptr<Linear> shard_linear(const Linear& linear, Sharding sharding, co
 
 void shard_inplace(Module& module, const ShardingPredicate& predicate, std::optional<distributed::Group> group) {
   const distributed::Group g = resolve(group);
+  // Layers whose rows are grouped are cut in their plain layout, then grouped again.
+  std::vector<std::pair<QuantizedLinear*, std::string>> grouped;
+  for (const auto& [path, m] : module.modules()) {
+    auto* q = dynamic_cast<QuantizedLinear*>(m);
+    if (const auto plain = q != nullptr ? plain_layout(q->mode()) : std::nullopt) {
+      grouped.emplace_back(q, q->mode());
+      q->repack(*plain);
+    }
+  }
   // Quantized modules by path: the block their features go in, and the features along the weight's last axis.
   std::map<std::string, std::pair<int, int>> quantized;
   for (const auto& [path, m] : module.modules()) {
@@ -465,6 +503,9 @@ void shard_inplace(Module& module, const ShardingPredicate& predicate, std::opti
     const auto found = cuts.find(owner_of(path));
     return found == cuts.end() ? RankSizes() : RankSizes(found->second);
   }));
+  for (const auto& [layer, mode] : grouped) {
+    regroup(*layer, mode);
+  }
 }
 
 void shard_inplace(Module& module, Sharding sharding, const Segments& segments,
