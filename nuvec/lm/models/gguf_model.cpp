@@ -376,13 +376,14 @@ int input_features(const std::string& module, const json& config) {
 void interleave_q4_0(LanguageModel& model, json& config, const io::Blob& file) {
   model.apply_to_modules([&](const std::string& path, nn::Module& module) {
     auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module);
-    if (linear == nullptr || linear->mode() != "q4_0" || linear->weight.shape(0) % 8 != 0) {
+    if (linear == nullptr || linear->mode() != "q4_0" ||
+        linear->weight.shape(0) % block_rows(QuantizationMode::q4_0x8) != 0) {
       return;
     }
     const array source = linear->weight;
     linear->repack("q4_0x8");
     linear->weight.eval();
-    config["quantization"][path] = {{"group_size", 32}, {"bits", 4}, {"mode", "q4_0x8"}};
+    config["quantization"][path] = {{"group_size", linear->group_size()}, {"bits", linear->bits()}, {"mode", "q4_0x8"}};
     const auto* bytes = source.data<unsigned char>();
     const auto* copy = linear->weight.data<unsigned char>();
     const bool mapped = bytes >= file.data() && bytes + source.nbytes() <= file.data() + file.size();
