@@ -375,7 +375,8 @@ TEST(QuantizedBlocks, Errors) {
 // q4_0x8 holds q4_0's bytes with each eight rows interleaved: repack_blocks moves every byte where
 // quantization_mode.h says (checked here byte by byte) and back, and the products and values equal q4_0's exactly
 // (the same integer sums, scaled and added in the same order) on the decode kernel's rows of x and the decoded
-// tiles', at both matmul precisions, with the odd block counts that the decode kernel leaves to the tiles.
+// tiles', at both matmul precisions, with the odd block counts that the decode kernel leaves to the tiles; a weight
+// of no rows, and the gradient with respect to x.
 TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
   std::mt19937 rng(12);
   const Format& f = formats()[0];
@@ -416,6 +417,16 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       }
     }
   }
+  // No rows; and the gradient with respect to x, through the dequantized weight.
+  const array none = repack_blocks(zeros({0, 36}, uint8), "q4_0", "q4_0x8");
+  EXPECT_EQ(quantized_matmul(ones({2, 64}), none, "q4_0x8").shape(), Shape({2, 0}));
+  array blocks = random_blocks(f, 16, 64, rng);
+  const array x = ones({3, 64});
+  auto x_grad = [&](const char* mode, const array& w) {
+    return grad([&](const array& v) { return sum(quantized_matmul(v, w, mode)); })(x);
+  };
+  EXPECT_TRUE(
+      array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
 }
 
 }  // namespace
