@@ -286,6 +286,25 @@ struct BlockDigits {
   [[nodiscard]] const float* sums32(int64_t r) const { return per32.data() + r * (k / 32); }
 };
 
+/// The digits of a BlockDigits record as the four-rows kernels take them: digits[l][h] holds digit l of values 16h to
+/// 16h + 15 in each 128-bit lane.
+template <int L>
+inline void broadcast_digits(const int8_t* record, __m512i (&digits)[L][2]) {
+  for (int l = 0; l < L; ++l) {
+    for (int h = 0; h < 2; ++h) {
+      digits[l][h] = _mm512_maskz_broadcast_i32x4(
+          all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(record + int64_t{32} * l + int64_t{16} * h)));
+    }
+  }
+}
+
+/// A BlockDigits record's four lane offsets in each 128-bit lane.
+template <int L>
+inline __m512i broadcast_offsets(const int8_t* record) {
+  return _mm512_maskz_broadcast_i32x4(
+      all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(record + BlockDigits::offsets_at(L))));
+}
+
 /// Rows of x for q6_k's kernel, whose groups of 16 values each have a scale: per 128 values (a span), two vectors of
 /// digits, P and Q, whose lane l holds 8 values of the group l / 2, P the dwords 4 (l / 2) + l % 2 of the span and Q
 /// the dwords two further on, so that one chain of sums covers 128 values where the values' own order needs two.
@@ -527,14 +546,8 @@ void rows_q4_0(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
     for (int r = 0; r < R; ++r) {
       const int8_t* block = x_rows[r] + b * BlockDigits::record_bytes(L);
       __m512i digits[L][2];
-      for (int l = 0; l < L; ++l) {
-        for (int h = 0; h < 2; ++h) {
-          digits[l][h] = _mm512_maskz_broadcast_i32x4(
-              all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + int64_t{32} * l + int64_t{16} * h)));
-        }
-      }
-      const __m512i offsets = _mm512_maskz_broadcast_i32x4(
-          all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + BlockDigits::offsets_at(L))));
+      broadcast_digits<L>(block, digits);
+      const __m512i offsets = broadcast_offsets<L>(block);
       float unit_value = 0;
       std::memcpy(&unit_value, block + BlockDigits::unit_at(L), sizeof(float));
       const __m512 unit = _mm512_set1_ps(unit_value);
@@ -671,12 +684,7 @@ void rows_q4_k(const uint8_t* w, int64_t row_bytes, int64_t lead, int64_t blocks
           const int s = 2 * q + n;
           const int8_t* block = x_rows[r] + (b * 8 + s) * BlockDigits::record_bytes(L);
           __m512i digits[L][2];
-          for (int l = 0; l < L; ++l) {
-            for (int h = 0; h < 2; ++h) {
-              digits[l][h] = _mm512_maskz_broadcast_i32x4(
-                  all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + int64_t{32} * l + int64_t{16} * h)));
-            }
-          }
+          broadcast_digits<L>(block, digits);
           float unit_value = 0;
           std::memcpy(&unit_value, block + BlockDigits::unit_at(L), sizeof(float));
           const __m512 unit = _mm512_set1_ps(unit_value);
@@ -825,14 +833,8 @@ void rows_q4_0x8(const uint8_t* group, int64_t lead, int64_t blocks, const Block
       for (int h = 0; h < 2; ++h) {
         const int8_t* block = pair + h * BlockDigits::record_bytes(L);
         __m512i digits[L][2];
-        for (int l = 0; l < L; ++l) {
-          for (int half = 0; half < 2; ++half) {
-            digits[l][half] = _mm512_maskz_broadcast_i32x4(
-                all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + int64_t{32} * l + int64_t{16} * half)));
-          }
-        }
-        const __m512i offsets = _mm512_maskz_broadcast_i32x4(
-            all16, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + BlockDigits::offsets_at(L))));
+        broadcast_digits<L>(block, digits);
+        const __m512i offsets = broadcast_offsets<L>(block);
         for (int q = 0; q < 2; ++q) {
           __m512i sums[L];
           for (int l = 0; l < L; ++l) {

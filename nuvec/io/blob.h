@@ -22,9 +22,9 @@ class Blob {
   [[nodiscard]] virtual size_t size() const = 0;
   /// "file <path>" or another name for error messages.
   [[nodiscard]] const std::string& label() const { return label_; }
-  /// Says that the bytes [begin, begin + count) of the blob will not be read soon: a mapped file gives back the
-  /// memory of the whole pages among them, which are read from the file again if touched. Only for bytes that no
-  /// evaluation has written into (a mapping's written pages would be lost).
+  /// Says that the bytes [begin, begin + count) will not be read soon: a mapped file gives back the memory of the
+  /// whole pages of its own among them, which are read from the file again if touched (bytes outside the blob are
+  /// ignored). Only for bytes that no evaluation has written into (a mapping's written pages would be lost).
   virtual void release(const unsigned char* begin, size_t count) const;
 
  protected:

@@ -384,11 +384,12 @@ void interleave_q4_0(LanguageModel& model, json& config, const io::Blob& file) {
     linear->repack("q4_0x8");
     linear->weight.eval();
     config["quantization"][path] = {{"group_size", linear->group_size()}, {"bits", linear->bits()}, {"mode", "q4_0x8"}};
+    // The file's pages of the source, unless the repacked weight was written into them (release keeps to the
+    // file's own bytes, so a source held elsewhere gives back nothing).
     const auto* bytes = source.data<unsigned char>();
     const auto* copy = linear->weight.data<unsigned char>();
-    const bool mapped = bytes >= file.data() && bytes + source.nbytes() <= file.data() + file.size();
     const bool apart = copy + source.nbytes() <= bytes || copy >= bytes + source.nbytes();
-    if (mapped && apart && source.flags().row_contiguous) {
+    if (apart && source.flags().row_contiguous) {
       file.release(bytes, source.nbytes());
     }
   });
