@@ -17,13 +17,15 @@
 //                                               the same weight; decode_f16_t_x1, decode_bf16_t_x1: matmul(x,
 //                                               w_half.T), the weight in half precision (a half-precision model's
 //                                               decode)
-//   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
+//   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T);
+//                                               prefill_q4_0x8_t_...: q4_0x8 blocks (int8 levels of x under high and
+//                                               medium), with q4_0_tiles_ms the same blocks as q4_0 (decoded tiles)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
 // --rows N (rows of x in the decode rows, default 1; below 32, where the sgemm path starts), --n N and --k K (the
 // weight's shape, default 4096 x 4096; Llama-3.2-1B's are 2048 x 2048, 8192 x 2048, 2048 x 8192 and 128256 x 2048),
 // --only TEXT (only the rows whose name holds TEXT), --matmul-precision highest|high|medium (nuvec's float32 matmul
-// precision: two int8 levels of x in the decode rows under high and medium).
+// precision: int8 levels of x in the decode rows, two under high, and one for the block formats under medium).
 
 #include <nuvec/cpu/thread_pool.h>
 #include <nuvec/nuvec.h>
@@ -317,6 +319,21 @@ int main(int argc, char** argv) {
       std::printf("row %s median_ms=%.2f f32_ms=%.2f ratio=%.2f dequantize_ms=%.2f\n", name.c_str(), ms, *f32_ms,
                   ms / *f32_ms, deq_ms);
     }
+  }
+  const std::string name = "prefill_q4_0x8_t_512x" + std::to_string(k) + "x" + std::to_string(n);
+  if (wanted(name)) {
+    if (!f32_ms) {
+      f32_ms = time_ms(std::max(3, reps / 6), [&](int) { return nuvec::matmul(xp, nuvec::transpose(w)); });
+    }
+    array blocks = random_blocks(block_formats()[0], n, k, rng);
+    array interleaved = nuvec::repack_blocks(blocks, "q4_0", "q4_0x8");
+    nuvec::eval({blocks, interleaved});
+    const double tiles_ms =
+        time_ms(std::max(3, reps / 6), [&](int) { return nuvec::quantized_matmul(xp, blocks, "q4_0"); });
+    const double ms =
+        time_ms(std::max(3, reps / 6), [&](int) { return nuvec::quantized_matmul(xp, interleaved, "q4_0x8"); });
+    std::printf("row %s median_ms=%.2f f32_ms=%.2f ratio=%.2f q4_0_tiles_ms=%.2f\n", name.c_str(), ms, *f32_ms,
+                ms / *f32_ms, tiles_ms);
   }
   return 0;
 }

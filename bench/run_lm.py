@@ -40,7 +40,8 @@ barriers while the other thread waits for a core, and loses up to 10x; `--llama-
 its threads sleep instead (on a quiet machine leave it out: spinning is what llama.cpp is measured with).
 
 nuvec runs at its language-model commands' float32 matmul precision, "high" (quantized weights meet activations
-carried with 16 bits, where llama.cpp carries 8); --matmul-precision highest measures float32 throughout.
+carried with 16 bits, where llama.cpp carries 8); --matmul-precision medium carries 8 bits per 32 values as
+llama.cpp does (GGUF block formats), highest measures float32 throughout.
 """
 
 import argparse

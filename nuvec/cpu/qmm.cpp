@@ -644,10 +644,14 @@ const float* float_rows(const array& x, std::vector<float>& storage) {
 
 /// int8 levels of x for decode products. Three keep float32 accuracy (a few 1e-6 of the largest output at worst, with
 /// outliers in x; qmm_int8.cpp); two leave up to ~6e-4 with a 30x outlier, below bfloat16's rounding but not
-/// float16's, and are what float32_matmul_precision() "high" and "medium" allow.
+/// float16's, and are what float32_matmul_precision() "high" allows.
 int decode_levels(Dtype out) {
   return out == bfloat16 || float32_matmul_precision() != MatmulPrecision::highest ? 2 : 3;
 }
+
+/// Levels of x for the block formats, whose units are per 32 values: "medium" takes one, x rounded to 8 bits per 32
+/// values as llama.cpp's q8_0 activations are (qmm_blocks.cpp), where the affine decode's units per row keep two.
+int block_levels(Dtype out) { return float32_matmul_precision() == MatmulPrecision::medium ? 1 : decode_levels(out); }
 
 /// Runs `body(float* out)` into o's buffer (for kernel `op`), through a float32 scratch when o is half precision or
 /// float64.
@@ -682,7 +686,7 @@ void run(const QuantizedMatmul& p, const Inputs& in, Outputs& out) {
       const int64_t n = o.shape(-1);
       const int64_t rows = n == 0 ? 0 : static_cast<int64_t>(o.size()) / n;
       blocks::product(p.mode, float_rows(in[0], storage), rows, in[0].shape(-1), quant::data_of<const uint8_t>(w), n,
-                      decode_levels(o.dtype()), dst);
+                      block_levels(o.dtype()), dst);
     });
     return;
   }

@@ -12,8 +12,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "nuvec/io/gguf_quants.h"
@@ -178,10 +181,11 @@ TEST(QuantizedBlocks, ProductsEqualTheDecodedWeightsProduct) {
   }
 }
 
-// Under "high" and "medium" the decode kernels take two levels of x: within their error, and different from
-// "highest"'s three (the setting reaches the kernel); rows enough for the decoded-tile path are float32 under every
-// precision.
-TEST(QuantizedBlocks, HighMatmulPrecisionTakesTwoLevels) {
+// Under "high" the decode kernels take two levels of x and under "medium" one (x rounded to 8 bits per 32 values, as
+// llama.cpp's q8_0 activations): within their error, and different from "highest"'s three and from each other (the
+// setting reaches the kernel); so does q8_0's prefill (40 rows), while the other formats' decoded tiles are float32
+// under every precision.
+TEST(QuantizedBlocks, MatmulPrecisionSetsTheLevels) {
   std::mt19937 rng(9);
   for (const auto& f : formats()) {
     const int n = 13;
@@ -191,15 +195,20 @@ TEST(QuantizedBlocks, HighMatmulPrecisionTakesTwoLevels) {
     for (int m : {1, 3, 40}) {
       const auto x = random_x(m, k, rng);
       const array xa(x.begin(), {m, k}, float32);
+      // q8_0's prefill computes on the levels too (with q4_0x8's: InterleavedQ4_0PrefillOnLevels).
+      const bool tiles = m == 40 && std::string(f.mode) != "q8_0";
       array highest = quantized_matmul(xa, blocks, f.mode);
       highest.eval();
-      for (const char* precision : {"high", "medium"}) {
+      std::vector<array> outs;
+      for (const auto& [precision, levels] : {std::pair{"high", 2}, std::pair{"medium", 1}}) {
         const MatmulPrecisionScope scope(precision);
-        array out = quantized_matmul(xa, blocks, f.mode);
-        EXPECT_TRUE(within_level_error(out, x, values, m, n, k, 2)) << f.mode << " " << precision << " m=" << m;
-        EXPECT_EQ(array_equal(out, highest).item<bool>(), m == 40 || !int8_decode_built)
+        outs.push_back(quantized_matmul(xa, blocks, f.mode));
+        EXPECT_TRUE(within_level_error(outs.back(), x, values, m, n, k, levels))
+            << f.mode << " " << precision << " m=" << m;
+        EXPECT_EQ(array_equal(outs.back(), highest).item<bool>(), tiles || !int8_decode_built)
             << f.mode << " " << precision << " m=" << m;
       }
+      EXPECT_EQ(array_equal(outs[0], outs[1]).item<bool>(), tiles || !int8_decode_built) << f.mode << " m=" << m;
     }
   }
 }
@@ -227,14 +236,19 @@ TEST(QuantizedBlocks, ExtremeCodesKeepTheLevelError) {
       }
       array blocks(bytes.begin(), random.shape(), uint8);
       const auto values = reference_values(f, blocks, n, k);
-      for (int m : {1, 3}) {
+      for (int m : {1, 3, 40}) {  // 40: q8_0's prefill on levels
         std::vector<float> x(static_cast<size_t>(m * k));
         for (size_t i = 0; i < x.size(); ++i) {
           x[i] = i / 32 % 2 == 0 ? 3.F : -3.F;  // whole blocks of one sign: the lanes' sums do not cancel
         }
         x[7] = 1000.F;
-        array out = quantized_matmul(array(x.begin(), {m, k}, float32), blocks, f.mode);
-        EXPECT_TRUE(within_level_error(out, x, values, m, n, k)) << f.mode << " fill=" << int{fill} << " m=" << m;
+        for (const auto& [precision, levels] :
+             {std::pair{"highest", 3}, std::pair{"high", 2}, std::pair{"medium", 1}}) {
+          const MatmulPrecisionScope scope(precision);
+          array out = quantized_matmul(array(x.begin(), {m, k}, float32), blocks, f.mode);
+          EXPECT_TRUE(within_level_error(out, x, values, m, n, k, levels))
+              << f.mode << " " << precision << " fill=" << int{fill} << " m=" << m;
+        }
       }
     }
   }
@@ -404,13 +418,15 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       EXPECT_TRUE(array_equal(repack_blocks(interleaved, "q4_0x8", "q4_0"), blocks).item<bool>());
       EXPECT_TRUE(array_equal(dequantize(interleaved, "q4_0x8"), dequantize(blocks, "q4_0")).item<bool>());
       const auto values = reference_values(f, blocks, n, k);
-      for (const char* precision : {"highest", "high"}) {
-        const MatmulPrecisionScope scope(precision);
+      for (const std::string_view precision : {"highest", "high"}) {
+        const MatmulPrecisionScope scope(precision.data());
         for (int m : {1, 2, 3, 40}) {
           const auto x = random_x(m, k, rng);
           const array xa(x.begin(), {m, k}, float32);
           array got = quantized_matmul(xa, interleaved, "q4_0x8");
-          EXPECT_TRUE(array_equal(got, quantized_matmul(xa, blocks, "q4_0")).item<bool>())
+          // From 32 rows under "high" q4_0x8 computes on x's levels where q4_0 decodes tiles (the next test).
+          EXPECT_EQ(array_equal(got, quantized_matmul(xa, blocks, "q4_0")).item<bool>(),
+                    m < 32 || precision == "highest" || !int8_decode_built)
               << precision << " m=" << m << " n=" << n << " k=" << k;
           EXPECT_TRUE(within_level_error(got, x, values, m, n, k, 2)) << precision << " m=" << m;
         }
@@ -427,6 +443,77 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
   };
   EXPECT_TRUE(
       array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
+}
+
+// q4_0x8's and q8_0's prefill (32 rows of x and more) meets panels of 16 rows of w with x's levels, two under "high"
+// and one under "medium", within their error; under "highest", or with an infinity in x, q4_0x8 decodes tiles as
+// q4_0 does. Rows of x that are no multiple of the kernel's eight or of its tiles' 64, an odd number of groups (a last
+// panel of eight rows), more blocks than a tile's 64, and every code at its least or greatest against x of one sign
+// per block (q8_0's: ExtremeCodesKeepTheLevelError).
+TEST(QuantizedBlocks, PrefillOnLevels) {
+  std::mt19937 rng(13);
+  const Format& f = formats()[0];
+  struct Case {
+    int m, n, k;
+  };
+  for (const auto [m, n, k] : {Case{77, 24, 96}, Case{40, 8, 32}, Case{33, 8, 2560}, Case{40, 48, 512}}) {
+    array blocks = random_blocks(f, n, k, rng);
+    const array interleaved = repack_blocks(blocks, "q4_0", "q4_0x8");
+    const auto values = reference_values(f, blocks, n, k);
+    auto x = random_x(m, k, rng);
+    const array xa(x.begin(), {m, k}, float32);
+    for (const auto& [precision, levels] : {std::pair{"highest", 3}, std::pair{"high", 2}, std::pair{"medium", 1}}) {
+      const MatmulPrecisionScope scope(precision);
+      array got = quantized_matmul(xa, interleaved, "q4_0x8");
+      EXPECT_TRUE(within_level_error(got, x, values, m, n, k, levels)) << precision << " m=" << m << " n=" << n;
+      EXPECT_EQ(array_equal(got, quantized_matmul(xa, blocks, "q4_0")).item<bool>(),
+                std::string(precision) == "highest" || !int8_decode_built)
+          << precision << " m=" << m << " n=" << n;
+    }
+    x[5] = std::numeric_limits<float>::infinity();
+    const array with_infinity(x.begin(), {m, k}, float32);
+    const MatmulPrecisionScope scope("medium");
+    EXPECT_TRUE(array_equal(quantized_matmul(with_infinity, interleaved, "q4_0x8"),
+                            quantized_matmul(with_infinity, blocks, "q4_0"), true)
+                    .item<bool>())
+        << "m=" << m << " n=" << n;
+  }
+  // q8_0's prefill: panels of 16 rows gathered from the rows, the last one short.
+  const Format& q8 = formats()[1];
+  for (const auto [m, n, k] : {Case{77, 37, 96}, Case{33, 16, 2560}}) {
+    array blocks = random_blocks(q8, n, k, rng);
+    const auto values = reference_values(q8, blocks, n, k);
+    const auto x = random_x(m, k, rng);
+    for (const auto& [precision, levels] : {std::pair{"high", 2}, std::pair{"medium", 1}}) {
+      const MatmulPrecisionScope scope(precision);
+      EXPECT_TRUE(within_level_error(quantized_matmul(array(x.begin(), {m, k}, float32), blocks, "q8_0"), x, values, m,
+                                     n, k, levels))
+          << "q8_0 " << precision << " m=" << m << " n=" << n;
+    }
+  }
+  for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}}) {
+    const int n = 16;
+    const int k = 256;
+    array random = random_blocks(f, n, k, rng);
+    random.eval();
+    std::vector<uint8_t> bytes(random.data<uint8_t>(), random.data<uint8_t>() + random.size());
+    for (size_t block = 0; block < bytes.size() / 18; ++block) {
+      std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(block * 18 + 2), 16, fill);
+    }
+    const array blocks(bytes.begin(), random.shape(), uint8);
+    const auto values = reference_values(f, blocks, n, k);
+    std::vector<float> x(static_cast<size_t>(40 * k));
+    for (size_t i = 0; i < x.size(); ++i) {
+      x[i] = i / 32 % 2 == 0 ? 3.F : -3.F;
+    }
+    x[7] = 1000.F;
+    for (const auto& [precision, levels] : {std::pair{"high", 2}, std::pair{"medium", 1}}) {
+      const MatmulPrecisionScope scope(precision);
+      array got =
+          quantized_matmul(array(x.begin(), {40, k}, float32), repack_blocks(blocks, "q4_0", "q4_0x8"), "q4_0x8");
+      EXPECT_TRUE(within_level_error(got, x, values, 40, n, k, levels)) << precision << " fill=" << int{fill};
+    }
+  }
 }
 
 }  // namespace
