@@ -68,8 +68,8 @@ void init_device(py::module_& m) {
   m.def(
       "set_float32_matmul_precision", [](const std::string& precision) { set_float32_matmul_precision(precision); },
       py::arg("precision"),
-      "'highest' (default), 'high' or 'medium', as torch.set_float32_matmul_precision: under 'high' and 'medium' "
-      "decode-shaped quantized products carry float32 rows with 16 bits.");
+      "'highest' (default), 'high' or 'medium', as torch.set_float32_matmul_precision: under 'high' quantized "
+      "products carry float32 rows with 16 bits, under 'medium' with GGUF block weights 8 bits per 32 values.");
   m.def("get_float32_matmul_precision", &get_float32_matmul_precision);
   m.def("default_stream", &default_stream, py::arg("device"));
   m.def("set_default_stream", &set_default_stream, py::arg("stream"));
