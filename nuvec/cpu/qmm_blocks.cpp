@@ -30,10 +30,10 @@
 // rows of w are moved into vectors whose lane i holds four codes of row i (q4_0x8 by permutes of its interleaved
 // rows, q8_0 by gathers), so that each lane sums a whole block of one row against digits of x broadcast from memory
 // and is converted and scaled once per block (eight vpdpbusd and three float instructions per block, 16 rows of w and
-// a row of x, where the sgemm takes 32 multiply-adds): for q4_0x8 2.4-2.9x the decoded tiles' speed on one level,
-// 1.1-1.6x on two. Other prefill, three levels, x holding infinities or NaNs or a block of
-// values below 2^-100 (too small for the levels' units), or a CPU without AVX-512 VNNI: tiles of w are decoded to
-// float32 and multiplied by the sgemm.
+// a row of x, where the sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x
+// on two; q8_0 2.6x and 1.5x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
+// Other prefill, three levels, x holding infinities or NaNs or a block of values below 2^-100 (too small for the
+// levels' units), or a CPU without AVX-512 VNNI: tiles of w are decoded to float32 and multiplied by the sgemm.
 
 #include <algorithm>
 #include <cmath>
@@ -1042,19 +1042,28 @@ void prefill_panels(const BlockDigits& x, int64_t rows, const Panels& panels, in
 template <int L>
 bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
                   float* out) {
-  if (mode != QuantizationMode::q4_0x8 && mode != QuantizationMode::q8_0) {
-    return false;
+  auto on_panels = [&](const auto& panels) {
+    const BlockDigits x(xf, rows, k, L, code_offset(mode));
+    if (x.units_normal) {
+      prefill_panels<L>(x, rows, panels, n, out);
+    }
+    return x.units_normal;
+  };
+  switch (mode) {
+    case QuantizationMode::affine:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+    case QuantizationMode::q4_0:
+    case QuantizationMode::q4_k:
+    case QuantizationMode::q6_k:
+      return false;  // decoded tiles (a GGUF file's q4_0 linear layers are loaded as q4_0x8)
+    case QuantizationMode::q4_0x8:
+      return on_panels(InterleavedPanels{w, k / 32, n / 8});
+    case QuantizationMode::q8_0:
+      return on_panels(Q8_0Panels{w, k / 32, n});
   }
-  const BlockDigits x(xf, rows, k, L, code_offset(mode));
-  if (!x.units_normal) {
-    return false;
-  }
-  if (mode == QuantizationMode::q4_0x8) {
-    prefill_panels<L>(x, rows, InterleavedPanels{w, k / 32, n / 8}, n, out);
-  } else {
-    prefill_panels<L>(x, rows, Q8_0Panels{w, k / 32, n}, n, out);
-  }
-  return true;
+  return false;
 }
 
 /// Every group of eight q4_0x8 rows against the rows of x, two rows of x at a time, then one: threads split the
