@@ -16,10 +16,6 @@
 
 namespace nuvec::cpu::blocks {
 
-namespace {
-
-/// Sub-block j's 6-bit scale and min in a q4_k block's 12 bytes of them (the low 6 bits of bytes 0-7 hold sub-blocks
-/// 0-3, bytes 8-11 the low 4 bits of 4-7, whose top 2 bits sit in the spare bits of bytes 0-7).
 void q4_k_scale_min(const uint8_t* s, int j, int& scale, int& min) {
   if (j < 4) {
     scale = s[j] & 63;
@@ -29,6 +25,8 @@ void q4_k_scale_min(const uint8_t* s, int j, int& scale, int& min) {
     min = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
   }
 }
+
+namespace {
 
 #if NUVEC_BLOCK_DECODE_AVX512
 

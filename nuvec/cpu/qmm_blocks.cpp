@@ -26,12 +26,13 @@
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
 // row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
-// Prefill (32 rows of x and more) with q4_0x8 or q8_0 weights, on one or two levels (prefill_panels): panels of 16
-// rows of w are moved into vectors whose lane i holds four codes of row i (q4_0x8 by permutes of its interleaved
-// rows, q8_0 by gathers), so that each lane sums a whole block of one row against digits of x broadcast from memory
-// and is converted and scaled once per block (eight vpdpbusd and three float instructions per block, 16 rows of w and
-// a row of x, where the sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x
-// on two; q8_0 2.6x and 1.5x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
+// Prefill (32 rows of x and more) with q4_0x8, q8_0 or q4_k weights, on one or two levels (prefill_panels): panels
+// of 16 rows of w are moved into vectors whose lane i holds four codes of row i (q4_0x8 by permutes of its
+// interleaved rows, q8_0 and q4_k by gathers), so that each lane sums a whole block (q4_k: sub-block) of one row
+// against digits of x broadcast from memory and is converted and scaled once per block, q4_k's mins meeting x's sums
+// per 32 values (eight vpdpbusd and three float instructions per block, 16 rows of w and a row of x, where the sgemm
+// takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x on two; q8_0 2.6x and 1.5x;
+// q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
 // Other prefill, three levels, x holding infinities or NaNs or a block of values below 2^-100 (too small for the
 // levels' units), or a CPU without AVX-512 VNNI: tiles of w are decoded to float32 and multiplied by the sgemm.
 
@@ -890,6 +891,7 @@ void rows_q4_0x8(const uint8_t* group, int64_t lead, int64_t blocks, const Block
 struct PanelBlock {
   __m512i codes[8];
   __m512 scales;
+  __m512 mins;  // q4_k's, which meet x's sums per 32 values; the formats without mins leave them unset
 };
 
 /// q4_0x8 rows as panels: two groups each (the last one alone where the groups are odd). A group's vector a (its rows
@@ -897,11 +899,14 @@ struct PanelBlock {
 /// gathers dword j of every row: two-source permutes collect dwords j and j + 1 of one group's eight rows, and 128-bit
 /// shuffles join the two groups; the low nibbles are values 4j to 4j + 3, the high ones 16 + 4j on.
 struct InterleavedPanels {
+  static constexpr bool has_mins = false;
+  static constexpr int64_t blocks_per_move = 1;
   const uint8_t* w;
   int64_t blocks;
   int64_t groups;
 
-  void move(int64_t p, int64_t b, PanelBlock& out) const {
+  void move(int64_t p, int64_t b, PanelBlock* moved) const {
+    PanelBlock& out = *moved;
     const int64_t group_bytes = int64_t{8} * blocks * 18;
     const uint8_t* first = w + 2 * p * group_bytes;
     const uint8_t* second = 2 * p + 1 < groups ? first + group_bytes : first;
@@ -936,11 +941,14 @@ struct InterleavedPanels {
 /// into lane i of vector j, the codes made unsigned (code + 128; the offset -128 is in x's records), rows past the
 /// last repeating it.
 struct Q8_0Panels {
+  static constexpr bool has_mins = false;
+  static constexpr int64_t blocks_per_move = 1;
   const uint8_t* w;
   int64_t blocks;
   int64_t n;
 
-  void move(int64_t p, int64_t b, PanelBlock& out) const {
+  void move(int64_t p, int64_t b, PanelBlock* moved) const {
+    PanelBlock& out = *moved;
     const int64_t row_bytes = blocks * 34;
     const __m512i rows =
         _mm512_maskz_min_epi32(all16, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
@@ -958,24 +966,77 @@ struct Q8_0Panels {
   }
 };
 
+/// q4_k rows (blocks of 256 values: float16 d and dmin, 12 bytes of 6-bit sub-block scales and mins, then 32 code
+/// bytes per 64 values, the first 32 of them in the low nibbles and the next 32 in the high ones) as panels of 16 rows,
+/// one sub-block of 32 values a PanelBlock: dword j of its 32 code bytes gathered into lane i of vector j, and each
+/// row's d * scale and dmin * min; rows past the last repeat it.
+struct Q4_KPanels {
+  static constexpr bool has_mins = true;
+  static constexpr int64_t blocks_per_move = 8;  // a q4_k block's sub-blocks, which share its gathers and fields
+  const uint8_t* w;
+  int64_t blocks;  // of 32 values
+  int64_t n;
+
+  /// Sub-blocks b to b + 7 (b a multiple of 8) into out[0] to out[7].
+  void move(int64_t p, int64_t b, PanelBlock* out) const {
+    const int64_t row_bytes = blocks / 8 * 144;
+    const int64_t last = std::min<int64_t>(16, n - 16 * p) - 1;
+    const __m512i rows =
+        _mm512_maskz_min_epi32(all16, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                               _mm512_set1_epi32(static_cast<int>(last)));
+    const __m512i starts = _mm512_mullo_epi32(rows, _mm512_set1_epi32(static_cast<int>(row_bytes)));
+    const uint8_t* block = w + 16 * p * row_bytes + b / 8 * 144;
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int64_t c = 0; c < 4; ++c) {
+      for (int j = 0; j < 8; ++j) {
+        const __m512i bytes =
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), all16, starts, block + 16 + 32 * c + 4 * j, 1);
+        out[2 * c].codes[j] = _mm512_and_si512(bytes, nibble);
+        out[2 * c + 1].codes[j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+      }
+    }
+    alignas(64) float scales[8][16];
+    alignas(64) float mins[8][16];
+    for (int64_t i = 0; i < 16; ++i) {
+      const uint8_t* row = block + std::min(i, last) * row_bytes;
+      const float d = half_at(row);
+      const float dmin = half_at(row + 2);
+      for (int sub = 0; sub < 8; ++sub) {
+        int scale = 0;
+        int min = 0;
+        q4_k_scale_min(row + 4, sub, scale, min);
+        scales[sub][i] = d * static_cast<float>(scale);
+        mins[sub][i] = dmin * static_cast<float>(min);
+      }
+    }
+    for (int sub = 0; sub < 8; ++sub) {
+      out[sub].scales = _mm512_load_ps(scales[sub]);
+      out[sub].mins = _mm512_load_ps(mins[sub]);
+    }
+  }
+};
+
 inline int32_t load_i32(const int8_t* p) {
   int32_t value = 0;
   std::memcpy(&value, p, sizeof(value));
   return value;
 }
 
-/// Eight rows of x (pointers to their first block records) against a panel, every block: out[r] lane i = row r's dot
-/// with the panel's row i. Each lane sums its row's whole block against x's digits broadcast four at a time, the
-/// digits chained by shifts as in decode, with the code offset's total added once.
-template <int L>
-void panel_rows(const PanelBlock* panel, int64_t blocks, const int8_t* const (&x)[8], __m512 (&out)[8]) {
+/// Eight rows of x (pointers to their first block records, and to their sums per 32 values) against a panel, every
+/// block: out[r] lane i = row r's dot with the panel's row i. Each lane sums its row's whole block against x's digits
+/// broadcast four at a time, the digits chained by shifts as in decode, with the code offset's total added once; with
+/// Mins, the block's min times x's sum is taken off.
+template <int L, bool Mins>
+void panel_rows(const PanelBlock* panel, int64_t blocks, const int8_t* const (&x)[8], const float* const (&sums)[8],
+                __m512 (&out)[8]) {
   __m512 acc[8];
   for (auto& a : acc) {
     a = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < blocks; ++b) {
     const PanelBlock& p = panel[b];
-    for (int r = 0; r < 8; ++r) {
+#pragma GCC unroll 8
+    for (int r = 0; r < 8; ++r) {  // unrolled, so that the accumulators stay in registers
       const int8_t* record = x[r] + b * BlockDigits::record_bytes(L);
       const __m512i offset = _mm512_set1_epi32(load_i32(record + BlockDigits::total_at(L)));
       __m512i sum = L == 1 ? offset : _mm512_setzero_si512();
@@ -995,6 +1056,9 @@ void panel_rows(const PanelBlock* panel, int64_t blocks, const int8_t* const (&x
       std::memcpy(&unit, record + BlockDigits::unit_at(L), sizeof(unit));
       acc[r] =
           _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, sum), _mm512_mul_ps(p.scales, _mm512_set1_ps(unit)), acc[r]);
+      if constexpr (Mins) {
+        acc[r] = _mm512_fnmadd_ps(p.mins, _mm512_set1_ps(sums[r][b]), acc[r]);
+      }
     }
   }
   std::copy_n(acc, 8, out);
@@ -1014,21 +1078,23 @@ void prefill_panels(const BlockDigits& x, int64_t rows, const Panels& panels, in
       for (int64_t t0 = 0; t0 < rows; t0 += prefill_rows) {
         const int64_t t1 = std::min(rows, t0 + prefill_rows);
         for (auto p = static_cast<int64_t>(p0); p < static_cast<int64_t>(p1); ++p) {
-          for (int64_t b = 0; b < count; ++b) {
-            panels.move(p, b0 + b, panel[static_cast<size_t>(b)]);
+          for (int64_t b = 0; b < count; b += Panels::blocks_per_move) {
+            panels.move(p, b0 + b, panel.data() + b);
           }
           const auto lanes = static_cast<__mmask16>((1U << std::min<int64_t>(16, n - 16 * p)) - 1);
           for (int64_t r0 = t0; r0 < t1; r0 += 8) {
             const int8_t* x_rows[8];
+            const float* x_sums[8];
             for (int64_t r = 0; r < 8; ++r) {
               x_rows[r] = x.row(std::min(r0 + r, t1 - 1)) + b0 * BlockDigits::record_bytes(L);
+              x_sums[r] = x.sums32(std::min(r0 + r, t1 - 1)) + b0;
             }
-            __m512 sums[8];
-            panel_rows<L>(panel.data(), count, x_rows, sums);
+            __m512 dots[8];
+            panel_rows<L, Panels::has_mins>(panel.data(), count, x_rows, x_sums, dots);
             for (int64_t r = 0; r < std::min<int64_t>(8, t1 - r0); ++r) {
               float* dst = out + (r0 + r) * n + 16 * p;
               _mm512_mask_storeu_ps(dst, lanes,
-                                    b0 == 0 ? sums[r] : _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, dst), sums[r]));
+                                    b0 == 0 ? dots[r] : _mm512_add_ps(_mm512_maskz_loadu_ps(lanes, dst), dots[r]));
             }
           }
         }
@@ -1037,8 +1103,8 @@ void prefill_panels(const BlockDigits& x, int64_t rows, const Panels& panels, in
   });
 }
 
-/// The int8 prefill of the formats that have one (q4_0x8, q8_0); false, computing nothing, for the others and where x
-/// has values too small for the levels' units.
+/// The int8 prefill of the formats that have one (q4_0x8, q8_0, q4_k); false, computing nothing, for the others and
+/// where x has values too small for the levels' units.
 template <int L>
 bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
                   float* out) {
@@ -1055,13 +1121,14 @@ bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
     case QuantizationMode::mxfp8:
     case QuantizationMode::nvfp4:
     case QuantizationMode::q4_0:
-    case QuantizationMode::q4_k:
     case QuantizationMode::q6_k:
       return false;  // decoded tiles (a GGUF file's q4_0 linear layers are loaded as q4_0x8)
     case QuantizationMode::q4_0x8:
       return on_panels(InterleavedPanels{w, k / 32, n / 8});
     case QuantizationMode::q8_0:
       return on_panels(Q8_0Panels{w, k / 32, n});
+    case QuantizationMode::q4_k:
+      return on_panels(Q4_KPanels{w, k / 32, n});
   }
   return false;
 }

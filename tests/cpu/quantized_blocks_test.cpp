@@ -195,8 +195,8 @@ TEST(QuantizedBlocks, MatmulPrecisionSetsTheLevels) {
     for (int m : {1, 3, 40}) {
       const auto x = random_x(m, k, rng);
       const array xa(x.begin(), {m, k}, float32);
-      // q8_0's prefill computes on the levels too (with q4_0x8's: InterleavedQ4_0PrefillOnLevels).
-      const bool tiles = m == 40 && std::string(f.mode) != "q8_0";
+      // q8_0's and q4_k's prefill computes on the levels too (with q4_0x8's: PrefillOnLevels).
+      const bool tiles = m == 40 && (std::string(f.mode) == "q4_0" || std::string(f.mode) == "q6_k");
       array highest = quantized_matmul(xa, blocks, f.mode);
       highest.eval();
       std::vector<array> outs;
@@ -236,7 +236,7 @@ TEST(QuantizedBlocks, ExtremeCodesKeepTheLevelError) {
       }
       array blocks(bytes.begin(), random.shape(), uint8);
       const auto values = reference_values(f, blocks, n, k);
-      for (int m : {1, 3, 40}) {  // 40: q8_0's prefill on levels
+      for (int m : {1, 3, 40}) {  // 40: the prefill on levels of q8_0 and q4_k
         std::vector<float> x(static_cast<size_t>(m * k));
         for (size_t i = 0; i < x.size(); ++i) {
           x[i] = i / 32 % 2 == 0 ? 3.F : -3.F;  // whole blocks of one sign: the lanes' sums do not cancel
@@ -445,18 +445,19 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
 }
 
-// q4_0x8's and q8_0's prefill (32 rows of x and more) meets panels of 16 rows of w with x's levels, two under "high"
-// and one under "medium", within their error; under "highest", or with an infinity in x, q4_0x8 decodes tiles as
-// q4_0 does. Rows of x that are no multiple of the kernel's eight or of its tiles' 64, an odd number of groups (a last
-// panel of eight rows), more blocks than a tile's 64, and every code at its least or greatest against x of one sign
-// per block (q8_0's: ExtremeCodesKeepTheLevelError).
+// The prefill of q4_0x8, q8_0 and q4_k (32 rows of x and more) meets panels of 16 rows of w with x's levels, two
+// under "high" and one under "medium", within their error; under "highest", or with an infinity in x, q4_0x8 decodes
+// tiles as q4_0 does. Rows of x that are no multiple of the kernel's eight or of its tiles' 128, an odd number of
+// groups (a last panel of eight rows), more blocks than a tile's 32, and every code at its least or greatest against
+// x of one sign per block (q8_0's and q4_k's: ExtremeCodesKeepTheLevelError).
 TEST(QuantizedBlocks, PrefillOnLevels) {
   std::mt19937 rng(13);
   const Format& f = formats()[0];
   struct Case {
     int m, n, k;
   };
-  for (const auto [m, n, k] : {Case{77, 24, 96}, Case{40, 8, 32}, Case{33, 8, 2560}, Case{40, 48, 512}}) {
+  for (const auto [m, n, k] :
+       {Case{77, 24, 96}, Case{40, 8, 32}, Case{33, 8, 2560}, Case{40, 48, 512}, Case{133, 16, 64}}) {
     array blocks = random_blocks(f, n, k, rng);
     const array interleaved = repack_blocks(blocks, "q4_0", "q4_0x8");
     const auto values = reference_values(f, blocks, n, k);
@@ -478,17 +479,18 @@ TEST(QuantizedBlocks, PrefillOnLevels) {
                     .item<bool>())
         << "m=" << m << " n=" << n;
   }
-  // q8_0's prefill: panels of 16 rows gathered from the rows, the last one short.
-  const Format& q8 = formats()[1];
-  for (const auto [m, n, k] : {Case{77, 37, 96}, Case{33, 16, 2560}}) {
-    array blocks = random_blocks(q8, n, k, rng);
-    const auto values = reference_values(q8, blocks, n, k);
-    const auto x = random_x(m, k, rng);
-    for (const auto& [precision, levels] : {std::pair{"high", 2}, std::pair{"medium", 1}}) {
-      const MatmulPrecisionScope scope(precision);
-      EXPECT_TRUE(within_level_error(quantized_matmul(array(x.begin(), {m, k}, float32), blocks, "q8_0"), x, values, m,
-                                     n, k, levels))
-          << "q8_0 " << precision << " m=" << m << " n=" << n;
+  // q8_0's and q4_k's prefill: panels of 16 rows gathered from the rows, the last one short.
+  for (const Format& gathered : {formats()[1], formats()[2]}) {
+    for (const auto [m, n, k] : {Case{77, 37, 256}, Case{33, 16, 2560}, Case{133, 16, 256}}) {
+      array blocks = random_blocks(gathered, n, k, rng);
+      const auto values = reference_values(gathered, blocks, n, k);
+      const auto x = random_x(m, k, rng);
+      for (const auto& [precision, levels] : {std::pair{"high", 2}, std::pair{"medium", 1}}) {
+        const MatmulPrecisionScope scope(precision);
+        EXPECT_TRUE(within_level_error(quantized_matmul(array(x.begin(), {m, k}, float32), blocks, gathered.mode), x,
+                                       values, m, n, k, levels))
+            << gathered.mode << " " << precision << " m=" << m << " n=" << n;
+      }
     }
   }
   for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}}) {
