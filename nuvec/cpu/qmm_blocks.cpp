@@ -26,13 +26,13 @@
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
 // row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
-// Prefill (32 rows of x and more) with q4_0x8, q8_0 or q4_k weights, on one or two levels (prefill_panels): panels
-// of 16 rows of w are moved into vectors whose lane i holds four codes of row i (q4_0x8 by permutes of its
-// interleaved rows, q8_0 and q4_k by gathers), so that each lane sums a whole block (q4_k: sub-block) of one row
-// against digits of x broadcast from memory and is converted and scaled once per block, q4_k's mins meeting x's sums
-// per 32 values (eight vpdpbusd and three float instructions per block, 16 rows of w and a row of x, where the sgemm
-// takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x on two; q8_0 2.6x and 1.5x;
-// q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
+// Prefill (24 rows of x and more: batched decode too) with q4_0x8, q8_0 or q4_k weights, on one or two levels
+// (prefill_panels): panels of 16 rows of w are moved into vectors whose lane i holds four codes of row i (q4_0x8 by
+// permutes of its interleaved rows, q8_0 and q4_k by gathers), so that each lane sums a whole block (q4_k: sub-block)
+// of one row against digits of x broadcast from memory and is converted and scaled once per block, q4_k's mins meeting
+// x's sums per 32 values (eight vpdpbusd and three float instructions per block, 16 rows of w and a row of x, where the
+// sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x on two; q8_0 2.6x
+// and 1.5x; q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
 // Other prefill, three levels, x holding infinities or NaNs or a block of values below 2^-100 (too small for the
 // levels' units), or a CPU without AVX-512 VNNI: tiles of w are decoded to float32 and multiplied by the sgemm.
 
@@ -62,6 +62,7 @@ constexpr int64_t tile_rows = 128;           // rows of w decoded per tile
 constexpr int64_t bytes_per_task = 1 << 16;  // weight bytes a thread reads before splitting pays
 constexpr int64_t prefetch_bytes = 1 << 14;  // how far ahead of its rows a task asks for more
 constexpr int prefill_levels = 2;            // prefill on int8 levels of x up to this many, past it the sgemm
+constexpr int64_t panel_from_rows = 24;      // from this many rows of x the prefill kernel beats decode's (17-20%)
 constexpr int64_t prefill_rows = 128;        // the int8 prefill's tiles of x: rows
 constexpr int64_t prefill_blocks = 32;       // and blocks of 32 values
 
@@ -1293,7 +1294,7 @@ void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, con
     return;
   }
 #if NUVEC_BLOCKS_VNNI
-  if (rows >= gemm_rows && levels <= prefill_levels && all_finite(x, rows * k) &&
+  if (rows >= panel_from_rows && levels <= prefill_levels && all_finite(x, rows * k) &&
       (levels == 1 ? int8_prefill<1>(mode, x, rows, k, w, n, out) : int8_prefill<2>(mode, x, rows, k, w, n, out))) {
     return;
   }

@@ -424,9 +424,9 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
           const auto x = random_x(m, k, rng);
           const array xa(x.begin(), {m, k}, float32);
           array got = quantized_matmul(xa, interleaved, "q4_0x8");
-          // From 32 rows under "high" q4_0x8 computes on x's levels where q4_0 decodes tiles (the next test).
+          // From 24 rows under "high" q4_0x8 computes on x's levels where q4_0 decodes tiles (PrefillOnLevels).
           EXPECT_EQ(array_equal(got, quantized_matmul(xa, blocks, "q4_0")).item<bool>(),
-                    m < 32 || precision == "highest" || !int8_decode_built)
+                    m < 24 || precision == "highest" || !int8_decode_built)
               << precision << " m=" << m << " n=" << n << " k=" << k;
           EXPECT_TRUE(within_level_error(got, x, values, m, n, k, 2)) << precision << " m=" << m;
         }
@@ -445,7 +445,7 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
 }
 
-// The prefill of q4_0x8, q8_0 and q4_k (32 rows of x and more) meets panels of 16 rows of w with x's levels, two
+// The prefill of q4_0x8, q8_0 and q4_k (24 rows of x and more) meets panels of 16 rows of w with x's levels, two
 // under "high" and one under "medium", within their error; under "highest", or with an infinity in x, q4_0x8 decodes
 // tiles as q4_0 does. Rows of x that are no multiple of the kernel's eight or of its tiles' 128, an odd number of
 // groups (a last panel of eight rows), more blocks than a tile's 32, and every code at its least or greatest against
@@ -457,7 +457,7 @@ TEST(QuantizedBlocks, PrefillOnLevels) {
     int m, n, k;
   };
   for (const auto [m, n, k] :
-       {Case{77, 24, 96}, Case{40, 8, 32}, Case{33, 8, 2560}, Case{40, 48, 512}, Case{133, 16, 64}}) {
+       {Case{77, 24, 96}, Case{40, 8, 32}, Case{33, 8, 2560}, Case{40, 48, 512}, Case{133, 16, 64}, Case{26, 16, 64}}) {
     array blocks = random_blocks(f, n, k, rng);
     const array interleaved = repack_blocks(blocks, "q4_0", "q4_0x8");
     const auto values = reference_values(f, blocks, n, k);
@@ -481,7 +481,7 @@ TEST(QuantizedBlocks, PrefillOnLevels) {
   }
   // q8_0's and q4_k's prefill: panels of 16 rows gathered from the rows, the last one short.
   for (const Format& gathered : {formats()[1], formats()[2]}) {
-    for (const auto [m, n, k] : {Case{77, 37, 256}, Case{33, 16, 2560}, Case{133, 16, 256}}) {
+    for (const auto [m, n, k] : {Case{77, 37, 256}, Case{33, 16, 2560}, Case{133, 16, 256}, Case{25, 37, 256}}) {
       array blocks = random_blocks(gathered, n, k, rng);
       const auto values = reference_values(gathered, blocks, n, k);
       const auto x = random_x(m, k, rng);
