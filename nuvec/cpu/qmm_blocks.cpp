@@ -938,6 +938,19 @@ struct InterleavedPanels {
   }
 };
 
+/// Byte offsets of panel p's 16 rows (of n, row_bytes apart) from its first, for gathers; rows past the last repeat it.
+inline __m512i panel_row_starts(int64_t n, int64_t p, int64_t row_bytes) {
+  const __m512i rows =
+      _mm512_maskz_min_epi32(all16, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                             _mm512_set1_epi32(static_cast<int>(std::min<int64_t>(16, n - 16 * p) - 1)));
+  return _mm512_mullo_epi32(rows, _mm512_set1_epi32(static_cast<int>(row_bytes)));
+}
+
+/// The dword at `at` plus each lane's start.
+inline __m512i gather_dwords(__m512i starts, const uint8_t* at) {
+  return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), all16, starts, at, 1);
+}
+
 /// q8_0 rows (blocks of a float16 scale and 32 int8 codes) as panels of 16 rows: dword j of each row's block gathered
 /// into lane i of vector j, the codes made unsigned (code + 128; the offset -128 is in x's records), rows past the
 /// last repeating it.
@@ -951,19 +964,13 @@ struct Q8_0Panels {
   void move(int64_t p, int64_t b, PanelBlock* moved) const {
     PanelBlock& out = *moved;
     const int64_t row_bytes = blocks * 34;
-    const __m512i rows =
-        _mm512_maskz_min_epi32(all16, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                               _mm512_set1_epi32(static_cast<int>(n - 16 * p - 1)));
-    const __m512i starts = _mm512_mullo_epi32(rows, _mm512_set1_epi32(static_cast<int>(row_bytes)));
+    const __m512i starts = panel_row_starts(n, p, row_bytes);
     const uint8_t* block = w + 16 * p * row_bytes + b * 34;
-    auto gather = [&](const uint8_t* at) {
-      return _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), all16, starts, at, 1);
-    };
     const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
     for (int j = 0; j < 8; ++j) {
-      out.codes[j] = _mm512_xor_si512(gather(block + 2 + 4 * j), sign);
+      out.codes[j] = _mm512_xor_si512(gather_dwords(starts, block + 2 + 4 * j), sign);
     }
-    out.scales = _mm512_maskz_cvtph_ps(all16, _mm512_maskz_cvtepi32_epi16(all16, gather(block)));
+    out.scales = _mm512_maskz_cvtph_ps(all16, _mm512_maskz_cvtepi32_epi16(all16, gather_dwords(starts, block)));
   }
 };
 
@@ -982,16 +989,12 @@ struct Q4_KPanels {
   void move(int64_t p, int64_t b, PanelBlock* out) const {
     const int64_t row_bytes = blocks / 8 * 144;
     const int64_t last = std::min<int64_t>(16, n - 16 * p) - 1;
-    const __m512i rows =
-        _mm512_maskz_min_epi32(all16, _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                               _mm512_set1_epi32(static_cast<int>(last)));
-    const __m512i starts = _mm512_mullo_epi32(rows, _mm512_set1_epi32(static_cast<int>(row_bytes)));
+    const __m512i starts = panel_row_starts(n, p, row_bytes);
     const uint8_t* block = w + 16 * p * row_bytes + b / 8 * 144;
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     for (int64_t c = 0; c < 4; ++c) {
       for (int j = 0; j < 8; ++j) {
-        const __m512i bytes =
-            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), all16, starts, block + 16 + 32 * c + 4 * j, 1);
+        const __m512i bytes = gather_dwords(starts, block + 16 + 32 * c + 4 * j);
         out[2 * c].codes[j] = _mm512_and_si512(bytes, nibble);
         out[2 * c + 1].codes[j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
       }
@@ -1294,17 +1297,20 @@ void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, con
     return;
   }
 #if NUVEC_BLOCKS_VNNI
-  if (rows >= panel_from_rows && levels <= prefill_levels && all_finite(x, rows * k) &&
-      (levels == 1 ? int8_prefill<1>(mode, x, rows, k, w, n, out) : int8_prefill<2>(mode, x, rows, k, w, n, out))) {
-    return;
-  }
-  // The decode path reads 64 values at a time; its sums of code * x would turn an infinite x into NaN where the
-  // product with the decoded weight gives an infinity.
-  if (rows < gemm_rows && k % 64 == 0 && all_finite(x, rows * k) &&
-      (levels == 1   ? int8_product<1>(mode, x, rows, k, w, n, out)
-       : levels == 2 ? int8_product<2>(mode, x, rows, k, w, n, out)
-                     : int8_product<3>(mode, x, rows, k, w, n, out))) {
-    return;
+  // On x's levels: the prefill kernel, else the decode one (which reads 64 values at a time). Their sums of code * x
+  // would turn an infinite x into NaN where the product with the decoded weight gives an infinity.
+  const bool panels = rows >= panel_from_rows && levels <= prefill_levels;
+  const bool decode = rows < gemm_rows && k % 64 == 0;
+  if ((panels || decode) && all_finite(x, rows * k)) {
+    if (panels &&
+        (levels == 1 ? int8_prefill<1>(mode, x, rows, k, w, n, out) : int8_prefill<2>(mode, x, rows, k, w, n, out))) {
+      return;
+    }
+    if (decode && (levels == 1   ? int8_product<1>(mode, x, rows, k, w, n, out)
+                   : levels == 2 ? int8_product<2>(mode, x, rows, k, w, n, out)
+                                 : int8_product<3>(mode, x, rows, k, w, n, out))) {
+      return;
+    }
   }
 #endif
   prefill(mode, x, rows, k, w, n, out);
