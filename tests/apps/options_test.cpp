@@ -19,6 +19,7 @@
 
 #include "apps/cli/commands.h"
 #include "nuvec/core/device.h"
+#include "tests/support/reference.h"
 
 namespace nuvec::cli {
 namespace {
@@ -120,7 +121,7 @@ TEST(Options, EveryOptionOfEverySubcommandNamesItselfInItsErrors) {
 
 /// Runs the nuvec program with `args`; its exit status and what it wrote to standard error.
 std::pair<int, std::string> run_nuvec(const std::string& args) {
-  const std::string err = std::filesystem::temp_directory_path() / "nuvec_options_test.err";
+  const std::string err = test::temp_path("options_test.err");
   const int status = std::system((std::string(NUVEC_CLI_PATH).append(" ") + args + " >/dev/null 2>" + err).c_str());
   std::ifstream in(err);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -156,10 +157,10 @@ TEST(Options, LaunchNamesABadEnvironmentOrHostFile) {
   EXPECT_EQ(run_nuvec("launch -n 1 --env 'A;B=c' -- true"),
             std::pair(1, std::string("nuvec launch: --env expects NAME=VALUE with a NAME of letters, digits and _; "
                                      "got 'A;B=c'\n")));
-  const std::string missing = std::filesystem::temp_directory_path() / "nuvec_options_test_no_hosts.json";
+  const std::string missing = test::temp_path("options_test_no_hosts.json");
   EXPECT_EQ(run_nuvec("launch --hostfile " + missing + " -- true"),
             std::pair(1, "nuvec launch: cannot read the host file " + missing + ": No such file or directory\n"));
-  const std::string hosts = std::filesystem::temp_directory_path() / "nuvec_options_test_hosts.json";
+  const std::string hosts = test::temp_path("options_test_hosts.json");
   std::ofstream(hosts) << R"([["10.0.0.1:5000"], {"ip": "10.0.0.2"}])";
   EXPECT_EQ(
       run_nuvec("launch --hostfile " + hosts + " -- true"),

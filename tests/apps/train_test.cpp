@@ -22,7 +22,7 @@ namespace nuvec {
 namespace {
 
 std::string temp_dir(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / ("nuvec_apps_test_" + name);
+  const std::filesystem::path dir = test::temp_path("apps_test_" + name);
   std::filesystem::remove_all(dir);
   return dir.string();
 }

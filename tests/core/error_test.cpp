@@ -9,6 +9,7 @@
 
 #include "nuvec/core/op_prefix.h"
 #include "nuvec/nuvec.h"
+#include "tests/support/reference.h"
 
 namespace nuvec {
 namespace {
@@ -72,10 +73,10 @@ TEST(Error, ShapesPastInt32AreOverflowErrors) {
 }
 
 TEST(Error, FileAndFormatErrorsAreRuntimeErrors) {
-  auto missing = std::filesystem::temp_directory_path() / "nuvec_error_test_missing.safetensors";
+  const std::filesystem::path missing = test::temp_path("error_test_missing.safetensors");
   std::filesystem::remove(missing);
   expect_error<std::runtime_error>([&] { (void)load_safetensors(missing.string()); }, ErrorKind::io, "");
-  auto garbage = std::filesystem::temp_directory_path() / "nuvec_error_test_garbage.npy";
+  const std::filesystem::path garbage = test::temp_path("error_test_garbage.npy");
   std::ofstream(garbage) << "not an npy file";
   expect_error<std::runtime_error>([&] { (void)load(garbage.string()); }, ErrorKind::io, "");
   std::filesystem::remove(garbage);

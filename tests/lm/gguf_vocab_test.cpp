@@ -11,6 +11,7 @@
 #include "nuvec/io/gguf.h"
 #include "nuvec/lm/lm.h"
 #include "tests/lm/reference_test_util.h"
+#include "tests/support/reference.h"
 
 namespace nuvec::lm {
 namespace {
@@ -79,7 +80,7 @@ std::string write_gguf(const GgufCase& c, const Tokenizer& tokenizer) {
   metadata["tokenizer.ggml.add_bos_token"] = array(!specials.empty() && specials.front() == tokenizer.bos_id());
   metadata["tokenizer.ggml.add_eos_token"] = array(!specials.empty() && specials.back() == tokenizer.eos_id());
   metadata["tokenizer.chat_template"] = std::string("{{ messages }}");
-  std::string path = ::testing::TempDir() + "nuvec_" + c.name + "_vocab.gguf";
+  std::string path = nuvec::test::temp_path(c.name + "_vocab.gguf");
   save_gguf(path, {}, metadata);
   return path;
 }
@@ -135,7 +136,7 @@ TEST(GgufVocab, UnsupportedVocabularyNamesTheKey) {
   std::unordered_map<std::string, GGUFMetaData> metadata;
   metadata["tokenizer.ggml.model"] = std::string("bert");
   metadata["tokenizer.ggml.tokens"] = std::vector<std::string>{"a", "b"};
-  std::string path = ::testing::TempDir() + "nuvec_bert_vocab.gguf";
+  std::string path = nuvec::test::temp_path("bert_vocab.gguf");
   save_gguf(path, {}, metadata);
   try {
     (void)Tokenizer::from_gguf(path);

@@ -11,11 +11,12 @@
 #include <string>
 
 #include "tests/lm/reference_test_util.h"
+#include "tests/support/reference.h"
 
 namespace nuvec::lm::test {
 
 inline std::string save_json(const nlohmann::json& root, const std::string& name) {
-  std::string path = ::testing::TempDir() + "nuvec_" + name + "_tokenizer.json";
+  std::string path = nuvec::test::temp_path(name + "_tokenizer.json");
   std::ofstream(path) << root.dump();
   return path;
 }

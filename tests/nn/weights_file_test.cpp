@@ -13,15 +13,11 @@ namespace {
 using test::close;
 using test::error_of;
 
-std::string temp_file(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("nuvec_nn_" + name)).string();
-}
-
 TEST(WeightFiles, RoundTrip) {
   nn::Sequential a(
       {std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::BatchNorm>(4), std::make_shared<nn::Linear>(4, 2)});
   a(random::normal({5, 3}));  // moves the running statistics off their initial values
-  auto file = temp_file("round_trip.safetensors");
+  auto file = test::temp_path("round_trip.safetensors");
   a.save_weights(file);
   nn::Sequential b(
       {std::make_shared<nn::Linear>(3, 4), std::make_shared<nn::BatchNorm>(4), std::make_shared<nn::Linear>(4, 2)});
@@ -40,7 +36,7 @@ TEST(WeightFiles, RoundTrip) {
 
   optimizers::Adam opt(0.01);
   opt.update(a, {{"0.weight", ones({4, 3})}});
-  auto state_file = temp_file("adam.safetensors");
+  auto state_file = test::temp_path("adam.safetensors");
   opt.save_state(state_file);
   optimizers::Adam restored(0.01);
   restored.load_state(state_file);
@@ -51,7 +47,7 @@ TEST(WeightFiles, RoundTrip) {
 }
 
 TEST(WeightFiles, LoadsAPyTorchStateDict) {
-  auto file = temp_file("torch.safetensors");
+  auto file = test::temp_path("torch.safetensors");
   auto x = random::normal({4, 6});
   auto ref = test::torch_run(
       "import json, struct\n"

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "tests/serve/serve_test_util.h"
+#include "tests/support/reference.h"
 
 namespace nuvec::serve {
 namespace {
@@ -32,7 +33,7 @@ namespace fs = std::filesystem;
 bool have(const std::string& program) { return std::system(("command -v " + program + " >/dev/null").c_str()) == 0; }
 
 std::string write_body(const std::string& name, const std::string& body) {
-  const fs::path file = fs::path(::testing::TempDir()) / ("nuvec_serve_" + std::to_string(getpid()) + "_" + name);
+  const fs::path file = nuvec::test::temp_path("serve_" + name);
   std::ofstream(file) << body;
   return file.string();
 }

@@ -1,7 +1,10 @@
 #include "tests/support/reference.h"
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 
 namespace nuvec::test {
@@ -147,6 +150,38 @@ std::string error_of(const std::function<void()>& fn) {
     return e.what();
   }
   return "(no error)";
+}
+
+namespace {
+
+/// The program's folder in the temporary directory, removed at exit by the process that made it (a forked child that
+/// exits leaves it to its parent).
+class TempFolder {
+ public:
+  TempFolder()
+      : owner_(::getpid()), path_(std::filesystem::temp_directory_path() / ("nuvec_test_" + std::to_string(owner_))) {
+    std::filesystem::create_directories(path_);
+  }
+  TempFolder(const TempFolder&) = delete;
+  TempFolder& operator=(const TempFolder&) = delete;
+  ~TempFolder() {
+    if (::getpid() == owner_) {
+      std::error_code ignored;
+      std::filesystem::remove_all(path_, ignored);
+    }
+  }
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+
+ private:
+  pid_t owner_;
+  std::filesystem::path path_;
+};
+
+}  // namespace
+
+std::string temp_path(const std::string& name) {
+  static const TempFolder folder;
+  return (folder.path() / name).string();
 }
 
 }  // namespace nuvec::test

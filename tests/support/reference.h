@@ -38,6 +38,11 @@ Shape random_shape(int ndim, std::mt19937& rng, int max_dim = 5);
 /// The message of the exception (nuvec::error or a standard one) that fn throws, or "(no error)".
 std::string error_of(const std::function<void()>& fn);
 
+/// A path in this test program's own folder of the temporary directory (nuvec_test_<pid>), which is removed when the
+/// program exits: programs running at once (two checkouts' suites, a CTest run beside a CI run) never share a file,
+/// and none is left behind.
+std::string temp_path(const std::string& name);
+
 /// Tolerances that suit the precision of a dtype.
 double default_rtol(Dtype dtype);
 
