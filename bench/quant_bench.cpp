@@ -17,7 +17,8 @@
 //                                               the same weight; decode_f16_t_x1, decode_bf16_t_x1: matmul(x,
 //                                               w_half.T), the weight in half precision (a half-precision model's
 //                                               decode)
-//   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T);
+//   row NAME median_ms=T f32_ms=F ratio=R       prefill rows (t: transpose, nt: not): against matmul(x, w_float.T)
+//                                               (under high and medium the t rows run on int8 levels of x);
 //                                               prefill_q4_0x8_t_...: q4_0x8 blocks (int8 levels of x under high and
 //                                               medium), with q4_0_tiles_ms the same blocks as q4_0 (decoded tiles)
 //
@@ -235,6 +236,11 @@ int main(int argc, char** argv) {
   std::mt19937 rng(7);
   auto w = random_matrix({n, k}, rng);
   auto x = random_matrix({rows, k}, rng);
+  // w quantized for quantized_matmul(x, ..., transpose): (N, K) transposed, else (K, N) grouped along N; the same
+  // product.
+  const auto quantized_w = [&](bool transpose, int bits) {
+    return nuvec::quantize(transpose ? w : nuvec::transpose(w), 64, bits);
+  };
   for (int bits : {4, 8}) {
     for (bool transpose : {true, false}) {
       const std::string name =
@@ -242,7 +248,7 @@ int main(int argc, char** argv) {
       if (!wanted(name)) {
         continue;
       }
-      auto q = nuvec::quantize(w, 64, bits);
+      auto q = quantized_w(transpose, bits);
       nuvec::eval(q);
       const auto weights = copies_of(q);
       auto decode = [&](const std::vector<array>& wq) {
@@ -310,7 +316,7 @@ int main(int argc, char** argv) {
       if (!f32_ms) {
         f32_ms = time_ms(std::max(3, reps / 6), [&](int) { return nuvec::matmul(xp, nuvec::transpose(w)); });
       }
-      auto q = nuvec::quantize(w, 64, bits);
+      auto q = quantized_w(transpose, bits);
       nuvec::eval(q);
       const double deq_ms =
           time_ms(std::max(3, reps / 6), [&](int) { return nuvec::dequantize(q[0], q[1], q[2], 64, bits); });

@@ -10,7 +10,11 @@
 //     stream it down the K rows with the sums in registers: per vector of packed words, one accumulator per code
 //     position and one for the bias, each lane scaled by its own group; the other widths give each thread a range of
 //     columns and walk the K rows unpacking its slice of each.
-//   - many rows (prefill), or an x holding infinities or NaNs: tiles of w are dequantized into a float32 scratch
+//   - many rows (prefill) of w (N, K) in 4 or 8 bits with groups of 32 values or more, on two int8 levels of x
+//     (float32 matmul precision "high" or "medium", or a bfloat16 output): the GGUF block formats' prefill kernel
+//     (qmm_blocks.cpp), each 32 values of x against a block of codes, then times the group's scale, and the group's
+//     bias times x's sum.
+//   - other prefill, or an x holding infinities or NaNs: tiles of w are dequantized into a float32 scratch
 //     block and multiplied by the sgemm (for many rows of w (N, K) in 2, 4 and 8 bits, with SIMD, in the reordered K
 //     order of the decode path, x reordered to match).
 // x is read as dense float32 (converted once when it is half precision or strided); the output is computed in float32
@@ -566,8 +570,8 @@ void prefill(const Rows& x, const Matrix& m, bool transpose, RowDequantizer rows
   }
 }
 
-/// NUVEC_QMM_INT8=0 sends decode products to the float path, for comparisons and for testing it on CPUs that have
-/// VNNI; read at each product.
+/// NUVEC_QMM_INT8=0 sends decode products to the float path and prefill to the tiles, for comparisons and for
+/// testing them on CPUs that have VNNI; read at each product.
 bool int8_decode_enabled() {
   const char* value = std::getenv("NUVEC_QMM_INT8");
   return value == nullptr || std::string_view(value) != "0";
@@ -599,6 +603,9 @@ void product(const Rows& x, const Matrix& m, bool transpose, int levels, float* 
   if (x.k == 0) {
     std::fill_n(out, x.count * n, 0.F);
   } else if (x.count >= gemm_rows && transpose && 32 % m.bits == 0) {
+    if (int8_decode_enabled() && blocks::affine_prefill(x.x, x.count, m, levels, out)) {
+      return;
+    }
     quant::dispatch_bits(m.bits, [&](auto bits_c) {
       constexpr int Bits = decltype(bits_c)::value;
       if constexpr (32 % Bits == 0) {

@@ -33,6 +33,9 @@
 // x's sums per 32 values (eight vpdpbusd and three float instructions per block, 16 rows of w and a row of x, where the
 // sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x on two; q8_0 2.6x
 // and 1.5x; q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
+// The same kernel takes affine weights of 4 and 8 bits whose groups are whole blocks (affine_prefill: codes gathered
+// as q8_0's, a 4-bit row's nibble pairs met by x's records in the same order, the biases as mins): 1.4-1.6x their
+// decoded tiles' speed on two levels.
 // Other prefill, three levels, x holding infinities or NaNs or a block of values below 2^-100 (too small for the
 // levels' units), or a CPU without AVX-512 VNNI: tiles of w are decoded to float32 and multiplied by the sgemm.
 
@@ -45,6 +48,7 @@
 #include "nuvec/cpu/block_quants.h"
 #include "nuvec/cpu/decoded_gemm.h"
 #include "nuvec/cpu/prefetch.h"
+#include "nuvec/cpu/quantized.h"
 #include "nuvec/cpu/scratch.h"
 #include "nuvec/cpu/thread_pool.h"
 
@@ -282,7 +286,9 @@ struct BlockDigits {
   float* per32;              // [row][block]
   bool units_normal = true;  // false where a block's largest |x| is too small for its levels' units
 
-  BlockDigits(const float* x, int64_t rows, int64_t k, int levels, int code_offset)
+  /// With `nibble_pairs`, each block's values are taken in the order of a packed row of 4-bit codes' nibbles as a
+  /// PanelBlock holds them (AffinePanels): record position 4j + t is value 8j + 2t and 16 + 4j + t is 8j + 2t + 1.
+  BlockDigits(const float* x, int64_t rows, int64_t k, int levels, int code_offset, bool nibble_pairs = false)
       : k(k),
         levels(levels),
         storage(static_cast<size_t>(rows * (k / 32) * (record_bytes(levels) + 4))),
@@ -293,6 +299,13 @@ struct BlockDigits {
       for (auto r = static_cast<int64_t>(r0); r < static_cast<int64_t>(r1); ++r) {
         for (int64_t b = 0; b < k / 32; ++b) {
           const float* values = x + r * k + 32 * b;
+          alignas(64) float ordered[32];
+          if (nibble_pairs) {
+            for (int p = 0; p < 32; ++p) {
+              ordered[p] = values[8 * (p % 16 / 4) + 2 * (p % 4) + p / 16];
+            }
+            values = ordered;
+          }
           int8_t* out = bytes + (r * (k / 32) + b) * record_bytes(levels);
           per32[r * (k / 32) + b] = sum32(values);
           BlockIntegers block;
@@ -1020,6 +1033,48 @@ struct Q4_KPanels {
   }
 };
 
+/// Affine rows (MLX's packing: codes of Bits = 4 or 8 bits, little-endian in each row; a scale and a bias per group of
+/// a multiple of 32 values) as panels of 16 rows, one block of 32 values a PanelBlock: dword j of each row's block
+/// gathered into lane i, its 8-bit codes as vector j, or its 4-bit codes' low nibbles (values 8j, 8j + 2, ...) as
+/// vector j and high nibbles (8j + 1, ...) as vector 4 + j, which x's records take in that order (BlockDigits'
+/// nibble_pairs); the mins are the biases with their sign turned, as the kernel takes a min off.
+template <int Bits>
+struct AffinePanels {
+  static constexpr bool has_mins = true;
+  static constexpr int64_t blocks_per_move = 1;
+  const quant::Matrix& m;
+
+  void move(int64_t p, int64_t b, PanelBlock* moved) const {
+    PanelBlock& out = *moved;
+    const int64_t row_bytes = m.cols / 8 * Bits;
+    const int64_t last = std::min<int64_t>(16, m.rows - 16 * p) - 1;
+    const __m512i starts = panel_row_starts(m.rows, p, row_bytes);
+    const uint8_t* block = reinterpret_cast<const uint8_t*>(m.w) + 16 * p * row_bytes + b * 4 * Bits;
+    if constexpr (Bits == 8) {
+      for (int j = 0; j < 8; ++j) {
+        out.codes[j] = gather_dwords(starts, block + 4 * j);
+      }
+    } else {
+      const __m512i nibble = _mm512_set1_epi8(0x0F);
+      for (int j = 0; j < 4; ++j) {
+        const __m512i bytes = gather_dwords(starts, block + 4 * j);
+        out.codes[j] = _mm512_and_si512(bytes, nibble);
+        out.codes[4 + j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+      }
+    }
+    alignas(64) float scales[16];
+    alignas(64) float biases[16];
+    const int64_t group = b * 32 / m.group_size;
+    for (int64_t i = 0; i < 16; ++i) {
+      const int64_t at = (16 * p + std::min(i, last)) * m.groups() + group;
+      m.load(m.scales, at, 1, scales + i);
+      m.load(m.biases, at, 1, biases + i);
+    }
+    out.scales = _mm512_load_ps(scales);
+    out.mins = _mm512_sub_ps(_mm512_setzero_ps(), _mm512_load_ps(biases));
+  }
+};
+
 inline int32_t load_i32(const int8_t* p) {
   int32_t value = 0;
   std::memcpy(&value, p, sizeof(value));
@@ -1314,6 +1369,31 @@ void product(QuantizationMode mode, const float* x, int64_t rows, int64_t k, con
   }
 #endif
   prefill(mode, x, rows, k, w, n, out);
+}
+
+bool affine_prefill(const float* x, int64_t rows, const quant::Matrix& m, [[maybe_unused]] int levels,
+                    [[maybe_unused]] float* out) {
+  if (rows == 0 || m.rows == 0 || m.cols == 0 || (m.bits != 4 && m.bits != 8) || m.group_size % 32 != 0) {
+    return false;
+  }
+#if NUVEC_BLOCKS_VNNI
+  if (levels > prefill_levels || !all_finite(x, rows * m.cols)) {
+    return false;
+  }
+  auto on_levels = [&]<int L, int Bits>() {
+    const BlockDigits digits(x, rows, m.cols, L, 0, Bits == 4);
+    if (digits.units_normal) {
+      prefill_panels<L>(digits, rows, AffinePanels<Bits>{m}, m.rows, out);
+    }
+    return digits.units_normal;
+  };
+  if (m.bits == 4) {
+    return levels == 1 ? on_levels.template operator()<1, 4>() : on_levels.template operator()<2, 4>();
+  }
+  return levels == 1 ? on_levels.template operator()<1, 8>() : on_levels.template operator()<2, 8>();
+#else
+  return false;
+#endif
 }
 
 }  // namespace nuvec::cpu::blocks

@@ -337,6 +337,56 @@ TEST_F(QuantizedTest, HighMatmulPrecisionTakesTwoLevelsOfX) {
   }
 }
 
+TEST_F(QuantizedTest, PrefillOnLevelsUnderHigh) {
+  // Under "high" and "medium", prefill products (32 rows of x and more) of 4- and 8-bit weights whose groups are
+  // whole blocks of 32 values take the GGML block formats' prefill kernel on two int8 levels of x per 32 values: every
+  // output within the levels' error (each value of x within 1 / 32512 of its 32 values' largest |x|, times the
+  // weight's |values|) plus float32 rounding, and unlike the float32 tiles of "highest". Rows of x that are no multiple
+  // of the kernel's 8 or of its tiles' 128, a last panel of fewer than 16 rows of w, more blocks than a tile's 32,
+  // float16 and bfloat16 scales, outliers in x. 2 bits, groups of 16 and an x holding an infinity keep the tiles.
+  struct Case {
+    int m, n, k;
+  };
+  const std::vector<Case> cases{{77, 37, 1152}, {33, 16, 128}, {133, 21, 256}};
+  const std::vector<Dtype> dtypes{float32, float16, bfloat16};
+  int turn = 0;
+  for (int bits : {2, 4, 8}) {
+    for (int gs : {16, 32, 64, 128}) {
+      const auto [m, n, k] = cases[static_cast<size_t>(turn) % cases.size()];
+      const Dtype dtype = dtypes[static_cast<size_t>(turn) % dtypes.size()];
+      ++turn;
+      SCOPED_TRACE("bits=" + std::to_string(bits) + " gs=" + std::to_string(gs) + " m=" + std::to_string(m) +
+                   " n=" + std::to_string(n) + " k=" + std::to_string(k) + " " + std::string(dtype_name(dtype)));
+      auto q = quantize(rand({n, k}, dtype, -1.0, 1.0), gs, bits);
+      auto outliers = multiply(array(30.F), astype(less(rand({m, k}, float32, 0.0, 1.0), array(0.01F)), float32));
+      auto x = add(rand({m, k}, float32, -1.0, 1.0), outliers);
+      auto highest = quantized_matmul(x, q[0], q[1], q[2], true, gs, bits);
+      highest.eval();
+      const bool levels = int8_decode_built && (bits == 4 || bits == 8) && gs % 32 == 0;
+      for (const char* precision : {"high", "medium"}) {
+        const MatmulPrecisionScope scope(precision);
+        auto out = quantized_matmul(x, q[0], q[1], q[2], true, gs, bits);
+        auto excess = reference("W = dequant(b, c, d, " + std::to_string(gs) + ", " + std::to_string(bits) +
+                                    ")\nx = a.astype(np.float64)\nref = x @ W.T\n"
+                                    "top = np.abs(x).reshape(x.shape[0], -1, 32).max(-1)\n"
+                                    "mass = np.abs(W).reshape(W.shape[0], -1, 32).sum(-1)\n"
+                                    "bound = top / 32512 @ mass.T + 1e-6 * (np.abs(x) @ np.abs(W).T)\n"
+                                    "out = np.array((np.abs(e.astype(np.float64) - ref) - bound).max())",
+                                {x, q[0], q[1], q[2], out})[0];
+        EXPECT_LE(as_doubles(excess)[0], 0.0) << precision;
+        EXPECT_EQ(array_equal(out, highest).item<bool>(), !levels) << precision;
+      }
+      auto with_infinity =
+          where(equal(reshape(arange(m * k), {m, k}), array(5)), array(std::numeric_limits<float>::infinity()), x);
+      auto tiles = quantized_matmul(with_infinity, q[0], q[1], q[2], true, gs, bits);
+      tiles.eval();
+      const MatmulPrecisionScope scope("high");
+      EXPECT_TRUE(
+          array_equal(quantized_matmul(with_infinity, q[0], q[1], q[2], true, gs, bits), tiles, true).item<bool>());
+    }
+  }
+}
+
 TEST_F(QuantizedTest, FloatDecodePath) {
   // NUVEC_QMM_INT8=0 sends decode products to the float path (the one CPUs without AVX-512 VNNI take): every width
   // and group size, one to three rows, both layouts of w, float32 and bfloat16.
