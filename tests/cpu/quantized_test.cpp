@@ -467,6 +467,27 @@ TEST_F(QuantizedTest, GatherQmm) {
       "W[e.astype(np.int64)]).astype(np.float32)";
   auto tol = product_tol(bfloat16, 64);
   EXPECT_TRUE(matches(out, reference(code, {x, q[0], q[1], q[2], rhs})[0], tol.rtol, tol.atol, false));
+  {
+    // Prefill-shaped MoE under "high": 48 rows on one expert a pair, computed on x's levels (PrefillOnLevelsUnderHigh)
+    // against that expert's codes, scales and biases.
+    auto experts = quantize(rand({3, 48, 128}, float32), 64, 4);
+    auto rows = rand({2, 48, 128}, float32);
+    auto routed = [&] {
+      return gather_qmm(rows, experts[0], experts[1], experts[2], array({1, 0}, uint32), array({2, 1}, uint32), true,
+                        64, 4);
+    };
+    auto highest = routed();
+    highest.eval();
+    const MatmulPrecisionScope scope("high");
+    auto levels = routed();
+    auto error = reference(
+        "W = np.swapaxes(dequant(b, c, d, 64, 4), -1, -2)\n"
+        "ref = np.matmul(a.astype(np.float64)[[1, 0]], W[[2, 1]])\n"
+        "out = np.array(np.abs(e.astype(np.float64) - ref).max() / np.abs(ref).max())",
+        {rows, experts[0], experts[1], experts[2], levels})[0];
+    EXPECT_LE(as_doubles(error)[0], 1e-4);
+    EXPECT_EQ(array_equal(levels, highest).item<bool>(), !int8_decode_built);
+  }
   // An index out of range fails at evaluation.
   auto bad = gather_qmm(x, q[0], q[1], q[2], std::nullopt, array({7}, uint32), true, 32, 4);
   EXPECT_NE(error_of([&] { bad.eval(); }).find("[gather_qmm] Index out of range"), std::string::npos);
