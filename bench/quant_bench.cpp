@@ -24,8 +24,8 @@
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
 // --rows N (rows of x in the decode rows, default 1; from 24 the q4_0x8, q8_0 and q4_k rows take the prefill kernel
-// under high and medium, from 32 the others decode tiles for the sgemm), --n N and --k K (the weight's shape,
-// default 4096 x 4096; Llama-3.2-1B's are 2048 x 2048, 8192 x 2048, 2048 x 8192 and 128256 x 2048),
+// under high and medium, and from 32 q6_k's, where the others decode tiles for the sgemm), --n N and --k K (the
+// weight's shape, default 4096 x 4096; Llama-3.2-1B's are 2048 x 2048, 8192 x 2048, 2048 x 8192 and 128256 x 2048),
 // --only TEXT (only the rows whose name holds TEXT), --matmul-precision highest|high|medium (nuvec's float32 matmul
 // precision: int8 levels of x in the decode rows, two under high, and one for the block formats under medium).
 

@@ -26,13 +26,15 @@
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
 // row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
-// Prefill (24 rows of x and more: batched decode too) with q4_0x8, q8_0 or q4_k weights, on one or two levels
+// Prefill (24 rows of x and more: batched decode too) with q4_0x8, q8_0, q4_k or q6_k weights, on one or two levels
 // (prefill_panels): panels of 16 rows of w are moved into vectors whose lane i holds four codes of row i (q4_0x8 by
-// permutes of its interleaved rows, q8_0 and q4_k by gathers), so that each lane sums a whole block (q4_k: sub-block)
+// permutes of its interleaved rows, the others by gathers), so that each lane sums a whole block (q4_k: sub-block)
 // of one row against digits of x broadcast from memory and is converted and scaled once per block, q4_k's mins meeting
 // x's sums per 32 values (eight vpdpbusd and three float instructions per block, 16 rows of w and a row of x, where the
 // sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x on two; q8_0 2.6x
 // and 1.5x; q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
+// q6_k, from 32 rows (its two gathers per code vector make the panels no faster than decode's below), sums each half
+// of a sub-block apart for its scale per 16 values: 2.2x and 1.4x; 3.5x the tiles at 32 to 40 rows of x.
 // The same kernel takes affine weights of 4 and 8 bits whose groups are whole blocks (affine_prefill: codes gathered
 // as q8_0's, a 4-bit row's nibble pairs met by x's records in the same order, the biases as mins): 1.4-1.6x their
 // decoded tiles' speed on two levels.
@@ -272,12 +274,13 @@ inline bool block_integers(const float* values, int levels, BlockIntegers& out) 
 /// 3), added to the lanes' integer sums once, and the block's unit; a kernel walks one pointer per row of x. Beside
 /// them, the sums of x per 32 values, for q4_k's mins.
 struct BlockDigits {
-  // A record: 32 bytes per digit, then the four int32 lane offsets, the float unit and the offsets' int32 total, 32
-  // bytes in all.
+  // A record: 32 bytes per digit, then the four int32 lane offsets, the float unit, the offsets' int32 total and
+  // that of the record's first 16 values alone (for q6_k's scales per 16 values), 32 bytes in all.
   static constexpr int64_t record_bytes(int levels) { return int64_t{32} * levels + 32; }
   static constexpr int64_t offsets_at(int levels) { return int64_t{32} * levels; }
   static constexpr int64_t unit_at(int levels) { return int64_t{32} * levels + 16; }
   static constexpr int64_t total_at(int levels) { return int64_t{32} * levels + 20; }
+  static constexpr int64_t first_half_total_at(int levels) { return int64_t{32} * levels + 24; }
 
   int64_t k;
   int levels;
@@ -318,9 +321,11 @@ struct BlockDigits {
             offsets[j] = code_offset * block.lane_sum(4 * j, 16 + 4 * j);
           }
           const int32_t total = offsets[0] + offsets[1] + offsets[2] + offsets[3];
+          const int32_t first_half = code_offset * block.lane_sum(0, 4) + code_offset * block.lane_sum(8, 12);
           std::memcpy(out + offsets_at(levels), offsets, sizeof(offsets));
           std::memcpy(out + unit_at(levels), &block.unit, sizeof(float));
           std::memcpy(out + total_at(levels), &total, sizeof(total));
+          std::memcpy(out + first_half_total_at(levels), &first_half, sizeof(first_half));
         }
       }
     });
@@ -904,8 +909,9 @@ void rows_q4_0x8(const uint8_t* group, int64_t lead, int64_t blocks, const Block
 /// 3, and the rows' scales.
 struct PanelBlock {
   __m512i codes[8];
-  __m512 scales;
-  __m512 mins;  // q4_k's, which meet x's sums per 32 values; the formats without mins leave them unset
+  __m512 scales;       // of the block, or of its first 16 values (vectors 0-3) where the format has two
+  __m512 mins;         // q4_k's, which meet x's sums per 32 values; the formats without mins leave them unset
+  __m512 last_scales;  // q6_k's, of the block's last 16 values (vectors 4-7); the others leave them unset
 };
 
 /// q4_0x8 rows as panels: two groups each (the last one alone where the groups are odd). A group's vector a (its rows
@@ -914,6 +920,7 @@ struct PanelBlock {
 /// shuffles join the two groups; the low nibbles are values 4j to 4j + 3, the high ones 16 + 4j on.
 struct InterleavedPanels {
   static constexpr bool has_mins = false;
+  static constexpr bool two_scales = false;
   static constexpr int64_t blocks_per_move = 1;
   const uint8_t* w;
   int64_t blocks;
@@ -969,6 +976,7 @@ inline __m512i gather_dwords(__m512i starts, const uint8_t* at) {
 /// last repeating it.
 struct Q8_0Panels {
   static constexpr bool has_mins = false;
+  static constexpr bool two_scales = false;
   static constexpr int64_t blocks_per_move = 1;
   const uint8_t* w;
   int64_t blocks;
@@ -993,6 +1001,7 @@ struct Q8_0Panels {
 /// row's d * scale and dmin * min; rows past the last repeat it.
 struct Q4_KPanels {
   static constexpr bool has_mins = true;
+  static constexpr bool two_scales = false;
   static constexpr int64_t blocks_per_move = 8;  // a q4_k block's sub-blocks, which share its gathers and fields
   const uint8_t* w;
   int64_t blocks;  // of 32 values
@@ -1029,6 +1038,56 @@ struct Q4_KPanels {
     for (int sub = 0; sub < 8; ++sub) {
       out[sub].scales = _mm512_load_ps(scales[sub]);
       out[sub].mins = _mm512_load_ps(mins[sub]);
+    }
+  }
+};
+
+/// q6_k rows (blocks of 256 values: 128 bytes of low four bits, 64 of high two, 16 int8 scales, one per 16 values,
+/// and float16 d) as panels of 16 rows, one sub-block of 32 values a PanelBlock with a scale for each half: value
+/// 128h + 32t + l has its low bits in the low (t < 2) or high nibble of byte 64h + 32 (t % 2) + l and its high bits
+/// at bit 2t of byte 128 + 32h + l, so dword j of both is gathered for each 128 values and the codes of values 4j to
+/// 4j + 3 of each of their four sub-blocks are put together in registers; the codes' offset -32 is in x's records.
+struct Q6_KPanels {
+  static constexpr bool has_mins = false;
+  static constexpr bool two_scales = true;
+  static constexpr int64_t blocks_per_move = 8;  // a q6_k block's sub-blocks, which share its gathers and scales
+  const uint8_t* w;
+  int64_t blocks;  // of 32 values
+  int64_t n;
+
+  /// Sub-blocks b to b + 7 (b a multiple of 8) into out[0] to out[7].
+  void move(int64_t p, int64_t b, PanelBlock* out) const {
+    const int64_t row_bytes = blocks / 8 * 210;
+    const int64_t last = std::min<int64_t>(16, n - 16 * p) - 1;
+    const __m512i starts = panel_row_starts(n, p, row_bytes);
+    const uint8_t* block = w + 16 * p * row_bytes + b / 8 * 210;
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i two_bits = _mm512_set1_epi8(0x03);
+    for (int64_t h = 0; h < 2; ++h) {
+      for (int j = 0; j < 8; ++j) {
+        const __m512i high = gather_dwords(starts, block + 128 + 32 * h + 4 * j);
+        for (int64_t half = 0; half < 2; ++half) {  // t % 2: which 32 bytes of low bits
+          const __m512i low = gather_dwords(starts, block + 64 * h + 32 * half + 4 * j);
+          for (int64_t nibbles = 0; nibbles < 2; ++nibbles) {  // t / 2: which nibble
+            const int64_t t = 2 * nibbles + half;
+            const __m512i low_bits = _mm512_and_si512(nibbles == 0 ? low : _mm512_srli_epi16(low, 4), nibble);
+            const __m512i high_bits = _mm512_and_si512(_mm512_srl_epi16(high, _mm_cvtsi64_si128(2 * t)), two_bits);
+            out[4 * h + t].codes[j] = _mm512_or_si512(low_bits, _mm512_slli_epi16(high_bits, 4));
+          }
+        }
+      }
+    }
+    alignas(64) float scales[16][16];  // [scale of 16 values][row]
+    for (int64_t i = 0; i < 16; ++i) {
+      const uint8_t* row = block + std::min(i, last) * row_bytes;
+      const float d = half_at(row + 208);
+      for (int s = 0; s < 16; ++s) {
+        scales[s][i] = d * static_cast<float>(static_cast<int8_t>(row[192 + s]));
+      }
+    }
+    for (int sub = 0; sub < 8; ++sub) {
+      out[sub].scales = _mm512_load_ps(scales[2 * sub]);
+      out[sub].last_scales = _mm512_load_ps(scales[2 * sub + 1]);
     }
   }
 };
@@ -1071,6 +1130,7 @@ struct PanelScales {
 template <int Bits>
 struct AffinePanels {
   static constexpr bool has_mins = true;
+  static constexpr bool two_scales = false;
   static constexpr int64_t blocks_per_move = 1;
   const quant::Matrix& m;
   const PanelScales& group_scales;
@@ -1104,11 +1164,32 @@ inline int32_t load_i32(const int8_t* p) {
   return value;
 }
 
+/// The sums of the L digits of an x record (`record`) with `count` code vectors of a panel block from vector `first`
+/// (values 4j to 4j + 3 of the record in vector j), chained by shifts as in decode, `offset` (the code offset times the
+/// values' sum) added once.
+template <int L>
+inline __m512i digit_sums(const PanelBlock& p, const int8_t* record, int first, int count, __m512i offset) {
+  __m512i sum = L == 1 ? offset : _mm512_setzero_si512();
+  for (int l = 0; l < L; ++l) {
+    if (l > 0) {
+      sum = _mm512_maskz_slli_epi32(all16, sum, level_bits);
+    }
+    if (l > 0 && l == L - 1) {
+      sum = _mm512_add_epi32(sum, offset);
+    }
+    const int8_t* digits = record + int64_t{32} * l;
+    for (int j = first; j < first + count; ++j) {
+      sum = _mm512_dpbusd_epi32(sum, p.codes[j], _mm512_set1_epi32(load_i32(digits + 4 * j)));
+    }
+  }
+  return sum;
+}
+
 /// Eight rows of x (pointers to their first block records, and to their sums per 32 values) against a panel, every
 /// block: out[r] lane i = row r's dot with the panel's row i. Each lane sums its row's whole block against x's digits
-/// broadcast four at a time, the digits chained by shifts as in decode, with the code offset's total added once; with
-/// Mins, the block's min times x's sum is taken off.
-template <int L, bool Mins>
+/// broadcast four at a time, with the code offset's total added once; with TwoScales, each half of the block apart,
+/// for its own scale; with Mins, the block's min times x's sum is taken off.
+template <int L, bool Mins, bool TwoScales>
 void panel_rows(const PanelBlock* panel, int64_t blocks, const int8_t* const (&x)[8], const float* const (&sums)[8],
                 __m512 (&out)[8]) {
   __m512 acc[8];
@@ -1120,24 +1201,20 @@ void panel_rows(const PanelBlock* panel, int64_t blocks, const int8_t* const (&x
 #pragma GCC unroll 8
     for (int r = 0; r < 8; ++r) {  // unrolled, so that the accumulators stay in registers
       const int8_t* record = x[r] + b * BlockDigits::record_bytes(L);
-      const __m512i offset = _mm512_set1_epi32(load_i32(record + BlockDigits::total_at(L)));
-      __m512i sum = L == 1 ? offset : _mm512_setzero_si512();
-      for (int l = 0; l < L; ++l) {
-        if (l > 0) {
-          sum = _mm512_maskz_slli_epi32(all16, sum, level_bits);
-        }
-        if (l > 0 && l == L - 1) {
-          sum = _mm512_add_epi32(sum, offset);
-        }
-        const int8_t* digits = record + int64_t{32} * l;
-        for (int j = 0; j < 8; ++j) {
-          sum = _mm512_dpbusd_epi32(sum, p.codes[j], _mm512_set1_epi32(load_i32(digits + 4 * j)));
-        }
+      float unit_value = 0.F;
+      std::memcpy(&unit_value, record + BlockDigits::unit_at(L), sizeof(unit_value));
+      const __m512 unit = _mm512_set1_ps(unit_value);
+      const int32_t total = load_i32(record + BlockDigits::total_at(L));
+      if constexpr (TwoScales) {
+        const int32_t first_half = load_i32(record + BlockDigits::first_half_total_at(L));
+        const __m512i first = digit_sums<L>(p, record, 0, 4, _mm512_set1_epi32(first_half));
+        const __m512i last = digit_sums<L>(p, record, 4, 4, _mm512_set1_epi32(total - first_half));
+        acc[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, first), _mm512_mul_ps(p.scales, unit), acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, last), _mm512_mul_ps(p.last_scales, unit), acc[r]);
+      } else {
+        const __m512i sum = digit_sums<L>(p, record, 0, 8, _mm512_set1_epi32(total));
+        acc[r] = _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, sum), _mm512_mul_ps(p.scales, unit), acc[r]);
       }
-      float unit = 0.F;
-      std::memcpy(&unit, record + BlockDigits::unit_at(L), sizeof(unit));
-      acc[r] =
-          _mm512_fmadd_ps(_mm512_maskz_cvtepi32_ps(all16, sum), _mm512_mul_ps(p.scales, _mm512_set1_ps(unit)), acc[r]);
       if constexpr (Mins) {
         acc[r] = _mm512_fnmadd_ps(p.mins, _mm512_set1_ps(sums[r][b]), acc[r]);
       }
@@ -1172,7 +1249,7 @@ void prefill_panels(const BlockDigits& x, int64_t rows, const Panels& panels, in
               x_sums[r] = x.sums32(std::min(r0 + r, t1 - 1)) + b0;
             }
             __m512 dots[8];
-            panel_rows<L, Panels::has_mins>(panel.data(), count, x_rows, x_sums, dots);
+            panel_rows<L, Panels::has_mins, Panels::two_scales>(panel.data(), count, x_rows, x_sums, dots);
             for (int64_t r = 0; r < std::min<int64_t>(8, t1 - r0); ++r) {
               float* dst = out + (r0 + r) * n + 16 * p;
               _mm512_mask_storeu_ps(dst, lanes,
@@ -1185,8 +1262,8 @@ void prefill_panels(const BlockDigits& x, int64_t rows, const Panels& panels, in
   });
 }
 
-/// The int8 prefill of the formats that have one (q4_0x8, q8_0, q4_k); false, computing nothing, for the others and
-/// where x has values too small for the levels' units.
+/// The int8 prefill of the formats that have one (q4_0x8, q8_0, q4_k, q6_k); false, computing nothing, for the others
+/// and where x has values too small for the levels' units.
 template <int L>
 bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
                   float* out) {
@@ -1203,7 +1280,6 @@ bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
     case QuantizationMode::mxfp8:
     case QuantizationMode::nvfp4:
     case QuantizationMode::q4_0:
-    case QuantizationMode::q6_k:
       return false;  // decoded tiles (a GGUF file's q4_0 linear layers are loaded as q4_0x8)
     case QuantizationMode::q4_0x8:
       return on_panels(InterleavedPanels{w, k / 32, n / 8});
@@ -1211,6 +1287,8 @@ bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
       return on_panels(Q8_0Panels{w, k / 32, n});
     case QuantizationMode::q4_k:
       return on_panels(Q4_KPanels{w, k / 32, n});
+    case QuantizationMode::q6_k:  // twice q4_k's gathers: below gemm_rows rows of x the decode kernel is as fast
+      return rows >= gemm_rows && on_panels(Q6_KPanels{w, k / 32, n});
   }
   return false;
 }

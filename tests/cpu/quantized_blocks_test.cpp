@@ -195,8 +195,8 @@ TEST(QuantizedBlocks, MatmulPrecisionSetsTheLevels) {
     for (int m : {1, 3, 40}) {
       const auto x = random_x(m, k, rng);
       const array xa(x.begin(), {m, k}, float32);
-      // q8_0's and q4_k's prefill computes on the levels too (with q4_0x8's: PrefillOnLevels).
-      const bool tiles = m == 40 && (std::string(f.mode) == "q4_0" || std::string(f.mode) == "q6_k");
+      // The prefill of q8_0, q4_k and q6_k computes on the levels too (with q4_0x8's: PrefillOnLevels).
+      const bool tiles = m == 40 && std::string(f.mode) == "q4_0";
       array highest = quantized_matmul(xa, blocks, f.mode);
       highest.eval();
       std::vector<array> outs;
@@ -445,11 +445,11 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
 }
 
-// The prefill of q4_0x8, q8_0 and q4_k (24 rows of x and more) meets panels of 16 rows of w with x's levels, two
-// under "high" and one under "medium", within their error; under "highest", or with an infinity in x, q4_0x8 decodes
-// tiles as q4_0 does. Rows of x that are no multiple of the kernel's eight or of its tiles' 128, an odd number of
-// groups (a last panel of eight rows), more blocks than a tile's 32, and every code at its least or greatest against
-// x of one sign per block (q8_0's and q4_k's: ExtremeCodesKeepTheLevelError).
+// The prefill of q4_0x8, q8_0 and q4_k (24 rows of x and more) and q6_k (32 and more) meets panels of 16 rows of w
+// with x's levels, two under "high" and one under "medium", within their error; under "highest", or with an infinity
+// in x, q4_0x8 decodes tiles as q4_0 does. Rows of x that are no multiple of the kernel's eight or of its tiles' 128,
+// an odd number of groups (a last panel of eight rows), more blocks than a tile's 32, and every code at its least or
+// greatest against x of one sign per block (the gathered formats': ExtremeCodesKeepTheLevelError).
 TEST(QuantizedBlocks, PrefillOnLevels) {
   std::mt19937 rng(13);
   const Format& f = formats()[0];
@@ -479,8 +479,9 @@ TEST(QuantizedBlocks, PrefillOnLevels) {
                     .item<bool>())
         << "m=" << m << " n=" << n;
   }
-  // q8_0's and q4_k's prefill: panels of 16 rows gathered from the rows, the last one short.
-  for (const Format& gathered : {formats()[1], formats()[2]}) {
+  // The prefill of q8_0, q4_k and q6_k: panels of 16 rows gathered from the rows, the last one short (25 rows of x:
+  // q6_k's decode kernel).
+  for (const Format& gathered : {formats()[1], formats()[2], formats()[3]}) {
     for (const auto [m, n, k] : {Case{77, 37, 256}, Case{33, 16, 2560}, Case{133, 16, 256}, Case{25, 37, 256}}) {
       array blocks = random_blocks(gathered, n, k, rng);
       const auto values = reference_values(gathered, blocks, n, k);
