@@ -6,7 +6,7 @@
 // B sequences of P random prompt tokens each (seeded, distinct) are inserted at once and each generates G tokens
 // greedily (end-of-sequence ids are banned, so every sequence runs to G). prefill_s: the first step, which prefills
 // every prompt and gives each sequence its first token; decode_tok_s: the B * (G - 1) tokens of the steps after it
-// over their time. usage: batch_decode_bench MODEL.gguf [-b 16] [-p 64] [-n 128] [-t THREADS] [-r 1]
+// over their time. usage: batch_decode_bench MODEL [-b 16] [-p 64] [-n 128] [-t THREADS] [-r 1]
 
 #include <algorithm>
 #include <chrono>
@@ -19,7 +19,7 @@
 
 #include "nuvec/cpu/thread_pool.h"
 #include "nuvec/lm/generate/batch_generator.h"
-#include "nuvec/lm/models/gguf_model.h"
+#include "nuvec/lm/load_model.h"
 
 namespace {
 
@@ -59,7 +59,7 @@ Options parse(int argc, char** argv) {
     }
   }
   if (o.model.empty() || o.batch < 1 || o.prompt < 1 || o.gen < 2 || o.runs < 1) {
-    std::fprintf(stderr, "usage: batch_decode_bench MODEL.gguf [-b 16] [-p 64] [-n 128] [-t THREADS] [-r 1]\n");
+    std::fprintf(stderr, "usage: batch_decode_bench MODEL [-b 16] [-p 64] [-n 128] [-t THREADS] [-r 1]\n");
     std::exit(2);
   }
   return o;
@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
   if (o.threads > 0) {
     nuvec::cpu::set_num_threads(o.threads);
   }
-  const nuvec::lm::LoadedModel loaded = nuvec::lm::load_gguf_model(o.model);
+  const nuvec::lm::LoadedModel loaded = nuvec::lm::load_model(o.model);
   for (int r = 0; r < o.runs; ++r) {
     run(loaded, o, static_cast<unsigned>(r + 1));
   }

@@ -1,7 +1,8 @@
-// The QuantizedMatmul and GatherQMM kernels. A product never dequantizes the whole weight; it takes one of three
+// The QuantizedMatmul and GatherQMM kernels. A product never dequantizes the whole weight; it takes one of these
 // paths by shape:
 //   - few rows of x, w (N, K) (transpose, the decode shape): with AVX-512 VNNI, 2-, 4- and 8-bit codes meet int8
-//     levels of x in integer dot products (qmm_int8.cpp). Otherwise each thread streams the packed rows of a range
+//     levels of x in integer dot products (qmm_int8.cpp; up to 127 rows of x, past gemm_rows where the prefill
+//     paths would take over: int8_decode_rows). Otherwise each thread streams the packed rows of a range
 //     of output columns once, four at a time; 2-, 4- and 8-bit codes are unpacked in registers (Highway: shift,
 //     mask, convert) and multiplied into float32 accumulators against x, which is reordered once so that the codes
 //     of one packed word meet their x values in the same lane. Per group: sum(q * x) * scale + sum(x) * bias. 3-, 5-
@@ -10,7 +11,7 @@
 //     stream it down the K rows with the sums in registers: per vector of packed words, one accumulator per code
 //     position and one for the bias, each lane scaled by its own group; the other widths give each thread a range of
 //     columns and walk the K rows unpacking its slice of each.
-//   - many rows (prefill) of w (N, K) in 4 or 8 bits with groups of 32 values or more, on two int8 levels of x
+//   - 128 rows (prefill) and more of w (N, K) in 4 or 8 bits with groups of 32 values or more, on two int8 levels of x
 //     (float32 matmul precision "high" or "medium", or a bfloat16 output): the GGUF block formats' prefill kernel
 //     (qmm_blocks.cpp), each 32 values of x against a block of codes, then times the group's scale, and the group's
 //     bias times x's sum.
@@ -593,8 +594,16 @@ bool all_finite(const Rows& x) {
   return all;
 }
 
-/// out (x.count x n, dense) = x @ w.T (transpose) or x @ w; decode products on int8 levels of x take `levels` of
-/// them (fewer for half-precision outputs).
+/// Rows of x below which the int8 decode kernel (two rows of x a pass, units per row) takes products of w (N, K) that
+/// would otherwise go to the prefill paths (gemm_rows and more). Alone, against the prefill kernel's panels (4-bit
+/// 8192 x 2048 under "high"), it wins at 40 rows (5.3 against 6.0-9.0 ms) and ties at 64; in a 1B model's batched
+/// decode, where the panels' table of scales (blocks::affine_prefill) is rebuilt for the large output layer at every
+/// step, it gives 4-bit 64 and 96 sequences 68 and 65 tok/s against 49 and 55 (8-bit 48 and 50 against 42 and 51),
+/// while a 512-token prompt keeps the panels (4-bit 128-132 tok/s against 100, 8-bit 122-125 against 79).
+constexpr int64_t int8_decode_rows = 128;
+
+/// out (x.count x n, dense) = x @ w.T (transpose) or x @ w; products on int8 levels of x take `levels` of them (fewer
+/// for half-precision outputs).
 void product(const Rows& x, const Matrix& m, bool transpose, int levels, float* out) {
   const int64_t n = transpose ? m.rows : m.cols;
   if (x.count == 0 || n == 0) {
@@ -602,10 +611,19 @@ void product(const Rows& x, const Matrix& m, bool transpose, int levels, float* 
   }
   if (x.k == 0) {
     std::fill_n(out, x.count * n, 0.F);
-  } else if (x.count >= gemm_rows && transpose && 32 % m.bits == 0) {
-    if (int8_decode_enabled() && blocks::affine_prefill(x.x, x.count, m, levels, out)) {
-      return;
-    }
+    return;
+  }
+  // x's levels against the codes (AVX-512 VNNI), where they apply; each path says false where it does not. Their
+  // sums of q * x and of x times the bias would turn an infinite x into NaN (inf - inf, 0 * inf) where the product
+  // with the dequantized weight gives an infinity, so such x take the float paths.
+  const bool int8 = transpose && int8_decode_enabled();
+  if (int8 && x.count < int8_decode_rows && all_finite(x) && quant::int8_decode(x.x, x.count, x.k, m, levels, out)) {
+    return;
+  }
+  if (int8 && x.count >= int8_decode_rows && blocks::affine_prefill(x.x, x.count, m, levels, out)) {
+    return;
+  }
+  if (x.count >= gemm_rows && transpose && 32 % m.bits == 0) {
     quant::dispatch_bits(m.bits, [&](auto bits_c) {
       constexpr int Bits = decltype(bits_c)::value;
       if constexpr (32 % Bits == 0) {
@@ -627,13 +645,9 @@ void product(const Rows& x, const Matrix& m, bool transpose, int levels, float* 
       }
     });
   } else if (x.count >= gemm_rows || !all_finite(x)) {
-    // The decode paths' sum(q * x) * scale + sum(x) * bias would turn an infinite x into NaN (inf - inf, 0 * inf)
-    // where the product with the dequantized weight gives an infinity.
     prefill(x, m, transpose, &dequantize_whole_rows, out);
   } else if (transpose) {
-    if (!int8_decode_enabled() || !quant::int8_decode(x.x, x.count, x.k, m, levels, out)) {
-      decode_transposed(x, m, out);
-    }
+    decode_transposed(x, m, out);
   } else {
     decode_plain(x, m, out);
   }

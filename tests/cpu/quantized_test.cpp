@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -338,12 +339,13 @@ TEST_F(QuantizedTest, HighMatmulPrecisionTakesTwoLevelsOfX) {
 }
 
 TEST_F(QuantizedTest, PrefillOnLevelsUnderHigh) {
-  // Under "high" and "medium", prefill products (32 rows of x and more) of 4- and 8-bit weights whose groups are
-  // whole blocks of 32 values take the GGML block formats' prefill kernel on two int8 levels of x per 32 values: every
-  // output within the levels' error (each value of x within 1 / 32512 of its 32 values' largest |x|, times the
-  // weight's |values|) plus float32 rounding, and unlike the float32 tiles of "highest". Rows of x that are no multiple
-  // of the kernel's 8 or of its tiles' 128, a last panel of fewer than 16 rows of w, more blocks than a tile's 32,
-  // float16 and bfloat16 scales, outliers in x. 2 bits, groups of 16 and an x holding an infinity keep the tiles.
+  // Under "high" and "medium", prefill products (128 rows of x and more) of 4- and 8-bit weights
+  // whose groups are whole blocks of 32 values take the GGML block formats' prefill kernel on two int8 levels of x per
+  // 32 values: every output within the levels' error (each value of x within 1 / 32512 of its 32 values' largest |x|,
+  // times the weight's |values|) plus float32 rounding, and unlike the float32 tiles of "highest". Rows of x that are
+  // no multiple of the kernel's 8 or of its tiles' 128, a last panel of fewer than 16 rows of w, more blocks than a
+  // tile's 32, float16 and bfloat16 scales, outliers in x. 2 bits, groups of 16 and an x holding an infinity keep the
+  // tiles.
   struct Case {
     int m, n, k;
   };
@@ -352,7 +354,8 @@ TEST_F(QuantizedTest, PrefillOnLevelsUnderHigh) {
   int turn = 0;
   for (int bits : {2, 4, 8}) {
     for (int gs : {16, 32, 64, 128}) {
-      const auto [m, n, k] = cases[static_cast<size_t>(turn) % cases.size()];
+      const auto [rows, n, k] = cases[static_cast<size_t>(turn) % cases.size()];
+      const int m = std::max(rows, 128);  // fewer take the decode kernel (below)
       const Dtype dtype = dtypes[static_cast<size_t>(turn) % dtypes.size()];
       ++turn;
       SCOPED_TRACE("bits=" + std::to_string(bits) + " gs=" + std::to_string(gs) + " m=" + std::to_string(m) +
@@ -384,6 +387,24 @@ TEST_F(QuantizedTest, PrefillOnLevelsUnderHigh) {
       EXPECT_TRUE(
           array_equal(quantized_matmul(with_infinity, q[0], q[1], q[2], true, gs, bits), tiles, true).item<bool>());
     }
+  }
+  // From 32 to 127 rows, 2-, 4- and 8-bit codes stay on the decode kernel (units per row, two rows of x a pass):
+  // float32's accuracy under "highest" (three levels), and under "high" its first two rows as they are alone.
+  for (int bits : {2, 4, 8}) {
+    auto q = quantize(rand({37, 640}, float32), 64, bits);
+    auto x = rand({45, 640}, float32);
+    auto error = reference("W = dequant(b, c, d, 64, " + std::to_string(bits) +
+                               ")\nref = a.astype(np.float64) @ W.T\n"
+                               "out = np.array(np.abs(e.astype(np.float64) - ref).max() / np.abs(ref).max())",
+                           {x, q[0], q[1], q[2], quantized_matmul(x, q[0], q[1], q[2], true, 64, bits)})[0];
+    EXPECT_LE(as_doubles(error)[0], 5e-6) << "bits=" << bits;
+    const MatmulPrecisionScope scope("high");
+    const auto first_two = slice(x, {0, 0}, {2, 640});
+    EXPECT_TRUE(array_equal(slice(quantized_matmul(x, q[0], q[1], q[2], true, 64, bits), {0, 0}, {2, 37}),
+                            quantized_matmul(first_two, q[0], q[1], q[2], true, 64, bits))
+                    .item<bool>() ||
+                !int8_decode_built)
+        << "bits=" << bits;
   }
 }
 
@@ -468,10 +489,10 @@ TEST_F(QuantizedTest, GatherQmm) {
   auto tol = product_tol(bfloat16, 64);
   EXPECT_TRUE(matches(out, reference(code, {x, q[0], q[1], q[2], rhs})[0], tol.rtol, tol.atol, false));
   {
-    // Prefill-shaped MoE under "high": 48 rows on one expert a pair, computed on x's levels (PrefillOnLevelsUnderHigh)
+    // Prefill-shaped MoE under "high": 130 rows on one expert a pair, computed on x's levels (PrefillOnLevelsUnderHigh)
     // against that expert's codes, scales and biases.
     auto experts = quantize(rand({3, 48, 128}, float32), 64, 4);
-    auto rows = rand({2, 48, 128}, float32);
+    auto rows = rand({2, 130, 128}, float32);
     auto routed = [&] {
       return gather_qmm(rows, experts[0], experts[1], experts[2], array({1, 0}, uint32), array({2, 1}, uint32), true,
                         64, 4);
