@@ -995,6 +995,23 @@ struct Q8_0Panels {
   }
 };
 
+/// Where a panel's 16 rows of 256-value blocks (`block_bytes` each) are for its sub-blocks b to b + 7: the rows'
+/// offsets for gathers, the first row's block, and the last row (the rows past it repeat it).
+struct SuperBlockRows {
+  int64_t row_bytes;
+  int64_t last;
+  __m512i starts;
+  const uint8_t* block;
+
+  SuperBlockRows(const uint8_t* w, int64_t blocks, int64_t n, int64_t block_bytes, int64_t p, int64_t b)
+      : row_bytes(blocks / 8 * block_bytes),
+        last(std::min<int64_t>(16, n - 16 * p) - 1),
+        starts(panel_row_starts(n, p, row_bytes)),
+        block(w + 16 * p * row_bytes + b / 8 * block_bytes) {}
+  /// Row i's block.
+  [[nodiscard]] const uint8_t* row(int64_t i) const { return block + std::min(i, last) * row_bytes; }
+};
+
 /// q4_k rows (blocks of 256 values: float16 d and dmin, 12 bytes of 6-bit sub-block scales and mins, then 32 code
 /// bytes per 64 values, the first 32 of them in the low nibbles and the next 32 in the high ones) as panels of 16 rows,
 /// one sub-block of 32 values a PanelBlock: dword j of its 32 code bytes gathered into lane i of vector j, and each
@@ -1009,14 +1026,11 @@ struct Q4_KPanels {
 
   /// Sub-blocks b to b + 7 (b a multiple of 8) into out[0] to out[7].
   void move(int64_t p, int64_t b, PanelBlock* out) const {
-    const int64_t row_bytes = blocks / 8 * 144;
-    const int64_t last = std::min<int64_t>(16, n - 16 * p) - 1;
-    const __m512i starts = panel_row_starts(n, p, row_bytes);
-    const uint8_t* block = w + 16 * p * row_bytes + b / 8 * 144;
+    const SuperBlockRows rows(w, blocks, n, 144, p, b);
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     for (int64_t c = 0; c < 4; ++c) {
       for (int j = 0; j < 8; ++j) {
-        const __m512i bytes = gather_dwords(starts, block + 16 + 32 * c + 4 * j);
+        const __m512i bytes = gather_dwords(rows.starts, rows.block + 16 + 32 * c + 4 * j);
         out[2 * c].codes[j] = _mm512_and_si512(bytes, nibble);
         out[2 * c + 1].codes[j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
       }
@@ -1024,7 +1038,7 @@ struct Q4_KPanels {
     alignas(64) float scales[8][16];
     alignas(64) float mins[8][16];
     for (int64_t i = 0; i < 16; ++i) {
-      const uint8_t* row = block + std::min(i, last) * row_bytes;
+      const uint8_t* row = rows.row(i);
       const float d = half_at(row);
       const float dmin = half_at(row + 2);
       for (int sub = 0; sub < 8; ++sub) {
@@ -1057,17 +1071,14 @@ struct Q6_KPanels {
 
   /// Sub-blocks b to b + 7 (b a multiple of 8) into out[0] to out[7].
   void move(int64_t p, int64_t b, PanelBlock* out) const {
-    const int64_t row_bytes = blocks / 8 * 210;
-    const int64_t last = std::min<int64_t>(16, n - 16 * p) - 1;
-    const __m512i starts = panel_row_starts(n, p, row_bytes);
-    const uint8_t* block = w + 16 * p * row_bytes + b / 8 * 210;
+    const SuperBlockRows rows(w, blocks, n, 210, p, b);
     const __m512i nibble = _mm512_set1_epi8(0x0F);
     const __m512i two_bits = _mm512_set1_epi8(0x03);
     for (int64_t h = 0; h < 2; ++h) {
       for (int j = 0; j < 8; ++j) {
-        const __m512i high = gather_dwords(starts, block + 128 + 32 * h + 4 * j);
+        const __m512i high = gather_dwords(rows.starts, rows.block + 128 + 32 * h + 4 * j);
         for (int64_t half = 0; half < 2; ++half) {  // t % 2: which 32 bytes of low bits
-          const __m512i low = gather_dwords(starts, block + 64 * h + 32 * half + 4 * j);
+          const __m512i low = gather_dwords(rows.starts, rows.block + 64 * h + 32 * half + 4 * j);
           for (int64_t nibbles = 0; nibbles < 2; ++nibbles) {  // t / 2: which nibble
             const int64_t t = 2 * nibbles + half;
             const __m512i low_bits = _mm512_and_si512(nibbles == 0 ? low : _mm512_srli_epi16(low, 4), nibble);
@@ -1079,7 +1090,7 @@ struct Q6_KPanels {
     }
     alignas(64) float scales[16][16];  // [scale of 16 values][row]
     for (int64_t i = 0; i < 16; ++i) {
-      const uint8_t* row = block + std::min(i, last) * row_bytes;
+      const uint8_t* row = rows.row(i);
       const float d = half_at(row + 208);
       for (int s = 0; s < 16; ++s) {
         scales[s][i] = d * static_cast<float>(static_cast<int8_t>(row[192 + s]));
