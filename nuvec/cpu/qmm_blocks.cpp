@@ -1148,9 +1148,8 @@ struct AffinePanels {
 
   void move(int64_t p, int64_t b, PanelBlock* moved) const {
     PanelBlock& out = *moved;
-    const int64_t row_bytes = m.cols / 8 * Bits;
-    const __m512i starts = panel_row_starts(m.rows, p, row_bytes);
-    const uint8_t* block = reinterpret_cast<const uint8_t*>(m.w) + 16 * p * row_bytes + b * 4 * Bits;
+    const __m512i starts = panel_row_starts(m.rows, p, m.words() * 4);
+    const uint8_t* block = reinterpret_cast<const uint8_t*>(m.row(16 * p)) + b * 4 * Bits;
     if constexpr (Bits == 8) {
       for (int j = 0; j < 8; ++j) {
         out.codes[j] = gather_dwords(starts, block + 4 * j);
