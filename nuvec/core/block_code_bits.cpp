@@ -12,6 +12,7 @@ int block_code_bits(QuantizationMode mode) {
     case QuantizationMode::q4_0:
     case QuantizationMode::q4_0x8:
     case QuantizationMode::q4_k:
+    case QuantizationMode::q4_kx16:
       return 4;
     case QuantizationMode::q8_0:
       return 8;

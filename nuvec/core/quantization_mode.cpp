@@ -7,7 +7,8 @@ namespace nuvec {
 namespace {
 constexpr std::array all_modes = {QuantizationMode::affine, QuantizationMode::q4_0,  QuantizationMode::q8_0,
                                   QuantizationMode::q4_k,   QuantizationMode::q6_k,  QuantizationMode::mxfp4,
-                                  QuantizationMode::mxfp8,  QuantizationMode::nvfp4, QuantizationMode::q4_0x8};
+                                  QuantizationMode::mxfp8,  QuantizationMode::nvfp4, QuantizationMode::q4_0x8,
+                                  QuantizationMode::q4_kx16};
 }  // namespace
 
 std::string_view mode_name(QuantizationMode mode) {
@@ -30,6 +31,8 @@ std::string_view mode_name(QuantizationMode mode) {
       return "nvfp4";
     case QuantizationMode::q4_0x8:
       return "q4_0x8";
+    case QuantizationMode::q4_kx16:
+      return "q4_kx16";
   }
   return "unknown";
 }
@@ -56,6 +59,7 @@ BlockLayout block_layout(QuantizationMode mode) {
     case QuantizationMode::q8_0:
       return {32, 34};
     case QuantizationMode::q4_k:
+    case QuantizationMode::q4_kx16:
       return {256, 144};
     case QuantizationMode::q6_k:
       return {256, 210};
@@ -64,10 +68,42 @@ BlockLayout block_layout(QuantizationMode mode) {
 }
 
 int block_rows(QuantizationMode mode) {
-  if (mode == QuantizationMode::q4_0x8) {
-    return 8;
+  switch (mode) {
+    case QuantizationMode::q4_0x8:
+      return 8;
+    case QuantizationMode::q4_kx16:
+      return 16;
+    case QuantizationMode::affine:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+      return 0;
+    case QuantizationMode::q4_0:
+    case QuantizationMode::q8_0:
+    case QuantizationMode::q4_k:
+    case QuantizationMode::q6_k:
+      return 1;
   }
-  return is_block_format(mode) ? 1 : 0;
+  return 0;
+}
+
+QuantizationMode plain_layout(QuantizationMode mode) {
+  switch (mode) {
+    case QuantizationMode::q4_0x8:
+      return QuantizationMode::q4_0;
+    case QuantizationMode::q4_kx16:
+      return QuantizationMode::q4_k;
+    case QuantizationMode::affine:
+    case QuantizationMode::q4_0:
+    case QuantizationMode::q8_0:
+    case QuantizationMode::q4_k:
+    case QuantizationMode::q6_k:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+      return mode;
+  }
+  return mode;
 }
 
 bool is_block_format(QuantizationMode mode) { return block_layout(mode).values != 0; }
@@ -90,6 +126,7 @@ MicroscaledLayout microscaled_layout(QuantizationMode mode) {
     case QuantizationMode::q4_k:
     case QuantizationMode::q6_k:
     case QuantizationMode::q4_0x8:
+    case QuantizationMode::q4_kx16:
       return {0, 0};
   }
   return {0, 0};

@@ -23,6 +23,11 @@
 // rows' 16 bytes at 128 b), so that a pass over eight rows streams one run of memory and each 64 code bytes load as
 // one vector. Its shape is q4_0's (n rows of 18 B bytes) and its rows go in whole eights: slice it only at multiples
 // of 8 rows and never along its blocks. repack_blocks converts between the two.
+// q4_kx16 is nuvec's own layout of q4_k's bytes, for the CPU's products: each sixteen rows are stored together block
+// by block, a block's 144 bytes read as 36 dwords and dword t of the sixteen rows stored at 64 t of their 2304 bytes
+// (dword 0: d and dmin, 1 to 3: the scales and mins, 4 to 35: the codes), so that each 64 bytes load as a vector
+// whose lane i is row i's and a pass over sixteen rows streams one run of memory. Its shape is q4_k's; its rows go
+// in whole sixteens, as q4_0x8's in eights.
 
 #include <cstdint>
 #include <optional>
@@ -32,7 +37,7 @@
 namespace nuvec {
 
 // New modes go last: exported files store the mode by its value.
-enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4, q4_0x8 };
+enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4, q4_0x8, q4_kx16 };
 
 /// The mode's name as the ops take it ("affine", "q4_0", ...).
 std::string_view mode_name(QuantizationMode mode);
@@ -46,8 +51,11 @@ struct BlockLayout {
 };
 BlockLayout block_layout(QuantizationMode mode);
 
-/// The rows a block format's layout keeps together (q4_0x8: 8; the other block formats: 1; the rest: 0).
+/// The rows a block format's layout keeps together (q4_0x8: 8, q4_kx16: 16; the other block formats: 1; the rest: 0).
 int block_rows(QuantizationMode mode);
+
+/// The block format whose bytes a layout holds in another order (q4_0x8: q4_0, q4_kx16: q4_k); any other mode itself.
+QuantizationMode plain_layout(QuantizationMode mode);
 
 /// Whether the mode is one of GGML's block formats (or a layout of one).
 bool is_block_format(QuantizationMode mode);

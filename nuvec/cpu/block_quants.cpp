@@ -4,13 +4,13 @@
 
 #include "nuvec/cpu/block_quants.h"
 
+#include <cstring>
+#include <vector>
+
 #include "nuvec/core/half.h"
 
 #if defined(__AVX512F__) && defined(__F16C__)
 #include <immintrin.h>
-
-#include <cstring>
-#include <vector>
 #define NUVEC_BLOCK_DECODE_AVX512 1
 #endif
 
@@ -194,6 +194,17 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
       std::memcpy(gathered.data() + b * layout.bytes + 2, group + count * 16 + b * 128 + 16 * i, 16);
     }
     row = gathered.data();
+  } else if (mode == QuantizationMode::q4_kx16) {
+    // The row's 36 dwords per block, each 16 dwords apart in its group of sixteen rows.
+    const uint8_t* group = w + r / 16 * 16 * count * layout.bytes;
+    const int64_t i = r % 16;
+    gathered.resize(static_cast<size_t>(count * layout.bytes));
+    for (int64_t b = 0; b < count; ++b) {
+      for (int64_t t = 0; t < 36; ++t) {
+        std::memcpy(gathered.data() + b * layout.bytes + 4 * t, group + b * 16 * layout.bytes + 64 * t + 4 * i, 4);
+      }
+    }
+    row = gathered.data();
   }
   for (int64_t i = 0; i < count; ++i) {
     const uint8_t* b = row + i * layout.bytes;
@@ -212,6 +223,7 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
         q8_0(b, o);
         break;
       case QuantizationMode::q4_k:
+      case QuantizationMode::q4_kx16:
         q4_k(b, o);
         break;
       case QuantizationMode::q6_k:

@@ -21,25 +21,30 @@
 // - q4_0x8 (q4_0's rows interleaved in eights, quantization_mode.h; BlockDigits): q4_0's lanes, each 64 code bytes
 //   one load and a pass of eight rows one run of memory (q4_0's passes gather 16 bytes from each of eight rows and
 //   their scales one by one); 1.6x q4_0's speed from cache.
+// - q4_kx16 (q4_k's rows interleaved by dwords in sixteens, quantization_mode.h; BlockDigits): a vector holds one
+//   code dword of each of sixteen rows, so that a lane sums a whole sub-block of its own row against x's digits
+//   broadcast four at a time (the prefill kernel's arrangement, from the layout itself) and the scales and mins of
+//   sixteen rows unpack from three vectors: 2.1x q4_k's speed from cache, where q4_k's passes spent more on moving
+//   codes and unpacking fields than on the sums.
 // - q6_k (SpanDigits): x's digits are stored in an order that puts 8 values of one 16-value group in each lane, and
 //   the codes are moved into that order in registers, so that one chain of sums covers 128 values.
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
 // row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
-// Prefill (24 rows of x and more: batched decode too) with q4_0x8, q8_0, q4_k or q6_k weights, on one or two levels
-// (prefill_panels): panels of 16 rows of w are moved into vectors whose lane i holds four codes of row i (q4_0x8 by
-// permutes of its interleaved rows, the others by gathers), so that each lane sums a whole block (q4_k: sub-block)
-// of one row against digits of x broadcast from memory and is converted and scaled once per block, q4_k's mins meeting
-// x's sums per 32 values (eight vpdpbusd and three float instructions per block, 16 rows of w and a row of x, where the
-// sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one level, 1.5-1.6x on two; q8_0 2.6x
-// and 1.5x; q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with 8-bit codes too (255 * 32 * 2^16).
-// q6_k, from 32 rows (its two gathers per code vector make the panels no faster than decode's below), sums each half
-// of a sub-block apart for its scale per 16 values: 2.2x and 1.4x; 3.5x the tiles at 32 to 40 rows of x.
-// The same kernel takes affine weights of 4 and 8 bits whose groups are whole blocks (affine_prefill: codes gathered
-// as q8_0's, a 4-bit row's nibble pairs met by x's records in the same order, the biases as mins): 1.4-1.6x their
-// decoded tiles' speed on two levels.
-// Other prefill, three levels, x holding infinities or NaNs or a block of values below 2^-100 (too small for the
-// levels' units), or a CPU without AVX-512 VNNI: tiles of w are decoded to float32 and multiplied by the sgemm.
+// Prefill (24 rows of x and more: batched decode too) with q4_0x8, q8_0, q4_k, q4_kx16 or q6_k weights, on one or two
+// levels (prefill_panels): panels of 16 rows of w are moved into vectors whose lane i holds four codes of row i
+// (q4_0x8 by permutes of its interleaved rows, q4_kx16 by loads, the others by gathers), so that each lane sums a
+// whole block (q4_k: sub-block) of one row against digits of x broadcast from memory and is converted and scaled once
+// per block, q4_k's mins meeting x's sums per 32 values (eight vpdpbusd and three float instructions per block, 16 rows
+// of w and a row of x, where the sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one
+// level, 1.5-1.6x on two; q8_0 2.6x and 1.5x; q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with
+// 8-bit codes too (255 * 32 * 2^16). q6_k, from 32 rows (its two gathers per code vector make the panels no faster than
+// decode's below), sums each half of a sub-block apart for its scale per 16 values: 2.2x and 1.4x; 3.5x the tiles at 32
+// to 40 rows of x. The same kernel takes affine weights of 4 and 8 bits whose groups are whole blocks (affine_prefill:
+// codes gathered as q8_0's, a 4-bit row's nibble pairs met by x's records in the same order, the biases as
+// mins): 1.4-1.6x their decoded tiles' speed on two levels. Other prefill, three levels, x holding infinities or NaNs
+// or a block of values below 2^-100 (too small for the levels' units), or a CPU without AVX-512 VNNI: tiles of w are
+// decoded to float32 and multiplied by the sgemm.
 
 #include <algorithm>
 #include <cmath>
@@ -109,6 +114,12 @@ constexpr float level_ratio = 1 << level_bits;
 // and warn about it.
 constexpr __mmask16 all16 = 0xFFFF;
 constexpr __mmask8 all8 = 0xFF;
+
+inline int32_t load_i32(const int8_t* p) {
+  int32_t value = 0;
+  std::memcpy(&value, p, sizeof(value));
+  return value;
+}
 
 inline float sum_lanes(__m256 v) {
   const __m128 quarter = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -416,6 +427,7 @@ int code_offset(QuantizationMode mode) {
     case QuantizationMode::mxfp8:
     case QuantizationMode::nvfp4:
     case QuantizationMode::q4_k:
+    case QuantizationMode::q4_kx16:
       return 0;
     case QuantizationMode::q4_0:
     case QuantizationMode::q4_0x8:
@@ -904,6 +916,109 @@ void rows_q4_0x8(const uint8_t* group, int64_t lead, int64_t blocks, const Block
   store_row_groups<R, 8>(acc, out);
 }
 
+/// A q4_kx16 block's sixteen rows' d * scale (scales[s]) and dmin * min (mins[s]) of each sub-block s, lane i row
+/// i's: dword 0 of a row holds d and dmin, dwords 1 to 3 q4_k's 12 bytes of 6-bit fields (q4_k_scale_min), so that
+/// byte t of every lane of dword 1 & 63 is scale t, of dword 2 & 63 min t, and scale 4 + t is dword 3's low nibble
+/// under dword 1's top two bits, min 4 + t dword 3's high nibble under dword 2's.
+inline void q4_kx16_fields(const uint8_t* block, __m512 (&scales)[8], __m512 (&mins)[8]) {
+  const __m512i heads = _mm512_loadu_si512(block);
+  const __m512 d = _mm512_maskz_cvtph_ps(all16, _mm512_maskz_cvtepi32_epi16(all16, heads));
+  const __m512 dmin =
+      _mm512_maskz_cvtph_ps(all16, _mm512_maskz_cvtepi32_epi16(all16, _mm512_maskz_srli_epi32(all16, heads, 16)));
+  const __m512i first = _mm512_loadu_si512(block + 64);
+  const __m512i second = _mm512_loadu_si512(block + 128);
+  const __m512i third = _mm512_loadu_si512(block + 192);
+  const __m512i six_bits = _mm512_set1_epi8(0x3F);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0F);
+  // Bits 0-3 of each byte from the first operand, 4-7 from the second (ternary logic 0xE4: c ? a : b), then six bits.
+  const auto nibble_under = [&](__m512i low, __m512i top) {
+    return _mm512_and_si512(_mm512_ternarylogic_epi32(low, top, low_nibble, 0xE4), six_bits);
+  };
+  const __m512i fields[4] = {_mm512_and_si512(first, six_bits), _mm512_and_si512(second, six_bits),
+                             nibble_under(third, _mm512_srli_epi16(first, 2)),
+                             nibble_under(_mm512_srli_epi16(third, 4), _mm512_srli_epi16(second, 2))};
+  for (int t = 0; t < 4; ++t) {
+    // Byte t of each dword to the dword's low byte, the rest zero (0x80).
+    const __m512i byte_t = _mm512_maskz_broadcast_i32x4(
+        all16, _mm_setr_epi32(static_cast<int>(0x80808000U) | t, static_cast<int>(0x80808004U) | t,
+                              static_cast<int>(0x80808008U) | t, static_cast<int>(0x8080800CU) | t));
+    const auto field = [&](int f) { return _mm512_maskz_cvtepi32_ps(all16, _mm512_shuffle_epi8(fields[f], byte_t)); };
+    scales[t] = _mm512_mul_ps(field(0), d);
+    mins[t] = _mm512_mul_ps(field(1), dmin);
+    scales[4 + t] = _mm512_mul_ps(field(2), d);
+    mins[4 + t] = _mm512_mul_ps(field(3), dmin);
+  }
+}
+
+/// Sixteen q4_kx16 rows (a group, one block after another) against R rows of x: lane i of out[r] is row i's dot with
+/// row r of x. Code dword j of a 64-value chunk holds, in each row's lane, values 4j to 4j + 3 of its first sub-block
+/// (low nibbles) and of its second (high nibbles), so that a lane sums a whole sub-block of its row against x's
+/// digits broadcast four at a time, in chains of half a sub-block per digit, and is converted and scaled once per
+/// sub-block; the mins meet x's sums per 32 values. The levels' sums combine in the integer lanes up to two levels
+/// (32 values * 15 * 128 * 2^8 < 2^31); a third is added in float.
+template <int R, int L>
+void rows_q4_kx16(const uint8_t* group, int64_t lead, int64_t blocks, const BlockDigits& x, int64_t r0,
+                  __m512 (&out)[R]) {
+  __m512 acc[R];
+  const int8_t* x_rows[R];
+  const float* x_sums[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    x_rows[r] = x.row(r0 + r);
+    x_sums[r] = x.sums32(r0 + r);
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = group + b * 2304;
+    prefetch_l2(block + lead, 2304);
+    __m512 scales[8];
+    __m512 mins[8];
+    q4_kx16_fields(block, scales, mins);
+    for (int r = 0; r < R; ++r) {
+      for (int s = 0; s < 8; ++s) {
+        acc[r] = _mm512_fnmadd_ps(mins[s], _mm512_set1_ps(x_sums[r][8 * b + s]), acc[r]);
+      }
+    }
+    for (int q = 0; q < 4; ++q) {
+      __m512i codes[2][8];  // [low nibbles: sub-block 2q, high: 2q + 1][dword]
+      for (int j = 0; j < 8; ++j) {
+        const __m512i bytes = _mm512_loadu_si512(block + 256 + 512 * q + 64 * j);
+        codes[0][j] = _mm512_and_si512(bytes, nibble);
+        codes[1][j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+      }
+      for (int r = 0; r < R; ++r) {
+        for (int h = 0; h < 2; ++h) {
+          const int8_t* record = x_rows[r] + (8 * b + 2 * q + h) * BlockDigits::record_bytes(L);
+          __m512i sums[L][2];
+          for (int l = 0; l < L; ++l) {
+            for (int half = 0; half < 2; ++half) {
+              sums[l][half] = _mm512_setzero_si512();
+              for (int j = 4 * half; j < 4 * half + 4; ++j) {
+                sums[l][half] = _mm512_dpbusd_epi32(sums[l][half], codes[h][j],
+                                                    _mm512_set1_epi32(load_i32(record + 32 * l + 4 * j)));
+              }
+            }
+          }
+          __m512i high = _mm512_add_epi32(sums[0][0], sums[0][1]);
+          if constexpr (L > 1) {
+            high = _mm512_add_epi32(_mm512_maskz_slli_epi32(all16, high, level_bits),
+                                    _mm512_add_epi32(sums[1][0], sums[1][1]));
+          }
+          __m512 total = _mm512_maskz_cvtepi32_ps(all16, high);
+          if constexpr (L > 2) {
+            total = _mm512_fmadd_ps(total, _mm512_set1_ps(level_ratio),
+                                    _mm512_maskz_cvtepi32_ps(all16, _mm512_add_epi32(sums[2][0], sums[2][1])));
+          }
+          float unit_value = 0;
+          std::memcpy(&unit_value, record + BlockDigits::unit_at(L), sizeof(float));
+          acc[r] = _mm512_fmadd_ps(total, _mm512_mul_ps(scales[2 * q + h], _mm512_set1_ps(unit_value)), acc[r]);
+        }
+      }
+    }
+  }
+  std::copy_n(acc, R, out);
+}
+
 /// One block of a panel of 16 rows of w for the prefill kernel: its codes as eight vectors of unsigned bytes whose lane
 /// i holds four codes of row i, vector j values 4j to 4j + 3 of the block and vector 4 + j values 16 + 4j to 16 + 4j +
 /// 3, and the rows' scales.
@@ -1056,6 +1171,36 @@ struct Q4_KPanels {
   }
 };
 
+/// q4_kx16 rows as panels: each group of sixteen rows is one, its code dwords already one vector per dword of the
+/// rows' sub-block pair, so that a move is loads (q4_k's panels gather them).
+struct Q4_Kx16Panels {
+  static constexpr bool has_mins = true;
+  static constexpr bool two_scales = false;
+  static constexpr int64_t blocks_per_move = 8;  // a block's sub-blocks, which share its fields
+  const uint8_t* w;
+  int64_t blocks;  // of 32 values
+
+  /// Sub-blocks b to b + 7 (b a multiple of 8) into out[0] to out[7].
+  void move(int64_t p, int64_t b, PanelBlock* out) const {
+    const uint8_t* block = w + (p * (blocks / 8) + b / 8) * 2304;
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int64_t c = 0; c < 4; ++c) {
+      for (int j = 0; j < 8; ++j) {
+        const __m512i bytes = _mm512_loadu_si512(block + 256 + 512 * c + 64 * j);
+        out[2 * c].codes[j] = _mm512_and_si512(bytes, nibble);
+        out[2 * c + 1].codes[j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+      }
+    }
+    __m512 scales[8];
+    __m512 mins[8];
+    q4_kx16_fields(block, scales, mins);
+    for (int sub = 0; sub < 8; ++sub) {
+      out[sub].scales = scales[sub];
+      out[sub].mins = mins[sub];
+    }
+  }
+};
+
 /// q6_k rows (blocks of 256 values: 128 bytes of low four bits, 64 of high two, 16 int8 scales, one per 16 values,
 /// and float16 d) as panels of 16 rows, one sub-block of 32 values a PanelBlock with a scale for each half: value
 /// 128h + 32t + l has its low bits in the low (t < 2) or high nibble of byte 64h + 32 (t % 2) + l and its high bits
@@ -1167,12 +1312,6 @@ struct AffinePanels {
     out.mins = _mm512_loadu_ps(group_scales.mins + at);
   }
 };
-
-inline int32_t load_i32(const int8_t* p) {
-  int32_t value = 0;
-  std::memcpy(&value, p, sizeof(value));
-  return value;
-}
 
 /// The sums of the L digits of an x record (`record`) with `count` code vectors of a panel block from vector `first`
 /// (values 4j to 4j + 3 of the record in vector j), chained by shifts as in decode, `offset` (the code offset times the
@@ -1297,6 +1436,8 @@ bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
       return on_panels(Q8_0Panels{w, k / 32, n});
     case QuantizationMode::q4_k:
       return on_panels(Q4_KPanels{w, k / 32, n});
+    case QuantizationMode::q4_kx16:
+      return on_panels(Q4_Kx16Panels{w, k / 32});
     case QuantizationMode::q6_k:  // twice q4_k's gathers: below gemm_rows rows of x the decode kernel is as fast
       return rows >= gemm_rows && on_panels(Q6_KPanels{w, k / 32, n});
   }
@@ -1328,6 +1469,34 @@ void stream_groups_q4_0x8(const BlockDigits& x, int64_t rows, const uint8_t* w, 
         float dots[1][8];
         rows_q4_0x8<1, L>(w + g * group_bytes, lead, blocks, x, r, dots);
         store(r, dots);
+      }
+    }
+  });
+}
+
+/// Every group of sixteen q4_kx16 rows against the rows of x, two rows of x at a time, then one: threads split the
+/// groups.
+template <int L>
+void stream_groups_q4_kx16(const BlockDigits& x, int64_t rows, const uint8_t* w, int64_t n, float* out) {
+  const int64_t blocks = x.k / 256;
+  const int64_t group_bytes = blocks * 2304;
+  const int64_t lead = (prefetch_bytes + 2303) / 2304 * 2304;
+  const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / group_bytes));
+  parallel_for(static_cast<size_t>(n / 16), grain, [&](size_t g0, size_t g1) {
+    for (auto g = static_cast<int64_t>(g0); g < static_cast<int64_t>(g1); ++g) {
+      auto pass = [&]<int R>(int64_t r0) {
+        __m512 dots[R];
+        rows_q4_kx16<R, L>(w + g * group_bytes, lead, blocks, x, r0, dots);
+        for (int r = 0; r < R; ++r) {
+          _mm512_storeu_ps(out + (r0 + r) * n + 16 * g, dots[r]);
+        }
+      };
+      int64_t r = 0;
+      for (; r + 2 <= rows; r += 2) {
+        pass.template operator()<2>(r);
+      }
+      for (; r < rows; ++r) {
+        pass.template operator()<1>(r);
       }
     }
   });
@@ -1410,8 +1579,8 @@ void stream_rows(const X& x, int64_t rows, const uint8_t* w, int64_t n, float* o
 template <QuantizationMode M, int L>
 bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
   // Formats whose kernels take four rows of w a vector: x as block records, eight rows of w a pass.
-  constexpr bool row_groups =
-      M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k || M == QuantizationMode::q4_0x8;
+  constexpr bool row_groups = M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k ||
+                              M == QuantizationMode::q4_0x8 || M == QuantizationMode::q4_kx16;
   using X =
       std::conditional_t<row_groups, BlockDigits, std::conditional_t<M == QuantizationMode::q6_k, SpanDigits, Levels>>;
   const X x(xf, rows, k, L, code_offset(M));
@@ -1420,6 +1589,8 @@ bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w,
   }
   if constexpr (M == QuantizationMode::q4_0x8) {
     stream_groups_q4_0x8<L>(x, rows, w, n, out);
+  } else if constexpr (M == QuantizationMode::q4_kx16) {
+    stream_groups_q4_kx16<L>(x, rows, w, n, out);
   } else {
     stream_rows<M, row_groups ? 8 : 4, L>(x, rows, w, n, out);
   }
@@ -1445,6 +1616,8 @@ bool int8_product(QuantizationMode mode, const float* x, int64_t rows, int64_t k
       return int8_product_of<QuantizationMode::q6_k, L>(x, rows, k, w, n, out);
     case QuantizationMode::q4_0x8:
       return int8_product_of<QuantizationMode::q4_0x8, L>(x, rows, k, w, n, out);
+    case QuantizationMode::q4_kx16:
+      return int8_product_of<QuantizationMode::q4_kx16, L>(x, rows, k, w, n, out);
   }
   return false;
 }

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "nuvec/core/error.h"
 #include "nuvec/lm/models/registry.h"
@@ -489,36 +490,40 @@ TEST(GGUFModel, LlamaEveryType) {
   }
 }
 
-// A Q4_0 file's linear layers load as q4_0x8 (rows interleaved in eights) where their rows come in eights, the
-// embedding and a 300-row head stay q4_0, and the config records the layout: a model built from it takes the loaded
-// weights and gives the same logits.
-TEST(GGUFModel, Q4_0LinearLayersLoadInterleaved) {
-  TinyFile file("llama_interleaved", tiny_config("llama"), all(GGMLType::Q4_0), 31);
-  LoadedModel loaded = load_gguf_model(file.path);
-  std::map<std::string, std::string> modes;
-  loaded.model->apply_to_modules([&](const std::string& path, nn::Module& module) {
-    if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
-      modes[path] = linear->mode();
-    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module)) {
-      modes[path] = embedding->mode();
+// A Q4_0 file's linear layers load as q4_0x8 and a Q4_K file's as q4_kx16 (rows interleaved in eights and sixteens)
+// where their rows come in whole groups, the embedding and a 300-row head stay in the plain format, and the config
+// records the layout: a model built from it takes the loaded weights and gives the same logits.
+TEST(GGUFModel, LinearLayersLoadInterleaved) {
+  for (const auto& [type, plain, grouped] :
+       {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x8"}, std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"}}) {
+    SCOPED_TRACE(plain);
+    TinyFile file(std::string("llama_interleaved_") + plain, tiny_config("llama"), all(type), 31);
+    LoadedModel loaded = load_gguf_model(file.path);
+    std::map<std::string, std::string> modes;
+    loaded.model->apply_to_modules([&](const std::string& path, nn::Module& module) {
+      if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
+        modes[path] = linear->mode();
+      } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module)) {
+        modes[path] = embedding->mode();
+      }
+    });
+    EXPECT_EQ(modes.at("model.embed_tokens"), plain);
+    EXPECT_EQ(modes.at("lm_head"), plain);
+    for (const char* layer : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.o_proj", "mlp.down_proj"}) {
+      const std::string path = std::string("model.layers.1.") + layer;
+      EXPECT_EQ(modes.at(path), grouped) << path;
+      EXPECT_EQ(loaded.config["quantization"][path]["mode"], grouped) << path;
     }
-  });
-  EXPECT_EQ(modes.at("model.embed_tokens"), "q4_0");
-  EXPECT_EQ(modes.at("lm_head"), "q4_0");
-  for (const char* layer : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.o_proj", "mlp.down_proj"}) {
-    const std::string path = std::string("model.layers.1.") + layer;
-    EXPECT_EQ(modes.at(path), "q4_0x8") << path;
-    EXPECT_EQ(loaded.config["quantization"][path]["mode"], "q4_0x8") << path;
+    std::shared_ptr<LanguageModel> rebuilt = create_model(loaded.config);
+    const nn::Params params = loaded.model->parameters();
+    load_weights_into(*rebuilt, NamedArrays(params.begin(), params.end()), loaded.config);
+    const std::vector<int32_t> ids = {5, 17, 200, 3};
+    const array tokens(ids.begin(), {1, 4}, int32);
+    Cache cache = loaded.model->make_cache();
+    Cache rebuilt_cache = rebuilt->make_cache();
+    EXPECT_TRUE(
+        array_equal(rebuilt->forward(tokens, &rebuilt_cache), loaded.model->forward(tokens, &cache)).item<bool>());
   }
-  std::shared_ptr<LanguageModel> rebuilt = create_model(loaded.config);
-  const nn::Params params = loaded.model->parameters();
-  load_weights_into(*rebuilt, NamedArrays(params.begin(), params.end()), loaded.config);
-  const std::vector<int32_t> ids = {5, 17, 200, 3};
-  const array tokens(ids.begin(), {1, 4}, int32);
-  Cache cache = loaded.model->make_cache();
-  Cache rebuilt_cache = rebuilt->make_cache();
-  EXPECT_TRUE(
-      array_equal(rebuilt->forward(tokens, &rebuilt_cache), loaded.model->forward(tokens, &cache)).item<bool>());
 }
 
 TEST(GGUFModel, LlamaWithBiases) {
@@ -735,7 +740,8 @@ TEST(GGUFModel, MixedTypesAsQ4KM) {
   EXPECT_FALSE(q.contains("group_size"));  // no affine module to give defaults to
   EXPECT_EQ(q["lm_head"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
   EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
-  EXPECT_EQ(q["model.layers.1.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 4}, {"mode", "q4_k"}}));
+  // q4_k's linear layers load with their rows interleaved (LinearLayersLoadInterleaved).
+  EXPECT_EQ(q["model.layers.1.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 4}, {"mode", "q4_kx16"}}));
   // The weights are the file's blocks (uint8 rows), with no scales of their own.
   std::map<std::string, Dtype> dtypes;
   for (const auto& [name, value] : loaded.model->parameters()) {

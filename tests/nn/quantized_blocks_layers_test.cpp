@@ -88,6 +88,28 @@ TEST(QuantizedBlockLayers, LinearRepacksIntoInterleavedRows) {
       array_equal(layer.weight, repack_blocks(array(bytes.begin(), {16, 36}, uint8), "q4_0", "q4_0x8")).item<bool>());
 }
 
+// A q4_k layer repacked into q4_kx16 (its rows interleaved in sixteens) likewise.
+TEST(QuantizedBlockLayers, Q4_KLinearRepacksIntoInterleavedRows) {
+  std::mt19937 rng(4);
+  nn::QuantizedLinear layer(256, 32, false, 256, 4, "q4_k");
+  std::vector<uint8_t> bytes(static_cast<size_t>(32 * 144));
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    const size_t at = i % 144;
+    bytes[i] = at == 0 || at == 2 ? 0x00 : at == 1 || at == 3 ? 0x24 : static_cast<uint8_t>(rng() & 0xFF);
+  }
+  layer.weight = array(bytes.begin(), {32, 144}, uint8);
+  array x = test::random_array({3, 256}, float32, rng);
+  const test::MatmulPrecisionScope scope("highest");
+  array before = layer.forward(x);
+  before.eval();
+  layer.repack("q4_kx16");
+  EXPECT_EQ(layer.mode(), "q4_kx16");
+  EXPECT_EQ(layer.weight.shape(), Shape({32, 144}));
+  EXPECT_TRUE(allclose(layer.forward(x), before, 1e-5, 1e-5).item<bool>());
+  EXPECT_TRUE(
+      array_equal(layer.weight, repack_blocks(array(bytes.begin(), {32, 144}, uint8), "q4_k", "q4_kx16")).item<bool>());
+}
+
 TEST(QuantizedBlockLayers, Errors) {
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(96, 4, false, 256, 4, "q4_k"); }),
             "[quantize] the input size 96 must be a multiple of the q4_k block of 256 values.");

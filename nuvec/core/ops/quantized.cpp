@@ -44,7 +44,7 @@ BlockWeight check_blocks(const array& w, const std::string& mode, const char* op
   auto parsed = parse_quantization_mode(mode);
   if (!parsed || !is_block_format(*parsed)) {
     throw_invalid(op_prefix(op) + "Invalid block format '" + mode +
-                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', 'q4_0x8'.");
+                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', 'q4_0x8', 'q4_kx16'.");
   }
   const BlockLayout layout = block_layout(*parsed);
   if (w.dtype() != uint8) {
@@ -364,10 +364,19 @@ array repack_blocks(const array& w, const std::string& from, const std::string& 
   if (source.mode == target.mode) {
     return w;
   }
-  auto q4_0_layout = [](QuantizationMode m) { return m == QuantizationMode::q4_0 || m == QuantizationMode::q4_0x8; };
-  if (!q4_0_layout(source.mode) || !q4_0_layout(target.mode)) {
+  if (plain_layout(source.mode) != plain_layout(target.mode)) {
     throw_invalid("[repack_blocks] No repacking from '" + from + "' to '" + to +
-                  "'; the layouts of one format are 'q4_0' and 'q4_0x8'.");
+                  "'; the layouts of one format are 'q4_0' and 'q4_0x8', and 'q4_k' and 'q4_kx16'.");
+  }
+  if (source.mode == QuantizationMode::q4_kx16 || target.mode == QuantizationMode::q4_kx16) {
+    // Each sixteen rows of B 144-byte blocks are (16, B, 36, 4) bytes in q4_k and (B, 36, 16, 4) in q4_kx16.
+    const int groups = w.shape(0) / 16;
+    const int blocks = w.shape(1) / 144;
+    const bool grouping = target.mode == QuantizationMode::q4_kx16;
+    const array bytes =
+        grouping ? reshape(w, {groups, 16, blocks, 36, 4}, s) : reshape(w, {groups, blocks, 36, 16, 4}, s);
+    return reshape(transpose(bytes, grouping ? std::vector<int>{0, 2, 3, 1, 4} : std::vector<int>{0, 3, 1, 2, 4}, s),
+                   w.shape(), s);
   }
   // Each eight rows of B 18-byte blocks are (8, B, 18) bytes in q4_0 and (B, 8, 2) scale bytes then (B, 8, 16) code
   // bytes in q4_0x8.

@@ -369,21 +369,34 @@ int input_features(const std::string& module, const json& config) {
   return hidden;
 }
 
-/// Rewrites the model's q4_0 linear layers in q4_0x8 (each eight rows one run of memory, which the CPU's decode
-/// kernel streams faster; a lossless repacking), where their rows come in eights, and records the layout in the
-/// config's quantization so that a saved folder loads it back. One layer at a time, each giving back the file's pages
-/// it was read from, so that the resident memory stays about the file's size.
-void interleave_q4_0(LanguageModel& model, json& config, const io::Blob& file) {
+/// The layout whose groups of rows the CPU's kernels stream faster, for a block format that has one (q4_0: q4_0x8,
+/// q4_k: q4_kx16).
+std::optional<QuantizationMode> grouped_layout(const std::string& mode) {
+  if (mode == "q4_0") {
+    return QuantizationMode::q4_0x8;
+  }
+  if (mode == "q4_k") {
+    return QuantizationMode::q4_kx16;
+  }
+  return std::nullopt;
+}
+
+/// Rewrites the model's q4_0 and q4_k linear layers in q4_0x8 and q4_kx16 (each group of rows one run of memory,
+/// which the CPU's kernels stream faster; a lossless repacking), where their rows come in whole groups, and records
+/// the layout in the config's quantization so that a saved folder loads it back. One layer at a time, each giving
+/// back the file's pages it was read from, so that the resident memory stays about the file's size.
+void interleave_rows(LanguageModel& model, json& config, const io::Blob& file) {
   model.apply_to_modules([&](const std::string& path, nn::Module& module) {
     auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module);
-    if (linear == nullptr || linear->mode() != "q4_0" ||
-        linear->weight.shape(0) % block_rows(QuantizationMode::q4_0x8) != 0) {
+    const auto grouped = linear == nullptr ? std::nullopt : grouped_layout(linear->mode());
+    if (!grouped || linear->weight.shape(0) % block_rows(*grouped) != 0) {
       return;
     }
+    const std::string mode(mode_name(*grouped));
     const array source = linear->weight;
-    linear->repack("q4_0x8");
+    linear->repack(mode);
     linear->weight.eval();
-    config["quantization"][path] = {{"group_size", linear->group_size()}, {"bits", linear->bits()}, {"mode", "q4_0x8"}};
+    config["quantization"][path] = {{"group_size", linear->group_size()}, {"bits", linear->bits()}, {"mode", mode}};
     // The file's pages of the source, unless the repacked weight was written into them (release keeps to the
     // file's own bytes, so a source held elsewhere gives back nothing).
     const auto* bytes = source.data<unsigned char>();
@@ -693,7 +706,7 @@ LoadedModel load_gguf_model(const std::string& path, const std::optional<Placeme
                     });
   sources.conversions.clear();
   model->eval();
-  interleave_q4_0(*model, config, *mapped);
+  interleave_rows(*model, config, *mapped);
   GenerationConfig generation = GenerationConfig::from_json(nullptr, config);
   return LoadedModel{std::move(model), Tokenizer::from_gguf(path), std::move(generation), std::move(config)};
 }

@@ -185,42 +185,60 @@ TEST(TensorParallel, QuantizedFormsEqualTheUnshardedQuantizedLayer) {
   expect_close((*quantized)(columns(x, 1, in_begin, in_end)), y, "quantize of a sharded-to-all layer", 1e-4);
 }
 
-// A q4_0x8 layer (rows interleaved in eights) shards as q4_0 would, by shard_linear and by shard_inplace, and its
-// shares go back to q4_0x8 where their rows come in eights (64 rows: 32 each on 2 ranks, 22 or 21 on 3).
-TEST(TensorParallel, InterleavedQ4_0ShardsAsQ4_0) {
+// A q4_0x8 or q4_kx16 layer (rows interleaved in eights or sixteens) shards as q4_0 or q4_k would, by shard_linear
+// and by shard_inplace, and its shares go back to the grouped layout where their rows come in whole groups (64 rows:
+// 32 each on 2 ranks, 22 or 21 on 3).
+TEST(TensorParallel, InterleavedRowsShardAsThePlainFormat) {
   const distributed::Group g = world();
-  std::vector<uint8_t> bytes(static_cast<size_t>(64 * 4 * 18));
-  uint32_t state = 7;
-  for (size_t i = 0; i < bytes.size(); ++i) {
-    state = state * 1664525U + 1013904223U;  // the same bytes on every rank
-    bytes[i] = i % 18 == 0 ? 0x00 : i % 18 == 1 ? 0x24 : static_cast<uint8_t>(state >> 24);  // scales 1/64
+  struct Layout {
+    const char* plain;
+    const char* grouped;
+    int rows_per_group, values, bytes, in;
+    std::vector<int> scale_bytes;  // float16 scales (1/64) at these offsets of a block
+  };
+  for (const Layout& l :
+       {Layout{"q4_0", "q4_0x8", 8, 32, 18, 128, {0}}, Layout{"q4_k", "q4_kx16", 16, 256, 144, 1024, {0, 2}}}) {
+    SCOPED_TRACE(l.grouped);
+    const int row_bytes = l.in / l.values * l.bytes;
+    std::vector<uint8_t> bytes(static_cast<size_t>(64 * row_bytes));
+    uint32_t state = 7;
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      state = state * 1664525U + 1013904223U;  // the same bytes on every rank
+      bytes[i] = static_cast<uint8_t>(state >> 24);
+    }
+    for (size_t block = 0; block < bytes.size() / static_cast<size_t>(l.bytes); ++block) {
+      for (int at : l.scale_bytes) {
+        bytes[block * static_cast<size_t>(l.bytes) + static_cast<size_t>(at)] = 0x00;
+        bytes[block * static_cast<size_t>(l.bytes) + static_cast<size_t>(at) + 1] = 0x24;
+      }
+    }
+    QuantizedLinear full(l.in, 64, true, l.values, 4, l.plain);
+    full.update(Params{{"weight", array(bytes.begin(), {64, row_bytes}, uint8)}, {"bias", input({64}, 21)}});
+    const array x = input({3, l.in}, 22);
+    const array y = full(x);
+    QuantizedLinear interleaved(l.in, 64, true, l.values, 4, l.grouped);
+    interleaved.update(Params{{"weight", repack_blocks(full.weight, l.plain, l.grouped)}, {"bias", *full.bias}});
+
+    auto rows =
+        std::dynamic_pointer_cast<QuantizedAllToShardedLinear>(shard_linear(interleaved, Sharding::all_to_sharded));
+    ASSERT_TRUE(rows);
+    const int count = rows->sizes()[static_cast<size_t>(g.rank())];
+    EXPECT_EQ(rows->mode(), count % l.rows_per_group == 0 ? l.grouped : l.plain);
+    const int begin = offset_of(rows->sizes(), g.rank());
+    expect_close((*rows)(x), columns(y, 1, begin, begin + count), "interleaved all-to-sharded", 1e-4);
+
+    auto cols =
+        std::dynamic_pointer_cast<QuantizedShardedToAllLinear>(shard_linear(interleaved, Sharding::sharded_to_all));
+    ASSERT_TRUE(cols);
+    EXPECT_EQ(cols->mode(), l.grouped);
+    const int in_begin = offset_of(cols->sizes(), g.rank());
+    const int in_end = in_begin + cols->sizes()[static_cast<size_t>(g.rank())];
+    expect_close((*cols)(columns(x, 1, in_begin, in_end)), y, "interleaved sharded-to-all", 1e-4);
+
+    shard_inplace(interleaved, Sharding::sharded_to_all);
+    EXPECT_EQ(interleaved.mode(), l.grouped);
+    EXPECT_TRUE(array_equal(interleaved.weight, cols->weight).item<bool>());
   }
-  QuantizedLinear full(128, 64, true, 32, 4, "q4_0");
-  full.update(Params{{"weight", array(bytes.begin(), {64, 72}, uint8)}, {"bias", input({64}, 21)}});
-  const array x = input({3, 128}, 22);
-  const array y = full(x);
-  QuantizedLinear interleaved(128, 64, true, 32, 4, "q4_0x8");
-  interleaved.update(Params{{"weight", repack_blocks(full.weight, "q4_0", "q4_0x8")}, {"bias", *full.bias}});
-
-  auto rows =
-      std::dynamic_pointer_cast<QuantizedAllToShardedLinear>(shard_linear(interleaved, Sharding::all_to_sharded));
-  ASSERT_TRUE(rows);
-  const int count = rows->sizes()[static_cast<size_t>(g.rank())];
-  EXPECT_EQ(rows->mode(), count % 8 == 0 ? "q4_0x8" : "q4_0");
-  const int begin = offset_of(rows->sizes(), g.rank());
-  expect_close((*rows)(x), columns(y, 1, begin, begin + count), "q4_0x8 all-to-sharded", 1e-4);
-
-  auto cols =
-      std::dynamic_pointer_cast<QuantizedShardedToAllLinear>(shard_linear(interleaved, Sharding::sharded_to_all));
-  ASSERT_TRUE(cols);
-  EXPECT_EQ(cols->mode(), "q4_0x8");
-  const int in_begin = offset_of(cols->sizes(), g.rank());
-  const int in_end = in_begin + cols->sizes()[static_cast<size_t>(g.rank())];
-  expect_close((*cols)(columns(x, 1, in_begin, in_end)), y, "q4_0x8 sharded-to-all", 1e-4);
-
-  shard_inplace(interleaved, Sharding::sharded_to_all);
-  EXPECT_EQ(interleaved.mode(), "q4_0x8");
-  EXPECT_TRUE(array_equal(interleaved.weight, cols->weight).item<bool>());
 }
 
 }  // namespace
