@@ -11,6 +11,7 @@ int block_code_bits(QuantizationMode mode) {
       return 0;  // not block formats
     case QuantizationMode::q4_0:
     case QuantizationMode::q4_0x8:
+    case QuantizationMode::q4_0x16:
     case QuantizationMode::q4_k:
     case QuantizationMode::q4_kx16:
       return 4;

@@ -5,10 +5,10 @@
 namespace nuvec {
 
 namespace {
-constexpr std::array all_modes = {QuantizationMode::affine, QuantizationMode::q4_0,  QuantizationMode::q8_0,
-                                  QuantizationMode::q4_k,   QuantizationMode::q6_k,  QuantizationMode::mxfp4,
-                                  QuantizationMode::mxfp8,  QuantizationMode::nvfp4, QuantizationMode::q4_0x8,
-                                  QuantizationMode::q4_kx16};
+constexpr std::array all_modes = {QuantizationMode::affine,  QuantizationMode::q4_0,   QuantizationMode::q8_0,
+                                  QuantizationMode::q4_k,    QuantizationMode::q6_k,   QuantizationMode::mxfp4,
+                                  QuantizationMode::mxfp8,   QuantizationMode::nvfp4,  QuantizationMode::q4_0x8,
+                                  QuantizationMode::q4_kx16, QuantizationMode::q4_0x16};
 }  // namespace
 
 std::string_view mode_name(QuantizationMode mode) {
@@ -33,6 +33,8 @@ std::string_view mode_name(QuantizationMode mode) {
       return "q4_0x8";
     case QuantizationMode::q4_kx16:
       return "q4_kx16";
+    case QuantizationMode::q4_0x16:
+      return "q4_0x16";
   }
   return "unknown";
 }
@@ -55,6 +57,7 @@ BlockLayout block_layout(QuantizationMode mode) {
       return {0, 0};
     case QuantizationMode::q4_0:
     case QuantizationMode::q4_0x8:
+    case QuantizationMode::q4_0x16:
       return {32, 18};
     case QuantizationMode::q8_0:
       return {32, 34};
@@ -72,6 +75,7 @@ int block_rows(QuantizationMode mode) {
     case QuantizationMode::q4_0x8:
       return 8;
     case QuantizationMode::q4_kx16:
+    case QuantizationMode::q4_0x16:
       return 16;
     case QuantizationMode::affine:
     case QuantizationMode::mxfp4:
@@ -90,6 +94,7 @@ int block_rows(QuantizationMode mode) {
 QuantizationMode plain_layout(QuantizationMode mode) {
   switch (mode) {
     case QuantizationMode::q4_0x8:
+    case QuantizationMode::q4_0x16:
       return QuantizationMode::q4_0;
     case QuantizationMode::q4_kx16:
       return QuantizationMode::q4_k;
@@ -127,6 +132,7 @@ MicroscaledLayout microscaled_layout(QuantizationMode mode) {
     case QuantizationMode::q6_k:
     case QuantizationMode::q4_0x8:
     case QuantizationMode::q4_kx16:
+    case QuantizationMode::q4_0x16:
       return {0, 0};
   }
   return {0, 0};

@@ -23,6 +23,10 @@
 // rows' 16 bytes at 128 b), so that a pass over eight rows streams one run of memory and each 64 code bytes load as
 // one vector. Its shape is q4_0's (n rows of 18 B bytes) and its rows go in whole eights: slice it only at multiples
 // of 8 rows and never along its blocks. repack_blocks converts between the two.
+// q4_0x16 is another, for the products' lane-per-row kernels: each sixteen rows are stored together block by block,
+// 288 bytes a block: the sixteen d, then the rows' 16 code bytes as four runs of sixteen dwords (code dword j of
+// every row at 32 + 64 j), so that each 64 code bytes load as a vector whose lane i is row i's. Its shape is q4_0's;
+// its rows go in whole sixteens.
 // q4_kx16 is nuvec's own layout of q4_k's bytes, for the CPU's products: each sixteen rows are stored together block
 // by block, a block's 144 bytes read as 36 dwords and dword t of the sixteen rows stored at 64 t of their 2304 bytes
 // (dword 0: d and dmin, 1 to 3: the scales and mins, 4 to 35: the codes), so that each 64 bytes load as a vector
@@ -37,7 +41,7 @@
 namespace nuvec {
 
 // New modes go last: exported files store the mode by its value.
-enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4, q4_0x8, q4_kx16 };
+enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4, q4_0x8, q4_kx16, q4_0x16 };
 
 /// The mode's name as the ops take it ("affine", "q4_0", ...).
 std::string_view mode_name(QuantizationMode mode);
@@ -51,10 +55,12 @@ struct BlockLayout {
 };
 BlockLayout block_layout(QuantizationMode mode);
 
-/// The rows a block format's layout keeps together (q4_0x8: 8, q4_kx16: 16; the other block formats: 1; the rest: 0).
+/// The rows a block format's layout keeps together (q4_0x8: 8, q4_0x16 and q4_kx16: 16; the other block formats: 1;
+/// the rest: 0).
 int block_rows(QuantizationMode mode);
 
-/// The block format whose bytes a layout holds in another order (q4_0x8: q4_0, q4_kx16: q4_k); any other mode itself.
+/// The block format whose bytes a layout holds in another order (q4_0x8 and q4_0x16: q4_0, q4_kx16: q4_k); any other
+/// mode itself.
 QuantizationMode plain_layout(QuantizationMode mode);
 
 /// Whether the mode is one of GGML's block formats (or a layout of one).

@@ -194,6 +194,19 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
       std::memcpy(gathered.data() + b * layout.bytes + 2, group + count * 16 + b * 128 + 16 * i, 16);
     }
     row = gathered.data();
+  } else if (mode == QuantizationMode::q4_0x16) {
+    // The row's scale and four code dwords per block, each 16 apart in its group of sixteen rows.
+    const uint8_t* group = w + r / 16 * 16 * count * layout.bytes;
+    const int64_t i = r % 16;
+    gathered.resize(static_cast<size_t>(count * layout.bytes));
+    for (int64_t b = 0; b < count; ++b) {
+      const uint8_t* block = group + b * 16 * layout.bytes;
+      std::memcpy(gathered.data() + b * layout.bytes, block + 2 * i, 2);
+      for (int64_t j = 0; j < 4; ++j) {
+        std::memcpy(gathered.data() + b * layout.bytes + 2 + 4 * j, block + 32 + 64 * j + 4 * i, 4);
+      }
+    }
+    row = gathered.data();
   } else if (mode == QuantizationMode::q4_kx16) {
     // The row's 36 dwords per block, each 16 dwords apart in its group of sixteen rows.
     const uint8_t* group = w + r / 16 * 16 * count * layout.bytes;
@@ -217,6 +230,7 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
         break;  // not block formats: the ops never send them here
       case QuantizationMode::q4_0:
       case QuantizationMode::q4_0x8:
+      case QuantizationMode::q4_0x16:
         q4_0(b, o);
         break;
       case QuantizationMode::q8_0:

@@ -21,20 +21,20 @@
 // - q4_0x8 (q4_0's rows interleaved in eights, quantization_mode.h; BlockDigits): q4_0's lanes, each 64 code bytes
 //   one load and a pass of eight rows one run of memory (q4_0's passes gather 16 bytes from each of eight rows and
 //   their scales one by one); 1.6x q4_0's speed from cache.
-// - q4_kx16 (q4_k's rows interleaved by dwords in sixteens, quantization_mode.h; BlockDigits): a vector holds one
-//   code dword of each of sixteen rows, so that a lane sums a whole sub-block of its own row against x's digits
-//   broadcast four at a time (the prefill kernel's arrangement, from the layout itself) and the scales and mins of
-//   sixteen rows unpack from three vectors: 2.1x q4_k's speed from cache, where q4_k's passes spent more on moving
-//   codes and unpacking fields than on the sums.
+// - q4_kx16 and q4_0x16 (q4_k's and q4_0's rows interleaved by dwords in sixteens, quantization_mode.h;
+//   BlockDigits): a vector holds one code dword of each of sixteen rows, so that a lane sums a whole (sub-)block of
+//   its own row against x's digits broadcast four at a time (the prefill kernel's arrangement, from the layout
+//   itself), and a block's scales (q4_k's scales and mins unpacked from three vectors) are one vector: q4_kx16 2.1x
+//   q4_k's speed from cache, where q4_k's passes spent more on moving codes and unpacking fields than on the sums.
 // - q6_k (SpanDigits): x's digits are stored in an order that puts 8 values of one 16-value group in each lane, and
 //   the codes are moved into that order in registers, so that one chain of sums covers 128 values.
 // Threads split the rows of w; each block read asks for the bytes a few passes ahead to be brought into L2, and every
 // row of x is computed against the rows of blocks while they are in L1, so w streams from memory once.
 //
-// Prefill (24 rows of x and more: batched decode too) with q4_0x8, q8_0, q4_k, q4_kx16 or q6_k weights, on one or two
+// Prefill (24 rows of x and more: batched decode too) with q4_0x8, q8_0, q4_k, q6_k or the x16 layouts, on one or two
 // levels (prefill_panels): panels of 16 rows of w are moved into vectors whose lane i holds four codes of row i
-// (q4_0x8 by permutes of its interleaved rows, q4_kx16 by loads, the others by gathers), so that each lane sums a
-// whole block (q4_k: sub-block) of one row against digits of x broadcast from memory and is converted and scaled once
+// (q4_0x8 by permutes of its interleaved rows, the x16 layouts by loads, the others by gathers), so that each lane sums
+// a whole block (q4_k: sub-block) of one row against digits of x broadcast from memory and is converted and scaled once
 // per block, q4_k's mins meeting x's sums per 32 values (eight vpdpbusd and three float instructions per block, 16 rows
 // of w and a row of x, where the sgemm takes 32 multiply-adds): q4_0x8 2.9x the decoded tiles' speed on one
 // level, 1.5-1.6x on two; q8_0 2.6x and 1.5x; q4_k 2.4x and 1.45x. A lane's sum of two levels stays in 32 bits with
@@ -431,6 +431,7 @@ int code_offset(QuantizationMode mode) {
       return 0;
     case QuantizationMode::q4_0:
     case QuantizationMode::q4_0x8:
+    case QuantizationMode::q4_0x16:
       return -8;
     case QuantizationMode::q8_0:
       return -128;
@@ -1019,6 +1020,72 @@ void rows_q4_kx16(const uint8_t* group, int64_t lead, int64_t blocks, const Bloc
   std::copy_n(acc, R, out);
 }
 
+/// Sixteen q4_0x16 rows (a group: per block the sixteen d, then four code dwords of each row) against R rows of x:
+/// lane i of out[r] is row i's dot with row r of x. Code dword j holds, in each row's lane, values 4j to 4j + 3 of
+/// its block (low nibbles) and 16 + 4j to 16 + 4j + 3 (high), which x's record lane j's offset covers, so that a
+/// lane sums its row's whole block against x's digits broadcast four at a time and is converted and scaled once. Up
+/// to two levels the block's sums and its offset total combine in the integer lanes; with three, each dword's chain
+/// keeps its own offset (eight values, as q4_0x8's lanes) and the four are added in float.
+template <int R, int L>
+void rows_q4_0x16(const uint8_t* group, int64_t lead, int64_t blocks, const BlockDigits& x, int64_t r0,
+                  __m512 (&out)[R]) {
+  __m512 acc[R];
+  const int8_t* x_rows[R];
+  for (int r = 0; r < R; ++r) {
+    acc[r] = _mm512_setzero_ps();
+    x_rows[r] = x.row(r0 + r);
+  }
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = group + b * 288;
+    prefetch_l2(block + lead, 288);
+    const __m512 scales = _mm512_maskz_cvtph_ps(all16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
+    __m512i codes[2][4];  // [low nibbles: values 4j on, high: 16 + 4j on][dword j]
+    for (int j = 0; j < 4; ++j) {
+      const __m512i bytes = _mm512_loadu_si512(block + 32 + 64 * j);
+      codes[0][j] = _mm512_and_si512(bytes, nibble);
+      codes[1][j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+    }
+    for (int r = 0; r < R; ++r) {
+      const int8_t* record = x_rows[r] + b * BlockDigits::record_bytes(L);
+      __m512i sums[L][4];
+      for (int l = 0; l < L; ++l) {
+        for (int j = 0; j < 4; ++j) {
+          const int8_t* digits = record + 32 * l;
+          sums[l][j] = _mm512_dpbusd_epi32(
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), codes[0][j], _mm512_set1_epi32(load_i32(digits + 4 * j))),
+              codes[1][j], _mm512_set1_epi32(load_i32(digits + 16 + 4 * j)));
+        }
+      }
+      __m512 total;
+      if constexpr (L < 3) {
+        __m512i sum = _mm512_setzero_si512();
+        for (int l = 0; l < L; ++l) {
+          sum = _mm512_add_epi32(
+              _mm512_maskz_slli_epi32(all16, sum, level_bits),
+              _mm512_add_epi32(_mm512_add_epi32(sums[l][0], sums[l][1]), _mm512_add_epi32(sums[l][2], sums[l][3])));
+        }
+        sum = _mm512_add_epi32(sum, _mm512_set1_epi32(load_i32(record + BlockDigits::total_at(L))));
+        total = _mm512_maskz_cvtepi32_ps(all16, sum);
+      } else {
+        total = _mm512_setzero_ps();
+        for (int j = 0; j < 4; ++j) {
+          __m512i sum = sums[0][j];
+          for (int l = 1; l < L; ++l) {
+            sum = _mm512_add_epi32(_mm512_maskz_slli_epi32(all16, sum, level_bits), sums[l][j]);
+          }
+          sum = _mm512_add_epi32(sum, _mm512_set1_epi32(load_i32(record + BlockDigits::offsets_at(L) + 4 * j)));
+          total = _mm512_add_ps(total, _mm512_maskz_cvtepi32_ps(all16, sum));
+        }
+      }
+      float unit_value = 0;
+      std::memcpy(&unit_value, record + BlockDigits::unit_at(L), sizeof(float));
+      acc[r] = _mm512_fmadd_ps(total, _mm512_mul_ps(scales, _mm512_set1_ps(unit_value)), acc[r]);
+    }
+  }
+  std::copy_n(acc, R, out);
+}
+
 /// One block of a panel of 16 rows of w for the prefill kernel: its codes as eight vectors of unsigned bytes whose lane
 /// i holds four codes of row i, vector j values 4j to 4j + 3 of the block and vector 4 + j values 16 + 4j to 16 + 4j +
 /// 3, and the rows' scales.
@@ -1070,6 +1137,28 @@ struct InterleavedPanels {
         all16, _mm256_inserti128_si256(
                    _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(first + b * 16))),
                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(second + b * 16)), 1));
+  }
+};
+
+/// q4_0x16 rows as panels: each group of sixteen rows is one, its code dwords already one vector each (the low
+/// nibbles values 4j to 4j + 3, the high ones 16 + 4j on), so that a move is loads.
+struct Q4_0x16Panels {
+  static constexpr bool has_mins = false;
+  static constexpr bool two_scales = false;
+  static constexpr int64_t blocks_per_move = 1;
+  const uint8_t* w;
+  int64_t blocks;
+
+  void move(int64_t p, int64_t b, PanelBlock* moved) const {
+    PanelBlock& out = *moved;
+    const uint8_t* block = w + (p * blocks + b) * 288;
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i bytes = _mm512_loadu_si512(block + 32 + 64 * j);
+      out.codes[j] = _mm512_and_si512(bytes, nibble);
+      out.codes[4 + j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+    }
+    out.scales = _mm512_maskz_cvtph_ps(all16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
   }
 };
 
@@ -1411,8 +1500,8 @@ void prefill_panels(const BlockDigits& x, int64_t rows, const Panels& panels, in
   });
 }
 
-/// The int8 prefill of the formats that have one (q4_0x8, q8_0, q4_k, q6_k); false, computing nothing, for the others
-/// and where x has values too small for the levels' units.
+/// The int8 prefill of the formats that have one (q4_0x8, q4_0x16, q8_0, q4_k, q4_kx16, q6_k); false, computing
+/// nothing, for the others and where x has values too small for the levels' units.
 template <int L>
 bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n,
                   float* out) {
@@ -1438,6 +1527,8 @@ bool int8_prefill(QuantizationMode mode, const float* xf, int64_t rows, int64_t 
       return on_panels(Q4_KPanels{w, k / 32, n});
     case QuantizationMode::q4_kx16:
       return on_panels(Q4_Kx16Panels{w, k / 32});
+    case QuantizationMode::q4_0x16:
+      return on_panels(Q4_0x16Panels{w, k / 32});
     case QuantizationMode::q6_k:  // twice q4_k's gathers: below gemm_rows rows of x the decode kernel is as fast
       return rows >= gemm_rows && on_panels(Q6_KPanels{w, k / 32, n});
   }
@@ -1474,19 +1565,26 @@ void stream_groups_q4_0x8(const BlockDigits& x, int64_t rows, const uint8_t* w, 
   });
 }
 
-/// Every group of sixteen q4_kx16 rows against the rows of x, two rows of x at a time, then one: threads split the
-/// groups.
-template <int L>
-void stream_groups_q4_kx16(const BlockDigits& x, int64_t rows, const uint8_t* w, int64_t n, float* out) {
-  const int64_t blocks = x.k / 256;
-  const int64_t group_bytes = blocks * 2304;
-  const int64_t lead = (prefetch_bytes + 2303) / 2304 * 2304;
+/// Every group of sixteen q4_0x16 or q4_kx16 rows against the rows of x, two rows of x at a time, then one: threads
+/// split the groups.
+template <QuantizationMode M, int L>
+void stream_groups_x16(const BlockDigits& x, int64_t rows, const uint8_t* w, int64_t n, float* out) {
+  const BlockLayout layout = block_layout(M);
+  const int64_t blocks = x.k / layout.values;
+  const int64_t block_bytes = int64_t{16} * layout.bytes;  // a block of sixteen rows
+  const int64_t group_bytes = blocks * block_bytes;
+  const int64_t lead = (prefetch_bytes + block_bytes - 1) / block_bytes * block_bytes;
   const auto grain = static_cast<size_t>(std::max<int64_t>(1, bytes_per_task / group_bytes));
   parallel_for(static_cast<size_t>(n / 16), grain, [&](size_t g0, size_t g1) {
     for (auto g = static_cast<int64_t>(g0); g < static_cast<int64_t>(g1); ++g) {
       auto pass = [&]<int R>(int64_t r0) {
         __m512 dots[R];
-        rows_q4_kx16<R, L>(w + g * group_bytes, lead, blocks, x, r0, dots);
+        if constexpr (M == QuantizationMode::q4_0x16) {
+          rows_q4_0x16<R, L>(w + g * group_bytes, lead, blocks, x, r0, dots);
+        } else {
+          static_assert(M == QuantizationMode::q4_kx16);
+          rows_q4_kx16<R, L>(w + g * group_bytes, lead, blocks, x, r0, dots);
+        }
         for (int r = 0; r < R; ++r) {
           _mm512_storeu_ps(out + (r0 + r) * n + 16 * g, dots[r]);
         }
@@ -1579,8 +1677,9 @@ void stream_rows(const X& x, int64_t rows, const uint8_t* w, int64_t n, float* o
 template <QuantizationMode M, int L>
 bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w, int64_t n, float* out) {
   // Formats whose kernels take four rows of w a vector: x as block records, eight rows of w a pass.
-  constexpr bool row_groups = M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k ||
-                              M == QuantizationMode::q4_0x8 || M == QuantizationMode::q4_kx16;
+  constexpr bool sixteen_rows = M == QuantizationMode::q4_0x16 || M == QuantizationMode::q4_kx16;
+  constexpr bool row_groups =
+      M == QuantizationMode::q4_0 || M == QuantizationMode::q4_k || M == QuantizationMode::q4_0x8 || sixteen_rows;
   using X =
       std::conditional_t<row_groups, BlockDigits, std::conditional_t<M == QuantizationMode::q6_k, SpanDigits, Levels>>;
   const X x(xf, rows, k, L, code_offset(M));
@@ -1589,8 +1688,8 @@ bool int8_product_of(const float* xf, int64_t rows, int64_t k, const uint8_t* w,
   }
   if constexpr (M == QuantizationMode::q4_0x8) {
     stream_groups_q4_0x8<L>(x, rows, w, n, out);
-  } else if constexpr (M == QuantizationMode::q4_kx16) {
-    stream_groups_q4_kx16<L>(x, rows, w, n, out);
+  } else if constexpr (sixteen_rows) {
+    stream_groups_x16<M, L>(x, rows, w, n, out);
   } else {
     stream_rows<M, row_groups ? 8 : 4, L>(x, rows, w, n, out);
   }
@@ -1618,6 +1717,8 @@ bool int8_product(QuantizationMode mode, const float* x, int64_t rows, int64_t k
       return int8_product_of<QuantizationMode::q4_0x8, L>(x, rows, k, w, n, out);
     case QuantizationMode::q4_kx16:
       return int8_product_of<QuantizationMode::q4_kx16, L>(x, rows, k, w, n, out);
+    case QuantizationMode::q4_0x16:
+      return int8_product_of<QuantizationMode::q4_0x16, L>(x, rows, k, w, n, out);
   }
   return false;
 }

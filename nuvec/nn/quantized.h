@@ -8,8 +8,8 @@
 // In one of GGML's block formats (mode "q4_0", "q8_0", "q4_k" or "q6_k"; nuvec/core/quantization_mode.h) the weight
 // is the uint8 rows of blocks a GGUF file holds, with no scales or biases of its own; such a layer starts at zero
 // and takes its weight from a file (nuvec cannot quantize into these formats). A QuantizedLinear may also hold q4_0
-// as "q4_0x8" and q4_k as "q4_kx16" (their rows interleaved in eights and sixteens, QuantizedLinear::repack); an
-// embedding, which reads single rows, cannot.
+// as "q4_0x8" or "q4_0x16" and q4_k as "q4_kx16" (their rows interleaved in eights or sixteens,
+// QuantizedLinear::repack); an embedding, which reads single rows, cannot.
 //
 // Affine layers take group_size 32, 64 or 128 and bits 2, 3, 4, 5, 6 or 8 (defaults 64 and 4); the input size must be
 // a multiple of group_size (of the block size for block formats). A bad size, mode or bit width throws when the
@@ -80,7 +80,7 @@ class QuantizedLinear : public detail::Quantized<Linear> {
   array forward(const array& x) override;
   /// Throws: the layer is quantized already.
   [[nodiscard]] std::shared_ptr<Linear> to_quantized(int group_size, int bits, const std::string& mode) const override;
-  /// Rewrites a block-format weight in another layout of its format, value for value ("q4_0" to "q4_0x8", "q4_k" to
+  /// Rewrites a block-format weight in another layout of its format, value for value ("q4_0" to "q4_0x16", "q4_k" to
   /// "q4_kx16", whose groups of rows the CPU's kernels stream faster; repack_blocks), and takes that mode.
   void repack(const std::string& mode) { repack_weight(mode); }
 };

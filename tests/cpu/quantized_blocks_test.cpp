@@ -1,6 +1,6 @@
-// Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k; and q4_0x8 and q4_kx16,
-// q4_0 and q4_k with their rows interleaved in eights and sixteens), read from the blocks as a GGUF file holds them.
-// The weights are random blocks (random codes, sub-block scales and mins, and random float16 scales), decoded for
+// Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k; and q4_0x8, q4_0x16 and
+// q4_kx16, q4_0 and q4_k with their rows interleaved in eights and sixteens), read from the blocks as a GGUF file holds
+// them. The weights are random blocks (random codes, sub-block scales and mins, and random float16 scales), decoded for
 // reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate implementation) and multiplied
 // in float64 here. Covered: the float32 matmul precision (two levels of x under "high"), the decode row counts of the
 // integer kernel (1 to 9 rows of x, computed two at a time; 1 to 300 rows of w, computed four at a time, with 1 to 3
@@ -354,7 +354,7 @@ TEST(QuantizedBlocks, Errors) {
               quantized_matmul(ones({1, 64}), blocks, "q5_9");
             }),
             "[quantized_matmul] Invalid block format 'q5_9'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', "
-            "'q4_0x8', 'q4_kx16'.");
+            "'q4_0x8', 'q4_kx16', 'q4_0x16'.");
   EXPECT_EQ(error_of([&] {
               quantized_matmul(ones({1, 64}), astype(blocks, int8), "q4_0");
             }),
@@ -383,15 +383,15 @@ TEST(QuantizedBlocks, Errors) {
   EXPECT_EQ(error_of([&] {
               repack_blocks(random_blocks(formats()[0], 8, 544, rng), "q4_0", "q8_0");  // 306 bytes: both fit
             }),
-            "[repack_blocks] No repacking from 'q4_0' to 'q8_0'; the layouts of one format are 'q4_0' and 'q4_0x8', "
-            "and 'q4_k' and 'q4_kx16'.");
+            "[repack_blocks] No repacking from 'q4_0' to 'q8_0'; the layouts of one format are 'q4_0', 'q4_0x8' "
+            "and 'q4_0x16', and 'q4_k' and 'q4_kx16'.");
   EXPECT_EQ(error_of([&] { repack_blocks(random_blocks(formats()[2], 8, 256, rng), "q4_k", "q4_kx16"); }),
             "[repack_blocks] A weight in the layout 'q4_kx16' holds its rows in groups of 16; got shape (8,144).");
   EXPECT_EQ(error_of([&] {
               repack_blocks(random_blocks(formats()[2], 16, 256, rng), "q4_k", "q4_0x8");  // 144 bytes: both fit
             }),
-            "[repack_blocks] No repacking from 'q4_k' to 'q4_0x8'; the layouts of one format are 'q4_0' and 'q4_0x8', "
-            "and 'q4_k' and 'q4_kx16'.");
+            "[repack_blocks] No repacking from 'q4_k' to 'q4_0x8'; the layouts of one format are 'q4_0', 'q4_0x8' "
+            "and 'q4_0x16', and 'q4_k' and 'q4_kx16'.");
 }
 
 // q4_0x8 holds q4_0's bytes with each eight rows interleaved: repack_blocks moves every byte where
@@ -453,94 +453,121 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
 }
 
-// q4_kx16 holds q4_k's bytes with each sixteen rows interleaved by dwords: repack_blocks moves every byte where
-// quantization_mode.h says (checked here byte by byte) and back, the values equal q4_k's, and the products, on their
-// own kernels (a lane per row of w, a sub-block a chain), are within the levels' error of the exact product at each
-// matmul precision, and equal to q4_k's where both decode tiles (under "highest" from 32 rows of x). Rows of x on the
-// decode kernel (1 to 23, two at a time and one) and the prefill's (24 and more, no multiple of its eight, more blocks
-// than a tile of x's), every code at its least or greatest with random scales and mins against x of one sign per
-// block, a weight of no rows, and the gradient with respect to x.
-TEST(QuantizedBlocks, InterleavedQ4_KEqualsQ4_K) {
+// q4_0x16 and q4_kx16 hold q4_0's and q4_k's bytes with each sixteen rows interleaved by dwords: repack_blocks moves
+// every byte where quantization_mode.h says (checked here byte by byte) and back, also between q4_0's two grouped
+// layouts, the values equal the plain format's, and the products, on their own kernels (a lane per row of w, a
+// (sub-)block a chain), are within the levels' error of the exact product at each matmul precision, and equal to the
+// plain format's where both decode tiles (under "highest" from 32 rows of x). Rows of x on the decode kernel (1 to
+// 23, two at a time and one) and the prefill's (24 and more, no multiple of its eight, more blocks than a tile of
+// x's), every code at its least or greatest against x of one sign per block, a weight of no rows, and the gradient
+// with respect to x.
+TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
   std::mt19937 rng(14);
-  const Format& f = formats()[2];
-  struct Case {
-    int n, k;
-    std::vector<int> rows_of_x;
+  struct Layout {
+    const Format& plain;
+    const char* grouped;
+    int codes_from;  // the first code byte of a block
   };
-  for (const auto& [n, k, rows_of_x] : {Case{16, 256, {1, 2, 3, 24, 40}}, Case{48, 768, {1, 5, 23, 33}},
-                                        Case{32, 2560, {2, 77}}, Case{160, 512, {1, 3}}}) {
-    array blocks = random_blocks(f, n, k, rng);
-    array interleaved = repack_blocks(blocks, "q4_k", "q4_kx16");
-    ASSERT_EQ(interleaved.shape(), blocks.shape());
-    blocks.eval();
-    interleaved.eval();
-    const uint8_t* from = blocks.data<uint8_t>();
-    const uint8_t* to = interleaved.data<uint8_t>();
-    const int count = k / 256;
-    bool moved = true;
-    for (int r = 0; r < n; ++r) {
-      const uint8_t* group = to + static_cast<ptrdiff_t>(r / 16) * 16 * count * 144;
-      for (int b = 0; b < count; ++b) {
-        const uint8_t* block = from + (static_cast<ptrdiff_t>(r) * count + b) * 144;
-        for (int t = 0; t < 36; ++t) {
-          moved = moved && std::equal(block + 4 * t, block + 4 * t + 4, group + 2304 * b + 64 * t + 4 * (r % 16));
+  for (const Layout& layout : {Layout{formats()[0], "q4_0x16", 2}, Layout{formats()[2], "q4_kx16", 16}}) {
+    const Format& f = layout.plain;
+    // Where byte t of row i's block b is in its group of sixteen rows.
+    auto placed = [&](int i, int b, int t) {
+      if (f.values == 256) {
+        return 2304 * b + 64 * (t / 4) + 4 * i + t % 4;
+      }
+      return t < 2 ? 288 * b + 2 * i + t : 288 * b + 32 + 64 * ((t - 2) / 4) + 4 * i + (t - 2) % 4;
+    };
+    struct Case {
+      int n, k;
+      std::vector<int> rows_of_x;
+    };
+    for (const auto& [n, k, rows_of_x] : {Case{16, 256, {1, 2, 3, 24, 40}}, Case{48, 768, {1, 5, 23, 33}},
+                                          Case{32, 2560, {2, 77}}, Case{160, 512, {1, 3}}, Case{16, 96, {1, 3, 40}}}) {
+      if (k % f.values != 0) {
+        continue;
+      }
+      array blocks = random_blocks(f, n, k, rng);
+      array interleaved = repack_blocks(blocks, f.mode, layout.grouped);
+      ASSERT_EQ(interleaved.shape(), blocks.shape());
+      blocks.eval();
+      interleaved.eval();
+      const uint8_t* from = blocks.data<uint8_t>();
+      const uint8_t* to = interleaved.data<uint8_t>();
+      const int count = k / f.values;
+      bool moved = true;
+      for (int r = 0; r < n; ++r) {
+        const uint8_t* group = to + static_cast<ptrdiff_t>(r / 16) * 16 * count * f.bytes;
+        for (int b = 0; b < count; ++b) {
+          const uint8_t* block = from + (static_cast<ptrdiff_t>(r) * count + b) * f.bytes;
+          for (int t = 0; t < f.bytes; ++t) {
+            moved = moved && block[t] == group[placed(r % 16, b, t)];
+          }
+        }
+      }
+      EXPECT_TRUE(moved) << layout.grouped << " n=" << n << " k=" << k;
+      EXPECT_TRUE(array_equal(repack_blocks(interleaved, layout.grouped, f.mode), blocks).item<bool>());
+      EXPECT_TRUE(array_equal(dequantize(interleaved, layout.grouped), dequantize(blocks, f.mode)).item<bool>());
+      if (f.values == 32) {
+        EXPECT_TRUE(
+            array_equal(repack_blocks(interleaved, layout.grouped, "q4_0x8"), repack_blocks(blocks, f.mode, "q4_0x8"))
+                .item<bool>());
+      }
+      const auto values = reference_values(f, blocks, n, k);
+      for (int m : rows_of_x) {
+        const auto x = random_x(m, k, rng);
+        const array xa(x.begin(), {m, k}, float32);
+        for (const auto& [precision, levels] :
+             {std::pair{"highest", 3}, std::pair{"high", 2}, std::pair{"medium", 1}}) {
+          const MatmulPrecisionScope scope(precision);
+          array got = quantized_matmul(xa, interleaved, layout.grouped);
+          ASSERT_EQ(got.shape(), Shape({m, n}));
+          EXPECT_TRUE(within_level_error(got, x, values, m, n, k, levels))
+              << layout.grouped << " " << precision << " m=" << m << " n=" << n << " k=" << k;
+          if (m >= 32 && std::string(precision) == "highest") {
+            EXPECT_TRUE(array_equal(got, quantized_matmul(xa, blocks, f.mode)).item<bool>()) << "m=" << m;
+          }
         }
       }
     }
-    EXPECT_TRUE(moved) << "n=" << n << " k=" << k;
-    EXPECT_TRUE(array_equal(repack_blocks(interleaved, "q4_kx16", "q4_k"), blocks).item<bool>());
-    EXPECT_TRUE(array_equal(dequantize(interleaved, "q4_kx16"), dequantize(blocks, "q4_k")).item<bool>());
-    const auto values = reference_values(f, blocks, n, k);
-    for (int m : rows_of_x) {
-      const auto x = random_x(m, k, rng);
-      const array xa(x.begin(), {m, k}, float32);
-      for (const auto& [precision, levels] : {std::pair{"highest", 3}, std::pair{"high", 2}, std::pair{"medium", 1}}) {
-        const MatmulPrecisionScope scope(precision);
-        array got = quantized_matmul(xa, interleaved, "q4_kx16");
-        ASSERT_EQ(got.shape(), Shape({m, n}));
-        EXPECT_TRUE(within_level_error(got, x, values, m, n, k, levels))
-            << precision << " m=" << m << " n=" << n << " k=" << k;
-        if (m >= 32 && std::string(precision) == "highest") {
-          EXPECT_TRUE(array_equal(got, quantized_matmul(xa, blocks, "q4_k")).item<bool>()) << "m=" << m;
+    for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}}) {
+      const int n = 16;
+      const int k = 512;
+      array random = random_blocks(f, n, k, rng);
+      random.eval();
+      std::vector<uint8_t> bytes(random.data<uint8_t>(), random.data<uint8_t>() + random.size());
+      for (size_t block = 0; block < bytes.size() / static_cast<size_t>(f.bytes); ++block) {
+        std::fill(bytes.begin() + static_cast<ptrdiff_t>(block * f.bytes + layout.codes_from),
+                  bytes.begin() + static_cast<ptrdiff_t>((block + 1) * f.bytes), fill);
+      }
+      const array blocks(bytes.begin(), random.shape(), uint8);
+      const auto values = reference_values(f, blocks, n, k);
+      for (int m : {1, 3, 40}) {
+        std::vector<float> x(static_cast<size_t>(m * k));
+        for (size_t i = 0; i < x.size(); ++i) {
+          x[i] = i / 32 % 2 == 0 ? 3.F : -3.F;
+        }
+        x[7] = 1000.F;
+        for (const auto& [precision, levels] :
+             {std::pair{"highest", 3}, std::pair{"high", 2}, std::pair{"medium", 1}}) {
+          const MatmulPrecisionScope scope(precision);
+          array got = quantized_matmul(array(x.begin(), {m, k}, float32), repack_blocks(blocks, f.mode, layout.grouped),
+                                       layout.grouped);
+          EXPECT_TRUE(within_level_error(got, x, values, m, n, k, levels))
+              << layout.grouped << " " << precision << " fill=" << int{fill} << " m=" << m;
         }
       }
     }
+    const array none = repack_blocks(zeros({0, f.bytes * 8}, uint8), f.mode, layout.grouped);
+    EXPECT_EQ(quantized_matmul(ones({2, f.values * 8}), none, layout.grouped).shape(), Shape({2, 0}));
+    array blocks = random_blocks(f, 16, 256, rng);
+    const array x = ones({3, 256});
+    auto x_grad = [&](const char* mode, const array& w) {
+      return grad([&](const array& v) { return sum(quantized_matmul(v, w, mode)); })(x);
+    };
+    EXPECT_TRUE(
+        array_equal(x_grad(layout.grouped, repack_blocks(blocks, f.mode, layout.grouped)), x_grad(f.mode, blocks))
+            .item<bool>());
   }
-  for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}}) {
-    const int n = 16;
-    const int k = 512;
-    array random = random_blocks(f, n, k, rng);
-    random.eval();
-    std::vector<uint8_t> bytes(random.data<uint8_t>(), random.data<uint8_t>() + random.size());
-    for (size_t block = 0; block < bytes.size() / 144; ++block) {
-      std::fill_n(bytes.begin() + static_cast<ptrdiff_t>(block * 144 + 16), 128, fill);
-    }
-    const array blocks(bytes.begin(), random.shape(), uint8);
-    const auto values = reference_values(f, blocks, n, k);
-    for (int m : {1, 3, 40}) {
-      std::vector<float> x(static_cast<size_t>(m * k));
-      for (size_t i = 0; i < x.size(); ++i) {
-        x[i] = i / 32 % 2 == 0 ? 3.F : -3.F;
-      }
-      x[7] = 1000.F;
-      for (const auto& [precision, levels] : {std::pair{"highest", 3}, std::pair{"high", 2}, std::pair{"medium", 1}}) {
-        const MatmulPrecisionScope scope(precision);
-        array got =
-            quantized_matmul(array(x.begin(), {m, k}, float32), repack_blocks(blocks, "q4_k", "q4_kx16"), "q4_kx16");
-        EXPECT_TRUE(within_level_error(got, x, values, m, n, k, levels))
-            << precision << " fill=" << int{fill} << " m=" << m;
-      }
-    }
-  }
-  const array none = repack_blocks(zeros({0, 144}, uint8), "q4_k", "q4_kx16");
-  EXPECT_EQ(quantized_matmul(ones({2, 256}), none, "q4_kx16").shape(), Shape({2, 0}));
-  array blocks = random_blocks(f, 16, 256, rng);
-  const array x = ones({3, 256});
-  auto x_grad = [&](const char* mode, const array& w) {
-    return grad([&](const array& v) { return sum(quantized_matmul(v, w, mode)); })(x);
-  };
-  EXPECT_TRUE(
-      array_equal(x_grad("q4_kx16", repack_blocks(blocks, "q4_k", "q4_kx16")), x_grad("q4_k", blocks)).item<bool>());
 }
 
 // The prefill of q4_0x8, q8_0 and q4_k (24 rows of x and more) and q6_k (32 and more) meets panels of 16 rows of w

@@ -490,12 +490,12 @@ TEST(GGUFModel, LlamaEveryType) {
   }
 }
 
-// A Q4_0 file's linear layers load as q4_0x8 and a Q4_K file's as q4_kx16 (rows interleaved in eights and sixteens)
-// where their rows come in whole groups, the embedding and a 300-row head stay in the plain format, and the config
+// A Q4_0 file's linear layers load as q4_0x16 and a Q4_K file's as q4_kx16 (rows interleaved in sixteens) where
+// their rows come in whole groups, the embedding and a 300-row head stay in the plain format, and the config
 // records the layout: a model built from it takes the loaded weights and gives the same logits.
 TEST(GGUFModel, LinearLayersLoadInterleaved) {
   for (const auto& [type, plain, grouped] :
-       {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x8"}, std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"}}) {
+       {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x16"}, std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"}}) {
     SCOPED_TRACE(plain);
     TinyFile file(std::string("llama_interleaved_") + plain, tiny_config("llama"), all(type), 31);
     LoadedModel loaded = load_gguf_model(file.path);

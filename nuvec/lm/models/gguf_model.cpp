@@ -369,11 +369,11 @@ int input_features(const std::string& module, const json& config) {
   return hidden;
 }
 
-/// The layout whose groups of rows the CPU's kernels stream faster, for a block format that has one (q4_0: q4_0x8,
-/// q4_k: q4_kx16).
-std::optional<QuantizationMode> grouped_layout(const std::string& mode) {
+/// The layout whose groups of rows the CPU's kernels stream faster, for a block format that has one and a weight of
+/// `rows` rows: q4_0x16 (q4_0x8 where the rows come in eights but not sixteens) and q4_kx16.
+std::optional<QuantizationMode> grouped_layout(const std::string& mode, int rows) {
   if (mode == "q4_0") {
-    return QuantizationMode::q4_0x8;
+    return rows % 16 == 0 ? QuantizationMode::q4_0x16 : QuantizationMode::q4_0x8;
   }
   if (mode == "q4_k") {
     return QuantizationMode::q4_kx16;
@@ -381,14 +381,14 @@ std::optional<QuantizationMode> grouped_layout(const std::string& mode) {
   return std::nullopt;
 }
 
-/// Rewrites the model's q4_0 and q4_k linear layers in q4_0x8 and q4_kx16 (each group of rows one run of memory,
-/// which the CPU's kernels stream faster; a lossless repacking), where their rows come in whole groups, and records
-/// the layout in the config's quantization so that a saved folder loads it back. One layer at a time, each giving
-/// back the file's pages it was read from, so that the resident memory stays about the file's size.
+/// Rewrites the model's q4_0 and q4_k linear layers in q4_0x16 (or q4_0x8) and q4_kx16 (each group of rows one run of
+/// memory, which the CPU's kernels stream faster; a lossless repacking), where their rows come in whole groups, and
+/// records the layout in the config's quantization so that a saved folder loads it back. One layer at a time, each
+/// giving back the file's pages it was read from, so that the resident memory stays about the file's size.
 void interleave_rows(LanguageModel& model, json& config, const io::Blob& file) {
   model.apply_to_modules([&](const std::string& path, nn::Module& module) {
     auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module);
-    const auto grouped = linear == nullptr ? std::nullopt : grouped_layout(linear->mode());
+    const auto grouped = linear == nullptr ? std::nullopt : grouped_layout(linear->mode(), linear->weight.shape(0));
     if (!grouped || linear->weight.shape(0) % block_rows(*grouped) != 0) {
       return;
     }
