@@ -627,9 +627,8 @@ array gather_qqmm(const array& x, const array& w, const std::optional<array>& sc
                   StreamOrDevice s = {});
 /// x @ dequantize(w, mode).T for w in one of GGML's block formats ("q4_0", "q8_0", "q4_k", "q6_k"; or "q4_0x8",
 /// q4_0 with its rows interleaved in eights, "q4_0x16" and "q4_kx16", q4_0's and q4_k's in sixteens;
-/// quantization_mode.h): w (N, K /
-/// values per block * bytes per block)
-/// uint8, rows of blocks as GGUF files hold them, computed from the blocks themselves. nuvec's addition to MLX's API.
+/// quantization_mode.h): w (N, K / values per block * bytes per block) uint8, rows of blocks as GGUF files hold them,
+/// computed from the blocks themselves. nuvec's addition to MLX's API.
 array quantized_matmul(array x, array w, const std::string& mode, StreamOrDevice s = {});
 /// The values of w (..., N, K) in one of GGML's block formats, in `dtype` (default float32). nuvec's addition.
 array dequantize(const array& w, const std::string& mode, std::optional<Dtype> dtype = std::nullopt,

@@ -917,6 +917,14 @@ void rows_q4_0x8(const uint8_t* group, int64_t lead, int64_t blocks, const Block
   store_row_groups<R, 8>(acc, out);
 }
 
+/// The low and the high nibbles of the 64 code bytes at p, as unsigned bytes (the x16 layouts' code dwords).
+inline void split_nibbles(const uint8_t* p, __m512i& low, __m512i& high) {
+  const __m512i bytes = _mm512_loadu_si512(p);
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  low = _mm512_and_si512(bytes, nibble);
+  high = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+}
+
 /// A q4_kx16 block's sixteen rows' d * scale (scales[s]) and dmin * min (mins[s]) of each sub-block s, lane i row
 /// i's: dword 0 of a row holds d and dmin, dwords 1 to 3 q4_k's 12 bytes of 6-bit fields (q4_k_scale_min), so that
 /// byte t of every lane of dword 1 & 63 is scale t, of dword 2 & 63 min t, and scale 4 + t is dword 3's low nibble
@@ -968,7 +976,6 @@ void rows_q4_kx16(const uint8_t* group, int64_t lead, int64_t blocks, const Bloc
     x_rows[r] = x.row(r0 + r);
     x_sums[r] = x.sums32(r0 + r);
   }
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* block = group + b * 2304;
     prefetch_l2(block + lead, 2304);
@@ -983,9 +990,7 @@ void rows_q4_kx16(const uint8_t* group, int64_t lead, int64_t blocks, const Bloc
     for (int q = 0; q < 4; ++q) {
       __m512i codes[2][8];  // [low nibbles: sub-block 2q, high: 2q + 1][dword]
       for (int j = 0; j < 8; ++j) {
-        const __m512i bytes = _mm512_loadu_si512(block + 256 + 512 * q + 64 * j);
-        codes[0][j] = _mm512_and_si512(bytes, nibble);
-        codes[1][j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+        split_nibbles(block + 256 + 512 * q + 64 * j, codes[0][j], codes[1][j]);
       }
       for (int r = 0; r < R; ++r) {
         for (int h = 0; h < 2; ++h) {
@@ -1035,16 +1040,13 @@ void rows_q4_0x16(const uint8_t* group, int64_t lead, int64_t blocks, const Bloc
     acc[r] = _mm512_setzero_ps();
     x_rows[r] = x.row(r0 + r);
   }
-  const __m512i nibble = _mm512_set1_epi8(0x0F);
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* block = group + b * 288;
     prefetch_l2(block + lead, 288);
     const __m512 scales = _mm512_maskz_cvtph_ps(all16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
     __m512i codes[2][4];  // [low nibbles: values 4j on, high: 16 + 4j on][dword j]
     for (int j = 0; j < 4; ++j) {
-      const __m512i bytes = _mm512_loadu_si512(block + 32 + 64 * j);
-      codes[0][j] = _mm512_and_si512(bytes, nibble);
-      codes[1][j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+      split_nibbles(block + 32 + 64 * j, codes[0][j], codes[1][j]);
     }
     for (int r = 0; r < R; ++r) {
       const int8_t* record = x_rows[r] + b * BlockDigits::record_bytes(L);
@@ -1152,11 +1154,8 @@ struct Q4_0x16Panels {
   void move(int64_t p, int64_t b, PanelBlock* moved) const {
     PanelBlock& out = *moved;
     const uint8_t* block = w + (p * blocks + b) * 288;
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
     for (int j = 0; j < 4; ++j) {
-      const __m512i bytes = _mm512_loadu_si512(block + 32 + 64 * j);
-      out.codes[j] = _mm512_and_si512(bytes, nibble);
-      out.codes[4 + j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+      split_nibbles(block + 32 + 64 * j, out.codes[j], out.codes[4 + j]);
     }
     out.scales = _mm512_maskz_cvtph_ps(all16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)));
   }
@@ -1272,12 +1271,9 @@ struct Q4_Kx16Panels {
   /// Sub-blocks b to b + 7 (b a multiple of 8) into out[0] to out[7].
   void move(int64_t p, int64_t b, PanelBlock* out) const {
     const uint8_t* block = w + (p * (blocks / 8) + b / 8) * 2304;
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
     for (int64_t c = 0; c < 4; ++c) {
       for (int j = 0; j < 8; ++j) {
-        const __m512i bytes = _mm512_loadu_si512(block + 256 + 512 * c + 64 * j);
-        out[2 * c].codes[j] = _mm512_and_si512(bytes, nibble);
-        out[2 * c + 1].codes[j] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), nibble);
+        split_nibbles(block + 256 + 512 * c + 64 * j, out[2 * c].codes[j], out[2 * c + 1].codes[j]);
       }
     }
     __m512 scales[8];
