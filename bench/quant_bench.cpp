@@ -12,8 +12,8 @@
 //                                               the floor); float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0,
 //                                               no int8 dot products; decode_gbs: the bytes read over median_ms.
 //                                               decode_q4_0_t_x1 ...: the GGML block formats (quantized_matmul(x,
-//                                               blocks, mode); q4_0x8, q4_0x16 and q4_kx16: q4_0's and q4_k's
-//                                               repacked), random codes and scales;
+//                                               blocks, mode); q4_0x8, q4_0x16, q4_kx16 and q6_kx16: q4_0's,
+//                                               q4_k's and q6_k's repacked), random codes and scales;
 //                                               decode_mxfp4_t_x1 ...: MLX's microscaled modes (mxfp4, mxfp8, nvfp4) of
 //                                               the same weight; decode_f16_t_x1, decode_bf16_t_x1: matmul(x,
 //                                               w_half.T), the weight in half precision (a half-precision model's
@@ -24,7 +24,7 @@
 //                                               medium), with q4_0_tiles_ms the same blocks as q4_0 (decoded tiles)
 //
 // Each rep builds the graph and evaluates it; inputs are random and pre-evaluated. Options: --reps N (default 30),
-// --rows N (rows of x in the decode rows, default 1; from 24 the q4_0x8, q8_0, q4_k and q4_kx16 rows take the prefill
+// --rows N (rows of x in the decode rows, default 1; from 24 the q4_0x8, q8_0, q4_k and x16 rows take the prefill
 // kernel under high and medium, and from 32 q6_k's, where the others decode tiles for the sgemm), --n N and --k K (the
 // weight's shape, default 4096 x 4096; Llama-3.2-1B's are 2048 x 2048, 8192 x 2048, 2048 x 8192 and 128256 x 2048),
 // --only TEXT (only the rows whose name holds TEXT), --matmul-precision highest|high|medium (nuvec's float32 matmul
@@ -172,9 +172,10 @@ struct BlockFormat {
 };
 
 const std::vector<BlockFormat>& block_formats() {
-  static const std::vector<BlockFormat> all = {
-      {"q4_0", 32, 18, {0}},      {"q4_0x8", 32, 18, {0}},       {"q4_0x16", 32, 18, {0}}, {"q8_0", 32, 34, {0}},
-      {"q4_k", 256, 144, {0, 2}}, {"q4_kx16", 256, 144, {0, 2}}, {"q6_k", 256, 210, {208}}};
+  static const std::vector<BlockFormat> all = {{"q4_0", 32, 18, {0}},      {"q4_0x8", 32, 18, {0}},
+                                               {"q4_0x16", 32, 18, {0}},   {"q8_0", 32, 34, {0}},
+                                               {"q4_k", 256, 144, {0, 2}}, {"q4_kx16", 256, 144, {0, 2}},
+                                               {"q6_k", 256, 210, {208}},  {"q6_kx16", 256, 210, {208}}};
   return all;
 }
 

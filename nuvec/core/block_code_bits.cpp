@@ -18,6 +18,7 @@ int block_code_bits(QuantizationMode mode) {
     case QuantizationMode::q8_0:
       return 8;
     case QuantizationMode::q6_k:
+    case QuantizationMode::q6_kx16:
       return 6;
   }
   return 0;

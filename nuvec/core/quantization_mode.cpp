@@ -1,14 +1,66 @@
 #include "nuvec/core/quantization_mode.h"
 
 #include <array>
+#include <vector>
 
 namespace nuvec {
 
 namespace {
-constexpr std::array all_modes = {QuantizationMode::affine,  QuantizationMode::q4_0,   QuantizationMode::q8_0,
-                                  QuantizationMode::q4_k,    QuantizationMode::q6_k,   QuantizationMode::mxfp4,
-                                  QuantizationMode::mxfp8,   QuantizationMode::nvfp4,  QuantizationMode::q4_0x8,
-                                  QuantizationMode::q4_kx16, QuantizationMode::q4_0x16};
+constexpr std::array all_modes = {QuantizationMode::affine,  QuantizationMode::q4_0,    QuantizationMode::q8_0,
+                                  QuantizationMode::q4_k,    QuantizationMode::q6_k,    QuantizationMode::mxfp4,
+                                  QuantizationMode::mxfp8,   QuantizationMode::nvfp4,   QuantizationMode::q4_0x8,
+                                  QuantizationMode::q4_kx16, QuantizationMode::q4_0x16, QuantizationMode::q6_kx16};
+
+/// How a grouped layout orders the bytes of its group's rows. A piece is a run of a plain block's bytes (`bytes` from
+/// byte `from`), stored in units of `unit` bytes, unit j of every row of the group together (`rows` * `unit` bytes,
+/// row i's at i * unit). The group holds first each block's run, its `block_pieces` in order, then its
+/// `trailing_pieces`, each piece of every block (block b's at b * rows * bytes) before the next piece (q4_0x8: all
+/// scales, then all codes). A plain format's: one row, its block one piece.
+struct InterleavedPiece {
+  int from;
+  int bytes;
+  int unit;
+};
+struct RowInterleave {
+  int rows;
+  std::vector<InterleavedPiece> block_pieces;
+  std::vector<InterleavedPiece> trailing_pieces;
+};
+
+RowInterleave row_interleave(QuantizationMode mode) {
+  switch (mode) {
+    case QuantizationMode::q4_0x8:
+      return {8, {}, {{0, 2, 2}, {2, 16, 16}}};
+    case QuantizationMode::q4_0x16:
+      return {16, {{0, 2, 2}, {2, 16, 4}}, {}};
+    case QuantizationMode::q4_kx16:
+      return {16, {{0, 144, 4}}, {}};
+    case QuantizationMode::q6_kx16: {
+      RowInterleave order{16, {}, {{208, 2, 2}}};
+      for (int h = 0; h < 2; ++h) {
+        order.block_pieces.push_back({192 + 8 * h, 8, 4});
+        for (int m = 0; m < 8; ++m) {
+          for (int from : {64 * h + 4 * m, 64 * h + 32 + 4 * m, 128 + 32 * h + 4 * m}) {
+            order.block_pieces.push_back({from, 4, 4});
+          }
+        }
+      }
+      return order;
+    }
+    case QuantizationMode::affine:
+    case QuantizationMode::q4_0:
+    case QuantizationMode::q8_0:
+    case QuantizationMode::q4_k:
+    case QuantizationMode::q6_k:
+    case QuantizationMode::mxfp4:
+    case QuantizationMode::mxfp8:
+    case QuantizationMode::nvfp4:
+      break;
+  }
+  const int bytes = block_layout(mode).bytes;
+  return {1, {{0, bytes, bytes}}, {}};
+}
+
 }  // namespace
 
 std::string_view mode_name(QuantizationMode mode) {
@@ -35,6 +87,8 @@ std::string_view mode_name(QuantizationMode mode) {
       return "q4_kx16";
     case QuantizationMode::q4_0x16:
       return "q4_0x16";
+    case QuantizationMode::q6_kx16:
+      return "q6_kx16";
   }
   return "unknown";
 }
@@ -65,6 +119,7 @@ BlockLayout block_layout(QuantizationMode mode) {
     case QuantizationMode::q4_kx16:
       return {256, 144};
     case QuantizationMode::q6_k:
+    case QuantizationMode::q6_kx16:
       return {256, 210};
   }
   return {0, 0};
@@ -76,6 +131,7 @@ int block_rows(QuantizationMode mode) {
       return 8;
     case QuantizationMode::q4_kx16:
     case QuantizationMode::q4_0x16:
+    case QuantizationMode::q6_kx16:
       return 16;
     case QuantizationMode::affine:
     case QuantizationMode::mxfp4:
@@ -98,6 +154,8 @@ QuantizationMode plain_layout(QuantizationMode mode) {
       return QuantizationMode::q4_0;
     case QuantizationMode::q4_kx16:
       return QuantizationMode::q4_k;
+    case QuantizationMode::q6_kx16:
+      return QuantizationMode::q6_k;
     case QuantizationMode::affine:
     case QuantizationMode::q4_0:
     case QuantizationMode::q8_0:
@@ -109,6 +167,39 @@ QuantizationMode plain_layout(QuantizationMode mode) {
       return mode;
   }
   return mode;
+}
+
+std::vector<int32_t> grouped_row_positions(QuantizationMode mode, int blocks, int row) {
+  const RowInterleave order = row_interleave(mode);
+  const int block_bytes = block_layout(mode).bytes;
+  const int rows = order.rows;
+  std::vector<int32_t> positions(static_cast<size_t>(blocks) * static_cast<size_t>(block_bytes));
+  // Piece `piece` of block b stored from `stored`: its units, each of every row of the group together.
+  const auto place = [&](const InterleavedPiece& piece, int b, int stored) {
+    for (int o = 0; o < piece.bytes; ++o) {
+      positions[static_cast<size_t>(b * block_bytes + piece.from + o)] =
+          stored + o / piece.unit * rows * piece.unit + row * piece.unit + o % piece.unit;
+    }
+  };
+  int run_bytes = 0;  // of a block's run of block pieces, per row
+  for (const InterleavedPiece& piece : order.block_pieces) {
+    run_bytes += piece.bytes;
+  }
+  for (int b = 0; b < blocks; ++b) {
+    int offset = 0;
+    for (const InterleavedPiece& piece : order.block_pieces) {
+      place(piece, b, rows * (b * run_bytes + offset));
+      offset += piece.bytes;
+    }
+  }
+  int at = blocks * rows * run_bytes;
+  for (const InterleavedPiece& piece : order.trailing_pieces) {
+    for (int b = 0; b < blocks; ++b) {
+      place(piece, b, at + b * rows * piece.bytes);
+    }
+    at += blocks * rows * piece.bytes;
+  }
+  return positions;
 }
 
 bool is_block_format(QuantizationMode mode) { return block_layout(mode).values != 0; }
@@ -133,6 +224,7 @@ MicroscaledLayout microscaled_layout(QuantizationMode mode) {
     case QuantizationMode::q4_0x8:
     case QuantizationMode::q4_kx16:
     case QuantizationMode::q4_0x16:
+    case QuantizationMode::q6_kx16:
       return {0, 0};
   }
   return {0, 0};

@@ -18,30 +18,45 @@
 //         codes (each 32 bytes hold 64 values: low nibbles first, then high ones); d * sc * q - dmin * m per 32.
 //   q6_k  256 values in 210 bytes: 128 bytes of low 4 bits, 64 of high 2 bits, 16 int8 scales (one per 16 values),
 //         f16 d; d * sc * (q - 32).
-// q4_0x8 is nuvec's own layout of q4_0's bytes, for the CPU's decode kernel: each eight rows (B blocks each) are
-// stored together, first the B x 8 scales (block b's eight d at 16 b), then the B x 128 code bytes (block b's eight
-// rows' 16 bytes at 128 b), so that a pass over eight rows streams one run of memory and each 64 code bytes load as
-// one vector. Its shape is q4_0's (n rows of 18 B bytes) and its rows go in whole eights: slice it only at multiples
-// of 8 rows and never along its blocks. repack_blocks converts between the two.
-// q4_0x16 is another, for the products' lane-per-row kernels: each sixteen rows are stored together block by block,
-// 288 bytes a block: the sixteen d, then the rows' 16 code bytes as four runs of sixteen dwords (code dword j of
-// every row at 32 + 64 j), so that each 64 code bytes load as a vector whose lane i is row i's. Its shape is q4_0's;
-// its rows go in whole sixteens.
-// q4_kx16 is nuvec's own layout of q4_k's bytes, for the CPU's products: each sixteen rows are stored together block
-// by block, a block's 144 bytes read as 36 dwords and dword t of the sixteen rows stored at 64 t of their 2304 bytes
-// (dword 0: d and dmin, 1 to 3: the scales and mins, 4 to 35: the codes), so that each 64 bytes load as a vector
-// whose lane i is row i's and a pass over sixteen rows streams one run of memory. Its shape is q4_k's; its rows go
-// in whole sixteens, as q4_0x8's in eights.
+// The grouped layouts are nuvec's own orders of those bytes, for the CPU's kernels: each group of rows (8 or 16) is
+// stored together, so that a pass over the group streams one run of memory and a vector loads one unit of every row
+// (grouped_row_positions says where each byte goes). Their shape is the plain format's (n rows of B blocks' bytes) and
+// their rows go in whole groups: slice them only at multiples of the group and never along their blocks. repack_blocks
+// converts between the layouts of one format.
+//   q4_0x8   q4_0's rows in eights: first the B x 8 scales (block b's eight d at 16 b), then the B x 128 code bytes
+//            (block b's eight rows' 16 bytes at 128 b), so that each 64 code bytes load as one vector.
+//   q4_0x16  q4_0's rows in sixteens, 288 bytes a block: the sixteen d, then the rows' 16 code bytes as four runs of
+//            sixteen dwords (code dword j of every row at 32 + 64 j), so that a vector's lane i is row i's.
+//   q4_kx16  q4_k's rows in sixteens, 2304 bytes a block: its 144 bytes read as 36 dwords, dword t of the sixteen
+//            rows at 64 t (dword 0: d and dmin, 1 to 3: the scales and mins, 4 to 35: the codes).
+//   q6_kx16  q6_k's rows in sixteens, by dwords in the order its kernels read them: first each block's 3328 bytes,
+//            for each 128 values h (q6_k's halves) its two dwords of scales, then for m = 0 to 7 the low-bit dwords m
+//            and 8 + m of the half and its high-bit dword m (each dword of the sixteen rows together, 64 bytes), then
+//            the B x 16 d (block b's at 32 b), so that a pass over the group reads one run of memory in order.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace nuvec {
 
 // New modes go last: exported files store the mode by its value.
-enum class QuantizationMode : uint8_t { affine, q4_0, q8_0, q4_k, q6_k, mxfp4, mxfp8, nvfp4, q4_0x8, q4_kx16, q4_0x16 };
+enum class QuantizationMode : uint8_t {
+  affine,
+  q4_0,
+  q8_0,
+  q4_k,
+  q6_k,
+  mxfp4,
+  mxfp8,
+  nvfp4,
+  q4_0x8,
+  q4_kx16,
+  q4_0x16,
+  q6_kx16
+};
 
 /// The mode's name as the ops take it ("affine", "q4_0", ...).
 std::string_view mode_name(QuantizationMode mode);
@@ -55,13 +70,18 @@ struct BlockLayout {
 };
 BlockLayout block_layout(QuantizationMode mode);
 
-/// The rows a block format's layout keeps together (q4_0x8: 8, q4_0x16 and q4_kx16: 16; the other block formats: 1;
-/// the rest: 0).
+/// The rows a block format's layout keeps together (q4_0x8: 8, q4_0x16, q4_kx16 and q6_kx16: 16; the other block
+/// formats: 1; the rest: 0).
 int block_rows(QuantizationMode mode);
 
-/// The block format whose bytes a layout holds in another order (q4_0x8 and q4_0x16: q4_0, q4_kx16: q4_k); any other
-/// mode itself.
+/// The block format whose bytes a layout holds in another order (q4_0x8 and q4_0x16: q4_0, q4_kx16: q4_k, q6_kx16:
+/// q6_k); any other mode itself.
 QuantizationMode plain_layout(QuantizationMode mode);
+
+/// Where a grouped layout (block_rows > 1) keeps row `row` of a group: element j is the position, among the bytes of
+/// the group's rows, of byte j of that row in the plain format, for rows of `blocks` blocks (a plain format's: j).
+/// repack_blocks, the CPU's reads of single rows and the embeddings' lookups all go by it.
+std::vector<int32_t> grouped_row_positions(QuantizationMode mode, int blocks, int row);
 
 /// Whether the mode is one of GGML's block formats (or a layout of one).
 bool is_block_format(QuantizationMode mode);

@@ -4,6 +4,7 @@
 
 #include "nuvec/cpu/block_quants.h"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -184,39 +185,13 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
   const int64_t count = k / layout.values;
   const uint8_t* row = w + r * count * layout.bytes;
   std::vector<uint8_t> gathered;
-  if (mode == QuantizationMode::q4_0x8) {
-    // The row's blocks gathered back into q4_0's order from its group of eight rows.
-    const uint8_t* group = w + r / 8 * 8 * count * layout.bytes;
-    const int64_t i = r % 8;
-    gathered.resize(static_cast<size_t>(count * layout.bytes));
-    for (int64_t b = 0; b < count; ++b) {
-      std::memcpy(gathered.data() + b * layout.bytes, group + b * 16 + 2 * i, 2);
-      std::memcpy(gathered.data() + b * layout.bytes + 2, group + count * 16 + b * 128 + 16 * i, 16);
-    }
-    row = gathered.data();
-  } else if (mode == QuantizationMode::q4_0x16) {
-    // The row's scale and four code dwords per block, each 16 apart in its group of sixteen rows.
-    const uint8_t* group = w + r / 16 * 16 * count * layout.bytes;
-    const int64_t i = r % 16;
-    gathered.resize(static_cast<size_t>(count * layout.bytes));
-    for (int64_t b = 0; b < count; ++b) {
-      const uint8_t* block = group + b * 16 * layout.bytes;
-      std::memcpy(gathered.data() + b * layout.bytes, block + 2 * i, 2);
-      for (int64_t j = 0; j < 4; ++j) {
-        std::memcpy(gathered.data() + b * layout.bytes + 2 + 4 * j, block + 32 + 64 * j + 4 * i, 4);
-      }
-    }
-    row = gathered.data();
-  } else if (mode == QuantizationMode::q4_kx16) {
-    // The row's 36 dwords per block, each 16 dwords apart in its group of sixteen rows.
-    const uint8_t* group = w + r / 16 * 16 * count * layout.bytes;
-    const int64_t i = r % 16;
-    gathered.resize(static_cast<size_t>(count * layout.bytes));
-    for (int64_t b = 0; b < count; ++b) {
-      for (int64_t t = 0; t < 36; ++t) {
-        std::memcpy(gathered.data() + b * layout.bytes + 4 * t, group + b * 16 * layout.bytes + 64 * t + 4 * i, 4);
-      }
-    }
+  if (const int rows = block_rows(mode); rows > 1) {
+    // The row's bytes gathered back into the plain format's order from its group (quantization_mode.h).
+    const uint8_t* group = w + r / rows * rows * count * layout.bytes;
+    const std::vector<int32_t> positions =
+        grouped_row_positions(mode, static_cast<int>(count), static_cast<int>(r % rows));
+    gathered.resize(positions.size());
+    std::ranges::transform(positions, gathered.begin(), [&](int32_t at) { return group[at]; });
     row = gathered.data();
   }
   for (int64_t i = 0; i < count; ++i) {
@@ -241,6 +216,7 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
         q4_k(b, o);
         break;
       case QuantizationMode::q6_k:
+      case QuantizationMode::q6_kx16:
         q6_k(b, o);
         break;
     }

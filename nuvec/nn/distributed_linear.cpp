@@ -213,7 +213,7 @@ int feature_block(int group_size, const std::string& mode) {
   return parsed && is_block_format(*parsed) ? block_layout(*parsed).values : group_size;
 }
 
-/// The plain layout of a layout that keeps rows in groups ("q4_0" for "q4_0x8", "q4_k" for "q4_kx16"), whose rows
+/// The plain layout of a layout that keeps rows in groups ("q4_0" for "q4_0x8", "q6_k" for "q6_kx16"), whose rows
 /// and features cut as its blocks do; none for the other modes.
 std::optional<std::string> plain_layout(const std::string& mode) {
   const auto parsed = parse_quantization_mode(mode);

@@ -1,5 +1,6 @@
 #include "nuvec/nn/quantized.h"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -42,13 +43,23 @@ std::vector<array> quantized_parts(const array& float_weight, int rows, int dims
   return nuvec::quantize(float_weight, group_size, bits, mode);
 }
 
-/// An embedding reads single rows: a layout that keeps rows in groups cannot serve it.
-const std::string& embedding_mode(const std::string& mode) {
-  if (auto parsed = parse_quantization_mode(mode); parsed && block_rows(*parsed) > 1) {
-    throw_invalid("[QuantizedEmbedding] the layout '" + mode + "' keeps its rows in groups of " +
-                  std::to_string(block_rows(*parsed)) + "; an embedding reads single rows.");
+/// The rows of blocks at the integer `ids` (flat) of a weight in a block format, in its plain layout: for a grouped
+/// layout, the ids' groups, and from each the bytes of its id's row (grouped_row_positions).
+array plain_rows_at(const array& weight, const array& ids, QuantizationMode mode) {
+  const int group = block_rows(mode);
+  if (group == 1) {
+    return take(weight, ids, 0);
   }
-  return mode;
+  const int row_bytes = weight.shape(1);
+  std::vector<int32_t> positions;  // [row of the group][plain byte]
+  for (int r = 0; r < group; ++r) {
+    const std::vector<int32_t> row = grouped_row_positions(mode, row_bytes / block_layout(mode).bytes, r);
+    positions.insert(positions.end(), row.begin(), row.end());
+  }
+  const array groups =
+      take(reshape(weight, {weight.shape(0) / group, group * row_bytes}), floor_divide(ids, array(group)), 0);
+  const array bytes = take(array(positions.begin(), {group, row_bytes}, int32), remainder(ids, array(group)), 0);
+  return take_along_axis(groups, bytes, 1);
 }
 
 }  // namespace
@@ -79,7 +90,7 @@ bool Quantized<Base>::block_format() const {
 }
 
 template <class Base>
-void Quantized<Base>::repack_weight(const std::string& mode) {
+void Quantized<Base>::repack(const std::string& mode) {
   if (!block_format()) {
     const std::string message = "only a weight in a block format has other layouts; this one is '" + mode_ + "'.";
     throw_invalid(nuvec::detail::op_prefix(this->type_name()) + message);
@@ -126,12 +137,12 @@ std::shared_ptr<Linear> Linear::to_quantized(int group_size, int bits, const std
 }
 
 QuantizedEmbedding::QuantizedEmbedding(int num_embeddings, int dims, int group_size, int bits, const std::string& mode)
-    : Quantized(group_size, bits, embedding_mode(mode), num_embeddings, dims) {
+    : Quantized(group_size, bits, mode, num_embeddings, dims) {
   init(weight, num_embeddings_, dims_);
 }
 
 QuantizedEmbedding::QuantizedEmbedding(const Embedding& embedding, int group_size, int bits, const std::string& mode)
-    : Quantized(group_size, bits, embedding_mode(mode), embedding.num_embeddings(), embedding.dims()) {
+    : Quantized(group_size, bits, mode, embedding.num_embeddings(), embedding.dims()) {
   init(embedding.weight, num_embeddings_, dims_);
 }
 
@@ -139,7 +150,8 @@ array QuantizedEmbedding::forward(const array& x) {
   check_indices(x);
   if (block_format()) {
     // The rows of blocks of the ids, decoded as one matrix.
-    auto rows = dequantize(reshape(take(weight, flatten(x), 0), {-1, weight.shape(-1)}), mode());
+    const QuantizationMode layout = *parse_quantization_mode(mode());
+    auto rows = dequantize(plain_rows_at(weight, flatten(x), layout), std::string(mode_name(plain_layout(layout))));
     Shape shape = x.shape();
     shape.push_back(dims_);
     return reshape(rows, shape);

@@ -7,9 +7,9 @@
 //
 // In one of GGML's block formats (mode "q4_0", "q8_0", "q4_k" or "q6_k"; nuvec/core/quantization_mode.h) the weight
 // is the uint8 rows of blocks a GGUF file holds, with no scales or biases of its own; such a layer starts at zero
-// and takes its weight from a file (nuvec cannot quantize into these formats). A QuantizedLinear may also hold q4_0
-// as "q4_0x8" or "q4_0x16" and q4_k as "q4_kx16" (their rows interleaved in eights or sixteens,
-// QuantizedLinear::repack); an embedding, which reads single rows, cannot.
+// and takes its weight from a file (nuvec cannot quantize into these formats). A layer may also hold q4_0 as
+// "q4_0x8" or "q4_0x16", q4_k as "q4_kx16" and q6_k as "q6_kx16" (their rows interleaved in eights or sixteens,
+// repack); an embedding reads its rows back out of their groups.
 //
 // Affine layers take group_size 32, 64 or 128 and bits 2, 3, 4, 5, 6 or 8 (defaults 64 and 4); the input size must be
 // a multiple of group_size (of the block size for block formats). A bad size, mode or bit width throws when the
@@ -35,6 +35,10 @@ class Quantized : public Base {
   [[nodiscard]] int group_size() const { return group_size_; }
   [[nodiscard]] int bits() const { return bits_; }
   [[nodiscard]] const std::string& mode() const { return mode_; }
+  /// Rewrites a block-format weight in another layout of its format, value for value ("q4_0" to "q4_0x16", "q4_k" to
+  /// "q4_kx16", "q6_k" to "q6_kx16", whose groups of rows the CPU's kernels stream faster; repack_blocks), and takes
+  /// that mode.
+  void repack(const std::string& mode);
 
   /// One scale and one bias per group, (rows, dims / group_size) in the float weight's dtype; unused (0-d) in a
   /// block format.
@@ -57,8 +61,6 @@ class Quantized : public Base {
   [[nodiscard]] bool block_format() const;
   /// x @ weight.T with the packed weight.
   array product(const array& x) const;
-  /// The weight rewritten in another layout of its block format (repack_blocks), and that mode taken.
-  void repack_weight(const std::string& mode);
 
  private:
   int group_size_;
@@ -80,9 +82,6 @@ class QuantizedLinear : public detail::Quantized<Linear> {
   array forward(const array& x) override;
   /// Throws: the layer is quantized already.
   [[nodiscard]] std::shared_ptr<Linear> to_quantized(int group_size, int bits, const std::string& mode) const override;
-  /// Rewrites a block-format weight in another layout of its format, value for value ("q4_0" to "q4_0x16", "q4_k" to
-  /// "q4_kx16", whose groups of rows the CPU's kernels stream faster; repack_blocks), and takes that mode.
-  void repack(const std::string& mode) { repack_weight(mode); }
 };
 
 /// An Embedding whose table is quantized row by row.

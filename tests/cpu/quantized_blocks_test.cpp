@@ -1,12 +1,12 @@
-// Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k; and q4_0x8, q4_0x16 and
-// q4_kx16, q4_0 and q4_k with their rows interleaved in eights and sixteens), read from the blocks as a GGUF file holds
-// them. The weights are random blocks (random codes, sub-block scales and mins, and random float16 scales), decoded for
-// reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate implementation) and multiplied
-// in float64 here. Covered: the float32 matmul precision (two levels of x under "high"), the decode row counts of the
-// integer kernel (1 to 9 rows of x, computed two at a time; 1 to 300 rows of w, computed four at a time, with 1 to 3
-// left over), the extreme codes (every code at its least or greatest, against x at the limits of its levels), the
-// decoded-tile path (40 rows, and rows not a multiple of 64 values), half-precision x, infinities and tiny values in x,
-// empty products, the gradient with respect to x, vmap, and the errors.
+// Products and dequantization of weights in GGML's block formats (q4_0, q8_0, q4_k, q6_k; and q4_0x8, q4_0x16,
+// q4_kx16 and q6_kx16, q4_0, q4_k and q6_k with their rows interleaved in eights and sixteens), read from the blocks as
+// a GGUF file holds them. The weights are random blocks (random codes, sub-block scales and mins, and random float16
+// scales), decoded for reference by the GGUF reader's own decoder (io::detail::dequantize_blocks, a separate
+// implementation) and multiplied in float64 here. Covered: the float32 matmul precision (two levels of x under "high"),
+// the decode row counts of the integer kernel (1 to 9 rows of x, computed two at a time; 1 to 300 rows of w, computed
+// four at a time, with 1 to 3 left over), the extreme codes (every code at its least or greatest, against x at the
+// limits of its levels), the decoded-tile path (40 rows, and rows not a multiple of 64 values), half-precision x,
+// infinities and tiny values in x, empty products, the gradient with respect to x, vmap, and the errors.
 
 #include <gtest/gtest.h>
 
@@ -354,7 +354,7 @@ TEST(QuantizedBlocks, Errors) {
               quantized_matmul(ones({1, 64}), blocks, "q5_9");
             }),
             "[quantized_matmul] Invalid block format 'q5_9'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', "
-            "'q4_0x8', 'q4_kx16', 'q4_0x16'.");
+            "'q4_0x8', 'q4_kx16', 'q4_0x16', 'q6_kx16'.");
   EXPECT_EQ(error_of([&] {
               quantized_matmul(ones({1, 64}), astype(blocks, int8), "q4_0");
             }),
@@ -384,14 +384,14 @@ TEST(QuantizedBlocks, Errors) {
               repack_blocks(random_blocks(formats()[0], 8, 544, rng), "q4_0", "q8_0");  // 306 bytes: both fit
             }),
             "[repack_blocks] No repacking from 'q4_0' to 'q8_0'; the layouts of one format are 'q4_0', 'q4_0x8' "
-            "and 'q4_0x16', and 'q4_k' and 'q4_kx16'.");
+            "and 'q4_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' and 'q6_kx16'.");
   EXPECT_EQ(error_of([&] { repack_blocks(random_blocks(formats()[2], 8, 256, rng), "q4_k", "q4_kx16"); }),
             "[repack_blocks] A weight in the layout 'q4_kx16' holds its rows in groups of 16; got shape (8,144).");
   EXPECT_EQ(error_of([&] {
               repack_blocks(random_blocks(formats()[2], 16, 256, rng), "q4_k", "q4_0x8");  // 144 bytes: both fit
             }),
             "[repack_blocks] No repacking from 'q4_k' to 'q4_0x8'; the layouts of one format are 'q4_0', 'q4_0x8' "
-            "and 'q4_0x16', and 'q4_k' and 'q4_kx16'.");
+            "and 'q4_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' and 'q6_kx16'.");
 }
 
 // q4_0x8 holds q4_0's bytes with each eight rows interleaved: repack_blocks moves every byte where
@@ -453,26 +453,44 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
 }
 
-// q4_0x16 and q4_kx16 hold q4_0's and q4_k's bytes with each sixteen rows interleaved by dwords: repack_blocks moves
+// q4_0x16, q4_kx16 and q6_kx16 hold q4_0's, q4_k's and q6_k's bytes with each sixteen rows interleaved by dwords
+// (q6_kx16's in the order its kernel reads them, its d by halfwords after every block's dwords): repack_blocks moves
 // every byte where quantization_mode.h says (checked here byte by byte) and back, also between q4_0's two grouped
 // layouts, the values equal the plain format's, and the products, on their own kernels (a lane per row of w, a
 // (sub-)block a chain), are within the levels' error of the exact product at each matmul precision, and equal to the
 // plain format's where both decode tiles (under "highest" from 32 rows of x). Rows of x on the decode kernel (1 to
 // 23, two at a time and one) and the prefill's (24 and more, no multiple of its eight, more blocks than a tile of
-// x's), every code at its least or greatest against x of one sign per block, a weight of no rows, and the gradient
-// with respect to x.
+// x's), every code at its least or greatest against x of one sign per block (with three levels, q6_kx16's offset
+// sums of 16 values would pass 2^31 in the integer lanes), a weight of no rows, and the gradient with respect to x.
 TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
   std::mt19937 rng(14);
   struct Layout {
     const Format& plain;
     const char* grouped;
-    int codes_from;  // the first code byte of a block
+    int codes_from;  // a block's code bytes
+    int codes_to;
   };
-  for (const Layout& layout : {Layout{formats()[0], "q4_0x16", 2}, Layout{formats()[2], "q4_kx16", 16}}) {
+  for (const Layout& layout : {Layout{formats()[0], "q4_0x16", 2, 18}, Layout{formats()[2], "q4_kx16", 16, 144},
+                               Layout{formats()[3], "q6_kx16", 0, 192}}) {
     const Format& f = layout.plain;
-    // Where byte t of row i's block b is in its group of sixteen rows.
-    auto placed = [&](int i, int b, int t) {
-      if (f.values == 256) {
+    // Where byte t of row i's block b (of `count`) is in its group of sixteen rows.
+    auto placed = [&](int i, int b, int t, int count) {
+      if (f.bytes == 210) {
+        // Per half h of a block: its two scale dwords, then per m its low-bit dwords m and 8 + m and its high-bit
+        // dword m; every block's d after the blocks.
+        int vector = 0;
+        if (t < 128) {
+          vector = 26 * (t / 64) + 2 + 3 * (t % 32 / 4) + t % 64 / 32;
+        } else if (t < 192) {
+          vector = 26 * ((t - 128) / 32) + 4 + 3 * ((t - 128) % 32 / 4);
+        } else if (t < 208) {
+          vector = 26 * ((t - 192) / 8) + (t - 192) % 8 / 4;
+        } else {
+          return 3328 * count + 32 * b + 2 * i + t - 208;
+        }
+        return 3328 * b + 64 * vector + 4 * i + t % 4;
+      }
+      if (f.bytes == 144) {
         return 2304 * b + 64 * (t / 4) + 4 * i + t % 4;
       }
       return t < 2 ? 288 * b + 2 * i + t : 288 * b + 32 + 64 * ((t - 2) / 4) + 4 * i + (t - 2) % 4;
@@ -500,7 +518,7 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
         for (int b = 0; b < count; ++b) {
           const uint8_t* block = from + (static_cast<ptrdiff_t>(r) * count + b) * f.bytes;
           for (int t = 0; t < f.bytes; ++t) {
-            moved = moved && block[t] == group[placed(r % 16, b, t)];
+            moved = moved && block[t] == group[placed(r % 16, b, t, count)];
           }
         }
       }
@@ -537,7 +555,7 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
       std::vector<uint8_t> bytes(random.data<uint8_t>(), random.data<uint8_t>() + random.size());
       for (size_t block = 0; block < bytes.size() / static_cast<size_t>(f.bytes); ++block) {
         std::fill(bytes.begin() + static_cast<ptrdiff_t>(block * f.bytes + layout.codes_from),
-                  bytes.begin() + static_cast<ptrdiff_t>((block + 1) * f.bytes), fill);
+                  bytes.begin() + static_cast<ptrdiff_t>(block * f.bytes + layout.codes_to), fill);
       }
       const array blocks(bytes.begin(), random.shape(), uint8);
       const auto values = reference_values(f, blocks, n, k);

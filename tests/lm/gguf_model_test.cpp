@@ -490,23 +490,44 @@ TEST(GGUFModel, LlamaEveryType) {
   }
 }
 
-// A Q4_0 file's linear layers load as q4_0x16 and a Q4_K file's as q4_kx16 (rows interleaved in sixteens) where
-// their rows come in whole groups, the embedding and a 300-row head stay in the plain format, and the config
-// records the layout: a model built from it takes the loaded weights and gives the same logits.
+/// The mode of each quantized layer of a model, by path.
+std::map<std::string, std::string> quantized_modes(LanguageModel& model) {
+  std::map<std::string, std::string> modes;
+  model.apply_to_modules([&](const std::string& path, nn::Module& module) {
+    if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
+      modes[path] = linear->mode();
+    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module)) {
+      modes[path] = embedding->mode();
+    }
+  });
+  return modes;
+}
+
+/// A model built from the loaded config, with the loaded weights, gives the loaded model's logits.
+void expect_rebuilt_alike(const LoadedModel& loaded) {
+  std::shared_ptr<LanguageModel> rebuilt = create_model(loaded.config);
+  const nn::Params params = loaded.model->parameters();
+  load_weights_into(*rebuilt, NamedArrays(params.begin(), params.end()), loaded.config);
+  const std::vector<int32_t> ids = {5, 17, 200, 3};
+  const array tokens(ids.begin(), {1, 4}, int32);
+  Cache cache = loaded.model->make_cache();
+  Cache rebuilt_cache = rebuilt->make_cache();
+  EXPECT_TRUE(
+      array_equal(rebuilt->forward(tokens, &rebuilt_cache), loaded.model->forward(tokens, &cache)).item<bool>());
+}
+
+// A Q4_0 file's linear layers load as q4_0x16, a Q4_K file's as q4_kx16 and a Q6_K file's as q6_kx16 (rows
+// interleaved in sixteens) where their rows come in whole groups, the 300-row embedding and head stay in the plain
+// format, and the config records the layout: a model built from it takes the loaded weights and gives the same
+// logits.
 TEST(GGUFModel, LinearLayersLoadInterleaved) {
   for (const auto& [type, plain, grouped] :
-       {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x16"}, std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"}}) {
+       {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x16"}, std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"},
+        std::tuple{GGMLType::Q6_K, "q6_k", "q6_kx16"}}) {
     SCOPED_TRACE(plain);
     TinyFile file(std::string("llama_interleaved_") + plain, tiny_config("llama"), all(type), 31);
     LoadedModel loaded = load_gguf_model(file.path);
-    std::map<std::string, std::string> modes;
-    loaded.model->apply_to_modules([&](const std::string& path, nn::Module& module) {
-      if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
-        modes[path] = linear->mode();
-      } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module)) {
-        modes[path] = embedding->mode();
-      }
-    });
+    const auto modes = quantized_modes(*loaded.model);
     EXPECT_EQ(modes.at("model.embed_tokens"), plain);
     EXPECT_EQ(modes.at("lm_head"), plain);
     for (const char* layer : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.o_proj", "mlp.down_proj"}) {
@@ -514,16 +535,23 @@ TEST(GGUFModel, LinearLayersLoadInterleaved) {
       EXPECT_EQ(modes.at(path), grouped) << path;
       EXPECT_EQ(loaded.config["quantization"][path]["mode"], grouped) << path;
     }
-    std::shared_ptr<LanguageModel> rebuilt = create_model(loaded.config);
-    const nn::Params params = loaded.model->parameters();
-    load_weights_into(*rebuilt, NamedArrays(params.begin(), params.end()), loaded.config);
-    const std::vector<int32_t> ids = {5, 17, 200, 3};
-    const array tokens(ids.begin(), {1, 4}, int32);
-    Cache cache = loaded.model->make_cache();
-    Cache rebuilt_cache = rebuilt->make_cache();
-    EXPECT_TRUE(
-        array_equal(rebuilt->forward(tokens, &rebuilt_cache), loaded.model->forward(tokens, &cache)).item<bool>());
+    expect_rebuilt_alike(loaded);
   }
+}
+
+// Tied embeddings whose rows come in sixteens (Llama 3.2's, Q6_K in llama-quantize's Q4_0 and Q4_K_M files) load as
+// q6_kx16: the output layer streams the grouped rows, the lookup reads its rows out of their groups, and the logits
+// are the reference's.
+TEST(GGUFModel, TiedEmbeddingLoadsInterleaved) {
+  json c = tiny_config("llama");
+  c["vocab_size"] = 320;
+  c["tie_word_embeddings"] = true;
+  TinyFile file("llama_tied_q6_k", c, all(GGMLType::Q6_K), 32);
+  expect_same_model(file, kTol);
+  LoadedModel loaded = load_gguf_model(file.path);
+  EXPECT_EQ(quantized_modes(*loaded.model).at("model.embed_tokens"), "q6_kx16");
+  EXPECT_EQ(loaded.config["quantization"]["model.embed_tokens"]["mode"], "q6_kx16");
+  expect_rebuilt_alike(loaded);
 }
 
 TEST(GGUFModel, LlamaWithBiases) {
@@ -739,8 +767,8 @@ TEST(GGUFModel, MixedTypesAsQ4KM) {
   const json& q = loaded.config["quantization"];
   EXPECT_FALSE(q.contains("group_size"));  // no affine module to give defaults to
   EXPECT_EQ(q["lm_head"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
-  EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
-  // q4_k's linear layers load with their rows interleaved (LinearLayersLoadInterleaved).
+  // q4_k's and q6_k's linear layers load with their rows interleaved (LinearLayersLoadInterleaved).
+  EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_kx16"}}));
   EXPECT_EQ(q["model.layers.1.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 4}, {"mode", "q4_kx16"}}));
   // The weights are the file's blocks (uint8 rows), with no scales of their own.
   std::map<std::string, Dtype> dtypes;

@@ -1,6 +1,7 @@
 // Quantized layers in GGML's block formats: their parameters (the uint8 rows of blocks, no scales or biases), a
 // zero start, their outputs against the block-format ops on the same weight (the ops themselves are checked against
-// the GGUF reader's decoder in tests/cpu/quantized_blocks_test.cpp), and a q4_0 layer repacked into q4_0x8.
+// the GGUF reader's decoder in tests/cpu/quantized_blocks_test.cpp), layers repacked into grouped layouts, and an
+// embedding reading its rows out of their groups.
 
 #include <gtest/gtest.h>
 
@@ -110,13 +111,45 @@ TEST(QuantizedBlockLayers, Q4_KLinearRepacksIntoInterleavedRows) {
       array_equal(layer.weight, repack_blocks(array(bytes.begin(), {32, 144}, uint8), "q4_k", "q4_kx16")).item<bool>());
 }
 
+// An embedding whose rows are grouped (q6_kx16, and q4_0x8 whose pieces go one after another over the whole row)
+// reads each row back out of its group: the same rows as the plain table, for ids anywhere in their groups, repeated,
+// in any shape, and none; as the output layer of tied embeddings it computes the plain table's product.
+TEST(QuantizedBlockLayers, EmbeddingReadsRowsOfGroupedLayouts) {
+  std::mt19937 rng(5);
+  struct Table {
+    const char* plain;
+    const char* grouped;
+    int rows, dims, block_values, block_bytes, scale_at;
+  };
+  for (const Table& t :
+       {Table{"q6_k", "q6_kx16", 48, 512, 256, 210, 208}, Table{"q4_0", "q4_0x8", 24, 64, 32, 18, 0}}) {
+    const int row_bytes = t.dims / t.block_values * t.block_bytes;
+    std::vector<uint8_t> bytes(static_cast<size_t>(t.rows * row_bytes));
+    for (size_t i = 0; i < bytes.size(); ++i) {
+      const auto at = static_cast<int>(i % static_cast<size_t>(t.block_bytes));
+      bytes[i] = at == t.scale_at ? 0x00 : at == t.scale_at + 1 ? 0x24 : static_cast<uint8_t>(rng() & 0xFF);
+    }
+    nn::QuantizedEmbedding plain(t.rows, t.dims, t.block_values, 4, t.plain);
+    plain.weight = array(bytes.begin(), {t.rows, row_bytes}, uint8);
+    nn::QuantizedEmbedding grouped(t.rows, t.dims, t.block_values, 4, t.plain);
+    grouped.weight = plain.weight;
+    grouped.repack(t.grouped);
+    EXPECT_EQ(grouped.mode(), t.grouped);
+    EXPECT_FALSE(array_equal(grouped.weight, plain.weight).item<bool>());
+    const array ids(std::vector<int32_t>{0, 17, 15, 16, t.rows - 1, 17, 3, 8}.begin(), {2, 4}, int32);
+    EXPECT_TRUE(array_equal(grouped.forward(ids), plain.forward(ids)).item<bool>()) << t.grouped;
+    EXPECT_TRUE(array_equal(grouped.forward(array(9)), plain.forward(array(9))).item<bool>()) << t.grouped;
+    EXPECT_EQ(grouped.forward(zeros({0, 3}, int32)).shape(), Shape({0, 3, t.dims}));
+    const array x = test::random_array({2, t.dims}, float32, rng);
+    EXPECT_TRUE(allclose(grouped.as_linear(x), plain.as_linear(x), 1e-4, 1e-4).item<bool>()) << t.grouped;
+  }
+}
+
 TEST(QuantizedBlockLayers, Errors) {
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(96, 4, false, 256, 4, "q4_k"); }),
             "[quantize] the input size 96 must be a multiple of the q4_k block of 256 values.");
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 4, false, 32, 4, "q9_9"); }),
             "[quantize] Invalid quantization mode 'q9_9'; expected one of 'affine', 'mxfp4', 'mxfp8', 'nvfp4'.");
-  EXPECT_EQ(error_of([] { nn::QuantizedEmbedding(16, 64, 32, 4, "q4_0x8"); }),
-            "[QuantizedEmbedding] the layout 'q4_0x8' keeps its rows in groups of 8; an embedding reads single rows.");
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 16, false, 64, 4).repack("q4_0x8"); }),
             "[QuantizedLinear] only a weight in a block format has other layouts; this one is 'affine'.");
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 16, false, 32, 8, "q8_0").repack("q4_0x8"); }),

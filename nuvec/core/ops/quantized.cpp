@@ -4,6 +4,9 @@
 // nodes. A quantized_matmul whose weight has batch axes is a gather_qmm over every (x batch, w batch) pair, so
 // QuantizedMatmul itself only ever sees one 2-d weight.
 
+#include <cstdint>
+#include <vector>
+
 #include "nuvec/core/block_code_bits.h"
 #include "nuvec/core/ops.h"
 #include "nuvec/core/ops/utils.h"
@@ -44,7 +47,7 @@ BlockWeight check_blocks(const array& w, const std::string& mode, const char* op
   auto parsed = parse_quantization_mode(mode);
   if (!parsed || !is_block_format(*parsed)) {
     throw_invalid(op_prefix(op) + "Invalid block format '" + mode +
-                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', 'q4_0x8', 'q4_kx16', 'q4_0x16'.");
+                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', 'q4_0x8', 'q4_kx16', 'q4_0x16', 'q6_kx16'.");
   }
   const BlockLayout layout = block_layout(*parsed);
   if (w.dtype() != uint8) {
@@ -366,60 +369,32 @@ array repack_blocks(const array& w, const std::string& from, const std::string& 
   }
   if (plain_layout(source.mode) != plain_layout(target.mode)) {
     throw_invalid("[repack_blocks] No repacking from '" + from + "' to '" + to +
-                  "'; the layouts of one format are 'q4_0', 'q4_0x8' and 'q4_0x16', and 'q4_k' and 'q4_kx16'.");
+                  "'; the layouts of one format are 'q4_0', 'q4_0x8' and 'q4_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' "
+                  "and 'q6_kx16'.");
   }
-  if (source.mode == QuantizationMode::q4_kx16 || target.mode == QuantizationMode::q4_kx16) {
-    // Each sixteen rows of B 144-byte blocks are (16, B, 36, 4) bytes in q4_k and (B, 36, 16, 4) in q4_kx16.
-    const int groups = w.shape(0) / 16;
-    const int blocks = w.shape(1) / 144;
-    const bool grouping = target.mode == QuantizationMode::q4_kx16;
-    const array bytes =
-        grouping ? reshape(w, {groups, 16, blocks, 36, 4}, s) : reshape(w, {groups, blocks, 36, 16, 4}, s);
-    return reshape(transpose(bytes, grouping ? std::vector<int>{0, 2, 3, 1, 4} : std::vector<int>{0, 3, 1, 2, 4}, s),
-                   w.shape(), s);
+  const QuantizationMode plain = plain_layout(source.mode);
+  if (source.mode != plain && target.mode != plain) {
+    const std::string plain_name(mode_name(plain));
+    return repack_blocks(repack_blocks(w, from, plain_name, s), plain_name, to, s);
   }
-  if (source.mode != QuantizationMode::q4_0 && target.mode != QuantizationMode::q4_0) {
-    return repack_blocks(repack_blocks(w, from, "q4_0", s), "q4_0", to, s);
+  // A group of G rows is one gather of its bytes: grouped_row_positions says where each byte of its plain rows goes
+  // in the grouped layout (quantization_mode.h), and the inverse where each grouped byte comes from.
+  const QuantizationMode grouped = target.mode != plain ? target.mode : source.mode;
+  const int rows = block_rows(grouped);
+  const int row_bytes = w.shape(1);
+  std::vector<int32_t> positions;  // [row of the group][plain byte]
+  for (int r = 0; r < rows; ++r) {
+    const std::vector<int32_t> row = grouped_row_positions(grouped, row_bytes / source.layout.bytes, r);
+    positions.insert(positions.end(), row.begin(), row.end());
   }
-  if (source.mode == QuantizationMode::q4_0x16 || target.mode == QuantizationMode::q4_0x16) {
-    // Each sixteen rows of B 18-byte blocks are (16, B, 18) bytes in q4_0; in q4_0x16 each block is (16, 2) scale
-    // bytes, then the code dwords (4, 16, 4).
-    const int groups = w.shape(0) / 16;
-    const int blocks = w.shape(1) / 18;
-    if (target.mode == QuantizationMode::q4_0x16) {
-      const array rows = reshape(w, {groups, 16, blocks, 18}, s);
-      const array scales = reshape(transpose(slice(rows, {0, 0, 0, 0}, {groups, 16, blocks, 2}, s), {0, 2, 1, 3}, s),
-                                   {groups, blocks, 32}, s);
-      const array codes = reshape(
-          transpose(reshape(slice(rows, {0, 0, 0, 2}, {groups, 16, blocks, 18}, s), {groups, 16, blocks, 4, 4}, s),
-                    {0, 2, 3, 1, 4}, s),
-          {groups, blocks, 256}, s);
-      return reshape(concatenate({scales, codes}, 2, s), w.shape(), s);
+  std::vector<int32_t> sources = positions;
+  if (target.mode == grouped) {
+    for (size_t q = 0; q < positions.size(); ++q) {
+      sources[static_cast<size_t>(positions[q])] = static_cast<int32_t>(q);
     }
-    const array grouped = reshape(w, {groups, blocks, 288}, s);
-    const array scales = reshape(slice(grouped, {0, 0, 0}, {groups, blocks, 32}, s), {groups, blocks, 16, 2}, s);
-    const array codes =
-        reshape(transpose(reshape(slice(grouped, {0, 0, 32}, {groups, blocks, 288}, s), {groups, blocks, 4, 16, 4}, s),
-                          {0, 1, 3, 2, 4}, s),
-                {groups, blocks, 16, 16}, s);
-    return reshape(transpose(concatenate({scales, codes}, 3, s), {0, 2, 1, 3}, s), w.shape(), s);
   }
-  // Each eight rows of B 18-byte blocks are (8, B, 18) bytes in q4_0 and (B, 8, 2) scale bytes then (B, 8, 16) code
-  // bytes in q4_0x8.
-  const int groups = w.shape(0) / 8;
-  const int blocks = w.shape(1) / 18;
-  if (target.mode == QuantizationMode::q4_0x8) {
-    const array rows = reshape(w, {groups, 8, blocks, 18}, s);
-    const array scales = reshape(swapaxes(slice(rows, {0, 0, 0, 0}, {groups, 8, blocks, 2}, s), 1, 2, s),
-                                 {groups, blocks * 16}, s);
-    const array codes = reshape(swapaxes(slice(rows, {0, 0, 0, 2}, {groups, 8, blocks, 18}, s), 1, 2, s),
-                                {groups, blocks * 128}, s);
-    return reshape(concatenate({scales, codes}, 1, s), w.shape(), s);
-  }
-  const array grouped = reshape(w, {groups, blocks * 144}, s);
-  const array scales = reshape(slice(grouped, {0, 0}, {groups, blocks * 16}, s), {groups, blocks, 8, 2}, s);
-  const array codes = reshape(slice(grouped, {0, blocks * 16}, {groups, blocks * 144}, s), {groups, blocks, 8, 16}, s);
-  return reshape(swapaxes(concatenate({scales, codes}, 3, s), 1, 2, s), w.shape(), s);
+  const array gather(sources.begin(), {rows * row_bytes}, int32);
+  return reshape(take(reshape(w, {w.shape(0) / rows, rows * row_bytes}, s), gather, 1, s), w.shape(), s);
 }
 
 // NOLINTNEXTLINE(performance-unnecessary-value-param): MLX's signature
