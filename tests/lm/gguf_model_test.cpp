@@ -539,21 +539,6 @@ TEST(GGUFModel, LinearLayersLoadInterleaved) {
   }
 }
 
-// Tied embeddings whose rows come in sixteens (Llama 3.2's, Q6_K in llama-quantize's Q4_0 and Q4_K_M files) load as
-// q6_kx16: the output layer streams the grouped rows, the lookup reads its rows out of their groups, and the logits
-// are the reference's.
-TEST(GGUFModel, TiedEmbeddingLoadsInterleaved) {
-  json c = tiny_config("llama");
-  c["vocab_size"] = 320;
-  c["tie_word_embeddings"] = true;
-  TinyFile file("llama_tied_q6_k", c, all(GGMLType::Q6_K), 32);
-  expect_same_model(file, kTol);
-  LoadedModel loaded = load_gguf_model(file.path);
-  EXPECT_EQ(quantized_modes(*loaded.model).at("model.embed_tokens"), "q6_kx16");
-  EXPECT_EQ(loaded.config["quantization"]["model.embed_tokens"]["mode"], "q6_kx16");
-  expect_rebuilt_alike(loaded);
-}
-
 TEST(GGUFModel, LlamaWithBiases) {
   // The converter permutes the Q and K biases with their rows.
   json c = tiny_config("llama");
