@@ -169,35 +169,39 @@ QuantizationMode plain_layout(QuantizationMode mode) {
   return mode;
 }
 
-std::vector<int32_t> grouped_row_positions(QuantizationMode mode, int blocks, int row) {
+std::vector<int32_t> grouped_positions(QuantizationMode mode, int blocks) {
   const RowInterleave order = row_interleave(mode);
-  const int block_bytes = block_layout(mode).bytes;
-  const int rows = order.rows;
-  std::vector<int32_t> positions(static_cast<size_t>(blocks) * static_cast<size_t>(block_bytes));
+  const size_t block_bytes = static_cast<size_t>(block_layout(mode).bytes);
+  const size_t rows = static_cast<size_t>(order.rows);
+  const size_t row_bytes = static_cast<size_t>(blocks) * block_bytes;
+  std::vector<int32_t> positions(rows * row_bytes);
   // Piece `piece` of block b stored from `stored`: its units, each of every row of the group together.
-  const auto place = [&](const InterleavedPiece& piece, int b, int stored) {
-    for (int o = 0; o < piece.bytes; ++o) {
-      positions[static_cast<size_t>(b * block_bytes + piece.from + o)] =
-          stored + o / piece.unit * rows * piece.unit + row * piece.unit + o % piece.unit;
+  const auto place = [&](const InterleavedPiece& piece, size_t b, size_t stored) {
+    const auto unit = static_cast<size_t>(piece.unit);
+    for (size_t row = 0; row < rows; ++row) {
+      for (size_t o = 0; o < static_cast<size_t>(piece.bytes); ++o) {
+        positions[row * row_bytes + b * block_bytes + static_cast<size_t>(piece.from) + o] =
+            static_cast<int32_t>(stored + o / unit * rows * unit + row * unit + o % unit);
+      }
     }
   };
-  int run_bytes = 0;  // of a block's run of block pieces, per row
+  size_t run_bytes = 0;  // of a block's run of block pieces, per row
   for (const InterleavedPiece& piece : order.block_pieces) {
-    run_bytes += piece.bytes;
+    run_bytes += static_cast<size_t>(piece.bytes);
   }
-  for (int b = 0; b < blocks; ++b) {
-    int offset = 0;
+  for (size_t b = 0; b < static_cast<size_t>(blocks); ++b) {
+    size_t offset = 0;
     for (const InterleavedPiece& piece : order.block_pieces) {
       place(piece, b, rows * (b * run_bytes + offset));
-      offset += piece.bytes;
+      offset += static_cast<size_t>(piece.bytes);
     }
   }
-  int at = blocks * rows * run_bytes;
+  size_t at = static_cast<size_t>(blocks) * rows * run_bytes;
   for (const InterleavedPiece& piece : order.trailing_pieces) {
-    for (int b = 0; b < blocks; ++b) {
-      place(piece, b, at + b * rows * piece.bytes);
+    for (size_t b = 0; b < static_cast<size_t>(blocks); ++b) {
+      place(piece, b, at + b * rows * static_cast<size_t>(piece.bytes));
     }
-    at += blocks * rows * piece.bytes;
+    at += static_cast<size_t>(blocks) * rows * static_cast<size_t>(piece.bytes);
   }
   return positions;
 }

@@ -20,7 +20,7 @@
 //         f16 d; d * sc * (q - 32).
 // The grouped layouts are nuvec's own orders of those bytes, for the CPU's kernels: each group of rows (8 or 16) is
 // stored together, so that a pass over the group streams one run of memory and a vector loads one unit of every row
-// (grouped_row_positions says where each byte goes). Their shape is the plain format's (n rows of B blocks' bytes) and
+// (grouped_positions says where each byte goes). Their shape is the plain format's (n rows of B blocks' bytes) and
 // their rows go in whole groups: slice them only at multiples of the group and never along their blocks. repack_blocks
 // converts between the layouts of one format.
 //   q4_0x8   q4_0's rows in eights: first the B x 8 scales (block b's eight d at 16 b), then the B x 128 code bytes
@@ -78,10 +78,11 @@ int block_rows(QuantizationMode mode);
 /// q6_k); any other mode itself.
 QuantizationMode plain_layout(QuantizationMode mode);
 
-/// Where a grouped layout (block_rows > 1) keeps row `row` of a group: element j is the position, among the bytes of
-/// the group's rows, of byte j of that row in the plain format, for rows of `blocks` blocks (a plain format's: j).
-/// repack_blocks, the CPU's reads of single rows and the embeddings' lookups all go by it.
-std::vector<int32_t> grouped_row_positions(QuantizationMode mode, int blocks, int row);
+/// Where a grouped layout (block_rows > 1) keeps the bytes of a group of rows of `blocks` blocks: element
+/// r * R + j (R the bytes of a row) is the position, among the bytes of the group's rows, of byte j of row r in the
+/// plain format (a plain format's: r * R + j). repack_blocks, the CPU's reads of single rows and the embeddings'
+/// lookups all go by it.
+std::vector<int32_t> grouped_positions(QuantizationMode mode, int blocks);
 
 /// Whether the mode is one of GGML's block formats (or a layout of one).
 bool is_block_format(QuantizationMode mode);

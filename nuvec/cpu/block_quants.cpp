@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "nuvec/core/half.h"
@@ -178,20 +179,16 @@ void q6_k(const uint8_t* b, float* out) {
 
 #endif
 
-/// grouped_row_positions, kept per thread for the weight last asked about: the decoded tiles read every row of a
-/// weight, one at a time, and computing the positions per row cost more than decoding it.
-const std::vector<int32_t>& row_positions(QuantizationMode mode, int blocks, int row) {
+/// grouped_positions, kept per thread for the weight last asked about: the decoded tiles read every row of a weight,
+/// one at a time, and computing the positions per row cost more than decoding it.
+const std::vector<int32_t>& group_positions(QuantizationMode mode, int blocks) {
   thread_local QuantizationMode cached_mode = QuantizationMode::affine;
   thread_local int cached_blocks = -1;
-  thread_local std::vector<std::vector<int32_t>> rows;
+  thread_local std::vector<int32_t> positions;
   if (mode != cached_mode || blocks != cached_blocks) {
-    rows.assign(static_cast<size_t>(block_rows(mode)), {});
+    positions = grouped_positions(mode, blocks);
     cached_mode = mode;
     cached_blocks = blocks;
-  }
-  std::vector<int32_t>& positions = rows[static_cast<size_t>(row)];
-  if (positions.empty()) {
-    positions = grouped_row_positions(mode, blocks, row);
   }
   return positions;
 }
@@ -206,8 +203,10 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
   if (const int rows = block_rows(mode); rows > 1) {
     // The row's bytes gathered back into the plain format's order from its group (quantization_mode.h).
     const uint8_t* group = w + r / rows * rows * count * layout.bytes;
-    const std::vector<int32_t>& positions = row_positions(mode, static_cast<int>(count), static_cast<int>(r % rows));
-    gathered.resize(positions.size());
+    const size_t row_bytes = static_cast<size_t>(count * layout.bytes);
+    const auto positions = std::span(group_positions(mode, static_cast<int>(count)))
+                               .subspan(static_cast<size_t>(r % rows) * row_bytes, row_bytes);
+    gathered.resize(row_bytes);
     std::ranges::transform(positions, gathered.begin(), [&](int32_t at) { return group[at]; });
     row = gathered.data();
   }

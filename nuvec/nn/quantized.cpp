@@ -1,12 +1,19 @@
 #include "nuvec/nn/quantized.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "nuvec/core/allocator.h"
+#include "nuvec/core/eval.h"
 #include "nuvec/core/op_prefix.h"
 #include "nuvec/core/ops.h"
+#include "nuvec/core/quantization_mode.h"
 
 namespace nuvec::nn {
 
@@ -44,18 +51,14 @@ std::vector<array> quantized_parts(const array& float_weight, int rows, int dims
 }
 
 /// The rows of blocks at the integer `ids` (flat) of a weight in a block format, in its plain layout: for a grouped
-/// layout, the ids' groups, and from each the bytes of its id's row (grouped_row_positions).
+/// layout, the ids' groups, and from each the bytes of its id's row (grouped_positions).
 array plain_rows_at(const array& weight, const array& ids, QuantizationMode mode) {
   const int group = block_rows(mode);
   if (group == 1) {
     return take(weight, ids, 0);
   }
   const int row_bytes = weight.shape(1);
-  std::vector<int32_t> positions;  // [row of the group][plain byte]
-  for (int r = 0; r < group; ++r) {
-    const std::vector<int32_t> row = grouped_row_positions(mode, row_bytes / block_layout(mode).bytes, r);
-    positions.insert(positions.end(), row.begin(), row.end());
-  }
+  const std::vector<int32_t> positions = grouped_positions(mode, row_bytes / block_layout(mode).bytes);
   const array groups =
       take(reshape(weight, {weight.shape(0) / group, group * row_bytes}), floor_divide(ids, array(group)), 0);
   const array bytes = take(array(positions.begin(), {group, row_bytes}, int32), remainder(ids, array(group)), 0);
@@ -97,6 +100,35 @@ void Quantized<Base>::repack(const std::string& mode) {
   }
   this->weight = repack_blocks(this->weight, mode_, mode);
   mode_ = mode;
+}
+
+template <class Base>
+void Quantized<Base>::repack(const std::string& mode, int rows, const std::function<void(const array&)>& done) {
+  const auto rows_of = [](const std::string& layout) {
+    const auto parsed = parse_quantization_mode(layout);
+    return parsed ? std::max(1, block_rows(*parsed)) : 1;
+  };
+  const int group = std::lcm(rows_of(mode_), rows_of(mode));
+  if (rows <= 0 || rows % group != 0) {
+    throw_invalid(nuvec::detail::op_prefix(this->type_name()) + "repacking from '" + mode_ + "' to '" + mode +
+                  "' goes by a positive multiple of " + std::to_string(group) + " rows; got " + std::to_string(rows) +
+                  ".");
+  }
+  const array source = this->weight;
+  const std::string from = mode_;
+  repack(mode);  // the checks, on the whole weight; its new layout is then built slice by slice, not evaluated whole
+  const int total = source.shape(0);
+  const int row_bytes = source.shape(1);
+  array packed(allocator::malloc(source.nbytes()), source.shape(), uint8);
+  for (int first = 0; first < total; first += rows) {
+    const array slice_rows = slice(source, {first, 0}, {std::min(first + rows, total), row_bytes});
+    const array part = repack_blocks(slice_rows, from, mode);
+    eval({part, slice_rows});
+    std::memcpy(packed.data<uint8_t>() + static_cast<size_t>(first) * static_cast<size_t>(row_bytes),
+                part.data<uint8_t>(), part.nbytes());
+    done(slice_rows);
+  }
+  this->weight = packed;
 }
 
 template <class Base>

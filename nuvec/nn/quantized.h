@@ -39,6 +39,10 @@ class Quantized : public Base {
   /// "q4_kx16", "q6_k" to "q6_kx16", whose groups of rows the CPU's kernels stream faster; repack_blocks), and takes
   /// that mode.
   void repack(const std::string& mode);
+  /// As repack, `rows` rows at a time (a multiple of the layouts' groups), each evaluated into one new buffer before
+  /// the next and then handed to `done` (its rows of the old weight, evaluated): a weight mapped from a file can give
+  /// back each slice's pages, so the two copies are never whole at once.
+  void repack(const std::string& mode, int rows, const std::function<void(const array&)>& done);
 
   /// One scale and one bias per group, (rows, dims / group_size) in the float weight's dtype; unused (0-d) in a
   /// block format.

@@ -539,6 +539,23 @@ TEST(GGUFModel, LinearLayersLoadInterleaved) {
   }
 }
 
+// Embeddings whose rows come in sixteens load grouped too, a tied one serving as the output layer: the same logits as
+// the reference, and a model rebuilt from the config takes the weights.
+TEST(GGUFModel, EmbeddingsLoadInterleaved) {
+  json c = tiny_config("llama");
+  c["vocab_size"] = 320;
+  c["tie_word_embeddings"] = true;
+  for (const auto& [type, grouped] : {std::pair{GGMLType::Q6_K, "q6_kx16"}, std::pair{GGMLType::Q4_0, "q4_0x16"}}) {
+    SCOPED_TRACE(grouped);
+    TinyFile file(std::string("llama_tied_") + grouped, c, all(type), 32);
+    expect_same_model(file, kTol);
+    LoadedModel loaded = load_gguf_model(file.path);
+    EXPECT_EQ(quantized_modes(*loaded.model).at("model.embed_tokens"), grouped);
+    EXPECT_EQ(loaded.config["quantization"]["model.embed_tokens"]["mode"], grouped);
+    expect_rebuilt_alike(loaded);
+  }
+}
+
 TEST(GGUFModel, LlamaWithBiases) {
   // The converter permutes the Q and K biases with their rows.
   json c = tiny_config("llama");

@@ -1,7 +1,7 @@
 // Quantized layers in GGML's block formats: their parameters (the uint8 rows of blocks, no scales or biases), a
 // zero start, their outputs against the block-format ops on the same weight (the ops themselves are checked against
-// the GGUF reader's decoder in tests/cpu/quantized_blocks_test.cpp), layers repacked into grouped layouts, and an
-// embedding reading its rows out of their groups.
+// the GGUF reader's decoder in tests/cpu/quantized_blocks_test.cpp), layers repacked into grouped layouts, whole or a
+// slice of rows at a time, and an embedding reading its rows out of their groups.
 
 #include <gtest/gtest.h>
 
@@ -142,6 +142,17 @@ TEST(QuantizedBlockLayers, EmbeddingReadsRowsOfGroupedLayouts) {
     EXPECT_EQ(grouped.forward(zeros({0, 3}, int32)).shape(), Shape({0, 3, t.dims}));
     const array x = test::random_array({2, t.dims}, float32, rng);
     EXPECT_TRUE(allclose(grouped.as_linear(x), plain.as_linear(x), 1e-4, 1e-4).item<bool>()) << t.grouped;
+
+    // Repacked 16 rows at a time, each slice handed back once done (the last one shorter): the same layout.
+    nn::QuantizedEmbedding sliced(t.rows, t.dims, t.block_values, 4, t.plain);
+    sliced.weight = plain.weight;
+    std::vector<array> done;
+    sliced.repack(t.grouped, 16, [&](const array& rows) { done.push_back(rows); });
+    EXPECT_EQ(sliced.mode(), t.grouped);
+    EXPECT_TRUE(array_equal(sliced.weight, grouped.weight).item<bool>()) << t.grouped;
+    ASSERT_EQ(done.size(), static_cast<size_t>((t.rows + 15) / 16)) << t.grouped;
+    EXPECT_TRUE(array_equal(concatenate(done, 0), plain.weight).item<bool>()) << t.grouped;
+    EXPECT_EQ(done.back().shape(0), t.rows % 16 == 0 ? 16 : t.rows % 16) << t.grouped;
   }
 }
 
@@ -155,6 +166,20 @@ TEST(QuantizedBlockLayers, Errors) {
   EXPECT_EQ(error_of([] { nn::QuantizedLinear(64, 16, false, 32, 8, "q8_0").repack("q4_0x8"); }),
             "[repack_blocks] A weight in the block format 'q4_0x8' is a matrix of rows of whole 18-byte blocks; got "
             "shape (16,68).");
+  const auto sliced = [](const std::string& mode, int rows) {
+    return error_of([&] {
+      nn::QuantizedEmbedding table(48, 256, 256, 6, "q6_k");
+      table.repack(mode, rows, [](const array&) {});
+    });
+  };
+  // The slices' rows, then repack's checks on the whole weight.
+  EXPECT_EQ(sliced("q4_0x16", 16),
+            "[repack_blocks] A weight in the block format 'q4_0x16' is a matrix of rows of whole 18-byte blocks; got "
+            "shape (48,210).");
+  EXPECT_EQ(sliced("q6_kx16", 0),
+            "[QuantizedEmbedding] repacking from 'q6_k' to 'q6_kx16' goes by a positive multiple of 16 rows; got 0.");
+  EXPECT_EQ(sliced("q6_kx16", 12),
+            "[QuantizedEmbedding] repacking from 'q6_k' to 'q6_kx16' goes by a positive multiple of 16 rows; got 12.");
 }
 
 }  // namespace

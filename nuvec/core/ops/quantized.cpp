@@ -377,16 +377,12 @@ array repack_blocks(const array& w, const std::string& from, const std::string& 
     const std::string plain_name(mode_name(plain));
     return repack_blocks(repack_blocks(w, from, plain_name, s), plain_name, to, s);
   }
-  // A group of G rows is one gather of its bytes: grouped_row_positions says where each byte of its plain rows goes
-  // in the grouped layout (quantization_mode.h), and the inverse where each grouped byte comes from.
+  // A group of G rows is one gather of its bytes: grouped_positions says where each byte of its plain rows goes in
+  // the grouped layout (quantization_mode.h), and the inverse where each grouped byte comes from.
   const QuantizationMode grouped = target.mode != plain ? target.mode : source.mode;
   const int rows = block_rows(grouped);
   const int row_bytes = w.shape(1);
-  std::vector<int32_t> positions;  // [row of the group][plain byte]
-  for (int r = 0; r < rows; ++r) {
-    const std::vector<int32_t> row = grouped_row_positions(grouped, row_bytes / source.layout.bytes, r);
-    positions.insert(positions.end(), row.begin(), row.end());
-  }
+  const std::vector<int32_t> positions = grouped_positions(grouped, row_bytes / source.layout.bytes);
   std::vector<int32_t> sources = positions;
   if (target.mode == grouped) {
     for (size_t q = 0; q < positions.size(); ++q) {

@@ -1,6 +1,7 @@
 #include "nuvec/lm/models/gguf_model.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -384,31 +385,35 @@ std::optional<QuantizationMode> grouped_layout(const std::string& mode, int rows
   return std::nullopt;
 }
 
-/// Rewrites the model's q4_0, q4_k and q6_k linear layers in their grouped layouts (each group of rows one run of
-/// memory, which the CPU's kernels stream faster; a lossless repacking), where their rows come in whole groups, and
-/// records the layout in the config's quantization so that a saved folder loads it back. One layer at a time, each
-/// giving back the file's pages it was read from, so that the resident memory stays about the file's size. The
-/// embeddings stay as the file holds them: the table is the largest weight (a tied one, Llama 3.2 1B's output layer,
-/// 215 MB), and repacking it whole held both copies at once, 40% past the file's size.
+/// Rewrites the model's q4_0, q4_k and q6_k layers, linear and embeddings, in their grouped layouts (each group of
+/// rows one run of memory, which the CPU's kernels stream faster; a lossless repacking), where their rows come in
+/// whole groups, and records the layout in the config's quantization so that a saved folder loads it back. A few
+/// megabytes of rows at a time, each slice giving back the file's pages it was read from, so that the resident memory
+/// stays about the file's size: the largest weight, a tied embedding (Llama 3.2 1B's output layer, 215 MB), repacked
+/// whole held both copies at once, 40% past the file's size.
 void interleave_rows(LanguageModel& model, json& config, const io::Blob& file) {
-  model.apply_to_modules([&](const std::string& path, nn::Module& module) {
-    auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module);
-    const auto grouped = linear == nullptr ? std::nullopt : grouped_layout(linear->mode(), linear->weight.shape(0));
-    if (!grouped || linear->weight.shape(0) % block_rows(*grouped) != 0) {
+  const auto interleave = [&](const std::string& path, auto& layer) {
+    const auto grouped = grouped_layout(layer.mode(), layer.weight.shape(0));
+    if (!grouped || layer.weight.shape(0) % block_rows(*grouped) != 0) {
       return;
     }
     const std::string mode(mode_name(*grouped));
-    const array source = linear->weight;
-    linear->repack(mode);
-    linear->weight.eval();
-    config["quantization"][path] = {{"group_size", linear->group_size()}, {"bits", linear->bits()}, {"mode", mode}};
-    // The file's pages of the source, unless the repacked weight was written into them (release keeps to the
-    // file's own bytes, so a source held elsewhere gives back nothing).
-    const auto* bytes = source.data<unsigned char>();
-    const auto* copy = linear->weight.data<unsigned char>();
-    const bool apart = copy + source.nbytes() <= bytes || copy >= bytes + source.nbytes();
-    if (apart && source.flags().row_contiguous) {
-      file.release(bytes, source.nbytes());
+    const int group = block_rows(*grouped);
+    constexpr int64_t slice_bytes = int64_t{4} << 20;
+    const int rows = group * static_cast<int>(std::max<int64_t>(1, slice_bytes / (group * layer.weight.shape(1))));
+    layer.repack(mode, rows, [&](const array& source) {
+      // release keeps to the file's own bytes: a source held elsewhere gives back nothing.
+      if (source.flags().row_contiguous) {
+        file.release(source.data<unsigned char>(), source.nbytes());
+      }
+    });
+    config["quantization"][path] = {{"group_size", layer.group_size()}, {"bits", layer.bits()}, {"mode", mode}};
+  };
+  model.apply_to_modules([&](const std::string& path, nn::Module& module) {
+    if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
+      interleave(path, *linear);
+    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module)) {
+      interleave(path, *embedding);
     }
   });
 }
