@@ -516,14 +516,14 @@ void expect_rebuilt_alike(const LoadedModel& loaded) {
       array_equal(rebuilt->forward(tokens, &rebuilt_cache), loaded.model->forward(tokens, &cache)).item<bool>());
 }
 
-// A Q4_0 file's linear layers load as q4_0x16, a Q4_K file's as q4_kx16 and a Q6_K file's as q6_kx16 (rows
-// interleaved in sixteens) where their rows come in whole groups, the 300-row embedding and head stay in the plain
-// format, and the config records the layout: a model built from it takes the loaded weights and gives the same
+// A Q4_0 file's linear layers load as q4_0x16 and a Q4_K file's as q4_kx16 (rows interleaved in sixteens) where their
+// rows come in whole groups, a Q6_K file's stay q6_k (grouped_layout), the 300-row embedding and head stay in the
+// plain format, and the config records the layout: a model built from it takes the loaded weights and gives the same
 // logits.
 TEST(GGUFModel, LinearLayersLoadInterleaved) {
   for (const auto& [type, plain, grouped] :
        {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x16"}, std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"},
-        std::tuple{GGMLType::Q6_K, "q6_k", "q6_kx16"}}) {
+        std::tuple{GGMLType::Q6_K, "q6_k", "q6_k"}}) {
     SCOPED_TRACE(plain);
     TinyFile file(std::string("llama_interleaved_") + plain, tiny_config("llama"), all(type), 31);
     LoadedModel loaded = load_gguf_model(file.path);
@@ -539,9 +539,9 @@ TEST(GGUFModel, LinearLayersLoadInterleaved) {
   }
 }
 
-// A tied embedding (the output layer) whose rows come in sixteens loads grouped too, in q4_0 and q4_k (q6_k's table
-// stays as the file holds it, where q6_kx16 streamed slower), and an untied one, which only looks up rows, stays as
-// the file holds it: the same logits as the reference, and a model rebuilt from the config takes the weights.
+// A tied embedding (the output layer) whose rows come in sixteens loads grouped as the linear layers do (q4_0 and q4_k;
+// q6_k stays), and an untied one, which only looks up rows, stays as the file holds it: the same logits as the
+// reference, and a model rebuilt from the config takes the weights.
 TEST(GGUFModel, TiedEmbeddingsLoadInterleaved) {
   json c = tiny_config("llama");
   c["vocab_size"] = 320;
@@ -772,8 +772,8 @@ TEST(GGUFModel, MixedTypesAsQ4KM) {
   const json& q = loaded.config["quantization"];
   EXPECT_FALSE(q.contains("group_size"));  // no affine module to give defaults to
   EXPECT_EQ(q["lm_head"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
-  // q4_k's and q6_k's linear layers load with their rows interleaved (LinearLayersLoadInterleaved).
-  EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_kx16"}}));
+  // q4_k's linear layers load with their rows interleaved, q6_k's as the file holds them (LinearLayersLoadInterleaved).
+  EXPECT_EQ(q["model.layers.0.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 6}, {"mode", "q6_k"}}));
   EXPECT_EQ(q["model.layers.1.mlp.down_proj"], (json{{"group_size", 256}, {"bits", 4}, {"mode", "q4_kx16"}}));
   // The weights are the file's blocks (uint8 rows), with no scales of their own.
   std::map<std::string, Dtype> dtypes;

@@ -372,7 +372,10 @@ int input_features(const std::string& module, const json& config) {
 }
 
 /// The layout whose groups of rows the CPU's kernels stream faster, for a block format that has one and a weight of
-/// `rows` rows: q4_0x16 (q4_0x8 where the rows come in eights but not sixteens), q4_kx16 and q6_kx16.
+/// `rows` rows: q4_0x16 (q4_0x8 where the rows come in eights but not sixteens) and q4_kx16. Not q6_kx16: one row of
+/// x (a decoding step) streamed it slower than q6_k at every shape the models have (1.3x at 8192 values a row, 1.4x at
+/// 2048, 2.5x at 512), and the small model's output layer in it cost 8-38% of its decoding speed; it pays only from
+/// four rows of x (8 sequences decoded together gained a fifth with the output layer in it).
 std::optional<QuantizationMode> grouped_layout(const std::string& mode, int rows) {
   if (mode == "q4_0") {
     return rows % 16 == 0 ? QuantizationMode::q4_0x16 : QuantizationMode::q4_0x8;
@@ -380,20 +383,14 @@ std::optional<QuantizationMode> grouped_layout(const std::string& mode, int rows
   if (mode == "q4_k") {
     return QuantizationMode::q4_kx16;
   }
-  if (mode == "q6_k") {
-    return QuantizationMode::q6_kx16;
-  }
   return std::nullopt;
 }
 
-/// Rewrites the model's q4_0, q4_k and q6_k linear layers and a tied embedding's q4_0 or q4_k table (the output
-/// layer; an embedding that only looks up rows has nothing to gain) in their grouped layouts (each group of rows one
-/// run of memory, which the CPU's kernels stream faster; a lossless repacking), where their rows come in whole groups,
-/// and records the layout in the config's quantization so that a saved folder loads it back. A q6_k table stays as
-/// the file holds it: at 8 blocks a row (Llama 3.2 1B's 128256 x 2048) q6_kx16's product streamed 1.4x slower than
-/// q6_k's, and decoding slowed by 15-30%. A few megabytes of rows at a time, each slice giving back the file's pages
-/// it was read from, so that the resident memory stays about the file's size (a table repacked whole held both
-/// copies at once).
+/// Rewrites the model's linear layers and a tied embedding (the output layer; an embedding that only looks up rows has
+/// nothing to gain) in their grouped layouts (grouped_layout: each group of rows one run of memory, a lossless
+/// repacking), where their rows come in whole groups, and records the layout in the config's quantization so that a
+/// saved folder loads it back. A few megabytes of rows at a time, each slice giving back the file's pages it was read
+/// from, so that the resident memory stays about the file's size (a table repacked whole held both copies at once).
 void interleave_rows(LanguageModel& model, json& config, const io::Blob& file) {
   const bool tied = config.value("tie_word_embeddings", false);
   const auto interleave = [&](const std::string& path, auto& layer) {
@@ -416,8 +413,7 @@ void interleave_rows(LanguageModel& model, json& config, const io::Blob& file) {
   model.apply_to_modules([&](const std::string& path, nn::Module& module) {
     if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
       interleave(path, *linear);
-    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module);
-               embedding != nullptr && tied && embedding->mode() != "q6_k") {
+    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module); embedding != nullptr && tied) {
       interleave(path, *embedding);
     }
   });
