@@ -36,8 +36,8 @@ class Quantized : public Base {
   [[nodiscard]] int bits() const { return bits_; }
   [[nodiscard]] const std::string& mode() const { return mode_; }
   /// Rewrites a block-format weight in another layout of its format, value for value ("q4_0" to "q4_0x16", "q4_k" to
-  /// "q4_kx16", "q6_k" to "q6_kx16", whose groups of rows the CPU's kernels stream faster; repack_blocks), and takes
-  /// that mode.
+  /// "q4_kx16", "q6_k" to "q6_kx16", whose groups of rows the CPU's kernels read as one stream: faster for q4_0x16
+  /// and q4_kx16 at any count of x's rows, for q6_kx16 from four; repack_blocks), and takes that mode.
   void repack(const std::string& mode);
   /// As repack, `rows` rows at a time (a multiple of the layouts' groups), each evaluated into one new buffer before
   /// the next and then handed to `done` (its rows of the old weight, evaluated): a weight mapped from a file can give
