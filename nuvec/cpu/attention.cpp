@@ -21,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "nuvec/core/dispatch.h"
@@ -270,12 +272,8 @@ struct AttentionKernel : AttentionSizes {
         softmax_step(srow, kbp, sc.m[static_cast<size_t>(r)], sc.l[static_cast<size_t>(r)], sc.o.data() + r * dvp, Dv);
       }
       if (tiled) {
-        for (int64_t j = 0; j < kb; ++j) {
-          const A* vr = row_of(v, b, kvh, j0 + j, Dv, sc.row.data());
-          std::copy(vr, vr + Dv, sc.vb.data() + j * dvp);
-          std::fill(sc.vb.data() + j * dvp + Dv, sc.vb.data() + (j + 1) * dvp, A{0});
-        }
-        tile_product<true>(sc.s.data(), kbp, rows, kb, sc.vb.data(), dvp, dvp, sc.o.data(), dvp);
+        const auto [values, value_stride] = value_block(b, kvh, j0, kb, sc);
+        tile_product<true>(sc.s.data(), kbp, rows, kb, values, value_stride, dvp, sc.o.data(), dvp);
       } else {
         for (int64_t j = 0; j < kb; ++j) {
           const A* vr = row_of(v, b, kvh, j0 + j, Dv, sc.row.data());
@@ -291,6 +289,23 @@ struct AttentionKernel : AttentionSizes {
       scale_row(orow, Dv, Lkv == 0 ? A{0} : A{1} / sc.l[static_cast<size_t>(r)]);
       store_block(dst + ((b * Nq + map.head(r)) * Lq + map.query(r)) * Dv, orow, Dv);
     }
+  }
+
+  /// Values (j0 + j) for j < kb as a tile's rows, and the distance between them: read where the cache holds them when
+  /// they are compute-type rows as wide as the tile, else copied into vb with zero padding.
+  std::pair<const A*, int64_t> value_block(int64_t b, int64_t kvh, int64_t j0, int64_t kb, Scratch& sc) const {
+    const int64_t dvp = sc.dvp;
+    if constexpr (std::is_same_v<T, A>) {
+      if (v.d == 1 && Dv == dvp) {
+        return {v.at<T>(b, kvh, j0), v.l};
+      }
+    }
+    for (int64_t j = 0; j < kb; ++j) {
+      const A* vr = row_of(v, b, kvh, j0 + j, Dv, sc.row.data());
+      std::copy(vr, vr + Dv, sc.vb.data() + j * dvp);
+      std::fill(sc.vb.data() + j * dvp + Dv, sc.vb.data() + (j + 1) * dvp, A{0});
+    }
+    return {sc.vb.data(), dvp};
   }
 
   /// kt[e][j] = key (j0 + j)'s feature e for j < kb; the padding columns are zero.

@@ -371,6 +371,10 @@ TEST(FastAttention, TiledPath) {
   check_attention({{2, 4, 67, 33}, 2, 100, 17, "add", false, false}, float32, rng);
   check_attention({{1, 8, 19, 64}, 2, 77, 64, "bool", true, false}, bfloat16, rng);
   check_attention({{1, 2, 70, 16}, 2, 65, 16, "", false, false}, float64, rng);
+  // Decoding with grouped heads, the values read where they are (float32 rows as wide as the tile), from heads laid
+  // out (B, L, N, D) and (B, N, L, D), over several key blocks.
+  check_attention({{1, 8, 1, 64}, 2, 150, 64, "causal", false, true}, float32, rng);
+  check_attention({{2, 8, 2, 32}, 2, 129, 32, "", false, false}, float32, rng);
 }
 
 TEST(FastAttention, Errors) {
