@@ -12,8 +12,8 @@
 //                                               the floor); float_path_ms (w (N, K)): streamed with NUVEC_QMM_INT8=0,
 //                                               no int8 dot products; decode_gbs: the bytes read over median_ms.
 //                                               decode_q4_0_t_x1 ...: the GGML block formats (quantized_matmul(x,
-//                                               blocks, mode); q4_0x8, q4_0x16, q4_kx16 and q6_kx16: q4_0's,
-//                                               q4_k's and q6_k's repacked), random codes and scales;
+//                                               blocks, mode); q4_0x8, q4_0x16, q8_0x16, q4_kx16 and q6_kx16:
+//                                               q4_0's, q8_0's, q4_k's and q6_k's repacked), random codes and scales;
 //                                               decode_mxfp4_t_x1 ...: MLX's microscaled modes (mxfp4, mxfp8, nvfp4) of
 //                                               the same weight; decode_f16_t_x1, decode_bf16_t_x1: matmul(x,
 //                                               w_half.T), the weight in half precision (a half-precision model's
@@ -172,10 +172,10 @@ struct BlockFormat {
 };
 
 const std::vector<BlockFormat>& block_formats() {
-  static const std::vector<BlockFormat> all = {{"q4_0", 32, 18, {0}},      {"q4_0x8", 32, 18, {0}},
-                                               {"q4_0x16", 32, 18, {0}},   {"q8_0", 32, 34, {0}},
-                                               {"q4_k", 256, 144, {0, 2}}, {"q4_kx16", 256, 144, {0, 2}},
-                                               {"q6_k", 256, 210, {208}},  {"q6_kx16", 256, 210, {208}}};
+  static const std::vector<BlockFormat> all = {
+      {"q4_0", 32, 18, {0}},         {"q4_0x8", 32, 18, {0}},   {"q4_0x16", 32, 18, {0}},
+      {"q8_0", 32, 34, {0}},         {"q8_0x16", 32, 34, {0}},  {"q4_k", 256, 144, {0, 2}},
+      {"q4_kx16", 256, 144, {0, 2}}, {"q6_k", 256, 210, {208}}, {"q6_kx16", 256, 210, {208}}};
   return all;
 }
 

@@ -16,6 +16,7 @@ int block_code_bits(QuantizationMode mode) {
     case QuantizationMode::q4_kx16:
       return 4;
     case QuantizationMode::q8_0:
+    case QuantizationMode::q8_0x16:
       return 8;
     case QuantizationMode::q6_k:
     case QuantizationMode::q6_kx16:

@@ -626,15 +626,16 @@ array gather_qqmm(const array& x, const array& w, const std::optional<array>& sc
                   const std::optional<array>& global_scale_w = std::nullopt, bool sorted_indices = false,
                   StreamOrDevice s = {});
 /// x @ dequantize(w, mode).T for w in one of GGML's block formats ("q4_0", "q8_0", "q4_k", "q6_k"; or "q4_0x8",
-/// q4_0 with its rows interleaved in eights, "q4_0x16", "q4_kx16" and "q6_kx16", q4_0's, q4_k's and q6_k's in
-/// sixteens; quantization_mode.h): w (N, K / values per block * bytes per block) uint8, rows of blocks as GGUF files
-/// hold them, computed from the blocks themselves. nuvec's addition to MLX's API.
+/// q4_0 with its rows interleaved in eights, "q4_0x16", "q8_0x16", "q4_kx16" and "q6_kx16", q4_0's, q8_0's, q4_k's
+/// and q6_k's in sixteens; quantization_mode.h): w (N, K / values per block * bytes per block) uint8, rows of blocks as
+/// GGUF files hold them, computed from the blocks themselves. nuvec's addition to MLX's API.
 array quantized_matmul(array x, array w, const std::string& mode, StreamOrDevice s = {});
 /// The values of w (..., N, K) in one of GGML's block formats, in `dtype` (default float32). nuvec's addition.
 array dequantize(const array& w, const std::string& mode, std::optional<Dtype> dtype = std::nullopt,
                  StreamOrDevice s = {});
 /// The blocks of w rewritten from one layout of a block format to another, value for value: "q4_0" to "q4_0x8" or
-/// "q4_0x16", "q4_k" to "q4_kx16" and "q6_k" to "q6_kx16" (the CPU's kernels read a group of rows as one stream),
+/// "q4_0x16", "q8_0" to "q8_0x16", "q4_k" to "q4_kx16" and "q6_k" to "q6_kx16" (the CPU's kernels read a group of
+/// rows as one stream),
 /// back, and between two grouped layouts; the same mode gives w. w's rows must be a multiple of the grouped layouts'
 /// (8, 16). nuvec's addition.
 array repack_blocks(const array& w, const std::string& from, const std::string& to, StreamOrDevice s = {});

@@ -9,7 +9,8 @@ namespace {
 constexpr std::array all_modes = {QuantizationMode::affine,  QuantizationMode::q4_0,    QuantizationMode::q8_0,
                                   QuantizationMode::q4_k,    QuantizationMode::q6_k,    QuantizationMode::mxfp4,
                                   QuantizationMode::mxfp8,   QuantizationMode::nvfp4,   QuantizationMode::q4_0x8,
-                                  QuantizationMode::q4_kx16, QuantizationMode::q4_0x16, QuantizationMode::q6_kx16};
+                                  QuantizationMode::q4_kx16, QuantizationMode::q4_0x16, QuantizationMode::q6_kx16,
+                                  QuantizationMode::q8_0x16};
 
 /// How a grouped layout orders the bytes of its group's rows. A piece is a run of a plain block's bytes (`bytes` from
 /// byte `from`), stored in units of `unit` bytes, unit j of every row of the group together (`rows` * `unit` bytes,
@@ -47,6 +48,8 @@ RowInterleave row_interleave(QuantizationMode mode) {
       }
       return order;
     }
+    case QuantizationMode::q8_0x16:
+      return {16, {{2, 32, 4}}, {{0, 2, 2}}};
     case QuantizationMode::affine:
     case QuantizationMode::q4_0:
     case QuantizationMode::q8_0:
@@ -89,6 +92,8 @@ std::string_view mode_name(QuantizationMode mode) {
       return "q4_0x16";
     case QuantizationMode::q6_kx16:
       return "q6_kx16";
+    case QuantizationMode::q8_0x16:
+      return "q8_0x16";
   }
   return "unknown";
 }
@@ -114,6 +119,7 @@ BlockLayout block_layout(QuantizationMode mode) {
     case QuantizationMode::q4_0x16:
       return {32, 18};
     case QuantizationMode::q8_0:
+    case QuantizationMode::q8_0x16:
       return {32, 34};
     case QuantizationMode::q4_k:
     case QuantizationMode::q4_kx16:
@@ -132,6 +138,7 @@ int block_rows(QuantizationMode mode) {
     case QuantizationMode::q4_kx16:
     case QuantizationMode::q4_0x16:
     case QuantizationMode::q6_kx16:
+    case QuantizationMode::q8_0x16:
       return 16;
     case QuantizationMode::affine:
     case QuantizationMode::mxfp4:
@@ -156,6 +163,8 @@ QuantizationMode plain_layout(QuantizationMode mode) {
       return QuantizationMode::q4_k;
     case QuantizationMode::q6_kx16:
       return QuantizationMode::q6_k;
+    case QuantizationMode::q8_0x16:
+      return QuantizationMode::q8_0;
     case QuantizationMode::affine:
     case QuantizationMode::q4_0:
     case QuantizationMode::q8_0:
@@ -229,6 +238,7 @@ MicroscaledLayout microscaled_layout(QuantizationMode mode) {
     case QuantizationMode::q4_kx16:
     case QuantizationMode::q4_0x16:
     case QuantizationMode::q6_kx16:
+    case QuantizationMode::q8_0x16:
       return {0, 0};
   }
   return {0, 0};

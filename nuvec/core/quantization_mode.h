@@ -33,6 +33,9 @@
 //            for each 128 values h (q6_k's halves) its two dwords of scales, then for m = 0 to 7 the low-bit dwords m
 //            and 8 + m of the half and its high-bit dword m (each dword of the sixteen rows together, 64 bytes), then
 //            the B x 16 d (block b's at 32 b), so that a pass over the group reads one run of memory in order.
+//   q8_0x16  q8_0's rows in sixteens: first each block's 32 code bytes as eight runs of sixteen dwords (512 bytes a
+//            block, code dword j of every row at 64 j), then the B x 16 d (block b's at 32 b), so that every code
+//            vector is one aligned line and a vector's lane i is row i's.
 
 #include <cstdint>
 #include <optional>
@@ -55,7 +58,8 @@ enum class QuantizationMode : uint8_t {
   q4_0x8,
   q4_kx16,
   q4_0x16,
-  q6_kx16
+  q6_kx16,
+  q8_0x16
 };
 
 /// The mode's name as the ops take it ("affine", "q4_0", ...).
@@ -70,12 +74,12 @@ struct BlockLayout {
 };
 BlockLayout block_layout(QuantizationMode mode);
 
-/// The rows a block format's layout keeps together (q4_0x8: 8, q4_0x16, q4_kx16 and q6_kx16: 16; the other block
+/// The rows a block format's layout keeps together (q4_0x8: 8, the x16 layouts: 16; the other block
 /// formats: 1; the rest: 0).
 int block_rows(QuantizationMode mode);
 
 /// The block format whose bytes a layout holds in another order (q4_0x8 and q4_0x16: q4_0, q4_kx16: q4_k, q6_kx16:
-/// q6_k); any other mode itself.
+/// q6_k, q8_0x16: q8_0); any other mode itself.
 QuantizationMode plain_layout(QuantizationMode mode);
 
 /// Where a grouped layout (block_rows > 1) keeps the bytes of a group of rows of `blocks` blocks: element

@@ -225,6 +225,7 @@ void dequantize_row(QuantizationMode mode, const uint8_t* w, int64_t r, int64_t 
         q4_0(b, o);
         break;
       case QuantizationMode::q8_0:
+      case QuantizationMode::q8_0x16:
         q8_0(b, o);
         break;
       case QuantizationMode::q4_k:

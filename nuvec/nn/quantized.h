@@ -8,8 +8,8 @@
 // In one of GGML's block formats (mode "q4_0", "q8_0", "q4_k" or "q6_k"; nuvec/core/quantization_mode.h) the weight
 // is the uint8 rows of blocks a GGUF file holds, with no scales or biases of its own; such a layer starts at zero
 // and takes its weight from a file (nuvec cannot quantize into these formats). A layer may also hold q4_0 as
-// "q4_0x8" or "q4_0x16", q4_k as "q4_kx16" and q6_k as "q6_kx16" (their rows interleaved in eights or sixteens,
-// repack); an embedding reads its rows back out of their groups.
+// "q4_0x8" or "q4_0x16", q8_0 as "q8_0x16", q4_k as "q4_kx16" and q6_k as "q6_kx16" (their rows interleaved in eights
+// or sixteens, repack); an embedding reads its rows back out of their groups.
 //
 // Affine layers take group_size 32, 64 or 128 and bits 2, 3, 4, 5, 6 or 8 (defaults 64 and 4); the input size must be
 // a multiple of group_size (of the block size for block formats). A bad size, mode or bit width throws when the
@@ -35,9 +35,10 @@ class Quantized : public Base {
   [[nodiscard]] int group_size() const { return group_size_; }
   [[nodiscard]] int bits() const { return bits_; }
   [[nodiscard]] const std::string& mode() const { return mode_; }
-  /// Rewrites a block-format weight in another layout of its format, value for value ("q4_0" to "q4_0x16", "q4_k" to
-  /// "q4_kx16", "q6_k" to "q6_kx16", whose groups of rows the CPU's kernels read as one stream: faster for q4_0x16
-  /// and q4_kx16 at any count of x's rows, for q6_kx16 from four; repack_blocks), and takes that mode.
+  /// Rewrites a block-format weight in another layout of its format, value for value ("q4_0" to "q4_0x16", "q8_0" to
+  /// "q8_0x16", "q4_k" to "q4_kx16", "q6_k" to "q6_kx16", whose groups of rows the CPU's kernels read as one stream:
+  /// faster for q4_0x16 and q4_kx16 at any count of x's rows, for q8_0x16 from two (as fast for one), for q6_kx16
+  /// from four; repack_blocks), and takes that mode.
   void repack(const std::string& mode);
   /// As repack, `rows` rows at a time (a multiple of the layouts' groups), each evaluated into one new buffer before
   /// the next and then handed to `done` (its rows of the old weight, evaluated): a weight mapped from a file can give

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -72,6 +73,20 @@ std::vector<double> reference_values(const Format& f, const array& blocks, int r
   return {v, v + static_cast<size_t>(rows) * static_cast<size_t>(k)};
 }
 
+/// The values of q4_k blocks without their mins (dmin taken as 0): each code times its scale, what the kernels meet
+/// with x's levels; the other formats' values.
+std::vector<double> scaled_codes(const Format& f, const array& blocks, int rows, int k) {
+  if (f.type != io::GGMLType::Q4_K) {
+    return reference_values(f, blocks, rows, k);
+  }
+  std::vector<uint8_t> bytes(blocks.data<uint8_t>(), blocks.data<uint8_t>() + blocks.size());
+  for (size_t block = 0; block < bytes.size() / static_cast<size_t>(f.bytes); ++block) {
+    bytes[block * static_cast<size_t>(f.bytes) + 2] = 0;
+    bytes[block * static_cast<size_t>(f.bytes) + 3] = 0;
+  }
+  return reference_values(f, array(bytes.begin(), blocks.shape(), uint8), rows, k);
+}
+
 /// x (m x k) @ values.T in float64.
 std::vector<double> reference_product(const std::vector<float>& x, const std::vector<double>& w, int m, int n, int k) {
   std::vector<double> out(static_cast<size_t>(m) * static_cast<size_t>(n));
@@ -115,10 +130,14 @@ double relative_error(const array& got, const std::vector<double>& expected) {
 
 /// Each output of the integer kernels within the error the 8-bit levels of a float32 x allow (three, or two under the
 /// float32 matmul precision "high"): each x_i is off by at most 1 / (127 * 2^8 per further level) of the largest |x|
-/// of its 32 values (half that but where the last level reaches its bound), so out_j is off by at most sum_i |w_ji|
-/// of that, plus float32 rounding of sum_i |w_ji x_i|.
+/// of its 32 values (half that but where the last level reaches its bound), so out_j is off by at most sum_i |c_ji|
+/// of that, plus float32 rounding of sum_i |w_ji x_i|. c is what meets x's levels: w itself, or where given the larger
+/// of w and the codes times their scales (q4_k's values without their mins, which meet x's exact sums: larger than w
+/// where the two nearly cancel).
 ::testing::AssertionResult within_level_error(const array& got, const std::vector<float>& x,
-                                              const std::vector<double>& w, int m, int n, int k, int levels = 3) {
+                                              const std::vector<double>& w, int m, int n, int k, int levels = 3,
+                                              const std::vector<double>* scaled_codes = nullptr) {
+  const std::vector<double>& c = scaled_codes != nullptr ? *scaled_codes : w;
   const double level_unit = 127.0 * std::ldexp(1.0, 8 * (levels - 1));
   array g = astype(got, float32);
   g.eval();
@@ -136,7 +155,7 @@ double relative_error(const array& got, const std::vector<double>& expected) {
         const double wv = w[static_cast<size_t>(j) * k + t];
         const double xv = x[static_cast<size_t>(i * k + t)];
         exact += xv * wv;
-        bound += std::fabs(wv) * block_max / level_unit;
+        bound += std::max(std::fabs(wv), std::fabs(c[static_cast<size_t>(j) * k + t])) * block_max / level_unit;
         magnitude += std::fabs(xv * wv);
       }
       const double error = std::fabs(static_cast<double>(p[i * n + j]) - exact);
@@ -236,6 +255,7 @@ TEST(QuantizedBlocks, ExtremeCodesKeepTheLevelError) {
       }
       array blocks(bytes.begin(), random.shape(), uint8);
       const auto values = reference_values(f, blocks, n, k);
+      const auto codes = scaled_codes(f, blocks, n, k);
       for (int m : {1, 3, 40}) {  // 40: the prefill on levels of q8_0 and q4_k
         std::vector<float> x(static_cast<size_t>(m * k));
         for (size_t i = 0; i < x.size(); ++i) {
@@ -354,7 +374,7 @@ TEST(QuantizedBlocks, Errors) {
               quantized_matmul(ones({1, 64}), blocks, "q5_9");
             }),
             "[quantized_matmul] Invalid block format 'q5_9'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', "
-            "'q4_0x8', 'q4_kx16', 'q4_0x16', 'q6_kx16'.");
+            "'q4_0x8', 'q4_kx16', 'q4_0x16', 'q6_kx16', 'q8_0x16'.");
   EXPECT_EQ(error_of([&] {
               quantized_matmul(ones({1, 64}), astype(blocks, int8), "q4_0");
             }),
@@ -384,14 +404,14 @@ TEST(QuantizedBlocks, Errors) {
               repack_blocks(random_blocks(formats()[0], 8, 544, rng), "q4_0", "q8_0");  // 306 bytes: both fit
             }),
             "[repack_blocks] No repacking from 'q4_0' to 'q8_0'; the layouts of one format are 'q4_0', 'q4_0x8' "
-            "and 'q4_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' and 'q6_kx16'.");
+            "and 'q4_0x16', 'q8_0' and 'q8_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' and 'q6_kx16'.");
   EXPECT_EQ(error_of([&] { repack_blocks(random_blocks(formats()[2], 8, 256, rng), "q4_k", "q4_kx16"); }),
             "[repack_blocks] A weight in the layout 'q4_kx16' holds its rows in groups of 16; got shape (8,144).");
   EXPECT_EQ(error_of([&] {
               repack_blocks(random_blocks(formats()[2], 16, 256, rng), "q4_k", "q4_0x8");  // 144 bytes: both fit
             }),
             "[repack_blocks] No repacking from 'q4_k' to 'q4_0x8'; the layouts of one format are 'q4_0', 'q4_0x8' "
-            "and 'q4_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' and 'q6_kx16'.");
+            "and 'q4_0x16', 'q8_0' and 'q8_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' and 'q6_kx16'.");
 }
 
 // q4_0x8 holds q4_0's bytes with each eight rows interleaved: repack_blocks moves every byte where
@@ -453,15 +473,17 @@ TEST(QuantizedBlocks, InterleavedQ4_0EqualsQ4_0) {
       array_equal(x_grad("q4_0x8", repack_blocks(blocks, "q4_0", "q4_0x8")), x_grad("q4_0", blocks)).item<bool>());
 }
 
-// q4_0x16, q4_kx16 and q6_kx16 hold q4_0's, q4_k's and q6_k's bytes with each sixteen rows interleaved by dwords
-// (q6_kx16's in the order its kernel reads them, its d by halfwords after every block's dwords): repack_blocks moves
+// q4_0x16, q8_0x16, q4_kx16 and q6_kx16 hold q4_0's, q8_0's, q4_k's and q6_k's bytes with each sixteen rows
+// interleaved by dwords (q6_kx16's in the order its kernel reads them, its d and q8_0x16's by halfwords after every
+// block's dwords): repack_blocks moves
 // every byte where quantization_mode.h says (checked here byte by byte) and back, also between q4_0's two grouped
 // layouts, the values equal the plain format's, and the products, on their own kernels (a lane per row of w, a
 // (sub-)block a chain), are within the levels' error of the exact product at each matmul precision, and equal to the
 // plain format's where both decode tiles (under "highest" from 32 rows of x). Rows of x on the decode kernel (1 to
 // 23, two at a time and one) and the prefill's (24 and more, no multiple of its eight, more blocks than a tile of
 // x's), every code at its least or greatest against x of one sign per block (with three levels, q6_kx16's offset
-// sums of 16 values would pass 2^31 in the integer lanes), a weight of no rows, and the gradient with respect to x.
+// sums of 16 values and q8_0x16's sums of Q would pass 2^31 in the integer lanes), a weight of no rows, and the
+// gradient with respect to x.
 TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
   std::mt19937 rng(14);
   struct Layout {
@@ -469,9 +491,12 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
     const char* grouped;
     int codes_from;  // a block's code bytes
     int codes_to;
+    std::array<uint8_t, 2> extremes;  // code bytes at the least and the greatest code
   };
-  for (const Layout& layout : {Layout{formats()[0], "q4_0x16", 2, 18}, Layout{formats()[2], "q4_kx16", 16, 144},
-                               Layout{formats()[3], "q6_kx16", 0, 192}}) {
+  for (const Layout& layout :
+       {Layout{formats()[0], "q4_0x16", 2, 18, {0x00, 0xFF}}, Layout{formats()[1], "q8_0x16", 2, 34, {0x80, 0x7F}},
+        Layout{formats()[2], "q4_kx16", 16, 144, {0x00, 0xFF}},
+        Layout{formats()[3], "q6_kx16", 0, 192, {0x00, 0xFF}}}) {
     const Format& f = layout.plain;
     // Where byte t of row i's block b (of `count`) is in its group of sixteen rows.
     auto placed = [&](int i, int b, int t, int count) {
@@ -492,6 +517,9 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
       }
       if (f.bytes == 144) {
         return 2304 * b + 64 * (t / 4) + 4 * i + t % 4;
+      }
+      if (f.bytes == 34) {  // every block's code dwords, then every block's d
+        return t < 2 ? 512 * count + 32 * b + 2 * i + t : 512 * b + 64 * ((t - 2) / 4) + 4 * i + (t - 2) % 4;
       }
       return t < 2 ? 288 * b + 2 * i + t : 288 * b + 32 + 64 * ((t - 2) / 4) + 4 * i + (t - 2) % 4;
     };
@@ -525,7 +553,7 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
       EXPECT_TRUE(moved) << layout.grouped << " n=" << n << " k=" << k;
       EXPECT_TRUE(array_equal(repack_blocks(interleaved, layout.grouped, f.mode), blocks).item<bool>());
       EXPECT_TRUE(array_equal(dequantize(interleaved, layout.grouped), dequantize(blocks, f.mode)).item<bool>());
-      if (f.values == 32) {
+      if (f.bytes == 18) {
         EXPECT_TRUE(
             array_equal(repack_blocks(interleaved, layout.grouped, "q4_0x8"), repack_blocks(blocks, f.mode, "q4_0x8"))
                 .item<bool>());
@@ -547,7 +575,7 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
         }
       }
     }
-    for (uint8_t fill : {uint8_t{0x00}, uint8_t{0xFF}}) {
+    for (uint8_t fill : layout.extremes) {
       const int n = 16;
       const int k = 512;
       array random = random_blocks(f, n, k, rng);
@@ -559,6 +587,7 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
       }
       const array blocks(bytes.begin(), random.shape(), uint8);
       const auto values = reference_values(f, blocks, n, k);
+      const auto codes = scaled_codes(f, blocks, n, k);
       for (int m : {1, 3, 40}) {
         std::vector<float> x(static_cast<size_t>(m * k));
         for (size_t i = 0; i < x.size(); ++i) {
@@ -570,7 +599,7 @@ TEST(QuantizedBlocks, SixteenRowLayoutsEqualThePlainFormat) {
           const MatmulPrecisionScope scope(precision);
           array got = quantized_matmul(array(x.begin(), {m, k}, float32), repack_blocks(blocks, f.mode, layout.grouped),
                                        layout.grouped);
-          EXPECT_TRUE(within_level_error(got, x, values, m, n, k, levels))
+          EXPECT_TRUE(within_level_error(got, x, values, m, n, k, levels, &codes))
               << layout.grouped << " " << precision << " fill=" << int{fill} << " m=" << m;
         }
       }

@@ -516,14 +516,14 @@ void expect_rebuilt_alike(const LoadedModel& loaded) {
       array_equal(rebuilt->forward(tokens, &rebuilt_cache), loaded.model->forward(tokens, &cache)).item<bool>());
 }
 
-// A Q4_0 file's linear layers load as q4_0x16 and a Q4_K file's as q4_kx16 (rows interleaved in sixteens) where their
-// rows come in whole groups, a Q6_K file's stay q6_k (grouped_layout), the 300-row embedding and head stay in the
-// plain format, and the config records the layout: a model built from it takes the loaded weights and gives the same
-// logits.
+// A Q4_0 file's linear layers load as q4_0x16, a Q8_0 file's as q8_0x16 and a Q4_K file's as q4_kx16 (rows
+// interleaved in sixteens) where their rows come in whole groups, a Q6_K file's stay q6_k (grouped_layout), the 300-row
+// embedding and head stay in the plain format, and the config records the layout: a model built from it takes the
+// loaded weights and gives the same logits.
 TEST(GGUFModel, LinearLayersLoadInterleaved) {
   for (const auto& [type, plain, grouped] :
-       {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x16"}, std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"},
-        std::tuple{GGMLType::Q6_K, "q6_k", "q6_k"}}) {
+       {std::tuple{GGMLType::Q4_0, "q4_0", "q4_0x16"}, std::tuple{GGMLType::Q8_0, "q8_0", "q8_0x16"},
+        std::tuple{GGMLType::Q4_K, "q4_k", "q4_kx16"}, std::tuple{GGMLType::Q6_K, "q6_k", "q6_k"}}) {
     SCOPED_TRACE(plain);
     TinyFile file(std::string("llama_interleaved_") + plain, tiny_config("llama"), all(type), 31);
     LoadedModel loaded = load_gguf_model(file.path);
@@ -540,14 +540,15 @@ TEST(GGUFModel, LinearLayersLoadInterleaved) {
 }
 
 // A tied embedding (the output layer) whose rows come in sixteens loads grouped as the linear layers do (q4_0 and q4_k;
-// q6_k stays), and an untied one, which only looks up rows, stays as the file holds it: the same logits as the
+// q8_0 and q6_k stay), and an untied one, which only looks up rows, stays as the file holds it: the same logits as the
 // reference, and a model rebuilt from the config takes the weights.
 TEST(GGUFModel, TiedEmbeddingsLoadInterleaved) {
   json c = tiny_config("llama");
   c["vocab_size"] = 320;
   for (const auto& [type, tied, expected] :
-       {std::tuple{GGMLType::Q4_0, true, "q4_0x16"}, std::tuple{GGMLType::Q4_K, true, "q4_kx16"},
-        std::tuple{GGMLType::Q6_K, true, "q6_k"}, std::tuple{GGMLType::Q4_0, false, "q4_0"}}) {
+       {std::tuple{GGMLType::Q4_0, true, "q4_0x16"}, std::tuple{GGMLType::Q8_0, true, "q8_0"},
+        std::tuple{GGMLType::Q4_K, true, "q4_kx16"}, std::tuple{GGMLType::Q6_K, true, "q6_k"},
+        std::tuple{GGMLType::Q4_0, false, "q4_0"}}) {
     SCOPED_TRACE(std::string(expected) + (tied ? " tied" : " untied"));
     c["tie_word_embeddings"] = tied;
     TinyFile file(std::string("llama_embedding_") + expected, c, all(type), 32);

@@ -47,7 +47,8 @@ BlockWeight check_blocks(const array& w, const std::string& mode, const char* op
   auto parsed = parse_quantization_mode(mode);
   if (!parsed || !is_block_format(*parsed)) {
     throw_invalid(op_prefix(op) + "Invalid block format '" + mode +
-                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', 'q4_0x8', 'q4_kx16', 'q4_0x16', 'q6_kx16'.");
+                  "'; expected one of 'q4_0', 'q8_0', 'q4_k', 'q6_k', 'q4_0x8', 'q4_kx16', 'q4_0x16', 'q6_kx16', "
+                  "'q8_0x16'.");
   }
   const BlockLayout layout = block_layout(*parsed);
   if (w.dtype() != uint8) {
@@ -369,8 +370,8 @@ array repack_blocks(const array& w, const std::string& from, const std::string& 
   }
   if (plain_layout(source.mode) != plain_layout(target.mode)) {
     throw_invalid("[repack_blocks] No repacking from '" + from + "' to '" + to +
-                  "'; the layouts of one format are 'q4_0', 'q4_0x8' and 'q4_0x16', 'q4_k' and 'q4_kx16', and 'q6_k' "
-                  "and 'q6_kx16'.");
+                  "'; the layouts of one format are 'q4_0', 'q4_0x8' and 'q4_0x16', 'q8_0' and 'q8_0x16', 'q4_k' and "
+                  "'q4_kx16', and 'q6_k' and 'q6_kx16'.");
   }
   const QuantizationMode plain = plain_layout(source.mode);
   if (source.mode != plain && target.mode != plain) {

@@ -372,13 +372,17 @@ int input_features(const std::string& module, const json& config) {
 }
 
 /// The layout whose groups of rows the CPU's kernels stream faster, for a block format that has one and a weight of
-/// `rows` rows: q4_0x16 (q4_0x8 where the rows come in eights but not sixteens) and q4_kx16. Not q6_kx16: one row of
-/// x (a decoding step) streamed it slower than q6_k at every shape the models have (1.3x at 8192 values a row, 1.4x at
-/// 2048, 2.5x at 512), and the small model's output layer in it cost 8-38% of its decoding speed; it pays only from
-/// four rows of x (8 sequences decoded together gained a fifth with the output layer in it).
+/// `rows` rows: q4_0x16 (q4_0x8 where the rows come in eights but not sixteens), q8_0x16 (as fast as q8_0 for one row
+/// of x, 1.7-2.2x for 8 to 16 rows: batched decoding, 1.15-1.3x for a prompt) and q4_kx16. Not q6_kx16: one
+/// row of x (a decoding step) streamed it slower than q6_k at every shape the models have (1.3x at 8192 values a
+/// row, 1.4x at 2048, 2.5x at 512), and the small model's output layer in it cost 8-38% of its decoding speed; it pays
+/// only from four rows of x (8 sequences decoded together gained a fifth with the output layer in it).
 std::optional<QuantizationMode> grouped_layout(const std::string& mode, int rows) {
   if (mode == "q4_0") {
     return rows % 16 == 0 ? QuantizationMode::q4_0x16 : QuantizationMode::q4_0x8;
+  }
+  if (mode == "q8_0") {
+    return QuantizationMode::q8_0x16;
   }
   if (mode == "q4_k") {
     return QuantizationMode::q4_kx16;
@@ -413,7 +417,10 @@ void interleave_rows(LanguageModel& model, json& config, const io::Blob& file) {
   model.apply_to_modules([&](const std::string& path, nn::Module& module) {
     if (auto* linear = dynamic_cast<nn::QuantizedLinear*>(&module)) {
       interleave(path, *linear);
-    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module); embedding != nullptr && tied) {
+    } else if (auto* embedding = dynamic_cast<nn::QuantizedEmbedding*>(&module);
+               embedding != nullptr && tied && embedding->mode() != "q8_0") {
+      // A tied q8_0 table stays: one row of x streams it no faster grouped, and a grouped table's lookups gather
+      // whole groups (a 512-token prompt: 35 MiB at a 128256 x 2048 table, 6% over the file's size at its peak).
       interleave(path, *embedding);
     }
   });

@@ -185,9 +185,9 @@ TEST(TensorParallel, QuantizedFormsEqualTheUnshardedQuantizedLayer) {
   expect_close((*quantized)(columns(x, 1, in_begin, in_end)), y, "quantize of a sharded-to-all layer", 1e-4);
 }
 
-// A q4_0x8, q4_0x16, q4_kx16 or q6_kx16 layer (rows interleaved in eights or sixteens) shards as its plain format
-// would, by shard_linear and by shard_inplace, and its shares go back to the grouped layout where their rows come in
-// whole groups (64 rows: 32 each on 2 ranks, 22 or 21 on 3).
+// A q4_0x8, q4_0x16, q8_0x16, q4_kx16 or q6_kx16 layer (rows interleaved in eights or sixteens) shards as its plain
+// format would, by shard_linear and by shard_inplace, and its shares go back to the grouped layout where their rows
+// come in whole groups (64 rows: 32 each on 2 ranks, 22 or 21 on 3).
 TEST(TensorParallel, InterleavedRowsShardAsThePlainFormat) {
   const distributed::Group g = world();
   struct Layout {
@@ -198,7 +198,8 @@ TEST(TensorParallel, InterleavedRowsShardAsThePlainFormat) {
   };
   for (const Layout& l :
        {Layout{"q4_0", "q4_0x8", 8, 32, 18, 128, {0}}, Layout{"q4_0", "q4_0x16", 16, 32, 18, 128, {0}},
-        Layout{"q4_k", "q4_kx16", 16, 256, 144, 1024, {0, 2}}, Layout{"q6_k", "q6_kx16", 16, 256, 210, 1024, {208}}}) {
+        Layout{"q8_0", "q8_0x16", 16, 32, 34, 128, {0}}, Layout{"q4_k", "q4_kx16", 16, 256, 144, 1024, {0, 2}},
+        Layout{"q6_k", "q6_kx16", 16, 256, 210, 1024, {208}}}) {
     SCOPED_TRACE(l.grouped);
     const int row_bytes = l.in / l.values * l.bytes;
     std::vector<uint8_t> bytes(static_cast<size_t>(64 * row_bytes));
