@@ -1107,6 +1107,21 @@ void rows_q4_0x16(const uint8_t* group, int64_t lead, int64_t blocks, const Bloc
   std::copy_n(acc, R, out);
 }
 
+/// The eight code vectors of block b of a q8_0x16 group (dword j of every row in vector j), made unsigned (code + 128;
+/// the offset -128 is in x's records).
+inline void q8_0x16_codes(const uint8_t* group, int64_t b, __m512i (&codes)[8]) {
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int j = 0; j < 8; ++j) {
+    codes[j] = _mm512_xor_si512(_mm512_loadu_si512(group + b * 512 + 64 * j), sign);
+  }
+}
+
+/// The sixteen d of block b of a q8_0x16 group of `blocks` blocks: after the blocks' codes.
+inline __m512 q8_0x16_d(const uint8_t* group, int64_t blocks, int64_t b) {
+  return _mm512_maskz_cvtph_ps(all16,
+                               _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + blocks * 512 + 32 * b)));
+}
+
 /// Sixteen q8_0x16 rows (a group: each block's eight code dwords of every row, 512 bytes, then every block's d)
 /// against R rows of x: lane i of out[r] is row i's dot with row r of x. Code dword j holds values 4j to 4j + 3 of
 /// each row's block, made unsigned (code + 128) and met by x's digits broadcast four at a time, so that a lane sums
@@ -1122,19 +1137,13 @@ void rows_q8_0x16(const uint8_t* group, int64_t lead, int64_t blocks, const Bloc
     acc[r] = _mm512_setzero_ps();
     x_rows[r] = x.row(r0 + r);
   }
-  const uint8_t* d = group + blocks * 512;
-  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* block = group + b * 512;
     // The group's bytes (codes, then the d) are asked for at the pace they are read, so that the stream ahead has no
     // gaps where a group's d lies.
     prefetch_l2(group + b * 544 + lead, 544);
-    const __m512 scales =
-        _mm512_maskz_cvtph_ps(all16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 32 * b)));
+    const __m512 scales = q8_0x16_d(group, blocks, b);
     __m512i codes[8];
-    for (int j = 0; j < 8; ++j) {
-      codes[j] = _mm512_xor_si512(_mm512_loadu_si512(block + 64 * j), sign);
-    }
+    q8_0x16_codes(group, b, codes);
     for (int r = 0; r < R; ++r) {
       const int8_t* record = x_rows[r] + b * BlockDigits::record_bytes(L);
       __m512i sums[L];  // each level's two chains of four dwords, added
@@ -1356,8 +1365,8 @@ struct Q4_0x16Panels {
   }
 };
 
-/// q8_0x16 rows as panels: each group of sixteen rows is one, its code dwords already one vector each (made unsigned,
-/// code + 128; the offset -128 is in x's records), so that a move is loads.
+/// q8_0x16 rows as panels: each group of sixteen rows is one, its code dwords already one vector each
+/// (q8_0x16_codes), so that a move is loads.
 struct Q8_0x16Panels {
   static constexpr bool has_mins = false;
   static constexpr bool two_scales = false;
@@ -1366,14 +1375,9 @@ struct Q8_0x16Panels {
   int64_t blocks;
 
   void move(int64_t p, int64_t b, PanelBlock* moved) const {
-    PanelBlock& out = *moved;
     const uint8_t* group = w + p * blocks * 544;
-    const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (int j = 0; j < 8; ++j) {
-      out.codes[j] = _mm512_xor_si512(_mm512_loadu_si512(group + b * 512 + 64 * j), sign);
-    }
-    out.scales = _mm512_maskz_cvtph_ps(
-        all16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + blocks * 512 + 32 * b)));
+    q8_0x16_codes(group, b, moved->codes);
+    moved->scales = q8_0x16_d(group, blocks, b);
   }
 };
 
