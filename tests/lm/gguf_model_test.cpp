@@ -560,6 +560,31 @@ TEST(GGUFModel, TiedEmbeddingsLoadInterleaved) {
   }
 }
 
+/// Whether this process maps `path` (/proc/self/maps names each file mapping's path).
+bool maps_file(const std::string& path) {
+  const std::string canonical = std::filesystem::canonical(path).string();
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.ends_with(" " + canonical)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Weights smaller than a huge page leave the file at load (all of a tiny model's), so that reading one never maps back
+// the file's pages around it: the page cache holds the file in folios of up to 2 MiB, mapped whole on a fault. With
+// every weight copied, nothing holds the file's mapping.
+TEST(GGUFModel, SmallWeightsLeaveTheFile) {
+  for (GGMLType type : {GGMLType::F16, GGMLType::Q4_0, GGMLType::Q6_K}) {
+    SCOPED_TRACE(type_name(type));
+    TinyFile file("llama_small_" + type_name(type), tiny_config("llama"), all(type), 33);
+    LoadedModel loaded = load_gguf_model(file.path);
+    EXPECT_FALSE(maps_file(file.path));
+    expect_rebuilt_alike(loaded);
+  }
+}
+
 TEST(GGUFModel, LlamaWithBiases) {
   // The converter permutes the Q and K biases with their rows.
   json c = tiny_config("llama");
