@@ -204,19 +204,17 @@ Timing summarize(const std::vector<double>& rates) {
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-/// Tokens per second of one pass over `count` random prompt tokens from an empty cache, as generation prefills a
-/// prompt (and llama-bench measures): the cache of all but the last token, then the last token's logits (not the
-/// logits of every position, which nothing reads).
+/// Tokens per second of `count` random prompt tokens from an empty cache, prefilled as generation prefills a prompt:
+/// the cache of all but the last token in chunks of generation's size, then the last token's logits (not the logits of
+/// every position, which nothing reads).
 double prompt_rate(lm::LanguageModel& model, int count) {
   auto cache = lm::detail::reserved_cache(model, count);
-  auto tokens = random::randint(0, model.vocab_size(), {1, count});
+  auto tokens = astype(random::randint(0, model.vocab_size(), {count}), int32);
   eval(tokens);
+  const int32_t* ids = tokens.data<int32_t>();
   auto start = Clock::now();
-  if (count > 1) {
-    (void)model(slice(tokens, {0, 0}, {1, count - 1}), &cache);
-    lm::detail::eval_cache(cache);
-  }
-  auto logits = model(slice(tokens, {0, count - 1}, {1, count}), &cache);
+  lm::detail::prefill(model, cache, ids, count - 1, lm::GenerateOptions{}.prefill_chunk_size);
+  auto logits = model(array(ids + count - 1, {1, 1}, int32), &cache);
   eval(logits);
   return count / seconds_since(start);
 }

@@ -51,7 +51,9 @@ std::vector<array> quantized_parts(const array& float_weight, int rows, int dims
 }
 
 /// The rows of blocks at the integer `ids` (flat) of a weight in a block format, in its plain layout: for a grouped
-/// layout, the ids' groups, and from each the bytes of its id's row (grouped_positions).
+/// layout, each byte of an id's row taken from the flat weight at its group's start plus its place in the group
+/// (grouped_positions). Gathering whole groups and then the row's bytes held 2 x group rows a lookup: 35 MiB for a
+/// 512-token prompt's embedding in a 128256 x 2048 q8_0x16 table.
 array plain_rows_at(const array& weight, const array& ids, QuantizationMode mode) {
   const int group = block_rows(mode);
   if (group == 1) {
@@ -59,10 +61,11 @@ array plain_rows_at(const array& weight, const array& ids, QuantizationMode mode
   }
   const int row_bytes = weight.shape(1);
   const std::vector<int32_t> positions = grouped_positions(mode, row_bytes / block_layout(mode).bytes);
-  const array groups =
-      take(reshape(weight, {weight.shape(0) / group, group * row_bytes}), floor_divide(ids, array(group)), 0);
-  const array bytes = take(array(positions.begin(), {group, row_bytes}, int32), remainder(ids, array(group)), 0);
-  return take_along_axis(groups, bytes, 1);
+  const array id = astype(ids, int64);  // byte indices of tables past 2 GiB need 64 bits
+  const array group_start = multiply(floor_divide(id, array(group, int64)), array(int64_t{group} * row_bytes, int64));
+  const array place =
+      astype(take(array(positions.begin(), {group, row_bytes}, int32), remainder(id, array(group, int64)), 0), int64);
+  return take(flatten(weight), add(expand_dims(group_start, 1), place));
 }
 
 }  // namespace

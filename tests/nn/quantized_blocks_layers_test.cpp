@@ -111,9 +111,9 @@ TEST(QuantizedBlockLayers, Q4_KLinearRepacksIntoInterleavedRows) {
       array_equal(layer.weight, repack_blocks(array(bytes.begin(), {32, 144}, uint8), "q4_k", "q4_kx16")).item<bool>());
 }
 
-// An embedding whose rows are grouped (q6_kx16, and q4_0x8 whose pieces go one after another over the whole row)
-// reads each row back out of its group: the same rows as the plain table, for ids anywhere in their groups, repeated,
-// in any shape, and none; as the output layer of tied embeddings it computes the plain table's product.
+// An embedding whose rows are grouped (q6_kx16, q8_0x16, q4_0x16, and q4_0x8 whose pieces go one after another over the
+// whole row) reads each row back out of its group: the same rows as the plain table, for ids anywhere in their groups,
+// repeated, in any shape, and none; as the output layer of tied embeddings it computes the plain table's product.
 TEST(QuantizedBlockLayers, EmbeddingReadsRowsOfGroupedLayouts) {
   std::mt19937 rng(5);
   struct Table {
@@ -121,8 +121,8 @@ TEST(QuantizedBlockLayers, EmbeddingReadsRowsOfGroupedLayouts) {
     const char* grouped;
     int rows, dims, block_values, block_bytes, scale_at;
   };
-  for (const Table& t :
-       {Table{"q6_k", "q6_kx16", 48, 512, 256, 210, 208}, Table{"q4_0", "q4_0x8", 24, 64, 32, 18, 0}}) {
+  for (const Table& t : {Table{"q6_k", "q6_kx16", 48, 512, 256, 210, 208}, Table{"q4_0", "q4_0x8", 24, 64, 32, 18, 0},
+                         Table{"q8_0", "q8_0x16", 48, 64, 32, 34, 0}, Table{"q4_0", "q4_0x16", 32, 96, 32, 18, 0}}) {
     const int row_bytes = t.dims / t.block_values * t.block_bytes;
     std::vector<uint8_t> bytes(static_cast<size_t>(t.rows * row_bytes));
     for (size_t i = 0; i < bytes.size(); ++i) {
