@@ -428,27 +428,29 @@ void interleave_rows(LanguageModel& model, json& config, const io::Blob& file) {
   });
 }
 
-/// Copies the weights still read from the file that are smaller than a huge page (norms, biases, small tables) into
-/// memory of their own and gives their pages back. The page cache holds the file in folios of up to 2 MiB, and a fault
-/// maps the whole folio: each layer's norm read by the first prompt mapped back 2 MiB of the repacked weights beside it
+/// Copies the weights read from the file that are smaller than a huge page (norms, biases, small tables) into memory
+/// of their own and gives their pages back. The page cache holds the file in folios of up to 2 MiB, and a fault maps
+/// the whole folio: each layer's norm read by the first prompt mapped back 2 MiB of the repacked weights beside it
 /// (44 MiB of a 1B Q4_0 model's file, 6% over its size).
-void own_small_weights(LanguageModel& model, const io::Blob& file) {
+void own_small_weights(detail::NamedArrays& weights, const LoadPlan& plan, const io::Blob& file) {
   constexpr size_t huge_page = size_t{2} << 20;
   const unsigned char* const first = file.data();
   const unsigned char* const last = first + file.size();
-  model.apply([&](const std::string& /*path*/, const array& weight) {
-    if (!weight.is_available() || !weight.flags().row_contiguous || weight.nbytes() >= huge_page) {
-      return weight;
+  for (auto& [name, weight] : weights) {
+    // A weight the rank keeps a part of is left to be cut first (copied whole, it would be held whole).
+    if (plan.region(name) != nullptr || !weight.is_available() || !weight.flags().row_contiguous ||
+        weight.nbytes() >= huge_page) {
+      continue;
     }
     const auto* bytes = weight.data<unsigned char>();
     if (bytes < first || bytes + weight.nbytes() > last) {
-      return weight;
+      continue;
     }
     array owned(allocator::malloc(weight.nbytes()), weight.shape(), weight.dtype());
     std::memcpy(owned.data<unsigned char>(), bytes, weight.nbytes());
     file.release(bytes, weight.nbytes());
-    return owned;
-  });
+    weight = owned;
+  }
 }
 
 }  // namespace
@@ -745,6 +747,8 @@ LoadedModel load_gguf_model(const std::string& path, const std::optional<Placeme
   std::shared_ptr<LanguageModel> model = create_model(config);
   load_weights_into(*model, std::move(sources.weights), config, placement,
                     [&](detail::NamedArrays& weights, const LoadPlan& plan) {
+                      // The copies first: the conversions' transient buffers then come on top of all the rank keeps.
+                      own_small_weights(weights, plan, *mapped);
                       detail::convert_gguf_weights(weights, sources.conversions, plan);
                     });
   sources.conversions.clear();
@@ -753,7 +757,6 @@ LoadedModel load_gguf_model(const std::string& path, const std::optional<Placeme
   // after it: left in the caches, a 1B model's 50 MiB of them stayed resident beside the weights until a prefill.
   Tokenizer tokenizer = Tokenizer::from_gguf(path);
   interleave_rows(*model, config, *mapped);
-  own_small_weights(*model, *mapped);
   clear_cache();
   GenerationConfig generation = GenerationConfig::from_json(nullptr, config);
   return LoadedModel{std::move(model), std::move(tokenizer), std::move(generation), std::move(config)};
