@@ -52,8 +52,8 @@ std::vector<array> quantized_parts(const array& float_weight, int rows, int dims
 
 /// The rows of blocks at the integer `ids` (flat) of a weight in a block format, in its plain layout: for a grouped
 /// layout, each byte of an id's row taken from the flat weight at its group's start plus its place in the group
-/// (grouped_positions). Gathering whole groups and then the row's bytes held 2 x group rows a lookup: 35 MiB for a
-/// 512-token prompt's embedding in a 128256 x 2048 q8_0x16 table.
+/// (grouped_positions): eight bytes of index a byte of row. Gathering each id's whole group first held sixteen rows
+/// and a four-byte index a byte for each id, 35 MiB for a 512-token prompt at a 128256 x 2048 q8_0x16 table.
 array plain_rows_at(const array& weight, const array& ids, QuantizationMode mode) {
   const int group = block_rows(mode);
   if (group == 1) {
