@@ -635,9 +635,8 @@ array dequantize(const array& w, const std::string& mode, std::optional<Dtype> d
                  StreamOrDevice s = {});
 /// The blocks of w rewritten from one layout of a block format to another, value for value: "q4_0" to "q4_0x8" or
 /// "q4_0x16", "q8_0" to "q8_0x16", "q4_k" to "q4_kx16" and "q6_k" to "q6_kx16" (the CPU's kernels read a group of
-/// rows as one stream),
-/// back, and between two grouped layouts; the same mode gives w. w's rows must be a multiple of the grouped layouts'
-/// (8, 16). nuvec's addition.
+/// rows as one stream), back, and between two grouped layouts; the same mode gives w. w's rows must be a multiple of
+/// the grouped layouts' (8, 16). nuvec's addition.
 array repack_blocks(const array& w, const std::string& from, const std::string& to, StreamOrDevice s = {});
 /// Float to FP8 E4M3 codes (uint8), rounding to nearest even and saturating at +-448.
 array to_fp8(array x, StreamOrDevice s = {});

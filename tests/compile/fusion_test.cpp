@@ -178,13 +178,14 @@ TEST_F(Fusion, EveryElementwisePrimitiveIsCheckedOrListed) {
   [&]<size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
-          using P = std::variant_alternative_t<I, Primitive>;
+          using P = std::variant_alternative_t<I, Primitive::Variant>;
           if constexpr (UnaryPrimitive<P> || BinaryPrimitive<P>) {
             elementwise.insert(P::name);
           }
         }(),
         ...);
-  }(std::make_index_sequence<std::variant_size_v<Primitive>>{});
+  }
+  (std::make_index_sequence<std::variant_size_v<Primitive::Variant>>{});
   std::set<std::string_view> covered(not_fused);
   for (const auto& c : unary_cases()) {
     covered.insert(c.primitive);

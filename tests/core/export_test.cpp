@@ -293,13 +293,13 @@ TEST(Export, RoundTripsManyPrimitives) {
   const std::set<std::string> not_exported{"Arange", "Collective", "Custom", "Compiled", "Copy"};
   std::string missing;
   [&]<size_t... I>(std::index_sequence<I...>) {
-    for (std::string_view n : {std::variant_alternative_t<I, Primitive>::name...}) {
+    for (std::string_view n : {std::variant_alternative_t<I, Primitive::Variant>::name...}) {
       if (!seen.contains(std::string(n)) && !not_exported.contains(std::string(n))) {
         missing.append(n).append(" ");
       }
     }
   }
-  (std::make_index_sequence<std::variant_size_v<Primitive>>{});
+  (std::make_index_sequence<std::variant_size_v<Primitive::Variant>>{});
   EXPECT_EQ(missing, "") << "primitives no round trip exports";
 }
 

@@ -163,13 +163,14 @@ TEST(OutputShapes, EveryRuleGivesTheShapesAndDtypesOfItsNodes) {
   [&]<size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
-          using P = std::variant_alternative_t<I, Primitive>;
+          using P = std::variant_alternative_t<I, Primitive::Variant>;
           if constexpr (!UnaryPrimitive<P> && !BinaryPrimitive<P>) {
             all.insert(P::name);
           }
         }(),
         ...);
-  }(std::make_index_sequence<std::variant_size_v<Primitive>>{});
+  }
+  (std::make_index_sequence<std::variant_size_v<Primitive::Variant>>{});
   std::vector<std::string_view> missing;
   for (auto p : all) {
     if (!seen.contains(p)) {

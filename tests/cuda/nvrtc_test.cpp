@@ -48,7 +48,7 @@ std::pair<std::string, int> all_kernels(Dtype d) {
   [&]<size_t... I>(std::index_sequence<I...>) {
     (
         [&] {
-          using P = std::variant_alternative_t<I, Primitive>;
+          using P = std::variant_alternative_t<I, Primitive::Variant>;
           if constexpr (UnaryPrimitive<P>) {
             add(P{}, {d});
           } else if constexpr (BinaryPrimitive<P>) {
@@ -56,7 +56,8 @@ std::pair<std::string, int> all_kernels(Dtype d) {
           }
         }(),
         ...);
-  }(std::make_index_sequence<std::variant_size_v<Primitive>>{});
+  }
+  (std::make_index_sequence<std::variant_size_v<Primitive::Variant>>{});
   add(Select{}, {bool_, d, d});
   for (Dtype to : all_dtypes) {
     if (to != complex64) {

@@ -609,7 +609,7 @@ TEST(BatchedRules, QuantizedProductsWithMappedWeights) {
 
 template <size_t... I>
 std::set<std::string> all_primitive_names(std::index_sequence<I...>) {
-  return {std::string(std::variant_alternative_t<I, Primitive>::name)...};
+  return {std::string(std::variant_alternative_t<I, Primitive::Variant>::name)...};
 }
 
 TEST(DerivativeCoverage, EveryPrimitiveHasACaseOrAReason) {
@@ -639,7 +639,7 @@ TEST(DerivativeCoverage, EveryPrimitiveHasACaseOrAReason) {
       }
     }
   }
-  for (const auto& n : all_primitive_names(std::make_index_sequence<std::variant_size_v<Primitive>>{})) {
+  for (const auto& n : all_primitive_names(std::make_index_sequence<std::variant_size_v<Primitive::Variant>>{})) {
     EXPECT_TRUE(seen.contains(n) || underivable.contains(n) || elsewhere.contains(n)) << n << " has no derivative case";
   }
 }

@@ -377,11 +377,11 @@ P blank() {
   }
 }
 
-constexpr size_t num_primitives = std::variant_size_v<Primitive>;
+constexpr size_t num_primitives = std::variant_size_v<Primitive::Variant>;
 
 template <size_t... I>
 constexpr std::array<std::string_view, num_primitives> names_of(std::index_sequence<I...>) {
-  return {std::variant_alternative_t<I, Primitive>::name...};
+  return {std::variant_alternative_t<I, Primitive::Variant>::name...};
 }
 constexpr auto primitive_names = names_of(std::make_index_sequence<num_primitives>{});
 
@@ -389,7 +389,7 @@ template <size_t... I>
 Primitive blank_at(size_t index, std::index_sequence<I...>) {
   using Maker = Primitive (*)();
   static constexpr std::array<Maker, num_primitives> makers{
-      +[]() -> Primitive { return blank<std::variant_alternative_t<I, Primitive>>(); }...};
+      +[]() -> Primitive { return blank<std::variant_alternative_t<I, Primitive::Variant>>(); }...};
   return makers[index]();
 }
 
