@@ -19,4 +19,12 @@ bool operator==(const Primitive& a, const Primitive& b) {
   return static_cast<const PrimitiveVariant&>(a) == static_cast<const PrimitiveVariant&>(b);
 }
 
+Family family(const Primitive& p) {
+  return std::visit([](const auto& alt) { return alt.family; }, p);
+}
+
+std::string_view name(const Primitive& p) {
+  return std::visit([](const auto& alt) { return alt.name; }, p);
+}
+
 }  // namespace nuvec
