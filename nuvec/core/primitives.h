@@ -271,8 +271,10 @@ enum class ReduceType { sum, prod, max, min, all, any };
 struct Reduce {
   // MLX spells the kinds Reduce::And.
   using ReduceType = nuvec::ReduceType;
+  // NOLINTBEGIN(readability-identifier-naming)
   static constexpr ReduceType And = ReduceType::all, Or = ReduceType::any, Sum = ReduceType::sum,
                               Prod = ReduceType::prod, Min = ReduceType::min, Max = ReduceType::max;
+  // NOLINTEND(readability-identifier-naming)
   static constexpr std::string_view name = "Reduce";
   static constexpr Family family = Family::other;
   ReduceType type;
@@ -285,7 +287,9 @@ enum class ArgReduceType { argmax, argmin };
 struct ArgReduce {
   // MLX spells the kinds ArgReduce::ArgMin.
   using ReduceType = nuvec::ArgReduceType;
+  // NOLINTBEGIN(readability-identifier-naming)
   static constexpr ArgReduceType ArgMin = ArgReduceType::argmin, ArgMax = ArgReduceType::argmax;
+  // NOLINTEND(readability-identifier-naming)
   static constexpr std::string_view name = "ArgReduce";
   static constexpr Family family = Family::other;
   ArgReduceType type;
@@ -350,8 +354,10 @@ enum class ScanType { sum, prod, max, min, logaddexp };
 struct Scan {
   // MLX spells the kinds Scan::Max.
   using ReduceType = nuvec::ScanType;
+  // NOLINTBEGIN(readability-identifier-naming)
   static constexpr ScanType Max = ScanType::max, Min = ScanType::min, Sum = ScanType::sum, Prod = ScanType::prod,
                             LogAddExp = ScanType::logaddexp;
+  // NOLINTEND(readability-identifier-naming)
   static constexpr std::string_view name = "Scan";
   static constexpr Family family = Family::other;
   ScanType type;
@@ -580,8 +586,10 @@ struct GatherAxis {
 struct Scatter {
   // MLX spells the kinds Scatter::Sum.
   using ReduceType = nuvec::ScatterType;
+  // NOLINTBEGIN(readability-identifier-naming)
   static constexpr ScatterType Max = ScatterType::max, Min = ScatterType::min, Sum = ScatterType::sum,
                                Prod = ScatterType::prod, None = ScatterType::none;
+  // NOLINTEND(readability-identifier-naming)
   static constexpr std::string_view name = "Scatter";
   static constexpr Family family = Family::other;
   ScatterType type;
